@@ -1,0 +1,63 @@
+"""The application factory."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from asgi_correlation_id import CorrelationIdMiddleware
+from fastapi import FastAPI
+
+from questline import __version__
+from questline.auth.tokens import TokenService
+from questline.config import Settings
+from questline.db import Database
+from questline.errors import install_error_handlers
+from questline.health.endpoints import router as health_router
+from questline.members.endpoints import router as members_router
+from questline.middleware import AccessLogMiddleware, BodyGuardMiddleware
+from questline.openapi import mount_docs
+from questline.routing import AppState
+from questline.teams.endpoints import router as teams_router
+
+DESCRIPTION = """
+Questline keeps an organization's **teams** of members and its learning **disciplines**
+(levels → quests → tasks, with resources), reports each team's **progress**, and ranks
+teams on a **leaderboard** with **progress graphs**, leaving admin teams out.
+
+Every operation but health, metrics and docs needs `Authorization: Bearer <JWT>`.
+Errors are RFC 9457 problem documents (`application/problem+json`).
+"""
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings()
+    state = AppState(settings=settings, db=Database(settings), tokens=TokenService(settings))
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        yield
+        await state.db.dispose()
+
+    app = FastAPI(
+        title="Questline",
+        version=__version__,
+        description=DESCRIPTION,
+        docs_url=None,
+        redoc_url=None,
+        lifespan=lifespan,
+    )
+    app.state.questline = state
+    install_error_handlers(app)
+    for router in (health_router, teams_router, members_router):
+        app.include_router(router)
+    mount_docs(app)
+    app.add_middleware(
+        BodyGuardMiddleware,
+        limit=settings.max_body_bytes,
+        bulk_limit=settings.max_bulk_body_bytes,
+        bulk_suffixes=("/team/bulk",),
+    )
+    app.add_middleware(AccessLogMiddleware)
+    app.add_middleware(CorrelationIdMiddleware, header_name="X-Request-Id")
+    return app

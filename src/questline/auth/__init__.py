@@ -1,0 +1,1 @@
+"""Authentication: JWT bearer tokens carrying the caller's organization and role."""

@@ -1,0 +1,70 @@
+"""FastAPI dependencies that authenticate the caller and check its role."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from questline.auth.tokens import Caller, Role
+from questline.errors import Forbidden, Unauthorized
+from questline.organizations.service import ensure_organization
+from questline.routing import SessionDep, app_state, request_state
+
+bearer_scheme = HTTPBearer(
+    auto_error=False,
+    scheme_name="bearer",
+    description="A JWT with the claims `sub`, `org` (organization UUID) and `role`.",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Tenant:
+    """A caller acting inside its organization."""
+
+    org_id: uuid.UUID
+    caller: Caller
+
+    @property
+    def is_admin(self) -> bool:
+        return self.caller.role is Role.ADMIN
+
+
+async def get_caller(
+    request: Request,
+    session: SessionDep,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)],
+) -> Caller:
+    if credentials is None:
+        raise Unauthorized("Send a bearer token: 'Authorization: Bearer <JWT>'.")
+    state = app_state(request)
+    caller = state.tokens.verify(credentials.credentials)
+    request_state(request).caller = caller
+    if caller.org_id is not None and caller.org_id not in state.known_orgs:
+        await ensure_organization(session, caller.org_id)
+        request_state(request).new_org_ids.append(caller.org_id)
+    return caller
+
+
+CallerDep = Annotated[Caller, Depends(get_caller)]
+
+
+async def tenant_member(caller: CallerDep) -> Tenant:
+    if caller.org_id is None:
+        raise Forbidden("This operation acts inside an organization; operator tokens have none.")
+    return Tenant(org_id=caller.org_id, caller=caller)
+
+
+async def tenant_admin(caller: CallerDep) -> Tenant:
+    if caller.role is not Role.ADMIN or caller.org_id is None:
+        raise Forbidden("This operation needs an organization admin token.")
+    return Tenant(org_id=caller.org_id, caller=caller)
+
+
+MemberOf = Annotated[Tenant, Depends(tenant_member)]
+"""Reads: any member (or admin) of the caller's organization."""
+AdminOf = Annotated[Tenant, Depends(tenant_admin)]
+"""Writes: an admin of the caller's organization."""

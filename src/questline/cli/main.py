@@ -1,0 +1,121 @@
+"""``questline``: serve, migrate, mint tokens, load the demo. Thin wrappers over services."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Annotated
+
+import typer
+
+from questline.auth.tokens import Role, TokenService
+from questline.config import Settings
+from questline.db import Database
+
+app = typer.Typer(
+    help="Questline: teams, disciplines, progress and leaderboards.", no_args_is_help=True
+)
+db_app = typer.Typer(help="Database commands.", no_args_is_help=True)
+token_app = typer.Typer(help="Token commands.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+app.add_typer(token_app, name="token")
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    workers: Annotated[int, typer.Option(help="Worker processes.")] = 1,
+    migrate: Annotated[bool, typer.Option(help="Run `db upgrade` first.")] = True,
+) -> None:
+    """Serve the API (and the dashboard at /ui)."""
+    import uvicorn
+
+    from questline.logging_setup import configure_logging
+
+    settings = Settings()
+    configure_logging(settings.log_level, settings.log_format)
+    if migrate:
+        _upgrade(settings)
+    if settings.is_sqlite and workers > 1:
+        typer.echo("SQLite serves from one process; use PostgreSQL for several workers.", err=True)
+        workers = 1
+    uvicorn.run(
+        "questline.app:create_app",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        access_log=False,
+        log_config=None,
+        proxy_headers=True,
+    )
+
+
+def _upgrade(settings: Settings) -> None:
+    from questline.migrate import upgrade
+
+    upgrade(settings)
+
+
+@db_app.command("upgrade")
+def db_upgrade() -> None:
+    """Apply the database migrations (creates the SQLite file when needed)."""
+    settings = Settings()
+    _upgrade(settings)
+    typer.echo(f"database at head: {_redacted(settings.resolved_database_url)}")
+
+
+def _redacted(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
+
+
+@token_app.command("create")
+def token_create(
+    role: Annotated[Role, typer.Option(help="member, admin or operator.")] = Role.ADMIN,
+    org: Annotated[str | None, typer.Option(help="Organization UUID (not for operators).")] = None,
+    subject: Annotated[str, typer.Option(help="The `sub` claim.")] = "cli",
+    days: Annotated[int, typer.Option(help="Lifetime in days.")] = 30,
+) -> None:
+    """Mint a token with the embedded HS256 secret; the token is the last line printed."""
+    import datetime as dt
+
+    if role is not Role.OPERATOR and org is None:
+        raise typer.BadParameter("member and admin tokens need --org UUID", param_hint="--org")
+    if role is Role.OPERATOR and org is not None:
+        raise typer.BadParameter("operator tokens carry no organization", param_hint="--org")
+    try:
+        org_id = uuid.UUID(org) if org else None
+    except ValueError as exc:
+        raise typer.BadParameter("not a UUID", param_hint="--org") from exc
+    tokens = TokenService(Settings())
+    typer.echo(
+        tokens.mint(role=role, org_id=org_id, subject=subject, lifetime=dt.timedelta(days=days))
+    )
+
+
+@app.command()
+def demo() -> None:
+    """Migrate, load the demo organization when it is empty, print its URL and admin token."""
+    from questline.demo import DEMO_ORG_ID, load_demo
+
+    settings = Settings()
+    _upgrade(settings)
+
+    async def _load() -> bool:
+        db = Database(settings)
+        try:
+            return await load_demo(db)
+        finally:
+            await db.dispose()
+
+    loaded = asyncio.run(_load())
+    token = TokenService(settings).mint(role=Role.ADMIN, org_id=DEMO_ORG_ID, subject="demo")
+    typer.echo("demo data loaded" if loaded else "demo data already present")
+    typer.echo(f"organization: {DEMO_ORG_ID}")
+    typer.echo(f"API docs:     {settings.public_url}/docs")
+    typer.echo(f"dashboard:    {settings.public_url}/ui/#token={token}")
+    typer.echo("admin token (send as 'Authorization: Bearer <token>'):")
+    typer.echo(token)

@@ -1,0 +1,66 @@
+"""Settings, read from ``QUESTLINE_*`` environment variables and a ``.env`` file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+SECRET_FILE_NAME = "jwt-secret"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="QUESTLINE_", env_file=".env", extra="ignore", frozen=True
+    )
+
+    data_dir: Path = Path("./data")
+    database_url: str | None = None
+    """Overrides the embedded SQLite file, e.g. ``postgresql+asyncpg://user@host/db``."""
+    database_pool_size: int = 10
+    database_echo: bool = False
+
+    # Authentication (DESIGN §3).
+    jwt_secret: str | None = None
+    """HS256 secret; generated into the data directory on first start when unset."""
+    jwt_algorithms: list[str] = Field(default_factory=lambda: ["HS256"])
+    jwt_public_key: str | None = None
+    """PEM public key (RS256/ES256) of an identity provider."""
+    jwt_jwks_url: str | None = None
+    jwt_issuer: str | None = "questline"
+    jwt_audience: str | None = "questline"
+    jwt_org_claim: str = "org"
+    jwt_role_claim: str = "role"
+    jwt_leeway_seconds: int = 30
+    token_lifetime_days: int = 30
+
+    # Request limits.
+    max_body_bytes: int = 5 * 1024 * 1024
+    max_bulk_body_bytes: int = 32 * 1024 * 1024
+    max_bulk_teams: int = 10_000
+    max_page_size: int = 1000
+    idempotency_ttl_hours: int = 24
+
+    log_level: str = "INFO"
+    log_format: Literal["json", "text"] = "json"
+    public_url: str = "http://127.0.0.1:8000"
+
+    @property
+    def resolved_database_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite+aiosqlite:///{(self.data_dir / 'questline.db').resolve()}"
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.resolved_database_url.startswith("sqlite")
+
+    def ensure_data_dir(self) -> Path:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        return self.data_dir
+
+
+def get_settings() -> Settings:
+    return Settings()

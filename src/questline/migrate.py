@@ -1,0 +1,25 @@
+"""Running the Alembic migrations from code (CLI, app start, tests)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+
+from questline.config import Settings
+
+MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+
+
+def alembic_config(settings: Settings) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.set_main_option("sqlalchemy.url", settings.resolved_database_url.replace("%", "%%"))
+    return config
+
+
+def upgrade(settings: Settings, revision: str = "head") -> None:
+    if settings.is_sqlite:
+        settings.ensure_data_dir()
+    command.upgrade(alembic_config(settings), revision)

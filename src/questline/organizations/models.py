@@ -1,0 +1,15 @@
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+
+from sqlalchemy.orm import Mapped, mapped_column
+
+from questline.db import Base, UTCDateTime, utcnow
+
+
+class Organization(Base):
+    __tablename__ = "organizations"
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)

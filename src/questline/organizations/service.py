@@ -1,0 +1,16 @@
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from questline.db import insert_ignoring_conflicts, utcnow
+from questline.organizations.models import Organization
+
+
+async def ensure_organization(session: AsyncSession, org_id: uuid.UUID) -> None:
+    """Create the organization row on first sight (idempotent and race-free)."""
+    statement = insert_ignoring_conflicts(session, Organization.__table__, ["id"]).values(
+        id=org_id, created_at=utcnow()
+    )
+    await session.execute(statement)

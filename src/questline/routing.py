@@ -1,0 +1,133 @@
+"""The request boundary: one database transaction per request.
+
+``TransactionalRoute`` opens the session before FastAPI solves the dependencies,
+commits after the endpoint succeeded (so a failing commit still becomes an error
+response, never a success already sent), and rolls back on any error. It also stores
+and replays ``Idempotency-Key`` responses inside that same transaction.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, Any, cast
+
+from fastapi import Depends, Request, Response
+from fastapi.routing import APIRoute
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from questline import idempotency
+from questline.config import Settings
+from questline.db import Database
+
+if TYPE_CHECKING:
+    from questline.auth.tokens import Caller, TokenService
+
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+@dataclass
+class AppState:
+    """What the application shares between requests (kept on ``app.state.questline``)."""
+
+    settings: Settings
+    db: Database
+    tokens: TokenService
+    known_orgs: set[uuid.UUID] = field(default_factory=set)
+
+
+@dataclass
+class RequestState:
+    session: AsyncSession
+    caller: Caller | None = None
+    pending_key: idempotency.PendingKey | None = None
+    new_org_ids: list[uuid.UUID] = field(default_factory=list)
+
+
+def app_state(request: Request) -> AppState:
+    return cast(AppState, request.app.state.questline)
+
+
+def request_state(request: Request) -> RequestState:
+    return cast(RequestState, request.state.questline)
+
+
+async def get_session(request: Request) -> AsyncSession:
+    return request_state(request).session
+
+
+SessionDep = Annotated[AsyncSession, Depends(get_session)]
+
+
+async def idempotency_guard(request: Request) -> None:
+    """Replays or refuses a reused ``Idempotency-Key`` (after authentication)."""
+    state = request_state(request)
+    caller = state.caller
+    if caller is None:
+        return
+    state.pending_key = await idempotency.check_key(
+        state.session,
+        request=request,
+        organization_id=caller.org_id or idempotency.PLATFORM_SCOPE,
+        subject=f"{caller.subject}:{caller.role.value}",
+        ttl=dt.timedelta(hours=app_state(request).settings.idempotency_ttl_hours),
+    )
+
+
+Handler = Callable[[Request], Coroutine[Any, Any, Response]]
+
+
+class TransactionalRoute(APIRoute):
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        methods = {m.upper() for m in kwargs.get("methods") or []}
+        if "POST" in methods:
+            from questline.auth.dependencies import get_caller
+
+            extra = [Depends(get_caller), Depends(idempotency_guard)]
+            kwargs["dependencies"] = [*(kwargs.get("dependencies") or []), *extra]
+        super().__init__(path, endpoint, **kwargs)
+
+    def get_route_handler(self) -> Handler:
+        original = super().get_route_handler()
+
+        async def handler(request: Request) -> Response:
+            state = app_state(request)
+            write = request.method in WRITE_METHODS
+            async with state.db.sessionmaker() as session:
+                request.state.questline = RequestState(session=session)
+                try:
+                    await state.db.begin(session, write=write)
+                    response = await original(request)
+                    pending = request_state(request).pending_key
+                    if pending is not None and 200 <= response.status_code < 300:
+                        await idempotency.store_response(session, pending, response)
+                    await session.commit()
+                except idempotency.ReplayStoredResponse as replay:
+                    await session.rollback()
+                    return idempotency.replay(replay.record)
+                except IntegrityError:
+                    await session.rollback()
+                    stored = await _stored_after_race(state, request)
+                    if stored is None:
+                        raise
+                    return stored
+                except BaseException:
+                    await session.rollback()
+                    raise
+            state.known_orgs.update(request_state(request).new_org_ids)
+            return response
+
+        return handler
+
+
+async def _stored_after_race(state: AppState, request: Request) -> Response | None:
+    """A concurrent request with the same key won: replay what it stored."""
+    pending = request_state(request).pending_key
+    if pending is None:
+        return None
+    async with state.db.session(write=False) as session:
+        record = await idempotency.load_record(session, pending)
+    return idempotency.replay(record) if record is not None else None

@@ -1,0 +1,1 @@
+"""Teams: groups of members that progress through disciplines together."""

@@ -1,0 +1,233 @@
+"""The team endpoints: the seed's five plus the reads and changes users expect."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Header, Request, Response, status
+
+from questline.auth.dependencies import AdminOf, MemberOf
+from questline.members import service as members_service
+from questline.members.schemas import Member
+from questline.openapi import problem_responses
+from questline.pagination import PageDep, announce_next_page, split_page
+from questline.paths import MemberId, TeamId
+from questline.routing import SessionDep, TransactionalRoute
+from questline.teams import schemas, service
+
+router = APIRouter(prefix="/team", tags=["teams"], route_class=TransactionalRoute)
+
+
+def _location(request: Request, team_id: object) -> str:
+    return str(request.url_for("get_team", team_id=str(team_id)))
+
+
+@router.get("", response_model=list[schemas.Team], responses=problem_responses(401, 403, 422))
+async def list_teams(
+    request: Request, response: Response, tenant: MemberOf, session: SessionDep, page: PageDep
+) -> list[schemas.Team]:
+    """Every team of the caller's organization, by name (opt-in paging: `limit`, `after`)."""
+    rows = await service.list_teams(session, org_id=tenant.org_id, page=page)
+    rows, more = split_page(rows, page)
+    announce_next_page(request, response, page, service.cursor_of(rows[-1].team) if more else None)
+    return [service.to_schema(row.team, row.member_count) for row in rows]
+
+
+@router.post(
+    "",
+    status_code=status.HTTP_201_CREATED,
+    response_model=schemas.Team,
+    responses=problem_responses(400, 401, 403, 409, 413, 415, 422),
+)
+async def create_team(
+    request: Request,
+    response: Response,
+    tenant: AdminOf,
+    session: SessionDep,
+    data: schemas.TeamCreate,
+) -> schemas.Team:
+    """Create a team, optionally with members (ids of the organization's members) and tags."""
+    created = await service.create_team(session, org_id=tenant.org_id, data=data)
+    response.headers["Location"] = _location(request, created.team.id)
+    response.headers["ETag"] = service.etag_of(created.team)
+    return service.to_schema(created.team, created.member_count)
+
+
+@router.get(
+    "/{team_id}", response_model=schemas.TeamDetail, responses=problem_responses(401, 403, 404)
+)
+async def get_team(
+    team_id: TeamId, response: Response, tenant: MemberOf, session: SessionDep
+) -> schemas.TeamDetail:
+    """One team with its members."""
+    team = await service.get_team(session, org_id=tenant.org_id, team_id=team_id)
+    members = await service.team_members(
+        session, org_id=tenant.org_id, team_id=team.id, page=members_service.ALL
+    )
+    described = await members_service.describe(session, org_id=tenant.org_id, members=members)
+    response.headers["ETag"] = service.etag_of(team)
+    base = service.to_schema(team, len(described))
+    return schemas.TeamDetail(**base.model_dump(), members=described)
+
+
+@router.patch(
+    "/{team_id}",
+    response_model=schemas.Team,
+    responses=problem_responses(400, 401, 403, 404, 409, 412, 415, 422),
+)
+async def update_team(
+    team_id: TeamId,
+    response: Response,
+    tenant: AdminOf,
+    session: SessionDep,
+    data: schemas.TeamUpdate,
+    if_match: Annotated[str | None, Header()] = None,
+) -> schemas.Team:
+    """Change `Name`, `Tags` or `Status` (Active | Archived).
+
+    Send the `ETag` you read as `If-Match` to guard against lost updates (412 when stale).
+    """
+    team = await service.get_team(session, org_id=tenant.org_id, team_id=team_id, for_update=True)
+    team = await service.update_team(session, team=team, data=data, if_match=if_match)
+    response.headers["ETag"] = service.etag_of(team)
+    counted = await service.with_count(session, team)
+    return service.to_schema(counted.team, counted.member_count)
+
+
+@router.delete(
+    "/{team_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    responses=problem_responses(401, 403, 404, 412),
+)
+async def delete_team(
+    team_id: TeamId,
+    tenant: AdminOf,
+    session: SessionDep,
+    if_match: Annotated[str | None, Header()] = None,
+) -> Response:
+    """Delete a team, its memberships and its progress (members stay in the organization)."""
+    team = await service.get_team(session, org_id=tenant.org_id, team_id=team_id, for_update=True)
+    service.check_if_match(team, if_match)
+    await service.delete_team(session, team=team)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.get(
+    "/{team_id}/members",
+    response_model=list[Member],
+    responses=problem_responses(401, 403, 404, 422),
+)
+async def list_team_members(
+    team_id: TeamId,
+    request: Request,
+    response: Response,
+    tenant: MemberOf,
+    session: SessionDep,
+    page: PageDep,
+) -> list[Member]:
+    """The team's members, by e-mail (opt-in paging)."""
+    team = await service.get_team(session, org_id=tenant.org_id, team_id=team_id)
+    rows = list(
+        await service.team_members(session, org_id=tenant.org_id, team_id=team.id, page=page)
+    )
+    rows, more = split_page(rows, page)
+    announce_next_page(
+        request, response, page, members_service.cursor_of(rows[-1]) if more else None
+    )
+    return await members_service.describe(session, org_id=tenant.org_id, members=rows)
+
+
+@router.post(
+    "/{team_id}/members",
+    status_code=status.HTTP_201_CREATED,
+    response_model=Member,
+    responses={
+        200: {"description": "The member was already in the team.", "model": Member},
+        **problem_responses(400, 401, 403, 404, 409, 413, 415, 422),
+    },
+)
+async def add_member(
+    team_id: TeamId,
+    request: Request,
+    response: Response,
+    tenant: AdminOf,
+    session: SessionDep,
+    data: schemas.MemberAdd,
+) -> Member:
+    """Add a member by e-mail (found or created in the organization). 201 when the member
+    joins the team, 200 when it was already in it."""
+    team = await service.get_team(session, org_id=tenant.org_id, team_id=team_id)
+    result = await service.add_member(
+        session, team=team, email=str(data.email), given_name=data.given_name
+    )
+    if not result.membership_created:
+        response.status_code = status.HTTP_200_OK
+    response.headers["Location"] = str(
+        request.url_for("get_member", member_id=str(result.member.id))
+    )
+    [described] = await members_service.describe(
+        session, org_id=tenant.org_id, members=[result.member]
+    )
+    return described
+
+
+@router.delete(
+    "/{team_id}/members/{member_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    responses=problem_responses(401, 403, 404),
+)
+async def remove_member(
+    team_id: TeamId, member_id: MemberId, tenant: AdminOf, session: SessionDep
+) -> Response:
+    """Take a member out of the team (the member stays in the organization)."""
+    team = await service.get_team(session, org_id=tenant.org_id, team_id=team_id)
+    await service.remove_member(session, team=team, member_id=member_id)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.post(
+    "/{team_id}/isadminteam",
+    response_model=schemas.Team,
+    responses=problem_responses(400, 401, 403, 404, 415, 422),
+)
+async def switch_admin_team(
+    team_id: TeamId,
+    response: Response,
+    tenant: AdminOf,
+    session: SessionDep,
+    data: Annotated[schemas.AdminFlag | None, Body()] = None,
+) -> schemas.Team:
+    """Mark the team as a management (admin) team, left out of the leaderboard and graphs.
+
+    Without a body the call is a switch: on an admin team it makes it a normal team again.
+    With `{"IsAdminTeam": true|false}` it sets the flag. Send an `Idempotency-Key` so that
+    a retried switch does not flip twice.
+    """
+    team = await service.get_team(session, org_id=tenant.org_id, team_id=team_id, for_update=True)
+    team = await service.set_admin_flag(
+        session, team=team, value=None if data is None else data.is_admin_team
+    )
+    response.headers["ETag"] = service.etag_of(team)
+    counted = await service.with_count(session, team)
+    return service.to_schema(counted.team, counted.member_count)
+
+
+@router.post(
+    "/{team_id}/survey",
+    response_model=schemas.Team,
+    responses=problem_responses(400, 401, 403, 404, 415, 422),
+)
+async def set_survey(
+    team_id: TeamId,
+    response: Response,
+    tenant: AdminOf,
+    session: SessionDep,
+    data: Annotated[schemas.SurveyFlag | None, Body()] = None,
+) -> schemas.Team:
+    """Set `IsSurveyCompleted` (default `true` when no body is sent)."""
+    team = await service.get_team(session, org_id=tenant.org_id, team_id=team_id, for_update=True)
+    value = True if data is None else data.is_survey_completed
+    team = await service.set_survey_flag(session, team=team, value=value)
+    response.headers["ETag"] = service.etag_of(team)
+    counted = await service.with_count(session, team)
+    return service.to_schema(counted.team, counted.member_count)

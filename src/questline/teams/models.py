@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+import datetime as dt
+import enum
+import uuid
+
+from sqlalchemy import (
+    JSON,
+    Enum,
+    ForeignKey,
+    ForeignKeyConstraint,
+    Index,
+    String,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import Mapped, mapped_column
+
+from questline.db import Base, UTCDateTime, new_id, utcnow
+
+
+class TeamStatus(enum.StrEnum):
+    ACTIVE = "Active"
+    ARCHIVED = "Archived"
+
+
+class Team(Base):
+    __tablename__ = "teams"
+    __table_args__ = (UniqueConstraint("organization_id", "name_key"),)
+
+    organization_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("organizations.id", ondelete="CASCADE"), primary_key=True
+    )
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=new_id)
+    name: Mapped[str] = mapped_column(String(100))
+    name_key: Mapped[str] = mapped_column(String(100))
+    """The name lower-cased: unique per organization, and the list order."""
+    status: Mapped[TeamStatus] = mapped_column(
+        Enum(
+            TeamStatus, native_enum=False, length=16, values_callable=lambda e: [m.value for m in e]
+        ),
+        default=TeamStatus.ACTIVE,
+    )
+    tags: Mapped[list[str]] = mapped_column(JSON, default=list)
+    score: Mapped[int] = mapped_column(default=0)
+    score_reached_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    """When the team reached its current score: the leaderboard's tie-breaker."""
+    is_survey_completed: Mapped[bool] = mapped_column(default=False)
+    is_admin_team: Mapped[bool] = mapped_column(default=False)
+    is_ranked: Mapped[bool] = mapped_column(default=True)
+    """Neither an admin team nor archived: kept in step by the service, indexed."""
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+    version: Mapped[int] = mapped_column(default=1)
+
+    __mapper_args__ = {"version_id_col": version}
+
+    def refresh_ranking_flag(self) -> None:
+        self.is_ranked = not self.is_admin_team and self.status is TeamStatus.ACTIVE
+
+
+# Serves the leaderboard without a sort: score desc, then who reached it first, then name.
+Index(
+    "ix_teams_leaderboard",
+    Team.organization_id,
+    Team.is_ranked,
+    Team.score.desc(),
+    Team.score_reached_at,
+    Team.name_key,
+)
+
+
+class TeamMembership(Base):
+    __tablename__ = "team_members"
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["organization_id", "team_id"],
+            ["teams.organization_id", "teams.id"],
+            ondelete="CASCADE",
+        ),
+        ForeignKeyConstraint(
+            ["organization_id", "member_id"],
+            ["members.organization_id", "members.id"],
+            ondelete="CASCADE",
+        ),
+        Index("ix_team_members_member", "organization_id", "member_id"),
+    )
+
+    organization_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("organizations.id", ondelete="CASCADE"), primary_key=True
+    )
+    team_id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    member_id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)

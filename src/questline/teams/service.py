@@ -1,0 +1,277 @@
+"""Team rules: creation, changes, membership and the admin flag."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import ColumnElement, Select, delete, func, insert, select, tuple_
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from questline.db import insert_ignoring_conflicts, utcnow
+from questline.errors import Conflict, FieldError, PreconditionFailed, Unprocessable, not_found
+from questline.members import service as members_service
+from questline.members.models import Member
+from questline.pagination import PageRequest, cursor_parts
+from questline.teams import schemas
+from questline.teams.models import Team, TeamMembership, TeamStatus
+
+
+@dataclass(frozen=True, slots=True)
+class TeamWithCount:
+    team: Team
+    member_count: int
+
+
+def etag_of(team: Team) -> str:
+    return f'"{team.id.hex}.{team.version}"'
+
+
+def to_schema(team: Team, member_count: int) -> schemas.Team:
+    return schemas.Team(
+        id=team.id,
+        name=team.name,
+        organization_id=team.organization_id,
+        status=team.status,
+        tags=list(team.tags),
+        score=team.score,
+        is_survey_completed=team.is_survey_completed,
+        is_admin_team=team.is_admin_team,
+        member_count=member_count,
+        created_at=team.created_at,
+    )
+
+
+def name_key(name: str) -> str:
+    return name.casefold()
+
+
+def member_count_column() -> ColumnElement[int]:
+    """The team's member count, as a correlated subquery served by the primary key."""
+    return (
+        select(func.count())
+        .where(
+            TeamMembership.organization_id == Team.organization_id,
+            TeamMembership.team_id == Team.id,
+        )
+        .correlate(Team)
+        .scalar_subquery()
+    )
+
+
+def _teams_query(org_id: uuid.UUID) -> Select[Team, int]:
+    return select(Team, member_count_column()).where(Team.organization_id == org_id)
+
+
+async def list_teams(
+    session: AsyncSession, *, org_id: uuid.UUID, page: PageRequest
+) -> list[TeamWithCount]:
+    query = _teams_query(org_id)
+    if page.after is not None:
+        name_after, id_after = cursor_parts(page.after, str, uuid.UUID)
+        query = query.where(tuple_(Team.name_key, Team.id) > (name_after, id_after))
+    query = query.order_by(Team.name_key, Team.id)
+    if page.fetch_size is not None:
+        query = query.limit(page.fetch_size)
+    rows = await session.execute(query)
+    return [TeamWithCount(row[0], row[1]) for row in rows.all()]
+
+
+def cursor_of(team: Team) -> list[str]:
+    return [team.name_key, str(team.id)]
+
+
+async def get_team(
+    session: AsyncSession, *, org_id: uuid.UUID, team_id: uuid.UUID, for_update: bool = False
+) -> Team:
+    """The team, or 404 when it is not in the caller's organization.
+
+    ``for_update`` locks the row (PostgreSQL) so that read-modify-write steps such as
+    the admin switch see the latest committed value.
+    """
+    query = select(Team).where(Team.organization_id == org_id, Team.id == team_id)
+    if for_update:
+        query = query.with_for_update()
+    team = await session.scalar(query)
+    if team is None:
+        raise not_found("team")
+    return team
+
+
+async def count_members(session: AsyncSession, *, org_id: uuid.UUID, team_id: uuid.UUID) -> int:
+    count = await session.scalar(
+        select(func.count()).where(
+            TeamMembership.organization_id == org_id, TeamMembership.team_id == team_id
+        )
+    )
+    return int(count or 0)
+
+
+async def with_count(session: AsyncSession, team: Team) -> TeamWithCount:
+    count = await count_members(session, org_id=team.organization_id, team_id=team.id)
+    return TeamWithCount(team, count)
+
+
+async def _ensure_name_free(
+    session: AsyncSession, *, org_id: uuid.UUID, name: str, except_id: uuid.UUID | None = None
+) -> None:
+    query = select(Team.id).where(Team.organization_id == org_id, Team.name_key == name_key(name))
+    if except_id is not None:
+        query = query.where(Team.id != except_id)
+    if await session.scalar(query) is not None:
+        raise Conflict(
+            f"A team named {name!r} already exists in your organization (names ignore case)."
+        )
+
+
+async def create_team(
+    session: AsyncSession, *, org_id: uuid.UUID, data: schemas.TeamCreate
+) -> TeamWithCount:
+    member_ids = list(dict.fromkeys(data.members))
+    missing = await members_service.missing_member_ids(
+        session, org_id=org_id, member_ids=member_ids
+    )
+    if missing:
+        raise Unprocessable(
+            "Some member ids name no member of your organization.",
+            errors=[
+                FieldError(
+                    field=f"members[{data.members.index(m)}]", message=f"Unknown member {m}."
+                )
+                for m in missing
+            ],
+        )
+    await _ensure_name_free(session, org_id=org_id, name=data.name)
+    now = utcnow()
+    team = Team(
+        organization_id=org_id,
+        name=data.name,
+        name_key=name_key(data.name),
+        status=TeamStatus.ACTIVE,
+        tags=data.tags,
+        score=0,
+        score_reached_at=now,
+        is_survey_completed=False,
+        is_admin_team=False,
+        is_ranked=True,
+        created_at=now,
+        updated_at=now,
+    )
+    session.add(team)
+    await session.flush()
+    if member_ids:
+        await session.execute(
+            insert(TeamMembership),
+            [
+                {"organization_id": org_id, "team_id": team.id, "member_id": m, "created_at": now}
+                for m in member_ids
+            ],
+        )
+    return TeamWithCount(team, len(member_ids))
+
+
+def check_if_match(team: Team, if_match: str | None) -> None:
+    if if_match is None:
+        return
+    tags = [t.strip() for t in if_match.split(",")]
+    if "*" not in tags and etag_of(team) not in tags and f"W/{etag_of(team)}" not in tags:
+        raise PreconditionFailed(
+            "The team changed since you read it (If-Match does not match its ETag); "
+            "read it again and retry."
+        )
+
+
+async def update_team(
+    session: AsyncSession, *, team: Team, data: schemas.TeamUpdate, if_match: str | None
+) -> Team:
+    check_if_match(team, if_match)
+    if data.name is not None and data.name != team.name:
+        await _ensure_name_free(
+            session, org_id=team.organization_id, name=data.name, except_id=team.id
+        )
+        team.name = data.name
+        team.name_key = name_key(data.name)
+    if data.tags is not None:
+        team.tags = data.tags
+    if data.status is not None:
+        team.status = data.status
+        team.refresh_ranking_flag()
+    team.updated_at = utcnow()
+    await session.flush()
+    return team
+
+
+async def delete_team(session: AsyncSession, *, team: Team) -> None:
+    await session.delete(team)
+    await session.flush()
+
+
+async def set_admin_flag(session: AsyncSession, *, team: Team, value: bool | None) -> Team:
+    """``value=None`` switches the flag (the seed's toggle); a bool sets it."""
+    team.is_admin_team = (not team.is_admin_team) if value is None else value
+    team.refresh_ranking_flag()
+    team.updated_at = utcnow()
+    await session.flush()
+    return team
+
+
+async def set_survey_flag(session: AsyncSession, *, team: Team, value: bool) -> Team:
+    team.is_survey_completed = value
+    team.updated_at = utcnow()
+    await session.flush()
+    return team
+
+
+def ensure_active(team: Team, action: str) -> None:
+    if team.status is TeamStatus.ARCHIVED:
+        raise Conflict(f"The team is archived and refuses {action}; make it Active first.")
+
+
+@dataclass(frozen=True, slots=True)
+class MembershipResult:
+    member: Member
+    member_created: bool
+    membership_created: bool
+
+
+async def add_member(
+    session: AsyncSession, *, team: Team, email: str, given_name: str
+) -> MembershipResult:
+    """Find or create the member by e-mail and put it in the team (idempotent)."""
+    ensure_active(team, "new members")
+    found = await members_service.find_or_create(
+        session, org_id=team.organization_id, email=email, given_name=given_name
+    )
+    result = await session.execute(
+        insert_ignoring_conflicts(
+            session, TeamMembership.__table__, ["organization_id", "team_id", "member_id"]
+        )
+        .values(
+            organization_id=team.organization_id,
+            team_id=team.id,
+            member_id=found.member.id,
+            created_at=utcnow(),
+        )
+        .returning(TeamMembership.__table__.c.member_id)
+    )
+    joined = result.scalar_one_or_none() is not None
+    return MembershipResult(found.member, found.created, joined)
+
+
+async def remove_member(session: AsyncSession, *, team: Team, member_id: uuid.UUID) -> None:
+    result = await session.execute(
+        delete(TeamMembership).where(
+            TeamMembership.organization_id == team.organization_id,
+            TeamMembership.team_id == team.id,
+            TeamMembership.member_id == member_id,
+        )
+    )
+    if not getattr(result, "rowcount", 0):
+        raise not_found("member in this team")
+
+
+async def team_members(
+    session: AsyncSession, *, org_id: uuid.UUID, team_id: uuid.UUID, page: PageRequest
+) -> Sequence[Member]:
+    return await members_service.list_members(session, org_id=org_id, page=page, team_id=team_id)
