@@ -1,0 +1,113 @@
+"""Test harness: every test runs against SQLite and against a real PostgreSQL server.
+
+The PostgreSQL server is started by the harness from the local binaries. The schema is
+built by running the Alembic migrations once per backend; every test starts from empty
+tables. Requests go through the real ASGI stack with real JWTs.
+
+``QUESTLINE_TEST_BACKENDS=sqlite`` (or ``postgresql``) limits the run to one backend.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from fastapi import FastAPI
+from sqlalchemy import text
+
+from questline.app import create_app
+from questline.config import Settings
+from questline.migrate import upgrade
+from questline.models import Base
+from questline.routing import AppState
+from tests.factories import World
+from tests.support.postgres import PostgresServer
+
+BACKENDS = [
+    b.strip()
+    for b in os.environ.get("QUESTLINE_TEST_BACKENDS", "sqlite,postgresql").split(",")
+    if b.strip()
+]
+
+
+@pytest.fixture(scope="session")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    server = PostgresServer().start()
+    try:
+        yield server
+    finally:
+        server.cleanup()
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture(scope="session")
+def migrated_settings(
+    backend: str, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Settings:
+    data_dir: Path = tmp_path_factory.mktemp(f"data-{backend}")
+    if backend == "postgresql":
+        server: PostgresServer = request.getfixturevalue("postgres_server")
+        url = server.create_database(f"questline_{os.getpid()}")
+        settings = Settings(data_dir=data_dir, database_url=url, _env_file=None)  # type: ignore[call-arg]
+    else:
+        settings = Settings(data_dir=data_dir, _env_file=None)  # type: ignore[call-arg]
+    upgrade(settings)
+    return settings
+
+
+@pytest.fixture
+def settings(migrated_settings: Settings) -> Settings:
+    return migrated_settings
+
+
+async def _empty_all_tables(state: AppState) -> None:
+    tables = [t.name for t in Base.metadata.sorted_tables]
+    async with state.db.engine.begin() as connection:
+        if state.db.is_sqlite:
+            for name in reversed(tables):
+                await connection.execute(text(f'DELETE FROM "{name}"'))
+        else:
+            joined = ", ".join(f'"{n}"' for n in tables)
+            await connection.execute(text(f"TRUNCATE {joined} CASCADE"))
+    state.known_orgs.clear()
+
+
+@pytest.fixture
+async def app(settings: Settings) -> AsyncIterator[FastAPI]:
+    app = create_app(settings)
+    await _empty_all_tables(app.state.questline)
+    try:
+        yield app
+    finally:
+        await app.state.questline.db.dispose()
+
+
+@pytest.fixture
+def app_state(app: FastAPI) -> AppState:
+    state: AppState = app.state.questline
+    return state
+
+
+@pytest.fixture
+async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://questline.test") as c:
+        yield c
+
+
+@pytest.fixture
+def world(client: httpx.AsyncClient, app_state: AppState) -> World:
+    """Factories bound to this test's client and token service."""
+    return World(client=client, tokens=app_state.tokens, db=app_state.db)
