@@ -7,6 +7,7 @@ server as the ``postgres`` user, since PostgreSQL refuses to run as root.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shutil
@@ -78,10 +79,8 @@ class PostgresServer:
         return self
 
     def stop(self, mode: str = "fast") -> None:
-        try:
+        with contextlib.suppress(subprocess.CalledProcessError):
             self._run([str(self.bin_dir / "pg_ctl"), "-D", str(self.data_dir), "-m", mode, "stop"])
-        except subprocess.CalledProcessError:
-            pass
 
     def start_server(self) -> None:
         """Start the initialized cluster (again, after ``stop``, in fault tests)."""

@@ -1,0 +1,112 @@
+"""The discipline tree.
+
+Every node row carries its ``discipline_id`` so that a whole tree loads in one query
+per table, whatever its size. ``position`` is the 0-based ``Order`` among siblings.
+A discipline whose ``organization_id`` is null is global: every organization reads it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+import uuid
+
+from sqlalchemy import Enum, ForeignKey, Index, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from questline.db import Base, UTCDateTime, new_id, utcnow
+
+
+class Color(enum.StrEnum):
+    PURPLE = "Purple"
+    GREEN = "Green"
+    RED = "Red"
+
+
+class ResourceOwner(enum.StrEnum):
+    DISCIPLINE = "discipline"
+    LEVEL = "level"
+    QUEST = "quest"
+    TASK = "task"
+
+
+def _enum(kind: type[enum.StrEnum]) -> Enum:
+    return Enum(kind, native_enum=False, length=16, values_callable=lambda e: [m.value for m in e])
+
+
+class Discipline(Base):
+    __tablename__ = "disciplines"
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=new_id)
+    organization_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("organizations.id", ondelete="CASCADE"), index=True
+    )
+    title: Mapped[str] = mapped_column(String(200))
+    description: Mapped[str] = mapped_column(Text)
+    color: Mapped[Color | None] = mapped_column(_enum(Color))
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    version: Mapped[int] = mapped_column(default=1)
+
+    __mapper_args__ = {"version_id_col": version}
+
+
+class Level(Base):
+    __tablename__ = "levels"
+    __table_args__ = (Index("ix_levels_discipline", "discipline_id", "position"),)
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=new_id)
+    discipline_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("disciplines.id", ondelete="CASCADE")
+    )
+    position: Mapped[int]
+    title: Mapped[str] = mapped_column(String(200))
+    description: Mapped[str] = mapped_column(Text, default="")
+
+
+class Quest(Base):
+    __tablename__ = "quests"
+    __table_args__ = (Index("ix_quests_discipline", "discipline_id", "level_id", "position"),)
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=new_id)
+    discipline_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("disciplines.id", ondelete="CASCADE")
+    )
+    level_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("levels.id", ondelete="CASCADE"))
+    position: Mapped[int]
+    title: Mapped[str] = mapped_column(String(200))
+    description: Mapped[str] = mapped_column(Text, default="")
+
+
+class Task(Base):
+    __tablename__ = "tasks"
+    __table_args__ = (Index("ix_tasks_discipline", "discipline_id", "quest_id", "position"),)
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=new_id)
+    discipline_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("disciplines.id", ondelete="CASCADE")
+    )
+    level_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("levels.id", ondelete="CASCADE"))
+    quest_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("quests.id", ondelete="CASCADE"))
+    position: Mapped[int]
+    title: Mapped[str] = mapped_column(String(200))
+    description: Mapped[str] = mapped_column(Text, default="")
+    points: Mapped[int] = mapped_column(default=10)
+
+
+class Resource(Base):
+    __tablename__ = "resources"
+    __table_args__ = (Index("ix_resources_discipline", "discipline_id", "owner_id", "position"),)
+
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=new_id)
+    discipline_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("disciplines.id", ondelete="CASCADE")
+    )
+    owner_kind: Mapped[ResourceOwner] = mapped_column(_enum(ResourceOwner))
+    owner_id: Mapped[uuid.UUID]
+    """The discipline, level, quest or task the resource hangs on."""
+    position: Mapped[int]
+    title: Mapped[str] = mapped_column(String(200))
+    description: Mapped[str] = mapped_column(Text, default="")
+    url: Mapped[str] = mapped_column(String(2048))
+    kind: Mapped[str] = mapped_column(String(50), default="Link")
