@@ -1,0 +1,1 @@
+"""Progress: task completions of teams, the score history, and what reports them."""
