@@ -29,7 +29,7 @@ const SPAN_DAY = 36 * 3600 * 1000;
 function tickFormatter(spanMs: number): Intl.DateTimeFormat {
   return spanMs < SPAN_DAY
     ? new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit' })
-    : new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
+    : new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric' });
 }
 
 const tooltipTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
@@ -38,7 +38,7 @@ export interface GraphHandle {
   /** The element tests look at: carries data-team-ids. */
   container: HTMLElement;
   legend: HTMLElement;
-  update(series: Series[], endMs: number | null): void;
+  update(series: Series[], endMs: number | null, startMs?: number | null): void;
   destroy(): void;
 }
 
@@ -58,12 +58,16 @@ export function createGraph(opts: { label: string; containerId: string; canvasId
       animation: false,
       parsing: false,
       normalized: true,
+      onResize: (c, size) => {
+        const ticks = c.options.scales?.['x']?.ticks;
+        if (ticks) ticks.maxTicksLimit = size.width < 500 ? 4 : 7;
+      },
       interaction: { mode: 'nearest', intersect: false, axis: 'x' },
       scales: {
         x: {
           type: 'linear',
           ticks: {
-            maxTicksLimit: 6,
+            maxTicksLimit: window.innerWidth < 540 ? 4 : 7,
             maxRotation: 0,
             callback: (value) => tickFormatter(spanMs).format(Number(value)),
           },
@@ -92,7 +96,7 @@ export function createGraph(opts: { label: string; containerId: string; canvasId
   return {
     container,
     legend,
-    update(series: Series[], endMs: number | null): void {
+    update(series: Series[], endMs: number | null, startMs: number | null = null): void {
       const datasets: ChartDataset<'line', StepPoint[]>[] = series.map((s, i) => {
         const color = PALETTE[i % PALETTE.length] ?? '#000';
         return {
@@ -108,7 +112,15 @@ export function createGraph(opts: { label: string; containerId: string; canvasId
         };
       });
       const xs = datasets.flatMap((d) => d.data.map((p) => p.x));
-      spanMs = xs.length ? Math.max(...xs) - Math.min(...xs) : 0;
+      // The axis spans exactly the window (or the data), not rounded-out ticks.
+      const min = startMs ?? (xs.length ? Math.min(...xs) : null);
+      const max = endMs ?? (xs.length ? Math.max(...xs) : null);
+      spanMs = min !== null && max !== null ? max - min : 0;
+      const x = chart.options.scales?.['x'];
+      if (x) {
+        x.min = min ?? undefined;
+        x.max = max !== null && min !== null && max > min ? max : undefined;
+      }
       chart.data.datasets = datasets;
       chart.update();
 

@@ -88,7 +88,7 @@ export function renderGraph(ctx: Ctx): void {
       const series = await ctx.api.leaderboardGraph({ top: 10, discipline: asked.discipline, from: fromIso, to: toIso });
       if (!ctx.isCurrent() || asked !== filter) return;
       ctx.clearMessages();
-      graph.update(series, toIso ? Date.parse(toIso) : Date.now());
+      graph.update(series, toIso ? Date.parse(toIso) : Date.now(), fromIso ? Date.parse(fromIso) : null);
       graph.container.dataset['loaded'] = 'true';
       status.textContent = toIso
         ? `Window ${fromIso ? formatDateTime(fromIso) : 'start'} – ${formatDateTime(toIso)}.`

@@ -12,7 +12,7 @@ function stat(label: string, value: string, testId: string): HTMLElement {
 function disciplineProgress(d: DisciplineProgress): HTMLElement {
   return h(
     'section',
-    { class: 'discipline-progress', 'data-discipline-id': d.DisciplineId, 'data-testid': 'discipline-progress', 'aria-labelledby': `dp-${d.DisciplineId}` },
+    { class: `discipline-progress color-${colorClass(d.Color)}`, 'data-discipline-id': d.DisciplineId, 'data-testid': 'discipline-progress', 'aria-labelledby': `dp-${d.DisciplineId}` },
     h(
       'h3',
       { id: `dp-${d.DisciplineId}` },
