@@ -58,14 +58,9 @@ async def dashboard_index() -> FileResponse:
     if not INDEX_FILE.is_file():
         raise HTTPException(
             status_code=503,
-            detail=(
-                "The dashboard is not built: "
-                "run `npm ci && npm run build` in frontend/."
-            ),
+            detail=("The dashboard is not built: run `npm ci && npm run build` in frontend/."),
         )
-    return FileResponse(
-        INDEX_FILE, media_type="text/html; charset=utf-8", headers=INDEX_HEADERS
-    )
+    return FileResponse(INDEX_FILE, media_type="text/html; charset=utf-8", headers=INDEX_HEADERS)
 
 
 class AssetFiles(StaticFiles):
