@@ -1,0 +1,502 @@
+"""The benchmark's dataset (``bench.rules``), written set-based with SQLAlchemy Core.
+
+The discipline tree (147 rows) is inserted from Python. Everything that grows with
+the number of teams is ``INSERT … SELECT`` computed by the database from a row
+generator (a recursive CTE) and a small ``stride`` table (which task a team did at
+step k, and its running score), so 100,000 teams — 300,000 members and memberships,
+2,000,000 completions and 2,000,000 score-history rows — are written in seconds,
+not in minutes of Python building rows. The tables and columns are the project's
+models (``Base.metadata``): the seed follows the schema, and fails loudly when a
+column it does not know becomes required.
+
+The progress tables (``task_completions``, ``score_events``) land with the progress
+domain; until the schema has them the seed writes teams' scores without history.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import time
+import uuid
+from collections.abc import AsyncIterator, Coroutine
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import (
+    Column,
+    ColumnElement,
+    Index,
+    Integer,
+    MetaData,
+    Select,
+    Table,
+    Uuid,
+    event,
+    func,
+    insert,
+    literal,
+    select,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+from bench import rules
+from bench.rules import COMPLETIONS_PER_TEAM, EPOCH, ORG_ID, Kind
+from bench.sqlgen import concat, ident, ident_sql, json_sql, numbers, timestamp_sql
+from questline.db import UTCDateTime
+from questline.models import Base
+
+PROGRESS_TABLES = ("task_completions", "score_events")
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRef:
+    id: uuid.UUID
+    discipline_id: uuid.UUID
+    points: int
+
+
+@dataclass
+class Seeded:
+    """What the load scripts need: ids to pick from, and what was written."""
+
+    org_id: uuid.UUID
+    team_ids: list[uuid.UUID]
+    discipline_ids: list[uuid.UUID]
+    progress_pairs: list[tuple[uuid.UUID, uuid.UUID]]
+    """(team, task) pairs the team has not completed: the write benchmark's targets."""
+    spare_pair: tuple[uuid.UUID, uuid.UUID]
+    """One more such pair, for the pre-flight check of the write row."""
+    rows: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    history_seeded: bool = False
+
+
+# -- the discipline tree (Python: a few rows) ----------------------------------------
+
+
+def discipline_tree() -> tuple[dict[str, list[dict[str, Any]]], list[TaskRef]]:
+    rows: dict[str, list[dict[str, Any]]] = {
+        k: [] for k in ("disciplines", "levels", "quests", "tasks", "resources")
+    }
+    tasks: list[TaskRef] = []
+    counters = dict.fromkeys(("levels", "quests", "tasks", "resources"), 0)
+
+    def next_id(table: str, kind: int) -> uuid.UUID:
+        counters[table] += 1
+        return ident(kind, counters[table])
+
+    def resource(d_id: uuid.UUID, owner_kind: str, owner: uuid.UUID) -> None:
+        rows["resources"].append(
+            {
+                "id": next_id("resources", Kind.RESOURCE),
+                "discipline_id": d_id,
+                "owner_kind": owner_kind,
+                "owner_id": owner,
+                "position": 0,
+                "title": "Read this first",
+                "description": "",
+                "url": f"https://example.org/{owner_kind}/{owner.hex[-12:]}",
+                "kind": "Link",
+            }
+        )
+
+    def node(table: str, kind: int, d_id: uuid.UUID, position: int, title: str) -> dict[str, Any]:
+        row = {
+            "id": next_id(table, kind),
+            "discipline_id": d_id,
+            "position": position,
+            "title": title,
+            "description": f"{title}: what to do and why.",
+        }
+        rows[table].append(row)
+        return row
+
+    for d, (title, color, points) in enumerate(rules.DISCIPLINES):
+        d_id = ident(Kind.DISCIPLINE, d)
+        rows["disciplines"].append(
+            {
+                "id": d_id,
+                "organization_id": None,
+                "title": title,
+                "description": f"The demo discipline {title!r}.",
+                "color": color,
+                "created_at": EPOCH,
+                "updated_at": EPOCH,
+                "version": 1,
+            }
+        )
+        resource(d_id, "discipline", d_id)
+        for lv in range(rules.LEVELS):
+            level = node("levels", Kind.LEVEL, d_id, lv, f"Level {lv + 1}")
+            resource(d_id, "level", level["id"])
+            for qu in range(rules.QUESTS):
+                quest = node("quests", Kind.QUEST, d_id, qu, f"Quest {lv + 1}.{qu + 1}")
+                quest["level_id"] = level["id"]
+                resource(d_id, "quest", quest["id"])
+                for ta in range(rules.TASKS):
+                    task = node("tasks", Kind.TASK, d_id, ta, f"Task {lv + 1}.{qu + 1}.{ta + 1}")
+                    task.update(
+                        level_id=level["id"],
+                        quest_id=quest["id"],
+                        points=points[(lv + ta) % len(points)],
+                    )
+                    resource(d_id, "task", task["id"])
+                    tasks.append(TaskRef(task["id"], d_id, task["points"]))
+    assert len(tasks) == rules.TASK_COUNT
+    return rows, tasks
+
+
+# -- the stride: which task a team did at step k, and its score after it -------------
+
+_stride_metadata = MetaData()
+STRIDE = Table(
+    "bench_stride",  # a table of the seed's own, dropped after it
+    _stride_metadata,
+    Column("start", Integer, nullable=False),
+    Column("k", Integer, nullable=False),
+    Column("task_id", Uuid, nullable=False),
+    Column("discipline_id", Uuid, nullable=False),
+    Column("points", Integer, nullable=False),
+    Column("score_after", Integer, nullable=False),
+    Index("ix_bench_stride_start", "start", "k"),
+)
+
+
+def stride_rows(tasks: list[TaskRef]) -> list[dict[str, Any]]:
+    out = []
+    for start in range(rules.TASK_COUNT):
+        score = 0
+        for k in range(COMPLETIONS_PER_TEAM):
+            task = tasks[rules.task_index(start, k)]
+            score += task.points
+            out.append(
+                {
+                    "start": start,
+                    "k": k,
+                    "task_id": task.id,
+                    "discipline_id": task.discipline_id,
+                    "points": task.points,
+                    "score_after": score,
+                }
+            )
+    return out
+
+
+# -- the rows that grow with the number of teams (SQL) -------------------------------
+
+
+def _at(value: dt.datetime) -> ColumnElement[Any]:
+    return literal(value, UTCDateTime())
+
+
+def _teams_select(dialect: Dialect, teams: int) -> Select[Any]:
+    nums = numbers(dialect, teams, "team_numbers")
+    n = nums.c.n
+    last = STRIDE.alias("last_step")
+    name = concat("Team ", n)
+    reached = timestamp_sql(
+        dialect, (COMPLETIONS_PER_TEAM - 1) * 2 * rules.DAY + (n * rules.SPREAD) % rules.DAY
+    )
+    admin = (n % rules.ADMIN_EVERY) == rules.ADMIN_EVERY - 1
+    return (
+        select(
+            literal(ORG_ID, Uuid()).label("organization_id"),
+            ident_sql(dialect, Kind.TEAM, n).label("id"),
+            name.label("name"),
+            func.lower(name).label("name_key"),
+            literal("Active").label("status"),
+            json_sql(dialect, concat('["bench", "group-', n % 10, '"]')).label("tags"),
+            last.c.score_after.label("score"),
+            reached.label("score_reached_at"),
+            ((n % 3) == 0).label("is_survey_completed"),
+            admin.label("is_admin_team"),
+            (~admin).label("is_ranked"),
+            _at(EPOCH).label("created_at"),
+            _at(EPOCH).label("updated_at"),
+            literal(1).label("version"),
+        )
+        .select_from(nums)
+        .join(
+            last,
+            (last.c.start == (n * rules.START_STRIDE) % rules.TASK_COUNT)
+            & (last.c.k == COMPLETIONS_PER_TEAM - 1),
+        )
+    )
+
+
+def _members_select(dialect: Dialect, teams: int) -> Select[Any]:
+    nums = numbers(dialect, teams * rules.MEMBERS_PER_TEAM, "member_numbers")
+    m = nums.c.n
+    team, seat = m // rules.MEMBERS_PER_TEAM, m % rules.MEMBERS_PER_TEAM
+    email = concat("member", team, ".", seat, "@bench.questline.dev")
+    return select(
+        literal(ORG_ID, Uuid()).label("organization_id"),
+        ident_sql(dialect, Kind.MEMBER, m).label("id"),
+        email.label("email"),
+        email.label("email_key"),
+        concat("Member ", team, ".", seat).label("given_name"),
+        _at(EPOCH).label("created_at"),
+    ).select_from(nums)
+
+
+def _memberships_select(dialect: Dialect, teams: int) -> Select[Any]:
+    nums = numbers(dialect, teams * rules.MEMBERS_PER_TEAM, "member_numbers")
+    m = nums.c.n
+    return select(
+        literal(ORG_ID, Uuid()).label("organization_id"),
+        ident_sql(dialect, Kind.TEAM, m // rules.MEMBERS_PER_TEAM).label("team_id"),
+        ident_sql(dialect, Kind.MEMBER, m).label("member_id"),
+        _at(EPOCH).label("created_at"),
+    ).select_from(nums)
+
+
+def _steps_select(dialect: Dialect, teams: int) -> tuple[Select[Any], Any]:
+    """Teams x their 20 steps, and the completion time of each step."""
+    nums = numbers(dialect, teams, "team_numbers")
+    n = nums.c.n
+    at = timestamp_sql(dialect, STRIDE.c.k * (2 * rules.DAY) + (n * rules.SPREAD) % rules.DAY)
+    # In key order: rows reach the primary-key index at its end, not at random places.
+    joined = (
+        select()
+        .select_from(nums)
+        .join(STRIDE, STRIDE.c.start == (n * rules.START_STRIDE) % rules.TASK_COUNT)
+        .order_by(n, STRIDE.c.k)
+    )
+    return joined, (n, at)
+
+
+def _completions_select(dialect: Dialect, teams: int) -> Select[Any]:
+    joined, (n, at) = _steps_select(dialect, teams)
+    return joined.add_columns(
+        literal(ORG_ID, Uuid()).label("organization_id"),
+        ident_sql(dialect, Kind.TEAM, n).label("team_id"),
+        STRIDE.c.task_id,
+        STRIDE.c.discipline_id,
+        STRIDE.c.points,
+        at.label("completed_at"),
+        at.label("created_at"),
+    )
+
+
+def _history_select(dialect: Dialect, teams: int) -> Select[Any]:
+    joined, (n, at) = _steps_select(dialect, teams)
+    return joined.add_columns(
+        literal(ORG_ID, Uuid()).label("organization_id"),
+        ident_sql(dialect, Kind.SCORE_EVENT, n * COMPLETIONS_PER_TEAM + STRIDE.c.k).label("id"),
+        ident_sql(dialect, Kind.TEAM, n).label("team_id"),
+        STRIDE.c.task_id,
+        STRIDE.c.discipline_id,
+        literal("Completed").label("kind"),
+        STRIDE.c.points.label("delta"),
+        STRIDE.c.score_after,
+        at.label("at"),
+        at.label("recorded_at"),
+    )
+
+
+def _table(name: str) -> Table:
+    table = Base.metadata.tables.get(name)
+    if table is None:
+        raise RuntimeError(f"the schema has no table {name!r}")
+    return table
+
+
+def _check_covers(table: Table, query: Select[Any]) -> list[str]:
+    """The query's column names; raises when the table requires a column it lacks."""
+    names = [c.name for c in query.selected_columns]
+    unknown = set(names) - set(table.c.keys())
+    missing = [
+        c.name
+        for c in table.columns
+        if c.name not in names and not c.nullable and c.default is None and c.server_default is None
+    ]
+    if unknown or missing:
+        raise SchemaDrift(f"{table.name}: unknown {sorted(unknown)}, missing {missing}")
+    return names
+
+
+class SchemaDrift(RuntimeError):
+    """The schema changed in a way the seed does not know: update bench/dataset.py."""
+
+
+def history_available() -> bool:
+    if not all(name in Base.metadata.tables for name in PROGRESS_TABLES):
+        return False
+    try:
+        _check_covers(_table("task_completions"), _completions_select(_SQLITE, 1))
+        _check_covers(_table("score_events"), _history_select(_SQLITE, 1))
+    except SchemaDrift as drift:
+        print(f"bench: not seeding the progress history ({drift})")
+        return False
+    return True
+
+
+async def _insert_select(conn: AsyncConnection, table_name: str, query: Select[Any]) -> int:
+    table = _table(table_name)
+    names = _check_covers(table, query)
+    result = await conn.execute(insert(table).from_select(names, query))
+    if result.rowcount >= 0:
+        return int(result.rowcount)
+    # sqlite3 counts no rows for a statement that starts with WITH.
+    return int(await conn.scalar(select(func.count()).select_from(table)) or 0)
+
+
+async def _drop_indexes(conn: AsyncConnection, names: tuple[str, ...]) -> list[Index]:
+    """Secondary indexes off during the load: one sort each after it, instead of
+    millions of index insertions."""
+    dropped = [index for name in names for index in _table(name).indexes]
+    for index in dropped:
+        await conn.run_sync(lambda sync, index=index: index.drop(sync))
+    return dropped
+
+
+async def seed(engine: AsyncEngine, teams: int, *, pairs: int = 4_000) -> Seeded:
+    """Write the dataset into an empty, migrated database."""
+    started = time.perf_counter()
+    tree, tasks = discipline_tree()
+    with_history = history_available()
+    dialect = engine.dialect
+    written: dict[str, int] = {name: len(rows) for name, rows in tree.items()}
+    async with _loading(engine) as conn:
+        await conn.execute(insert(_table("organizations")), [{"id": ORG_ID, "created_at": EPOCH}])
+        for name, rows in tree.items():
+            await conn.execute(insert(_table(name)), rows)
+        await conn.run_sync(lambda sync: STRIDE.create(sync))
+        await conn.execute(insert(STRIDE), stride_rows(tasks))
+        dropped = await _drop_indexes(conn, PROGRESS_TABLES if with_history else ())
+    if dialect.name == "postgresql":
+        async with engine.connect() as conn:
+            conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
+            await conn.exec_driver_sql(f"ANALYZE {STRIDE.name}")
+    groups = [
+        [
+            ("teams", _teams_select(dialect, teams)),
+            ("members", _members_select(dialect, teams)),
+            ("team_members", _memberships_select(dialect, teams)),
+        ]
+    ]
+    if with_history:
+        groups.append([("task_completions", _completions_select(dialect, teams))])
+        groups.append([("score_events", _history_select(dialect, teams))])
+
+    async def load(group: list[tuple[str, Select[Any]]]) -> None:
+        async with _loading(engine) as conn:
+            for name, query in group:
+                written[name] = await _insert_select(conn, name, query)
+
+    async def build(index: Index) -> None:
+        async with _loading(engine) as conn:
+            await conn.run_sync(index.create)
+
+    await _each(engine, [load(g) for g in groups])
+    await _each(engine, [build(index) for index in dropped])
+    async with _loading(engine) as conn:
+        await conn.run_sync(STRIDE.drop)
+        if with_history:
+            await _check_scores(conn)
+    await _analyze(engine)
+    progress_pairs = _progress_pairs(teams, tasks, pairs + 1)
+    return Seeded(
+        org_id=ORG_ID,
+        team_ids=[ident(Kind.TEAM, n) for n in range(teams)],
+        discipline_ids=[ident(Kind.DISCIPLINE, d) for d in range(len(rules.DISCIPLINES))],
+        progress_pairs=progress_pairs[:-1],
+        spare_pair=progress_pairs[-1],
+        rows=written,
+        seconds=time.perf_counter() - started,
+        history_seeded=with_history,
+    )
+
+
+async def _each(engine: AsyncEngine, jobs: list[Coroutine[Any, Any, None]]) -> None:
+    """PostgreSQL: side by side, on as many connections (the machine has the cores to
+    spare during the load); SQLite has one writer: one after the other."""
+    if engine.dialect.name == "postgresql":
+        await asyncio.gather(*jobs)
+        return
+    for job in jobs:
+        await job
+
+
+@asynccontextmanager
+async def _loading(engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
+    """A transaction set up for a bulk load."""
+    async with engine.begin() as conn:
+        if engine.dialect.name == "postgresql":
+            # Consistent by construction (and checked): no foreign-key trigger per row,
+            # as a bulk load does. (SQLite: the seeding engine leaves foreign keys off,
+            # SQLite's default.) Sorts and index builds in memory.
+            for setting in (
+                "session_replication_role = replica",
+                "work_mem = '512MB'",
+                "maintenance_work_mem = '512MB'",
+                "jit = off",
+            ):
+                await conn.exec_driver_sql(f"SET LOCAL {setting}")
+        yield conn
+
+
+async def _check_scores(conn: AsyncConnection) -> None:
+    """The teams' scores equal the points of their completions."""
+    teams, completions = _table("teams"), _table("task_completions")
+    team_total = await conn.scalar(select(func.sum(teams.c.score)))
+    done_total = await conn.scalar(select(func.sum(completions.c.points)))
+    if int(team_total or 0) != int(done_total or 0):
+        raise RuntimeError(f"seed: scores add up to {team_total}, completions to {done_total}")
+
+
+def _progress_pairs(
+    teams: int, tasks: list[TaskRef], count: int
+) -> list[tuple[uuid.UUID, uuid.UUID]]:
+    """(team, task) pairs not completed yet, spread over the teams, no admin team."""
+    pairs: list[tuple[uuid.UUID, uuid.UUID]] = []
+    ranked = [n for n in range(teams) if not rules.is_admin(n)]
+    stride = max(1, len(ranked) // count)
+    round_ = 0
+    while len(pairs) < count:
+        for n in ranked[round_ % stride :: stride]:
+            free = sorted(set(range(rules.TASK_COUNT)) - rules.completed_tasks(n))
+            pairs.append((ident(Kind.TEAM, n), tasks[free[round_ % len(free)]].id))
+            if len(pairs) == count:
+                break
+        round_ += 1
+    return pairs
+
+
+def seeding_engine(url: str) -> AsyncEngine:
+    """An engine for the load. SQLite: WAL as the service keeps it, a large page cache
+    and no fsync during the load."""
+    engine = create_async_engine(url)
+    if engine.dialect.name == "sqlite":
+
+        @event.listens_for(engine.sync_engine, "connect")
+        def _pragmas(dbapi_connection: Any, _record: Any) -> None:
+            cursor = dbapi_connection.cursor()
+            for pragma in ("journal_mode=WAL", "synchronous=OFF", "cache_size=-1000000"):
+                cursor.execute(f"PRAGMA {pragma}")
+            cursor.close()
+
+    return engine
+
+
+async def _analyze(engine: AsyncEngine) -> None:
+    """Fresh planner statistics and visibility maps, as autovacuum leaves a live database."""
+    if engine.dialect.name == "postgresql":
+        async with engine.connect() as conn:
+            conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
+            await conn.exec_driver_sql("VACUUM ANALYZE")
+    else:
+        async with engine.begin() as conn:
+            await conn.exec_driver_sql("ANALYZE")
+
+
+def _sqlite_dialect() -> Dialect:
+    from sqlalchemy.dialects import sqlite
+
+    return sqlite.dialect()
+
+
+_SQLITE = _sqlite_dialect()
