@@ -12,6 +12,7 @@ from questline import __version__
 from questline.auth.tokens import TokenService
 from questline.config import Settings
 from questline.db import Database
+from questline.disciplines.endpoints import router as disciplines_router
 from questline.errors import install_error_handlers
 from questline.health.endpoints import router as health_router
 from questline.members.endpoints import router as members_router
@@ -49,7 +50,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.questline = state
     install_error_handlers(app)
-    for router in (health_router, teams_router, members_router):
+    for router in (health_router, teams_router, members_router, disciplines_router):
         app.include_router(router)
     mount_docs(app)
     app.add_middleware(
