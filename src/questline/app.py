@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from questline import __version__
 from questline.auth.tokens import TokenService
 from questline.config import Settings
+from questline.dashboard.endpoints import mount_dashboard
 from questline.db import Database
 from questline.disciplines.endpoints import router as disciplines_router
 from questline.errors import install_error_handlers
@@ -53,6 +54,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for router in (health_router, teams_router, members_router, disciplines_router):
         app.include_router(router)
     mount_docs(app)
+    mount_dashboard(app)
     app.add_middleware(
         BodyGuardMiddleware,
         limit=settings.max_body_bytes,

@@ -107,7 +107,7 @@ class TransactionalRoute(APIRoute):
                     await session.commit()
                 except idempotency.ReplayStoredResponse as replay:
                     await session.rollback()
-                    return idempotency.replay(replay.record)
+                    return replay.response
                 except IntegrityError:
                     await session.rollback()
                     stored = await _stored_after_race(state, request)
