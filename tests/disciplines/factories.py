@@ -1,8 +1,8 @@
 """Factories for disciplines: documents of any size, created through the API.
 
-    doc = discipline_document(levels=2, quests=3, tasks=4)
-    discipline = await create_discipline(world.client, org.admin, levels=2, tasks=3)
-    ids = task_ids(discipline)
+doc = discipline_document(levels=2, quests=3, tasks=4)
+discipline = await create_discipline(world.client, org.admin, levels=2, tasks=3)
+ids = task_ids(discipline)
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def discipline_document(
     color: str | None = "Green",
     **fields: Any,
 ) -> dict[str, Any]:
-    """A full document: ``levels`` × ``quests`` × ``tasks``, with ``resources`` on every
+    """A full document: ``levels`` x ``quests`` x ``tasks``, with ``resources`` on every
     node. Task points are ``points`` (``None``: 1, 2, 3, … in reading order)."""
     counter = iter(range(1, 10**9))
 
@@ -44,7 +44,12 @@ def discipline_document(
 
     def task(prefix: str) -> dict[str, Any]:
         value = points if points is not None else next(counter)
-        return {"Title": f"Task {prefix}", "Description": "", "Points": value, "Resources": res(prefix)}
+        return {
+            "Title": f"Task {prefix}",
+            "Description": "",
+            "Points": value,
+            "Resources": res(prefix),
+        }
 
     document: dict[str, Any] = {
         "Title": title or unique("Discipline"),

@@ -28,7 +28,12 @@ FULL = {
                     "Title": "Q0",
                     "Description": "",
                     "Resources": [
-                        {"Title": "R", "Description": "", "Url": "http://x.test/a?b=1", "Kind": "Link"}
+                        {
+                            "Title": "R",
+                            "Description": "",
+                            "Url": "http://x.test/a?b=1",
+                            "Kind": "Link",
+                        }
                     ],
                     "Tasks": [
                         {"Title": "T0", "Description": "d", "Points": 0, "Resources": []},
@@ -56,8 +61,10 @@ async def test_basic_fields_create_an_empty_discipline(world: World) -> None:
     assert body["Title"] == "Basics"
     assert body["Color"] == "Purple"
     assert body["OrganizationId"] == str(org.id)
-    assert body["Levels"] == [] and body["Resources"] == []
-    assert body["CreatedAt"].endswith("Z") and body["UpdatedAt"] == body["CreatedAt"]
+    assert body["Levels"] == []
+    assert body["Resources"] == []
+    assert body["CreatedAt"].endswith("Z")
+    assert body["UpdatedAt"] == body["CreatedAt"]
     assert response.headers["Location"].endswith(f"/discipline/{body['Id']}")
     read = await world.client.get(response.headers["Location"], headers=org.member)
     assert read.status_code == 200
@@ -81,7 +88,7 @@ async def test_full_document_round_trips_every_field_in_order(world: World) -> N
     assert read.status_code == 200
     tree = read.json()
     assert tree == created
-    expected = {k: v for k, v in FULL.items()}
+    expected = dict(FULL)
     got = without_ids(tree)
     for key in ("Id", "OrganizationId", "CreatedAt", "UpdatedAt"):
         got.pop(key, None)
@@ -121,7 +128,8 @@ async def test_defaults_of_optional_node_fields(world: World) -> None:
     )
     level = created["Levels"][0]
     task = level["Quests"][0]["Tasks"][0]
-    assert level["Description"] == "" and level["Resources"] == []
+    assert level["Description"] == ""
+    assert level["Resources"] == []
     assert task["Points"] == 10
     assert task["Resources"][0]["Kind"] == "Link"
     assert task["Resources"][0]["Description"] == ""
