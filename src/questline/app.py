@@ -13,6 +13,7 @@ from questline.auth.tokens import TokenService
 from questline.config import Settings
 from questline.dashboard.endpoints import mount_dashboard
 from questline.db import Database
+from questline.disciplines.endpoints import router as disciplines_router
 from questline.errors import install_error_handlers
 from questline.health.endpoints import router as health_router
 from questline.leaderboard.endpoints import router as leaderboard_router
@@ -56,6 +57,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         health_router,
         teams_router,
         members_router,
+        disciplines_router,
         progress_router,
         leaderboard_router,
     ):
