@@ -17,9 +17,9 @@ from sqlalchemy import ScalarSelect, Select, and_, case, func, or_, select, true
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.disciplines.models import Discipline
+from questline.disciplines.service import visible_to
 from questline.errors import not_found
 from questline.progress.models import TaskCompletion
-from questline.progress.service import visible_to
 from questline.teams.models import Team
 
 DEFAULT_LIMIT = 100

@@ -14,11 +14,12 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import ColumnElement, delete, or_, select
+from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.db import insert_ignoring_conflicts, utcnow
 from questline.disciplines.models import Discipline, Task
+from questline.disciplines.service import visible_to
 from questline.errors import FieldError, Unprocessable, not_found
 from questline.progress import schemas
 from questline.progress.models import ScoreChange, TaskCompletion
@@ -43,11 +44,6 @@ class CompletionResult:
     completion: TaskCompletion
     created: bool
     score: int
-
-
-def visible_to(org_id: uuid.UUID) -> ColumnElement[bool]:
-    """Disciplines an organization sees: the global ones and its own."""
-    return or_(Discipline.organization_id.is_(None), Discipline.organization_id == org_id)
 
 
 async def find_task(session: AsyncSession, *, org_id: uuid.UUID, task_id: uuid.UUID) -> TaskRef:
