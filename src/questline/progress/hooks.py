@@ -6,6 +6,7 @@ discipline on DELETE, or tasks left out of a PUT document).
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 from collections.abc import Iterator, Sequence
 
@@ -70,7 +71,7 @@ async def before_tasks_removed(
         )
     await lock_teams(session, keys=sorted(teams))
     now = utcnow()
-    steps: list[Step] = []
+    removed_rows: list[tuple[dt.datetime, Step]] = []
     for chunk in _chunks(task_ids):
         removed = await session.execute(
             delete(TaskCompletion)
@@ -83,19 +84,24 @@ async def before_tasks_removed(
                 TaskCompletion.team_id,
                 TaskCompletion.task_id,
                 TaskCompletion.points,
+                TaskCompletion.completed_at,
             )
         )
-        steps += [
-            Step(
-                organization_id=row.organization_id,
-                team_id=row.team_id,
-                task_id=row.task_id,
-                discipline_id=discipline_id,
-                kind=ScoreChange.TASK_REMOVED,
-                delta=-row.points,
-                at=now,
+        removed_rows += [
+            (
+                row.completed_at,
+                Step(
+                    organization_id=row.organization_id,
+                    team_id=row.team_id,
+                    task_id=row.task_id,
+                    discipline_id=discipline_id,
+                    kind=ScoreChange.TASK_REMOVED,
+                    delta=-row.points,
+                    at=now,
+                ),
             )
             for row in removed
         ]
-    steps.sort(key=lambda s: (s.organization_id, s.team_id, str(s.task_id)))
-    await apply_steps(session, steps=steps)
+    # Per team, withdraw in the order the tasks were completed (a stable history).
+    removed_rows.sort(key=lambda r: (r[1].organization_id, r[1].team_id, r[0], r[1].task_id))
+    await apply_steps(session, steps=[step for _, step in removed_rows])
