@@ -123,9 +123,7 @@ async def top_series(
                     Team.organization_id == org_id, Team.id.in_(ids)
                 )
             )
-        )
-        .tuples()
-        .all()
+        ).all()
     )
     changes = await _changes(session, org_id=org_id, team_ids=ids, window=window)
     return [

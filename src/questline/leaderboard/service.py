@@ -114,7 +114,7 @@ async def ranking(
     else:
         await ensure_discipline_visible(session, org_id=org_id, discipline_id=discipline_id)
         query = discipline_query(org_id, discipline_id, limit=limit, offset=offset)
-    rows = (await session.execute(query)).tuples().all()
+    rows = (await session.execute(query)).all()
     return [
         Entry(
             rank=offset + index + 1,
