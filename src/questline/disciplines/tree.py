@@ -64,6 +64,14 @@ class _Flattener:
         self.errors: list[FieldError] = []
         self.seen: set[uuid.UUID] = set()
 
+    def check_order(self, given: int | None, position: int, path: str) -> None:
+        if given is not None and given != position:
+            message = (
+                f"Order is the node's place in its list ({position} here); "
+                "to reorder, move the node in the list."
+            )
+            self.errors.append(FieldError(field=f"{path}.Order", message=message))
+
     def node_id(self, given: uuid.UUID | None, kind: str, path: str) -> uuid.UUID:
         if given is None:
             return new_id()
@@ -89,6 +97,7 @@ class _Flattener:
     ) -> None:
         for position, item in enumerate(items):
             path = f"{prefix}Resources[{position}]"
+            self.check_order(item.order, position, path)
             self.rows.resources.append(
                 {
                     "id": self.node_id(item.id, "resource", path),
@@ -113,13 +122,13 @@ class _Flattener:
         for level_position, level in enumerate(doc.levels):
             self.level(level, level_position)
         if self.errors:
-            raise Unprocessable(
-                "Some node ids are not nodes of this discipline.", errors=self.errors
-            )
+            names = ", ".join(dict.fromkeys(e.field for e in self.errors))
+            raise Unprocessable(f"Invalid input in: {names}.", errors=self.errors)
         return self.rows
 
     def level(self, level: schemas.LevelInput, position: int) -> None:
         path = f"Levels[{position}]"
+        self.check_order(level.order, position, path)
         level_id = self.node_id(level.id, "level", path)
         self.rows.levels.append(self._node(level_id, position, level.title, level.description))
         self.resources(
@@ -132,6 +141,7 @@ class _Flattener:
         self, quest: schemas.QuestInput, position: int, *, level_id: uuid.UUID, prefix: str
     ) -> None:
         path = f"{prefix}Quests[{position}]"
+        self.check_order(quest.order, position, path)
         quest_id = self.node_id(quest.id, "quest", path)
         row = self._node(quest_id, position, quest.title, quest.description)
         self.rows.quests.append({**row, "level_id": level_id})
@@ -140,6 +150,7 @@ class _Flattener:
         )
         for task_position, task in enumerate(quest.tasks):
             task_path = f"{path}.Tasks[{task_position}]"
+            self.check_order(task.order, task_position, task_path)
             task_id = self.node_id(task.id, "task", task_path)
             task_row = self._node(task_id, task_position, task.title, task.description)
             self.rows.tasks.append(
