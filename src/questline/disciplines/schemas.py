@@ -79,6 +79,14 @@ Points = Annotated[
     int,
     Field(ge=0, le=MAX_POINTS, strict=True, description="A whole number, 0 to 1,000,000."),
 ]
+NodeOrder = Annotated[
+    int | None,
+    Field(
+        ge=0,
+        description="Read-only: the node's place in its list. May be sent back as read; "
+        "to reorder, move the node in the list.",
+    ),
+]
 NodeId = Annotated[
     uuid.UUID | None,
     Field(
@@ -105,6 +113,7 @@ class NodeInput(InputModel):
 
 class ResourceInput(NodeInput):
     id: NodeId = None
+    order: NodeOrder = None
     title: Title
     description: OptionalDescription = ""
     url: Url
@@ -120,6 +129,7 @@ Resources = Annotated[
 
 class TaskInput(NodeInput):
     id: NodeId = None
+    order: NodeOrder = None
     title: Title
     description: OptionalDescription = ""
     points: Points = DEFAULT_POINTS
@@ -128,6 +138,7 @@ class TaskInput(NodeInput):
 
 class QuestInput(NodeInput):
     id: NodeId = None
+    order: NodeOrder = None
     title: Title
     description: OptionalDescription = ""
     tasks: Annotated[
@@ -140,6 +151,7 @@ class QuestInput(NodeInput):
 
 class LevelInput(NodeInput):
     id: NodeId = None
+    order: NodeOrder = None
     title: Title
     description: OptionalDescription = ""
     quests: Annotated[

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +20,8 @@ from questline.disciplines import schemas
 from questline.disciplines.models import Discipline, Level, Quest, Resource, ResourceOwner, Task
 from questline.errors import FieldError, Unprocessable
 
-Row = dict[str, Any]
+Row = Mapping[Any, Any]
+"""One node row: a dict when flattened from a document, a ``RowMapping`` when read."""
 NODE_MODELS: tuple[type[Level | Quest | Task | Resource], ...] = (Level, Quest, Task, Resource)
 
 
@@ -64,6 +65,14 @@ class _Flattener:
         self.errors: list[FieldError] = []
         self.seen: set[uuid.UUID] = set()
 
+    def check_order(self, given: int | None, position: int, path: str) -> None:
+        if given is not None and given != position:
+            message = (
+                f"Order is the node's place in its list ({position} here); "
+                "to reorder, move the node in the list."
+            )
+            self.errors.append(FieldError(field=f"{path}.Order", message=message))
+
     def node_id(self, given: uuid.UUID | None, kind: str, path: str) -> uuid.UUID:
         if given is None:
             return new_id()
@@ -89,6 +98,7 @@ class _Flattener:
     ) -> None:
         for position, item in enumerate(items):
             path = f"{prefix}Resources[{position}]"
+            self.check_order(item.order, position, path)
             self.rows.resources.append(
                 {
                     "id": self.node_id(item.id, "resource", path),
@@ -113,13 +123,13 @@ class _Flattener:
         for level_position, level in enumerate(doc.levels):
             self.level(level, level_position)
         if self.errors:
-            raise Unprocessable(
-                "Some node ids are not nodes of this discipline.", errors=self.errors
-            )
+            names = ", ".join(dict.fromkeys(e.field for e in self.errors))
+            raise Unprocessable(f"Invalid input in: {names}.", errors=self.errors)
         return self.rows
 
     def level(self, level: schemas.LevelInput, position: int) -> None:
         path = f"Levels[{position}]"
+        self.check_order(level.order, position, path)
         level_id = self.node_id(level.id, "level", path)
         self.rows.levels.append(self._node(level_id, position, level.title, level.description))
         self.resources(
@@ -132,6 +142,7 @@ class _Flattener:
         self, quest: schemas.QuestInput, position: int, *, level_id: uuid.UUID, prefix: str
     ) -> None:
         path = f"{prefix}Quests[{position}]"
+        self.check_order(quest.order, position, path)
         quest_id = self.node_id(quest.id, "quest", path)
         row = self._node(quest_id, position, quest.title, quest.description)
         self.rows.quests.append({**row, "level_id": level_id})
@@ -140,6 +151,7 @@ class _Flattener:
         )
         for task_position, task in enumerate(quest.tasks):
             task_path = f"{path}.Tasks[{task_position}]"
+            self.check_order(task.order, task_position, task_path)
             task_id = self.node_id(task.id, "task", task_path)
             task_row = self._node(task_id, task_position, task.title, task.description)
             self.rows.tasks.append(
@@ -229,29 +241,40 @@ async def _delete_ids(session: AsyncSession, table: Table, ids: Iterable[uuid.UU
         await session.execute(delete(table).where(table.c.id == bindparam("removed_id")), params)
 
 
+_READ_COLUMNS: dict[type[Level | Quest | Task | Resource], tuple[str, ...]] = {
+    Level: ("id", "position", "title", "description"),
+    Quest: ("id", "level_id", "position", "title", "description"),
+    Task: ("id", "quest_id", "position", "title", "description", "points"),
+    Resource: ("id", "owner_id", "position", "title", "description", "url", "kind"),
+}
+"""What reading needs of each table (fewer UUID columns to decode on large trees)."""
+
+
 async def load_rows(session: AsyncSession, discipline_id: uuid.UUID) -> TreeRows:
     """The whole tree in four queries (one per table), whatever its size."""
-    orders = {
-        Level: (Level.position,),
-        Quest: (Quest.level_id, Quest.position),
-        Task: (Task.quest_id, Task.position),
-        Resource: (Resource.owner_id, Resource.position),
-    }
     rows = TreeRows()
     for model in NODE_MODELS:
         table = _table(model)
-        query = select(table).where(table.c.discipline_id == discipline_id)
-        result = await session.execute(query.order_by(*orders[model]))
-        rows.of(model).extend(dict(r._mapping) for r in result)
+        columns = [table.c[name] for name in _READ_COLUMNS[model]]
+        query = select(*columns).where(table.c.discipline_id == discipline_id)
+        result = await session.execute(query.order_by(table.c.position))
+        rows.of(model).extend(result.mappings().all())
     return rows
 
 
 def assemble(discipline: Discipline, rows: TreeRows) -> schemas.Discipline:
-    """The nested document of a discipline from its rows (children kept in row order)."""
+    """The nested document of a discipline from its rows.
+
+    Every list of rows holds each parent's children in ``position`` order (the queries
+    sort by it; a flattened document is in that order already), so grouping keeps it.
+
+    The rows are trusted (read from the database or flattened from a validated
+    document), so the models are constructed without validating them again.
+    """
     resources: dict[uuid.UUID, list[schemas.Resource]] = defaultdict(list)
-    for r in sorted(rows.resources, key=_by_position):
+    for r in rows.resources:
         resources[r["owner_id"]].append(
-            schemas.Resource(
+            schemas.Resource.model_construct(
                 id=r["id"],
                 order=r["position"],
                 title=r["title"],
@@ -261,9 +284,9 @@ def assemble(discipline: Discipline, rows: TreeRows) -> schemas.Discipline:
             )
         )
     tasks: dict[uuid.UUID, list[schemas.Task]] = defaultdict(list)
-    for t in sorted(rows.tasks, key=_by_position):
+    for t in rows.tasks:
         tasks[t["quest_id"]].append(
-            schemas.Task(
+            schemas.Task.model_construct(
                 id=t["id"],
                 order=t["position"],
                 title=t["title"],
@@ -273,9 +296,9 @@ def assemble(discipline: Discipline, rows: TreeRows) -> schemas.Discipline:
             )
         )
     quests: dict[uuid.UUID, list[schemas.Quest]] = defaultdict(list)
-    for q in sorted(rows.quests, key=_by_position):
+    for q in rows.quests:
         quests[q["level_id"]].append(
-            schemas.Quest(
+            schemas.Quest.model_construct(
                 id=q["id"],
                 order=q["position"],
                 title=q["title"],
@@ -285,7 +308,7 @@ def assemble(discipline: Discipline, rows: TreeRows) -> schemas.Discipline:
             )
         )
     levels = [
-        schemas.Level(
+        schemas.Level.model_construct(
             id=lv["id"],
             order=lv["position"],
             title=lv["title"],
@@ -293,9 +316,9 @@ def assemble(discipline: Discipline, rows: TreeRows) -> schemas.Discipline:
             resources=resources.get(lv["id"], []),
             quests=quests.get(lv["id"], []),
         )
-        for lv in sorted(rows.levels, key=_by_position)
+        for lv in rows.levels
     ]
-    return schemas.Discipline(
+    return schemas.Discipline.model_construct(
         id=discipline.id,
         title=discipline.title,
         description=discipline.description,
@@ -306,10 +329,6 @@ def assemble(discipline: Discipline, rows: TreeRows) -> schemas.Discipline:
         resources=resources.get(discipline.id, []),
         levels=levels,
     )
-
-
-def _by_position(row: Row) -> int:
-    return int(row["position"])
 
 
 def _table(model: type[Level | Quest | Task | Resource]) -> Table:
