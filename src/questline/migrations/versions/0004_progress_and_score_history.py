@@ -1,7 +1,7 @@
 """progress and score history
 
 Revision ID: 0004
-Revises: 0002
+Revises: 0003
 Create Date: 2026-11-22 12:43:19.078694
 """
 
@@ -13,7 +13,7 @@ from alembic import op
 import questline.db
 
 revision: str = "0004"
-down_revision: str | None = "0002"
+down_revision: str | None = "0003"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
