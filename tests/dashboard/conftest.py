@@ -45,8 +45,10 @@ def browser() -> Iterator[Browser]:
 
 
 @pytest.fixture
-def pages(browser: Browser, live: LiveServer) -> Iterator[Pages]:
-    """Guarded pages on the live server; the test fails if a page misbehaved."""
+def pages(live: LiveServer, browser: Browser) -> Iterator[Pages]:
+    """Guarded pages on the live server; the test fails if a page misbehaved.
+    (``live`` first: the server boots while Chromium launches.)"""
+    live.ready()
     opened = Pages(browser=browser, origin=live.origin, guard=Guard(origin=live.origin))
     try:
         yield opened
@@ -57,4 +59,4 @@ def pages(browser: Browser, live: LiveServer) -> Iterator[Pages]:
 
 @pytest.fixture
 def org(live: LiveServer) -> SeededOrg:
-    return seed_org(live)
+    return seed_org(live.ready())

@@ -1,7 +1,9 @@
 """A live Questline server for the browser tests: the real CLI, a real port.
 
-``questline db upgrade`` then ``questline serve --no-migrate`` in a subprocess, with a
-temporary data directory (SQLite) or a harness-started PostgreSQL database. Tokens are
+The migrations run in-process (what ``questline db upgrade`` runs, without the cost of
+another interpreter), then ``questline serve --no-migrate`` runs in a subprocess, with a
+temporary data directory (SQLite) or a harness-started PostgreSQL database. The server
+boots while the browser launches: ``LiveServer.ready()`` waits for it. Tokens are
 minted in-process with the secret the server keeps in that data directory.
 """
 
@@ -21,6 +23,7 @@ import httpx
 
 from questline.auth.tokens import Role, TokenService
 from questline.config import Settings
+from questline.migrate import upgrade
 from tests.support.postgres import free_port
 
 START_TIMEOUT_S = 30.0
@@ -69,6 +72,16 @@ class LiveServer:
     data_dir: Path
     env: dict[str, str]
     tokens: TokenService
+    process: subprocess.Popen[bytes]
+    log: Path
+    _ready: bool = False
+
+    def ready(self) -> LiveServer:
+        """Wait (once) until the server answers ``/readyz``."""
+        if not self._ready:
+            _wait_until_ready(self.origin, self.process, self.log)
+            self._ready = True
+        return self
 
     def token(self, org_id: uuid.UUID, role: Role = Role.ADMIN, subject: str = "e2e") -> str:
         return self.tokens.mint(role=role, org_id=org_id, subject=subject)
@@ -92,12 +105,21 @@ def _wait_until_ready(origin: str, process: subprocess.Popen[bytes], log: Path) 
 
 
 @contextlib.contextmanager
-def live_server(data_dir: Path, database_url: str | None = None) -> Iterator[LiveServer]:
-    """Migrate, serve on a free loopback port until the block ends, then stop."""
-    port = free_port()
+def live_server(
+    data_dir: Path,
+    database_url: str | None = None,
+    *,
+    port: int | None = None,
+    migrate: bool = True,
+) -> Iterator[LiveServer]:
+    """Migrate, start serving on a loopback port until the block ends, then stop.
+    The server may still be booting when the block starts: call ``ready()``."""
+    port = port or free_port()
     origin = f"http://127.0.0.1:{port}"
     env = server_env(data_dir, database_url, origin)
-    run_cli(["db", "upgrade"], env, cwd=data_dir)
+    settings = Settings(data_dir=data_dir, database_url=database_url, _env_file=None)  # type: ignore[call-arg]
+    if migrate:
+        upgrade(settings)
     log = data_dir / "server.log"
     with log.open("wb") as out:
         process = subprocess.Popen(
@@ -108,9 +130,8 @@ def live_server(data_dir: Path, database_url: str | None = None) -> Iterator[Liv
             stderr=subprocess.STDOUT,
         )
     try:
-        _wait_until_ready(origin, process, log)
-        settings = Settings(data_dir=data_dir, database_url=database_url, _env_file=None)  # type: ignore[call-arg]
-        yield LiveServer(origin=origin, data_dir=data_dir, env=env, tokens=TokenService(settings))
+        tokens = TokenService(settings)
+        yield LiveServer(origin, data_dir, env, tokens, process, log)
     finally:
         process.terminate()
         try:
