@@ -8,13 +8,16 @@ logs a console error, throws, or requests anything outside the service (see the
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
-from tests.dashboard.browser import WIDTHS, Pages, screenshot
-from tests.dashboard.live import LiveServer
+from questline import demo
+from tests.dashboard.browser import WIDTHS, Guard, Pages, screenshot
+from tests.dashboard.live import LiveServer, live_server, run_cli, server_env
 from tests.dashboard.seed import ADMIN_TEAM, SeededOrg
+from tests.support.postgres import free_port
 
 LEADERBOARD_READY = '#view[data-route="leaderboard"] #leaderboard-table[data-loaded]'
 GRAPH_READY = '#view[data-route="graph"] #graph-chart[data-loaded]'
@@ -49,7 +52,6 @@ def test_sign_in_with_a_pasted_token_shows_the_ranked_teams(
     page = pages.open()
     page.goto(f"{live.origin}/ui/")
     expect(page.locator("#signin-form")).to_be_visible()
-    screenshot(page, "signin")
 
     page.locator("#token-input").fill(f"Bearer {org.admin_token}\n")
     page.locator("#signin-button").click()
@@ -271,7 +273,12 @@ def test_every_page_renders_and_fits_the_screen(
     pages: Pages, live: LiveServer, org: SeededOrg, width: str
 ) -> None:
     page = pages.open(width)
-    sign_in_by_link(page, live, org.admin_token)
+    page.goto(f"{live.origin}/ui/")
+    expect(page.locator("#signin-form")).to_be_visible()
+    screenshot(page, "signin")
+    page.locator("#token-input").fill(org.admin_token)
+    page.locator("#signin-button").click()
+    page.locator(LEADERBOARD_READY).wait_for(state="attached")
     routes = {
         "leaderboard": ("/leaderboard", LEADERBOARD_READY),
         "graph": ("/graph", GRAPH_READY),
@@ -290,3 +297,38 @@ def test_every_page_renders_and_fits_the_screen(
             "document.documentElement.scrollWidth - document.documentElement.clientWidth"
         )
         assert overflow <= 0, f"{name} scrolls sideways by {overflow}px at {width} width"
+
+
+def test_the_link_that_questline_demo_prints_opens_the_demo(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """`questline demo` into an empty data directory, then `questline serve`: the printed
+    dashboard link signs in and shows the demo's leaderboard and graph."""
+    port = free_port()
+    origin = f"http://127.0.0.1:{port}"
+    printed = run_cli(["demo"], server_env(tmp_path, None, origin), cwd=tmp_path)
+    found = re.search(r"^dashboard:\s+(\S+)$", printed, re.MULTILINE)
+    assert found, printed
+    link = found.group(1)
+    assert link.startswith(f"{origin}/ui/#token=")
+
+    with live_server(tmp_path, port=port, migrate=False) as server:
+        pages = Pages(browser=browser, origin=origin, guard=Guard(origin=origin))
+        try:
+            page = pages.open()
+            server.ready()
+            page.goto(link)
+            page.locator(LEADERBOARD_READY).wait_for(state="attached")
+            assert page.url == f"{origin}/ui/#/leaderboard"
+            rows = page.locator("tr[data-testid=leaderboard-row]")
+            expect(rows).to_have_count(len(demo.TEAM_NAMES) - 1)
+            expect(page.locator("#leaderboard-table")).not_to_contain_text(demo.ADMIN_TEAM)
+            expect(page.locator("[data-testid=session-role]")).to_have_text("admin")
+            screenshot(page, "demo-leaderboard")
+            visit(page, server, "/graph", GRAPH_READY)
+            expect(page.locator("li[data-testid=graph-legend-item]")).to_have_count(10)
+            expect(page.locator("#graph-legend")).not_to_contain_text(demo.ADMIN_TEAM)
+            screenshot(page, "demo-graph")
+        finally:
+            pages.close()
+        pages.guard.check()
