@@ -58,5 +58,11 @@ def pages(live: LiveServer, browser: Browser) -> Iterator[Pages]:
 
 
 @pytest.fixture
+def sqlite_only(backend: str) -> None:
+    if backend != "sqlite":
+        pytest.skip("layout and screenshots: the database does not change what is drawn")
+
+
+@pytest.fixture
 def org(live: LiveServer) -> SeededOrg:
     return seed_org(live.ready())

@@ -9,6 +9,7 @@ minted in-process with the secret the server keeps in that data directory.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import os
 import subprocess
@@ -119,7 +120,10 @@ def live_server(
     env = server_env(data_dir, database_url, origin)
     settings = Settings(data_dir=data_dir, database_url=database_url, _env_file=None)  # type: ignore[call-arg]
     if migrate:
-        upgrade(settings)
+        # In a thread of its own: Playwright's sync API keeps an event loop running in
+        # this one, and the migrations call asyncio.run().
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            pool.submit(upgrade, settings).result()
     log = data_dir / "server.log"
     with log.open("wb") as out:
         process = subprocess.Popen(

@@ -78,6 +78,8 @@ class SeededOrg:
     teams: dict[str, str] = field(default_factory=dict)
     """Team name → id."""
     scores: dict[str, int] = field(default_factory=dict)
+    started_at: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
+    """Team number i (in seeding order) completed its task n at started_at + 6n + i hours."""
 
     @property
     def task_ids(self) -> list[str]:
@@ -107,9 +109,11 @@ def seed_org(server: LiveServer) -> SeededOrg:
             admin_token=admin_token,
             member_token=server.token(org_id, Role.MEMBER, subject="e2e-member"),
             discipline=created.json(),
+            started_at=dt.datetime.now(dt.UTC).replace(second=0, microsecond=0)
+            - dt.timedelta(days=2),
         )
         points = [10, 20, 30, 40, 50]
-        start = dt.datetime.now(dt.UTC) - dt.timedelta(days=2)
+        start = org.started_at
         for index, (name, done) in enumerate([*RANKED.items(), (ADMIN_TEAM, 5)]):
             response = api.post("/team", json={"name": name, "tags": ["e2e"]})
             assert response.status_code == 201, response.text

@@ -7,6 +7,7 @@ logs a console error, throws, or requests anything outside the service (see the
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from pathlib import Path
 
@@ -140,6 +141,48 @@ def test_the_admin_switch_takes_a_team_off_the_leaderboard_and_graph(
     expect(chart).to_have_attribute("data-team-ids", ",".join(org.ranked_by_score))
 
 
+def test_graph_window_and_discipline_filters_reach_the_api(
+    pages: Pages, live: LiveServer, org: SeededOrg
+) -> None:
+    page = pages.open()
+    sign_in_by_link(page, live, org.member_token)
+    discipline = org.discipline["Id"]
+
+    # The leaderboard ranked by the points earned in one discipline.
+    with page.expect_response(lambda r: "/leaderboard?" in r.url and discipline in r.url) as got:
+        page.locator("#leaderboard-discipline").select_option(discipline)
+    assert got.value.status == 200
+    expect(
+        page.locator("tr[data-testid=leaderboard-row] [data-testid=leaderboard-score]")
+    ).to_have_text(["100", "60", "30", "0"])
+
+    # A window on the graph: datetime-local inputs (the browser runs in UTC here) become
+    # RFC 3339 instants. Until started_at + 5 h, each of the first three teams had done
+    # its first task only (10 points); Wolves nothing.
+    visit(page, live, "/graph", GRAPH_READY)
+    local = "%Y-%m-%dT%H:%M"
+    page.locator("#graph-from").fill((org.started_at - dt.timedelta(hours=1)).strftime(local))
+    page.locator("#graph-to").fill((org.started_at + dt.timedelta(hours=5)).strftime(local))
+    with page.expect_response(lambda r: "/leaderboard/graph?" in r.url and "to=" in r.url) as got:
+        page.locator("#graph-apply").click()
+    assert got.value.status == 200
+    expect(page.locator("#graph-updated")).to_contain_text("Window")
+    legend = page.locator("li[data-testid=graph-legend-item] .muted")
+    expect(legend).to_have_count(4)
+    expect(legend).to_have_text(["10", "10", "10", "0"])
+    expect(page.locator("#error")).to_be_hidden()
+
+    # "From" after "To" is caught in the page, with a message, before any request.
+    page.locator("#graph-from").fill((org.started_at + dt.timedelta(hours=6)).strftime(local))
+    page.locator("#graph-apply").click()
+    expect(page.locator("#error")).to_contain_text("before")
+    page.locator("#graph-reset").click()
+    expect(page.locator("#error")).to_be_hidden()
+    expect(page.locator("#graph-chart")).to_have_attribute(
+        "data-team-ids", ",".join(org.ranked_by_score)
+    )
+
+
 def test_a_team_page_shows_its_level_progress(
     pages: Pages, live: LiveServer, org: SeededOrg
 ) -> None:
@@ -268,6 +311,7 @@ def test_the_discipline_page_shows_the_tree(pages: Pages, live: LiveServer, org:
     expect(task_link).to_have_attribute("rel", re.compile("noopener"))
 
 
+@pytest.mark.usefixtures("sqlite_only")
 @pytest.mark.parametrize("width", list(WIDTHS))
 def test_every_page_renders_and_fits_the_screen(
     pages: Pages, live: LiveServer, org: SeededOrg, width: str
