@@ -9,16 +9,19 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, sync_playwright
 
+from tests.conftest import BACKENDS
 from tests.dashboard.browser import CHROMIUM_ARGS, Guard, Pages, chromium_path
 from tests.dashboard.live import LiveServer, live_server
 from tests.dashboard.seed import SeededOrg, seed_org
 from tests.support.postgres import PostgresServer
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="module", params=BACKENDS)
 def live(
-    backend: str, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> Iterator[LiveServer]:
+    """A server per backend (tests marked ``one_backend`` ask for the first only)."""
+    backend = str(request.param)
     data_dir = tmp_path_factory.mktemp(f"e2e-{backend}")
     url = None
     if backend == "postgresql":
@@ -55,12 +58,6 @@ def pages(live: LiveServer, browser: Browser) -> Iterator[Pages]:
     finally:
         opened.close()
     opened.guard.check()
-
-
-@pytest.fixture
-def sqlite_only(backend: str) -> None:
-    if backend != "sqlite":
-        pytest.skip("layout and screenshots: the database does not change what is drawn")
 
 
 @pytest.fixture

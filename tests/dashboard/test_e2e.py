@@ -15,10 +15,17 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from questline import demo
+from tests.conftest import BACKENDS
 from tests.dashboard.browser import WIDTHS, Guard, Pages, screenshot
 from tests.dashboard.live import LiveServer, live_server, run_cli, server_env
 from tests.dashboard.seed import ADMIN_TEAM, SeededOrg
 from tests.support.postgres import free_port
+
+# What the browser draws does not depend on the database: read-only pages are checked on
+# one backend (SQLite when configured); flows that write, rank or window by time on all.
+one_backend = pytest.mark.parametrize(
+    "live", ["sqlite"] if "sqlite" in BACKENDS else BACKENDS[:1], indirect=True
+)
 
 LEADERBOARD_READY = '#view[data-route="leaderboard"] #leaderboard-table[data-loaded]'
 GRAPH_READY = '#view[data-route="graph"] #graph-chart[data-loaded]'
@@ -68,6 +75,7 @@ def test_sign_in_with_a_pasted_token_shows_the_ranked_teams(
     assert page.evaluate("sessionStorage.getItem('questline.token')") == org.admin_token
 
 
+@one_backend
 def test_a_token_link_signs_in_and_leaves_the_url(
     pages: Pages, live: LiveServer, org: SeededOrg
 ) -> None:
@@ -84,6 +92,7 @@ def test_a_token_link_signs_in_and_leaves_the_url(
     expect(page.locator("#create-team-form")).to_have_count(0)
 
 
+@one_backend
 def test_an_invalid_token_is_refused_with_a_message(
     pages: Pages, live: LiveServer, org: SeededOrg
 ) -> None:
@@ -183,6 +192,7 @@ def test_graph_window_and_discipline_filters_reach_the_api(
     )
 
 
+@one_backend
 def test_a_team_page_shows_its_level_progress(
     pages: Pages, live: LiveServer, org: SeededOrg
 ) -> None:
@@ -272,6 +282,7 @@ def test_create_a_team_and_add_a_member_through_the_forms(
     expect(page.locator("[data-testid=team-member-count]")).to_have_text("1")
 
 
+@one_backend
 def test_the_discipline_page_shows_the_tree(pages: Pages, live: LiveServer, org: SeededOrg) -> None:
     page = pages.open()
     sign_in_by_link(page, live, org.member_token)
@@ -311,7 +322,7 @@ def test_the_discipline_page_shows_the_tree(pages: Pages, live: LiveServer, org:
     expect(task_link).to_have_attribute("rel", re.compile("noopener"))
 
 
-@pytest.mark.usefixtures("sqlite_only")
+@one_backend
 @pytest.mark.parametrize("width", list(WIDTHS))
 def test_every_page_renders_and_fits_the_screen(
     pages: Pages, live: LiveServer, org: SeededOrg, width: str
