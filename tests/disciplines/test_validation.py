@@ -122,7 +122,7 @@ async def test_title_over_200_characters_is_refused(world: World) -> None:
     assert created["Levels"][0]["Quests"][0]["Title"] == "x" * 200
 
 
-@pytest.mark.parametrize("points", [-1, 1_000_001, 1.5, "10", None, True])
+@pytest.mark.parametrize("points", [-1, 1_000_001, 1.5, 10.0, "10", None, True])
 async def test_points_are_whole_numbers_from_0_to_a_million(world: World, points: Any) -> None:
     org = world.org()
     document = discipline_document(levels=1, quests=1, tasks=2)

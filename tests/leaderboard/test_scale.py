@@ -80,13 +80,7 @@ async def _populate(world: World, state: AppState) -> Org:
     return org
 
 
-@pytest.fixture
-def postgres_only(backend: str) -> None:
-    if backend != "postgresql":
-        pytest.skip("EXPLAIN plans are PostgreSQL's")
-
-
-@pytest.mark.usefixtures("postgres_only")
+@pytest.mark.postgres_only  # EXPLAIN plans are PostgreSQL's
 @pytest.mark.slow
 async def test_leaderboard_reads_the_index_in_order_without_sorting(
     world: World, app_state: AppState
@@ -121,7 +115,7 @@ async def test_leaderboard_reads_the_index_in_order_without_sorting(
     assert [e["Rank"] for e in board] == list(range(1, 101))
 
 
-@pytest.mark.usefixtures("postgres_only")
+@pytest.mark.postgres_only  # EXPLAIN plans are PostgreSQL's
 @pytest.mark.slow
 async def test_graph_reads_only_the_top_teams_history(world: World, app_state: AppState) -> None:
     org = await _populate(world, app_state)

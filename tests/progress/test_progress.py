@@ -244,3 +244,17 @@ async def test_retried_post_with_the_same_idempotency_key_replays(world: World) 
     assert other_body.status_code == 422
     assert await score_of(org, team["Id"]) == 10
     assert len(await history(world.db, team["Id"])) == 1
+
+
+async def test_deleting_a_team_takes_its_progress_and_history_with_it(world: World) -> None:
+    org = world.org()
+    team, stays = await org.create_team(), await org.create_team()
+    tree = await make_discipline(world.db, org_id=org.id, shape=[[[10]]])
+    await completed(org, team["Id"], tree.task(0, 0, 0))
+    await completed(org, stays["Id"], tree.task(0, 0, 0))
+    response = await world.client.delete(f"/team/{team['Id']}", headers=org.admin)
+    assert response.status_code == 204, response.text
+    assert await history(world.db, team["Id"]) == []
+    assert len(await history(world.db, stays["Id"])) == 1
+    board = (await world.client.get("/leaderboard", headers=org.member)).json()
+    assert [e["TeamId"] for e in board] == [stays["Id"]]

@@ -97,14 +97,27 @@ async def create_discipline(
 @router.get(
     "/{discipline_id}",
     response_model=schemas.Discipline,
-    responses=problem_responses(401, 404),
+    responses={
+        304: {"description": "Unchanged since the `ETag` sent in `If-None-Match`."},
+        **problem_responses(401, 404),
+    },
 )
 async def get_discipline(
-    discipline_id: DisciplineId, caller: CallerDep, session: SessionDep
+    discipline_id: DisciplineId,
+    caller: CallerDep,
+    session: SessionDep,
+    if_none_match: Annotated[
+        str | None, Header(description="An `ETag` you hold; 304 when it is still current.")
+    ] = None,
 ) -> Response:
     """The whole discipline: levels, quests, tasks and resources, each with its `Id` and
     `Order`. Keep the `ETag` to send as `If-Match` on `PUT`."""
     discipline = await service.get_discipline(session, caller=caller, discipline_id=discipline_id)
+    if if_none_match is not None and service.etag_matches(discipline, if_none_match):
+        return Response(
+            status_code=status.HTTP_304_NOT_MODIFIED,
+            headers={"ETag": service.etag_of(discipline)},
+        )
     document = await service.read_tree(session, discipline)
     return _json(document, headers={"ETag": service.etag_of(discipline)})
 

@@ -73,7 +73,15 @@ RequiredDescription = Annotated[str, text(DESCRIPTION_MAX)]
 OptionalDescription = Annotated[
     str, Field(max_length=DESCRIPTION_MAX), AfterValidator(lambda v: v.strip())
 ]
-Url = Annotated[str, text(URL_MAX), AfterValidator(_absolute_http_url)]
+Url = Annotated[
+    str,
+    text(URL_MAX),
+    AfterValidator(_absolute_http_url),
+    Field(
+        description="An absolute http:// or https:// URL.",
+        json_schema_extra={"format": "uri", "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://"},
+    ),
+]
 Kind = Annotated[str, text(KIND_MAX)]
 Points = Annotated[
     int,

@@ -42,12 +42,15 @@ def etag_of(discipline: Discipline) -> str:
     return f'"{discipline.id.hex}.{discipline.version}"'
 
 
-def check_if_match(discipline: Discipline, if_match: str | None) -> None:
-    if if_match is None:
-        return
-    tags = [t.strip() for t in if_match.split(",")]
+def etag_matches(discipline: Discipline, header: str) -> bool:
+    """Whether an ``If-Match`` / ``If-None-Match`` value names the current version."""
+    tags = [t.strip() for t in header.split(",")]
     etag = etag_of(discipline)
-    if "*" not in tags and etag not in tags and f"W/{etag}" not in tags:
+    return "*" in tags or etag in tags or f"W/{etag}" in tags
+
+
+def check_if_match(discipline: Discipline, if_match: str | None) -> None:
+    if if_match is not None and not etag_matches(discipline, if_match):
         raise PreconditionFailed(
             "The discipline changed since you read it (If-Match does not match its ETag); "
             "read it again and retry."

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import and_, func, select
+from sqlalchemy import Row, Select, and_, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.disciplines.models import Discipline, Level, Quest, Task
@@ -165,8 +165,9 @@ async def _quest_tallies(
     *,
     org_id: uuid.UUID,
     team_id: uuid.UUID,
-    visible_ids: object,
-) -> list:  # type: ignore[type-arg]
+    visible_ids: Select[uuid.UUID],
+) -> Sequence[Row[uuid.UUID, uuid.UUID, int, str, int, int, int, int]]:
+    """Per quest: its tasks and points, and those the team completed."""
     done = TaskCompletion
     query = (
         select(
@@ -188,8 +189,8 @@ async def _quest_tallies(
                 done.task_id == Task.id,
             ),
         )
-        .where(Quest.discipline_id.in_(visible_ids))  # type: ignore[arg-type]
+        .where(Quest.discipline_id.in_(visible_ids))
         .group_by(Quest.id, Quest.level_id, Quest.position, Quest.title)
         .order_by(Quest.level_id, Quest.position, Quest.id)
     )
-    return list((await session.execute(query)).all())
+    return (await session.execute(query)).all()
