@@ -76,6 +76,26 @@ def test_sign_in_with_a_pasted_token_shows_the_ranked_teams(
 
 
 @one_backend
+def test_the_guard_catches_what_a_page_must_not_do(pages: Pages, live: LiveServer) -> None:
+    """The guard that every test relies on is not vacuous with this browser."""
+    page = pages.open()
+    page.goto(f"{live.origin}/ui/")
+    expect(page.locator("#signin-form")).to_be_visible()
+    with page.expect_console_message(lambda m: m.text == "deliberate"):
+        page.evaluate("console.error('deliberate')")
+    with page.expect_event("pageerror"):
+        page.evaluate("setTimeout(() => { throw new Error('thrown on purpose'); }, 0)")
+    page.goto("about:blank")  # no Content-Security-Policy here to stop the request first
+    with page.expect_request("https://example.org/beacon"):
+        page.evaluate("fetch('https://example.org/beacon').catch(() => null)")
+    found = "\n".join(pages.guard.problems)
+    assert "console error: deliberate" in found
+    assert "page error: thrown on purpose" in found
+    assert "request outside the service: GET https://example.org/beacon" in found
+    pages.guard.problems.clear()
+
+
+@one_backend
 def test_a_token_link_signs_in_and_leaves_the_url(
     pages: Pages, live: LiveServer, org: SeededOrg
 ) -> None:
