@@ -45,6 +45,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from bench import rules
 from bench.rules import COMPLETIONS_PER_TEAM, EPOCH, ORG_ID, Kind
 from bench.sqlgen import concat, ident, ident_sql, json_sql, numbers, timestamp_sql
+from questline import demo_content
 from questline.db import UTCDateTime
 from questline.models import Base
 
@@ -78,74 +79,75 @@ class Seeded:
 
 
 def discipline_tree() -> tuple[dict[str, list[dict[str, Any]]], list[TaskRef]]:
+    """The demo's three disciplines (``questline.demo_content``), owned by the
+    organization as ``questline demo`` creates them, as rows of the five tree tables."""
     rows: dict[str, list[dict[str, Any]]] = {
         k: [] for k in ("disciplines", "levels", "quests", "tasks", "resources")
     }
     tasks: list[TaskRef] = []
-    counters = dict.fromkeys(("levels", "quests", "tasks", "resources"), 0)
+    counters = dict.fromkeys(rows, 0)
 
-    def next_id(table: str, kind: int) -> uuid.UUID:
+    def add(table: str, kind: int, values: dict[str, Any]) -> uuid.UUID:
+        node_id = ident(kind, counters[table])
         counters[table] += 1
-        return ident(kind, counters[table])
+        rows[table].append({"id": node_id, **values})
+        return node_id
 
-    def resource(d_id: uuid.UUID, owner_kind: str, owner: uuid.UUID) -> None:
-        rows["resources"].append(
+    def resources(d_id: uuid.UUID, owner_kind: str, owner: uuid.UUID, doc: dict[str, Any]) -> None:
+        for position, res in enumerate(doc.get("Resources", [])):
+            add(
+                "resources",
+                Kind.RESOURCE,
+                {
+                    "discipline_id": d_id,
+                    "owner_kind": owner_kind,
+                    "owner_id": owner,
+                    "position": position,
+                    "title": res["Title"],
+                    "description": res.get("Description", ""),
+                    "url": res["Url"],
+                    "kind": res.get("Kind", "Link"),
+                },
+            )
+
+    def text(doc: dict[str, Any]) -> dict[str, Any]:
+        return {"title": doc["Title"], "description": doc.get("Description", "")}
+
+    for color in rules.COLORS:
+        doc = demo_content.document(color)
+        d_id = add(
+            "disciplines",
+            Kind.DISCIPLINE,
             {
-                "id": next_id("resources", Kind.RESOURCE),
-                "discipline_id": d_id,
-                "owner_kind": owner_kind,
-                "owner_id": owner,
-                "position": 0,
-                "title": "Read this first",
-                "description": "",
-                "url": f"https://example.org/{owner_kind}/{owner.hex[-12:]}",
-                "kind": "Link",
-            }
-        )
-
-    def node(table: str, kind: int, d_id: uuid.UUID, position: int, title: str) -> dict[str, Any]:
-        row = {
-            "id": next_id(table, kind),
-            "discipline_id": d_id,
-            "position": position,
-            "title": title,
-            "description": f"{title}: what to do and why.",
-        }
-        rows[table].append(row)
-        return row
-
-    for d, (title, color, points) in enumerate(rules.DISCIPLINES):
-        d_id = ident(Kind.DISCIPLINE, d)
-        rows["disciplines"].append(
-            {
-                "id": d_id,
-                "organization_id": None,
-                "title": title,
-                "description": f"The demo discipline {title!r}.",
+                "organization_id": ORG_ID,
+                **text(doc),
                 "color": color,
                 "created_at": EPOCH,
                 "updated_at": EPOCH,
                 "version": 1,
-            }
+            },
         )
-        resource(d_id, "discipline", d_id)
-        for lv in range(rules.LEVELS):
-            level = node("levels", Kind.LEVEL, d_id, lv, f"Level {lv + 1}")
-            resource(d_id, "level", level["id"])
-            for qu in range(rules.QUESTS):
-                quest = node("quests", Kind.QUEST, d_id, qu, f"Quest {lv + 1}.{qu + 1}")
-                quest["level_id"] = level["id"]
-                resource(d_id, "quest", quest["id"])
-                for ta in range(rules.TASKS):
-                    task = node("tasks", Kind.TASK, d_id, ta, f"Task {lv + 1}.{qu + 1}.{ta + 1}")
-                    task.update(
-                        level_id=level["id"],
-                        quest_id=quest["id"],
-                        points=points[(lv + ta) % len(points)],
-                    )
-                    resource(d_id, "task", task["id"])
-                    tasks.append(TaskRef(task["id"], d_id, task["points"]))
-    assert len(tasks) == rules.TASK_COUNT
+        resources(d_id, "discipline", d_id, doc)
+        for lp, level in enumerate(doc["Levels"]):
+            l_id = add("levels", Kind.LEVEL, {"discipline_id": d_id, "position": lp, **text(level)})
+            resources(d_id, "level", l_id, level)
+            for qp, quest in enumerate(level["Quests"]):
+                q_values = {"discipline_id": d_id, "level_id": l_id, "position": qp, **text(quest)}
+                q_id = add("quests", Kind.QUEST, q_values)
+                resources(d_id, "quest", q_id, quest)
+                for tp, task in enumerate(quest["Tasks"]):
+                    t_values = {
+                        "discipline_id": d_id,
+                        "level_id": l_id,
+                        "quest_id": q_id,
+                        "position": tp,
+                        **text(task),
+                        "points": task["Points"],
+                    }
+                    t_id = add("tasks", Kind.TASK, t_values)
+                    resources(d_id, "task", t_id, task)
+                    tasks.append(TaskRef(t_id, d_id, task["Points"]))
+    assert len(tasks) == rules.TASK_COUNT, "the demo's disciplines changed: update bench/rules.py"
     return rows, tasks
 
 
@@ -402,7 +404,7 @@ async def seed(engine: AsyncEngine, teams: int, *, pairs: int = 4_000) -> Seeded
     return Seeded(
         org_id=ORG_ID,
         team_ids=[ident(Kind.TEAM, n) for n in range(teams)],
-        discipline_ids=[ident(Kind.DISCIPLINE, d) for d in range(len(rules.DISCIPLINES))],
+        discipline_ids=[ident(Kind.DISCIPLINE, d) for d in range(len(rules.COLORS))],
         progress_pairs=progress_pairs[:-1],
         spare_pair=progress_pairs[-1],
         rows=written,

@@ -1,8 +1,8 @@
 """The shape of the benchmark's dataset, as rules the database and Python both follow.
 
 One organization holds every team (the worst case for one tenant's leaderboard).
-Team ``n`` has 3 members; every 100th team is an admin team. Three global
-disciplines (the demo's three) have 3 levels x 3 quests x 4 tasks each. Team ``n``
+Team ``n`` has 3 members; every 100th team is an admin team. The organization has
+the demo's three disciplines (3 levels x 2 quests x 3 tasks each). Team ``n``
 completed the 20 tasks ``(7n + 5k) mod T`` for ``k = 0..19`` (task ``i`` is the i-th
 task of the tree, ``T`` tasks in all), task ``k`` at
 ``EPOCH + 2k days + (37n mod 1 day) seconds``, so teams differ in what they did, in
@@ -23,14 +23,9 @@ START_STRIDE, STEP = 7, 5
 DAY = 86_400
 SPREAD = 37
 
-# The three demo disciplines: title, colour, the points of their tasks (cycled).
-DISCIPLINES = [
-    ("Cloud basics", "Green", (10, 20, 30)),
-    ("Secure by default", "Red", (20, 30, 40)),
-    ("Working together", "Purple", (10, 10, 20)),
-]
-LEVELS, QUESTS, TASKS = 3, 3, 4
-TASK_COUNT = len(DISCIPLINES) * LEVELS * QUESTS * TASKS
+# The demo's three disciplines (questline.demo_content): 3 levels x 2 quests x 3 tasks.
+COLORS = ["Purple", "Green", "Red"]
+TASK_COUNT = len(COLORS) * 3 * 2 * 3
 
 
 class Kind:
