@@ -70,6 +70,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help=f"PostgreSQL: also measure 1 worker at {COMPARE_WORKERS_AT:,} teams (full default)",
     )
     parser.add_argument("--no-markdown", action="store_true", help="leave BENCHMARKS.md alone")
+    parser.add_argument("--keep", action="store_true", help="keep the work directory (logs)")
     args = parser.parse_args(argv)
     args.sizes = args.sizes or ([1_000] if args.quick else [1_000, 10_000, 100_000])
     args.duration = args.duration or (3.0 if args.quick else 8.0)
@@ -177,7 +178,10 @@ def run_backend(backend: str, args: argparse.Namespace, wrk: str) -> dict[str, A
     machine = report.machine(wrk_version(wrk))
     with ExitStack() as stack:
         workdir = Path(tempfile.mkdtemp(prefix=f"questline-bench-{backend}-"))
-        stack.callback(shutil.rmtree, workdir, True)
+        if args.keep:
+            print(f"bench: work directory {workdir}", flush=True)
+        else:
+            stack.callback(shutil.rmtree, workdir, True)
         server: PostgresServer | None = None
         if backend == "postgresql":
             server = PostgresServer(server_settings=POSTGRES_SETTINGS).start()
