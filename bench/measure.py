@@ -150,7 +150,11 @@ def measure(ctx: Context, row: Row) -> RowResult:
     return result
 
 
-def measure_all(ctx: Context, rows: list[Row], teams: int, *, log: Any = print) -> list[RowResult]:
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
+def measure_all(ctx: Context, rows: list[Row], teams: int, *, log: Any = _say) -> list[RowResult]:
     """The bare endpoint first, then the reads, then the writes (they change the data)."""
     routes = available_routes(ctx.service.base_url)
     bare = measure(ctx, BARE)
