@@ -57,6 +57,8 @@ class Measured:
     p90_ms: float
     p99_ms: float
     mean_ms: float
+    statuses: dict[str, int]
+    """Responses by status (the write scripts count them)."""
 
     @property
     def rps(self) -> float:
@@ -107,6 +109,7 @@ def run_wrk(
                 p90_ms=latency["p90"] / 1000,
                 p99_ms=latency["p99"] / 1000,
                 mean_ms=latency["mean"] / 1000,
+                statuses={k: int(v) for k, v in data.get("statuses", {}).items()},
             )
     raise RuntimeError(f"wrk gave no result:\n{result.stdout}\n{result.stderr}")
 

@@ -31,6 +31,7 @@ class RowResult:
     """requests/s divided by the bare endpoint's, same server, same run."""
     requests: int = 0
     errors: dict[str, int] = field(default_factory=dict)
+    statuses: dict[str, int] = field(default_factory=dict)
     loadavg: float = 0.0
     """The machine's 1-minute load average when the row started (noise indicator)."""
 
@@ -130,6 +131,7 @@ def measure(ctx: Context, row: Row) -> RowResult:
             seconds=ctx.load.warmup_s,
         )
     env["BENCH_RUN"] = uuid.uuid4().hex[:8]
+    env["BENCH_OFFSET"] = str(len(ctx.seeded.progress_pairs) // 2 // ctx.load.threads)
     measured: Measured = run_wrk(
         ctx.wrk,
         base_url=ctx.service.base_url,
@@ -144,9 +146,12 @@ def measure(ctx: Context, row: Row) -> RowResult:
     result.p99_ms = round(measured.p99_ms, 2)
     result.requests = measured.requests
     result.errors = {k: v for k, v in measured.errors.items() if v}
+    result.statuses = measured.statuses
     if measured.requests and measured.error_count > 0.01 * measured.requests:
         result.status = "failed"
         result.reason = f"{measured.error_count} of {measured.requests} requests failed"
+        if measured.statuses:
+            result.reason += f" (statuses {measured.statuses})"
     return result
 
 

@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -25,6 +26,7 @@ if str(ROOT) not in sys.path:
 
 import httpx  # noqa: E402
 from pyinstrument import Profiler  # noqa: E402
+from sqlalchemy import Engine, event  # noqa: E402
 from tests.support.postgres import PostgresServer  # noqa: E402
 
 from bench.dataset import seed, seeding_engine  # noqa: E402
@@ -42,6 +44,7 @@ async def _profile(args: argparse.Namespace, url: str | None, data_dir: Path) ->
     path = args.path.replace("{team}", str(seeded.team_ids[len(seeded.team_ids) // 2]))
     path = path.replace("{discipline}", str(seeded.discipline_ids[0]))
     app = create_app(settings)
+    statements = _count_statements(app.state.questline.db.engine.sync_engine)
     transport = httpx.ASGITransport(app=app)
     headers = {"Authorization": f"Bearer {tokens[args.role]}"}
     async with httpx.AsyncClient(
@@ -50,6 +53,9 @@ async def _profile(args: argparse.Namespace, url: str | None, data_dir: Path) ->
         for _ in range(5):
             answer = await c.request(args.method, path)
         print(f"{args.method} {path} -> {answer.status_code}, {len(answer.content):,} bytes")
+        statements.clear()
+        await c.request(args.method, path)
+        per_request = len(statements)
         profiler = Profiler(async_mode="enabled")
         started = time.perf_counter()
         profiler.start()
@@ -58,12 +64,32 @@ async def _profile(args: argparse.Namespace, url: str | None, data_dir: Path) ->
         profiler.stop()
         elapsed = time.perf_counter() - started
     await app.state.questline.db.dispose()
+    print(f"{per_request} SQL statements a request (as the driver runs them):")
+    for statement in statements[:per_request]:
+        print(f"  {statement[:170]}")
     print(
         f"{args.requests} requests in {elapsed:.2f} s: {1000 * elapsed / args.requests:.2f} ms each"
     )
     if args.html:
         return profiler.output_html()
     return profiler.output_text(unicode=True, color=False, show_all=False)
+
+
+def _count_statements(engine: Engine) -> list[str]:
+    """Every statement the driver runs, with its time in the database (ms)."""
+    seen: list[str] = []
+    started: list[float] = []
+
+    @event.listens_for(engine, "before_cursor_execute")
+    def _before(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        started.append(time.perf_counter())
+
+    @event.listens_for(engine, "after_cursor_execute")
+    def _after(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        elapsed = 1000 * (time.perf_counter() - started.pop())
+        seen.append(f"{elapsed:7.2f} ms  {' '.join(statement.split())}")
+
+    return seen
 
 
 def main() -> int:

@@ -11,6 +11,10 @@ local counter = 0
 setup = common.setup
 done = common.done
 
+function response(status, headers, body)
+  common.count_status(status)
+end
+
 function init(args)
   headers = common.headers()
   headers["Content-Type"] = "application/json"

@@ -27,10 +27,35 @@ function M.headers()
 end
 
 -- Each thread's Lua state gets its own number (setup runs in the main state).
-local next_thread = 0
+local threads = {}
 function M.setup(thread)
-  thread:set("thread_number", next_thread)
-  next_thread = next_thread + 1
+  thread:set("thread_number", #threads)
+  threads[#threads + 1] = thread
+end
+
+-- Scripts that count statuses (response() in their thread) keep them in the global
+-- `statuses` ("code=count,…" in `status_text`); done() adds them up.
+function M.count_status(status)
+  statuses = statuses or {}
+  statuses[status] = (statuses[status] or 0) + 1
+  local parts = {}
+  for code, count in pairs(statuses) do parts[#parts + 1] = code .. "=" .. count end
+  status_text = table.concat(parts, ",")
+end
+
+local function statuses_json()
+  local total = {}
+  for _, thread in ipairs(threads) do
+    local text = thread:get("status_text")
+    if text ~= nil then
+      for code, count in string.gmatch(text, "(%d+)=(%d+)") do
+        total[code] = (total[code] or 0) + tonumber(count)
+      end
+    end
+  end
+  local parts = {}
+  for code, count in pairs(total) do parts[#parts + 1] = '"' .. code .. '": ' .. count end
+  return "{" .. table.concat(parts, ", ") .. "}"
 end
 
 function M.done(summary, latency, requests)
@@ -38,11 +63,12 @@ function M.done(summary, latency, requests)
   io.write(string.format(
     'BENCH_RESULT {"requests": %d, "duration_us": %d, "bytes": %d, ' ..
     '"errors": {"connect": %d, "read": %d, "write": %d, "status": %d, "timeout": %d}, ' ..
-    '"latency_us": {"p50": %d, "p90": %d, "p99": %d, "mean": %.1f, "max": %d}}\n',
+    '"latency_us": {"p50": %d, "p90": %d, "p99": %d, "mean": %.1f, "max": %d}, ' ..
+    '"statuses": %s}\n',
     summary.requests, summary.duration, summary.bytes,
     e.connect, e.read, e.write, e.status, e.timeout,
     latency:percentile(50), latency:percentile(90), latency:percentile(99),
-    latency.mean, latency.max))
+    latency.mean, latency.max, statuses_json()))
 end
 
 return M

@@ -3,16 +3,23 @@
 -- pairs of BENCH_IDS ("team task" a line) that no team has completed. A withdrawal
 -- trails its completion by BENCH_LAG requests, so that it never overtakes it on
 -- another connection. Each thread takes every n-th pair: threads never share one.
+-- BENCH_OFFSET starts the measured run on pairs the warm-up did not touch (a request
+-- of the warm-up may still be in flight when the measured run starts).
 package.path = os.getenv("BENCH_LUA_DIR") .. "/?.lua;" .. package.path
 local common = require("common")
 
 local lag = tonumber(common.env("BENCH_LAG", "64"))
 local pairs_ = {}
 local headers = nil
-local completed, withdrawn = 0, 0
+local offset = tonumber(common.env("BENCH_OFFSET", "0"))
+local completed, withdrawn = offset, offset
 
 setup = common.setup
 done = common.done
+
+function response(status, headers, body)
+  common.count_status(status)
+end
 
 function init(args)
   local threads = tonumber(common.env("BENCH_THREADS", "1"))
