@@ -49,6 +49,7 @@ POSTGRES_SETTINGS = {
 }
 WORKERS = {"sqlite": 1, "postgresql": 2}
 COMPARE_WORKERS_AT = 10_000
+FULL_SIZES = [1_000, 10_000, 100_000]
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -72,7 +73,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--no-markdown", action="store_true", help="leave BENCHMARKS.md alone")
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs)")
     args = parser.parse_args(argv)
-    args.sizes = args.sizes or ([1_000] if args.quick else [1_000, 10_000, 100_000])
+    args.sizes = args.sizes or ([1_000] if args.quick else FULL_SIZES)
     args.duration = args.duration or (3.0 if args.quick else 8.0)
     args.warmup = args.warmup if args.warmup is not None else (1.0 if args.quick else 2.0)
     if args.compare_workers is None:
@@ -166,6 +167,15 @@ def _reads(rows: list[Row]) -> list[Row]:
     return [r for r in rows if not r.writes]
 
 
+def _mode(args: argparse.Namespace) -> str:
+    """full and quick as documented; anything narrower is partial (kept apart)."""
+    if args.only:
+        return "partial"
+    if args.quick:
+        return "quick"
+    return "full" if args.sizes == FULL_SIZES else "partial"
+
+
 def run_backend(backend: str, args: argparse.Namespace, wrk: str) -> dict[str, Any]:
     load = LoadSettings(
         threads=args.threads,
@@ -207,7 +217,7 @@ def run_backend(backend: str, args: argparse.Namespace, wrk: str) -> dict[str, A
             shutil.rmtree(workdir / f"data-{backend}-{teams}", ignore_errors=True)
     return report.build(
         backend=backend,
-        mode="quick" if args.quick else "full",
+        mode=_mode(args),
         command=report.command(sys.argv),
         machine=machine,
         load=load,
