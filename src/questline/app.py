@@ -10,6 +10,7 @@ from fastapi import FastAPI
 
 from questline import __version__
 from questline.auth.tokens import TokenService
+from questline.bulk.endpoints import router as bulk_router
 from questline.config import Settings
 from questline.db import Database
 from questline.errors import install_error_handlers
@@ -49,7 +50,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.questline = state
     install_error_handlers(app)
-    for router in (health_router, teams_router, members_router):
+    # The bulk route goes before the teams router's /team/{team_id} routes.
+    for router in (health_router, bulk_router, teams_router, members_router):
         app.include_router(router)
     mount_docs(app)
     app.add_middleware(

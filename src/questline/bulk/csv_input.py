@@ -1,0 +1,225 @@
+"""A CSV bulk request: header ``team,email,givenName,tags``, one row a member.
+
+Read the way spreadsheets write it: an optional UTF-8 byte order mark, CRLF, LF or CR
+line ends, quoted fields holding commas, quotes or newlines, any script. Header names
+ignore case and order. Rows of one team (names ignore case; the first spelling wins)
+make one team whose tags are the union of its rows' tags (``;`` between tags). A row
+with neither e-mail nor given name only declares its team. Blank rows are skipped.
+
+Problems are named by the physical line where the record starts (``line 7: email``):
+the line an editor shows, and a spreadsheet's row number when no cell holds a newline.
+The import command uses this same parser to check a file before sending it.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from pydantic import TypeAdapter, ValidationError
+
+from questline.bulk.schemas import (
+    CSV_COLUMNS,
+    CSV_HEADER,
+    TAG_SEPARATOR,
+    BulkPlan,
+    CsvRow,
+    ItemError,
+    LineSpan,
+    PlannedTeam,
+    check_team_count,
+    nothing_to_create,
+)
+from questline.errors import FieldError, Unprocessable, field_errors
+from questline.members.batch import Person
+from questline.members.service import email_key
+from questline.teams.schemas import MAX_MEMBERS_ON_CREATE, MAX_TAGS
+from questline.teams.service import name_key
+
+_ROW = TypeAdapter(CsvRow)
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    span: LineSpan
+    values: dict[str, str]
+    """By column name (``team``, ``email``, ``givenName``, ``tags``)."""
+
+
+def decode(body: bytes) -> str:
+    """The text of a UTF-8 file (a byte order mark is dropped); 422 naming the bad line."""
+    try:
+        return body.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        before = body[: exc.start].decode("utf-8-sig", errors="replace")
+        line = len(_LINE_BREAK.findall(before)) + 1
+        raise Unprocessable(
+            "The file is not valid UTF-8; save it as UTF-8 (in Excel: 'CSV UTF-8').",
+            errors=[
+                FieldError(
+                    field=f"line {line}",
+                    message=f"Byte 0x{body[exc.start]:02x} is not valid UTF-8.",
+                )
+            ],
+        ) from None
+
+
+def parse_csv(body: bytes, *, max_teams: int) -> BulkPlan:
+    records = list(read_records(decode(body)))
+    if not records:
+        raise nothing_to_create()
+    check_team_count(
+        len({name_key(r.values["team"].strip()) for r in records if r.values["team"].strip()}),
+        max_teams=max_teams,
+    )
+    builder = _TeamBuilder()
+    for record in records:
+        builder.add(record)
+    return BulkPlan(teams=list(builder.teams.values()), errors=builder.errors)
+
+
+def read_records(text: str) -> Iterator[Record]:
+    """The data rows after the header, blank rows left out."""
+    lines = _physical_records(text)
+    columns: dict[str, int] | None = None
+    for span, cells in lines:
+        if not any(cell.strip() for cell in cells):
+            continue
+        if columns is None:
+            columns = _header_columns(span, cells)
+            continue
+        extra = cells[len(CSV_COLUMNS) :]
+        if any(cell.strip() for cell in extra):
+            raise Unprocessable(
+                "A row has more fields than the header.",
+                errors=[
+                    FieldError(
+                        field=f"line {span.first}",
+                        message=f"The row has {len(cells)} fields; the header {CSV_HEADER} "
+                        f"has {len(CSV_COLUMNS)}. Quote fields that hold commas.",
+                    )
+                ],
+            )
+        values = {name: cells[i] if i < len(cells) else "" for name, i in columns.items()}
+        yield Record(span, values)
+    if columns is None:
+        raise Unprocessable(
+            f"The file is empty; its first line must be the header {CSV_HEADER}.",
+            errors=[FieldError(field="line 1: header", message=f"Expected {CSV_HEADER}.")],
+        )
+
+
+def _physical_records(text: str) -> Iterator[tuple[LineSpan, list[str]]]:
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    last = 0
+    while True:
+        try:
+            cells = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise Unprocessable(
+                "The file is not valid CSV.",
+                errors=[FieldError(field=f"line {last + 1}", message=f"Not valid CSV: {exc}.")],
+            ) from None
+        yield LineSpan(last + 1, reader.line_num), cells
+        last = reader.line_num
+
+
+def _header_columns(span: LineSpan, cells: list[str]) -> dict[str, int]:
+    canonical = {name.casefold(): name for name in CSV_COLUMNS}
+    given = [cell.strip().casefold() for cell in cells]
+    if sorted(given) != sorted(canonical):
+        raise Unprocessable(
+            f"The first line must be the header {CSV_HEADER}.",
+            errors=[
+                FieldError(
+                    field=f"line {span.first}: header",
+                    message=f"Expected {CSV_HEADER} (any case and order); got {','.join(cells)}.",
+                )
+            ],
+        )
+    return {canonical[name]: index for index, name in enumerate(given)}
+
+
+def _row_input(values: dict[str, str]) -> dict[str, object]:
+    tags = [tag.strip() for tag in values["tags"].split(TAG_SEPARATOR)]
+    return {
+        "team": values["team"],
+        "email": values["email"].strip() or None,
+        "givenName": values["givenName"].strip() or None,
+        "tags": [tag for tag in tags if tag],
+    }
+
+
+@dataclass
+class _TeamBuilder:
+    """Folds valid rows into teams, collecting every problem with its line."""
+
+    teams: dict[str, PlannedTeam] = field(default_factory=dict)
+    errors: list[ItemError] = field(default_factory=list)
+    _emails: dict[str, set[str]] = field(default_factory=dict)
+    _tags: dict[str, set[str]] = field(default_factory=dict)
+    _flagged: set[tuple[str, str]] = field(default_factory=set)
+
+    def error(self, line: int, column: str, message: str) -> None:
+        self.errors.append(ItemError(line, f"line {line}: {column}", message))
+
+    def add(self, record: Record) -> None:
+        line = record.span.first
+        try:
+            row = _ROW.validate_python(_row_input(record.values))
+        except ValidationError as exc:
+            for problem in field_errors(exc.errors()):
+                self.error(line, problem.field, problem.message)
+            return
+        if row.email is not None and row.given_name is None:
+            self.error(line, "givenName", "Give the member's given name with the e-mail.")
+            return
+        if row.email is None and row.given_name is not None:
+            self.error(line, "email", "Give the member's e-mail address with the given name.")
+            return
+        key = name_key(row.team)
+        team = self.teams.get(key)
+        if team is None:
+            team = PlannedTeam(
+                name=row.team, tags=[], position=line, name_field=f"line {line}: team"
+            )
+            self.teams[key] = team
+            self._emails[key], self._tags[key] = set(), set()
+        team.spans.append(record.span)
+        self._add_tags(key, team, row.tags, line)
+        if row.email is not None and row.given_name is not None:
+            self._add_member(key, team, Person(str(row.email), row.given_name), line)
+
+    def _add_tags(self, key: str, team: PlannedTeam, tags: list[str], line: int) -> None:
+        known = self._tags[key]
+        for tag in tags:
+            if tag.casefold() in known:
+                continue
+            if len(team.tags) == MAX_TAGS:
+                self._once(key, "tags", line, f"A team has at most {MAX_TAGS} tags.")
+                return
+            known.add(tag.casefold())
+            team.tags.append(tag)
+
+    def _add_member(self, key: str, team: PlannedTeam, person: Person, line: int) -> None:
+        known = self._emails[key]
+        member_key = email_key(person.email)
+        if member_key in known:
+            return
+        if len(team.people) == MAX_MEMBERS_ON_CREATE:
+            message = f"A team has at most {MAX_MEMBERS_ON_CREATE} members on creation."
+            self._once(key, "email", line, message)
+            return
+        known.add(member_key)
+        team.people.append(person)
+
+    def _once(self, key: str, column: str, line: int, message: str) -> None:
+        if (key, column) not in self._flagged:
+            self._flagged.add((key, column))
+            self.error(line, column, f"{message} (team {self.teams[key].name!r})")
