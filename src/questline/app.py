@@ -12,6 +12,7 @@ from questline import __version__
 from questline.auth.tokens import TokenService
 from questline.bulk.endpoints import router as bulk_router
 from questline.config import Settings
+from questline.dashboard.endpoints import mount_dashboard
 from questline.db import Database
 from questline.errors import install_error_handlers
 from questline.health.endpoints import router as health_router
@@ -54,6 +55,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for router in (health_router, bulk_router, teams_router, members_router):
         app.include_router(router)
     mount_docs(app)
+    mount_dashboard(app)
     app.add_middleware(
         BodyGuardMiddleware,
         limit=settings.max_body_bytes,

@@ -44,7 +44,6 @@ class RequestState:
     session: AsyncSession
     caller: Caller | None = None
     pending_key: idempotency.PendingKey | None = None
-    new_org_ids: list[uuid.UUID] = field(default_factory=list)
 
 
 def app_state(request: Request) -> AppState:
@@ -96,10 +95,9 @@ class TransactionalRoute(APIRoute):
         async def handler(request: Request) -> Response:
             state = app_state(request)
             write = request.method in WRITE_METHODS
-            async with state.db.sessionmaker() as session:
+            async with state.db.new_session(write=write) as session:
                 request.state.questline = RequestState(session=session)
                 try:
-                    await state.db.begin(session, write=write)
                     response = await original(request)
                     pending = request_state(request).pending_key
                     if pending is not None and 200 <= response.status_code < 300:
@@ -107,7 +105,7 @@ class TransactionalRoute(APIRoute):
                     await session.commit()
                 except idempotency.ReplayStoredResponse as replay:
                     await session.rollback()
-                    return idempotency.replay(replay.record)
+                    return replay.response
                 except IntegrityError:
                     await session.rollback()
                     stored = await _stored_after_race(state, request)
@@ -117,7 +115,6 @@ class TransactionalRoute(APIRoute):
                 except BaseException:
                     await session.rollback()
                     raise
-            state.known_orgs.update(request_state(request).new_org_ids)
             return response
 
         return handler
