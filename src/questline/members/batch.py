@@ -76,5 +76,6 @@ async def find_or_create_many(
                 Member.organization_id == org_id, Member.email_key.in_(chunk)
             )
         )
-        ids.update(dict(rows.tuples()))
+        for key, member_id in rows:
+            ids[key] = member_id
     return ids
