@@ -52,11 +52,16 @@ class Record:
 
 def decode(body: bytes) -> str:
     """The text of a UTF-8 file (a byte order mark is dropped); 422 naming the bad line."""
+    nul = body.find(b"\0")
+    if nul >= 0:
+        raise Unprocessable(
+            "The file holds NUL characters: it is not a CSV text file.",
+            errors=[FieldError(field=f"line {_line_at(body, nul)}", message="NUL character.")],
+        )
     try:
         return body.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        before = body[: exc.start].decode("utf-8-sig", errors="replace")
-        line = len(_LINE_BREAK.findall(before)) + 1
+        line = _line_at(body, exc.start)
         raise Unprocessable(
             "The file is not valid UTF-8; save it as UTF-8 (in Excel: 'CSV UTF-8').",
             errors=[
@@ -68,49 +73,58 @@ def decode(body: bytes) -> str:
         ) from None
 
 
+def _line_at(body: bytes, offset: int) -> int:
+    before = body[:offset].decode("utf-8", errors="replace")
+    return len(_LINE_BREAK.findall(before)) + 1
+
+
 def parse_csv(body: bytes, *, max_teams: int) -> BulkPlan:
-    records = list(read_records(decode(body)))
-    if not records:
+    text = decode(body)
+    header, records, errors = read_records(text)
+    if not records and not errors:
         raise nothing_to_create()
     check_team_count(
         len({name_key(r.values["team"].strip()) for r in records if r.values["team"].strip()}),
         max_teams=max_teams,
     )
-    builder = _TeamBuilder()
+    builder = _TeamBuilder(errors=errors)
     for record in records:
         builder.add(record)
-    return BulkPlan(teams=list(builder.teams.values()), errors=builder.errors)
+    return BulkPlan(
+        teams=list(builder.teams.values()),
+        errors=sorted(builder.errors, key=lambda e: e.position),
+        text=text,
+        header=header,
+    )
 
 
-def read_records(text: str) -> Iterator[Record]:
-    """The data rows after the header, blank rows left out."""
-    lines = _physical_records(text)
-    columns: dict[str, int] | None = None
-    for span, cells in lines:
+def read_records(text: str) -> tuple[LineSpan, list[Record], list[ItemError]]:
+    """The header's lines, the data rows after it (blank rows left out), bad rows."""
+    header: LineSpan | None = None
+    columns: dict[str, int] = {}
+    records: list[Record] = []
+    errors: list[ItemError] = []
+    for span, cells in _physical_records(text):
         if not any(cell.strip() for cell in cells):
             continue
-        if columns is None:
-            columns = _header_columns(span, cells)
+        if header is None:
+            header, columns = span, _header_columns(span, cells)
             continue
-        extra = cells[len(CSV_COLUMNS) :]
-        if any(cell.strip() for cell in extra):
-            raise Unprocessable(
-                "A row has more fields than the header.",
-                errors=[
-                    FieldError(
-                        field=f"line {span.first}",
-                        message=f"The row has {len(cells)} fields; the header {CSV_HEADER} "
-                        f"has {len(CSV_COLUMNS)}. Quote fields that hold commas.",
-                    )
-                ],
+        if any(cell.strip() for cell in cells[len(CSV_COLUMNS) :]):
+            message = (
+                f"The row has {len(cells)} fields; the header has {len(CSV_COLUMNS)}. "
+                "Quote fields that hold commas."
             )
+            errors.append(ItemError(span.first, f"line {span.first}", message))
+            continue
         values = {name: cells[i] if i < len(cells) else "" for name, i in columns.items()}
-        yield Record(span, values)
-    if columns is None:
+        records.append(Record(span, values))
+    if header is None:
         raise Unprocessable(
             f"The file is empty; its first line must be the header {CSV_HEADER}.",
             errors=[FieldError(field="line 1: header", message=f"Expected {CSV_HEADER}.")],
         )
+    return header, records, errors
 
 
 def _physical_records(text: str) -> Iterator[tuple[LineSpan, list[str]]]:
@@ -134,12 +148,14 @@ def _header_columns(span: LineSpan, cells: list[str]) -> dict[str, int]:
     canonical = {name.casefold(): name for name in CSV_COLUMNS}
     given = [cell.strip().casefold() for cell in cells]
     if sorted(given) != sorted(canonical):
+        hint = " Separate the fields with commas, not semicolons." if ";" in cells[0] else ""
         raise Unprocessable(
             f"The first line must be the header {CSV_HEADER}.",
             errors=[
                 FieldError(
                     field=f"line {span.first}: header",
-                    message=f"Expected {CSV_HEADER} (any case and order); got {','.join(cells)}.",
+                    message=f"Expected {CSV_HEADER} (any case and order); "
+                    f"got {','.join(cells)}.{hint}",
                 )
             ],
         )

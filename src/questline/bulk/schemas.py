@@ -78,6 +78,10 @@ class BulkPlan:
 
     teams: list[PlannedTeam]
     errors: list[ItemError]
+    text: str = ""
+    """CSV: the decoded file (the import command cuts its batches from it)."""
+    header: LineSpan | None = None
+    """CSV: the lines of the header record."""
 
 
 def check_team_count(count: int, *, max_teams: int) -> None:
