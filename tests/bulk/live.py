@@ -37,6 +37,8 @@ def server_env(settings: Settings) -> dict[str, str]:
     }
     if settings.database_url:
         env["QUESTLINE_DATABASE_URL"] = settings.database_url
+    if settings.jwt_secret:
+        env["QUESTLINE_JWT_SECRET"] = settings.jwt_secret
     return env
 
 
