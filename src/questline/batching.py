@@ -1,17 +1,31 @@
 """Set-based SQL for many rows at once, within the drivers' bind-parameter limits.
 
 SQLite accepts at most 32,766 bound parameters a statement and asyncpg 32,767; a
-statement over the limit fails. Every multi-row INSERT and every ``IN (…)`` list of
-the bulk paths is cut into chunks that stay under ``MAX_BIND_PARAMS``.
+statement over the limit fails. Multi-row INSERTs are cut into chunks that stay under
+``MAX_BIND_PARAMS``; a test against a set of values (``column IN …``) binds the whole
+set as one parameter (``= ANY(array)`` on PostgreSQL, ``IN (SELECT value FROM
+json_each(…))`` on SQLite), so it needs no chunking and no per-value placeholder.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
-from sqlalchemy import Table, insert
+from sqlalchemy import (
+    ColumnElement,
+    Select,
+    Table,
+    bindparam,
+    func,
+    insert,
+    literal_column,
+    select,
+)
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import QueryableAttribute
 
 from questline.db import insert_ignoring_conflicts
 
@@ -28,9 +42,25 @@ def chunked(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
         yield items[start : start + size]
 
 
-def in_list_chunks(items: Sequence[T], *, other_params: int = 1) -> Iterator[Sequence[T]]:
-    """Chunks for ``column IN (…)`` in a statement that binds ``other_params`` more."""
-    return chunked(items, MAX_BIND_PARAMS - other_params)
+def one_of(
+    session: AsyncSession,
+    attribute: ColumnElement[Any] | QueryableAttribute[Any],
+    values: Sequence[Any],
+) -> ColumnElement[bool]:
+    """``column`` is one of ``values``, with the whole set bound as one parameter."""
+    column = attribute.expression if isinstance(attribute, QueryableAttribute) else attribute
+    dialect = session.get_bind().dialect
+    if dialect.name == "postgresql":
+        array = bindparam(None, list(values), type_=postgresql.ARRAY(column.type))
+        return column == func.any(array)
+    # SQLite: a JSON array of the values as the column stores them (its type's own
+    # conversion, e.g. a UUID as 32 hex digits), unpacked by json_each.
+    convert = column.type.bind_processor(dialect)
+    stored = [convert(v) for v in values] if convert is not None else list(values)
+    members: Select[Any] = select(literal_column("value")).select_from(
+        func.json_each(json.dumps(stored))
+    )
+    return column.in_(members)
 
 
 def rows_per_insert(columns: int) -> int:
@@ -43,28 +73,31 @@ async def insert_rows(
     rows: Sequence[Mapping[str, Any]],
     *,
     ignore_conflicts_on: Sequence[str] | None = None,
-) -> int:
-    """Insert ``rows`` with one multi-row ``INSERT … VALUES`` a chunk; returns the chunks.
+    returning: str | None = None,
+) -> set[Any]:
+    """Insert ``rows`` with one multi-row ``INSERT … VALUES`` a chunk.
 
     Every row must give the same columns. The statement is executed with a parameter
-    list, which SQLAlchemy renders as one ``INSERT … VALUES (…), (…), …`` page from a
-    cached compiled form (its "insertmanyvalues" mode, engaged by ``RETURNING``);
-    the page size is the chunk size, so each chunk is one statement and one round trip.
-    ``ignore_conflicts_on`` adds ``ON CONFLICT (cols) DO NOTHING``.
+    list, which SQLAlchemy renders as ``INSERT … VALUES (…), (…), …`` pages from one
+    cached compiled form (its "insertmanyvalues" mode, engaged by ``RETURNING``); the
+    page size is the chunk size, so each chunk is one statement and one round trip.
+    ``ignore_conflicts_on`` adds ``ON CONFLICT (cols) DO NOTHING``. Returns the values
+    of the ``returning`` column of the rows actually inserted (empty without it).
     """
     if not rows:
-        return 0
-    key = next(iter(table.primary_key.columns))
-    statements = 0
+        return set()
+    column = table.c[returning] if returning else next(iter(table.primary_key.columns))
+    inserted: set[Any] = set()
     for chunk in chunked(rows, rows_per_insert(len(rows[0]))):
         statement = (
             insert(table)
             if ignore_conflicts_on is None
             else insert_ignoring_conflicts(session, table, ignore_conflicts_on)
         )
-        statement = statement.returning(key).execution_options(
+        statement = statement.returning(column).execution_options(
             insertmanyvalues_page_size=len(chunk)
         )
-        await session.execute(statement, list(chunk))
-        statements += 1
-    return statements
+        result = await session.execute(statement, list(chunk))
+        if returning:
+            inserted.update(result.scalars())
+    return inserted

@@ -35,6 +35,7 @@ from questline.bulk.schemas import (
 )
 from questline.errors import FieldError, Unprocessable, field_errors
 from questline.members.batch import Person
+from questline.members.emails import normalize_email
 from questline.members.service import email_key
 from questline.teams.schemas import MAX_MEMBERS_ON_CREATE, MAX_TAGS
 from questline.teams.service import name_key
@@ -187,11 +188,10 @@ class _TeamBuilder:
 
     def add(self, record: Record) -> None:
         line = record.span.first
-        try:
-            row = _ROW.validate_python(_row_input(record.values))
-        except ValidationError as exc:
-            for problem in field_errors(exc.errors()):
-                self.error(line, problem.field, problem.message)
+        known_problems = len(self.errors)
+        row = self._row(record, line)
+        email = self._email(record.values["email"].strip(), line)
+        if row is None or len(self.errors) > known_problems:
             return
         if row.email is not None and row.given_name is None:
             self.error(line, "givenName", "Give the member's given name with the e-mail.")
@@ -209,8 +209,26 @@ class _TeamBuilder:
             self._emails[key], self._tags[key] = set(), set()
         team.spans.append(record.span)
         self._add_tags(key, team, row.tags, line)
-        if row.email is not None and row.given_name is not None:
-            self._add_member(key, team, Person(str(row.email), row.given_name), line)
+        if email is not None and row.given_name is not None:
+            self._add_member(key, team, Person(email, row.given_name), line)
+
+    def _row(self, record: Record, line: int) -> CsvRow | None:
+        try:
+            return _ROW.validate_python(_row_input(record.values))
+        except ValidationError as exc:
+            for problem in field_errors(exc.errors()):
+                self.error(line, problem.field, problem.message)
+            return None
+
+    def _email(self, raw: str, line: int) -> str | None:
+        if not raw:
+            return None
+        try:
+            return normalize_email(raw)
+        except ValidationError as exc:
+            for detail in exc.errors():
+                self.error(line, "email", str(detail["msg"]))
+            return None
 
     def _add_tags(self, key: str, team: PlannedTeam, tags: list[str], line: int) -> None:
         known = self._tags[key]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from questline.batching import in_list_chunks, insert_rows
+from questline.batching import insert_rows, one_of
 from questline.db import new_id, utcnow
 from questline.teams import schemas
 from questline.teams.models import Team, TeamMembership, TeamStatus
@@ -33,16 +33,12 @@ async def existing_name_keys(
     session: AsyncSession, *, org_id: uuid.UUID, keys: Collection[str]
 ) -> set[str]:
     """Which of these lower-cased names the organization's teams already use."""
-    found: set[str] = set()
-    for chunk in in_list_chunks(sorted(keys)):
-        found.update(
-            await session.scalars(
-                select(Team.name_key).where(
-                    Team.organization_id == org_id, Team.name_key.in_(chunk)
-                )
-            )
-        )
-    return found
+    if not keys:
+        return set()
+    query = select(Team.name_key).where(
+        Team.organization_id == org_id, one_of(session, Team.name_key, sorted(keys))
+    )
+    return set(await session.scalars(query))
 
 
 async def insert_teams(
