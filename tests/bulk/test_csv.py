@@ -67,6 +67,21 @@ async def test_members_are_found_by_email_ignoring_case_and_shared_between_teams
     assert {red["Id"], blue["Id"]} <= set(ada["TeamIds"])
 
 
+async def test_a_new_member_gets_the_given_name_of_its_first_row(world: World) -> None:
+    org = world.org()
+    rows = [
+        ("A", "a@example.org", "Ann", ""),
+        ("B", "x@example.org", "Xavier", ""),
+        ("A", "X@example.org", "Xav", ""),
+    ]
+    response = await post_csv(org, csv_text(rows))
+    assert response.status_code == 201, response.text
+    assert [t["MemberCount"] for t in response.json()] == [2, 1]
+    by_email = {m["Email"].lower(): m for m in await members_of(org)}
+    assert by_email["x@example.org"]["GivenName"] == "Xavier"
+    assert len(by_email["x@example.org"]["TeamIds"]) == 2
+
+
 async def test_header_names_ignore_case_and_order_and_lf_or_cr_line_ends(world: World) -> None:
     org = world.org()
     lf = "Email,TEAM,tags,givenname\nann@example.org,LF team,x,Ann\n"

@@ -182,6 +182,8 @@ class _TeamBuilder:
     _emails: dict[str, set[str]] = field(default_factory=dict)
     _tags: dict[str, set[str]] = field(default_factory=dict)
     _flagged: set[tuple[str, str]] = field(default_factory=set)
+    _people: dict[str, Person] = field(default_factory=dict)
+    """Every address once (its first row's given name), shared by all its teams."""
 
     def error(self, line: int, column: str, message: str) -> None:
         self.errors.append(ItemError(line, f"line {line}: {column}", message))
@@ -251,7 +253,7 @@ class _TeamBuilder:
             self._once(key, "email", line, message)
             return
         known.add(member_key)
-        team.people.append(person)
+        team.people.append(self._people.setdefault(member_key, person))
 
     def _once(self, key: str, column: str, line: int, message: str) -> None:
         if (key, column) not in self._flagged:
