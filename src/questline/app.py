@@ -14,11 +14,14 @@ from questline.bulk.endpoints import router as bulk_router
 from questline.config import Settings
 from questline.dashboard.endpoints import mount_dashboard
 from questline.db import Database
+from questline.disciplines.endpoints import router as disciplines_router
 from questline.errors import install_error_handlers
 from questline.health.endpoints import router as health_router
+from questline.leaderboard.endpoints import router as leaderboard_router
 from questline.members.endpoints import router as members_router
 from questline.middleware import AccessLogMiddleware, BodyGuardMiddleware
 from questline.openapi import mount_docs
+from questline.progress.endpoints import router as progress_router
 from questline.routing import AppState
 from questline.teams.endpoints import router as teams_router
 
@@ -51,8 +54,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.questline = state
     install_error_handlers(app)
-    # The bulk route goes before the teams router's /team/{team_id} routes.
-    for router in (health_router, bulk_router, teams_router, members_router):
+    for router in (
+        health_router,
+        bulk_router,  # before the teams router's /team/{team_id} routes
+        teams_router,
+        members_router,
+        disciplines_router,
+        progress_router,
+        leaderboard_router,
+    ):
         app.include_router(router)
     mount_docs(app)
     mount_dashboard(app)

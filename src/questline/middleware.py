@@ -26,6 +26,20 @@ JSON_TYPES = ("application/json",)
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 
+def too_large_message(limit: int) -> str:
+    """Which limit a body broke, in the units a user thinks in."""
+    if limit % (1024 * 1024) == 0:
+        size = f"{limit // (1024 * 1024)} MiB"
+    elif limit % 1024 == 0:
+        size = f"{limit // 1024} KiB"
+    else:
+        size = f"{limit} bytes"
+    return (
+        f"The body is larger than the limit of {size} ({limit} bytes) a request may have; "
+        "send a smaller document."
+    )
+
+
 def _media_type(content_type: str) -> str:
     return content_type.split(";", 1)[0].strip().lower()
 
@@ -64,7 +78,7 @@ class BodyGuardMiddleware:
         )
         problem: Exception | None = None
         if declared is not None and declared.strip().isdigit() and int(declared) > limit:
-            problem = PayloadTooLarge(f"The body is larger than {limit} bytes.")
+            problem = PayloadTooLarge(too_large_message(limit))
         elif has_body:
             media = _media_type(headers.get("content-type", ""))
             if not (_is_json(media) or (bulk and media == "text/csv")):
@@ -75,7 +89,7 @@ class BodyGuardMiddleware:
         if problem is None:
             body, too_large = await _read_body(receive, limit)
             if too_large:
-                problem = PayloadTooLarge(f"The body is larger than {limit} bytes.")
+                problem = PayloadTooLarge(too_large_message(limit))
         if problem is not None:
             response = problem_response(
                 Request(scope),

@@ -25,14 +25,9 @@ from questline.auth.tokens import Role, TokenService
 from questline.config import Settings
 from questline.migrate import upgrade
 from tests.bulk.live import start_server
-from tests.conftest import BACKENDS
 from tests.support.postgres import PostgresServer
 
-pytestmark = [
-    pytest.mark.anyio,
-    pytest.mark.slow,
-    pytest.mark.skipif("postgresql" not in BACKENDS, reason="PostgreSQL backend not selected"),
-]
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.postgres_only]
 
 TEAMS = 10_000
 
@@ -78,8 +73,9 @@ async def counts(dsn: str, org_id: uuid.UUID) -> tuple[int, int, int]:
 
 
 async def test_kill_9_in_the_middle_of_a_bulk_request_leaves_all_or_none(
-    postgres_server: PostgresServer, tmp_path: Path
+    backend: str, postgres_server: PostgresServer, tmp_path: Path
 ) -> None:
+    """Its own database and server process (``backend`` only selects PostgreSQL runs)."""
     database = f"crash_{uuid.uuid4().hex[:12]}"
     url = postgres_server.create_database(database)
     dsn = url.replace("postgresql+asyncpg://", "postgresql://")
