@@ -195,6 +195,17 @@ async def test_a_retried_request_with_the_same_key_creates_nothing_twice(world: 
     assert len(await org.teams()) == 50
 
 
+async def test_concurrent_retries_with_one_key_all_get_the_one_answer(world: World) -> None:
+    org = world.org()
+    headers = {**org.admin, "Idempotency-Key": "cohort-7"}
+    responses = await asyncio.gather(
+        *(post_json(org, team_items(200, "Cohort"), headers=headers) for _ in range(3))
+    )
+    assert [r.status_code for r in responses] == [201, 201, 201], [r.text[:200] for r in responses]
+    assert len({r.content for r in responses}) == 1
+    assert len(await org.teams()) == 200
+
+
 async def test_a_retried_csv_upload_with_the_same_key_replays(world: World) -> None:
     org = world.org()
     body = "team,email,givenName,tags\r\nA,a@example.org,Ada,\r\nB,,,\r\n"
