@@ -47,8 +47,8 @@ class InputModel(BaseModel):
     def _match_names_case_insensitively(cls, data: Any) -> Any:
         if not isinstance(data, dict):
             return data
-        canonical = _wire_names(cls)
-        if all(key in canonical.values() for key in data):
+        canonical, wires = _wire_names(cls)
+        if data.keys() <= wires:
             return data  # already the wire names (bulk requests: thousands of items)
         matched: dict[str, Any] = {}
         for key, value in data.items():
@@ -59,14 +59,15 @@ class InputModel(BaseModel):
         return matched
 
 
-_WIRE_NAMES: dict[type[BaseModel], dict[str, str]] = {}
+_WIRE_NAMES: dict[type[BaseModel], tuple[dict[str, str], frozenset[str]]] = {}
 
 
-def _wire_names(model: type[BaseModel]) -> dict[str, str]:
-    """The model's wire names by their lower-case spelling (computed once a model)."""
+def _wire_names(model: type[BaseModel]) -> tuple[dict[str, str], frozenset[str]]:
+    """The model's wire names by lower-case spelling, and as a set (once a model)."""
     names = _WIRE_NAMES.get(model)
     if names is None:
-        names = {(f.alias or n).lower(): f.alias or n for n, f in model.model_fields.items()}
+        by_lower = {(f.alias or n).lower(): f.alias or n for n, f in model.model_fields.items()}
+        names = by_lower, frozenset(by_lower.values())
         _WIRE_NAMES[model] = names
     return names
 
