@@ -12,7 +12,7 @@ import {
   type TooltipItem,
 } from 'chart.js';
 import { h } from './dom';
-import { formatNumber, toStepPoints, type StepPoint } from './format';
+import { formatNumber, timeTickLabel, timeTicks, toStepPoints, type StepPoint } from './format';
 import type { Series } from './types';
 
 Chart.register(LineController, LineElement, PointElement, LinearScale, Tooltip);
@@ -23,14 +23,6 @@ export const PALETTE = [
   '#56B4E9', '#7A5C00', '#000000', '#6A3D9A', '#B22222',
 ];
 const DASHES: number[][] = [[], [6, 3], [2, 2], [8, 3, 2, 3]];
-
-const SPAN_DAY = 36 * 3600 * 1000;
-
-function tickFormatter(spanMs: number): Intl.DateTimeFormat {
-  return spanMs < SPAN_DAY
-    ? new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit' })
-    : new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric' });
-}
 
 const tooltipTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
 
@@ -47,7 +39,9 @@ export function createGraph(opts: { label: string; containerId: string; canvasId
   const canvas = h('canvas', { id: opts.canvasId, role: 'img', 'aria-label': opts.label, 'data-testid': 'graph-canvas' });
   const container = h('div', { id: opts.containerId, class: 'chart', 'data-testid': 'graph-chart', 'data-team-ids': '' }, canvas);
   const legend = h('ul', { id: opts.legendId, class: 'legend', 'data-testid': 'graph-legend', 'aria-label': `${opts.label}: teams` });
-  let spanMs = 0;
+  // The step of the ticks built last: labels show dates for steps of days.
+  let tickStep = 0;
+  let maxTicks = window.innerWidth < 540 ? 4 : 7;
 
   const chart = new Chart(canvas, {
     type: 'line',
@@ -58,18 +52,23 @@ export function createGraph(opts: { label: string; containerId: string; canvasId
       animation: false,
       parsing: false,
       normalized: true,
-      onResize: (c, size) => {
-        const ticks = c.options.scales?.['x']?.ticks;
-        if (ticks) ticks.maxTicksLimit = size.width < 500 ? 4 : 7;
+      onResize: (_chart, size) => {
+        maxTicks = size.width < 500 ? 4 : 7;
       },
       interaction: { mode: 'nearest', intersect: false, axis: 'x' },
       scales: {
         x: {
           type: 'linear',
+          // Chart.js places linear ticks at round numbers of milliseconds; a time
+          // axis wants them on whole hours or midnights (local time).
+          afterBuildTicks: (axis) => {
+            const { step, values } = timeTicks(axis.min, axis.max, maxTicks);
+            tickStep = step;
+            if (values.length) axis.ticks = values.map((value) => ({ value }));
+          },
           ticks: {
-            maxTicksLimit: window.innerWidth < 540 ? 4 : 7,
             maxRotation: 0,
-            callback: (value) => tickFormatter(spanMs).format(Number(value)),
+            callback: (value) => timeTickLabel(Number(value), tickStep),
           },
         },
         y: {
@@ -115,7 +114,6 @@ export function createGraph(opts: { label: string; containerId: string; canvasId
       // The axis spans exactly the window (or the data), not rounded-out ticks.
       const min = startMs ?? (xs.length ? Math.min(...xs) : null);
       const max = endMs ?? (xs.length ? Math.max(...xs) : null);
-      spanMs = min !== null && max !== null ? max - min : 0;
       const x = chart.options.scales?.['x'];
       if (x) {
         x.min = min ?? undefined;

@@ -102,3 +102,49 @@ export function colorClass(color: string | null | undefined): string {
   const c = (color ?? '').toLowerCase();
   return c === 'purple' || c === 'green' || c === 'red' ? c : 'none';
 }
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
+const TICK_STEPS = [1, 2, 3, 6, 12].map((h) => h * HOUR_MS).concat([1, 2, 7, 14, 28].map((d) => d * DAY_MS));
+
+export interface TimeTicks {
+  /** Distance between ticks (ms): under a day, ticks are whole local hours; else local midnights. */
+  step: number;
+  values: number[];
+}
+
+/**
+ * Tick positions for a time axis of epoch milliseconds: at most `maxCount`, on whole
+ * local hours (a divisor of the day) or local midnights, so that a tick labelled
+ * "21 Nov" is midnight of 21 November, not some instant of it.
+ */
+export function timeTicks(min: number, max: number, maxCount: number): TimeTicks {
+  if (!Number.isFinite(min) || !Number.isFinite(max) || !(max > min) || maxCount < 1) return { step: 0, values: [] };
+  const span = max - min;
+  const step = TICK_STEPS.find((s) => span / s < maxCount) ?? DAY_MS * Math.ceil(span / DAY_MS / Math.max(1, maxCount - 1));
+  const values: number[] = [];
+  const at = new Date(min);
+  if (step < DAY_MS) {
+    const hours = step / HOUR_MS;
+    at.setMinutes(0, 0, 0);
+    if (at.getTime() < min) at.setHours(at.getHours() + 1);
+    while (at.getHours() % hours !== 0) at.setHours(at.getHours() + 1);
+    for (; at.getTime() <= max; at.setHours(at.getHours() + hours)) values.push(at.getTime());
+  } else {
+    const days = Math.round(step / DAY_MS);
+    at.setHours(0, 0, 0, 0);
+    if (at.getTime() < min) at.setDate(at.getDate() + 1);
+    for (; at.getTime() <= max; at.setDate(at.getDate() + days)) values.push(at.getTime());
+  }
+  return { step, values };
+}
+
+const tickDate = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric' });
+const tickTime = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit' });
+
+/** A tick's label: the date at local midnight (and for steps of days), else the time. */
+export function timeTickLabel(value: number, step: number): string {
+  const d = new Date(value);
+  const midnight = d.getHours() === 0 && d.getMinutes() === 0;
+  return step >= DAY_MS || midnight ? tickDate.format(d) : tickTime.format(d);
+}

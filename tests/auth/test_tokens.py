@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import datetime as dt
 import http.server
 import json
@@ -18,7 +19,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from sqlalchemy import select
 
 from questline.app import create_app
-from questline.auth.tokens import Role, TokenService
+from questline.auth.tokens import Role, TokenService, load_or_create_secret
 from questline.config import Settings
 from questline.organizations.models import Organization
 from tests.factories import World, bearer
@@ -137,6 +138,17 @@ def test_secret_is_generated_once_and_reused(tmp_path: Path) -> None:
     second = TokenService(settings)
     assert second.verify(token).role is Role.MEMBER
     assert (tmp_path / "jwt-secret").stat().st_mode & 0o777 == 0o600
+
+
+def test_processes_starting_at_once_agree_on_one_whole_secret(tmp_path: Path) -> None:
+    """Every concurrent caller gets the same, complete secret (never a half-written file)."""
+    settings = Settings(data_dir=tmp_path, _env_file=None)  # type: ignore[call-arg]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=16) as pool:
+        found = list(pool.map(lambda _: load_or_create_secret(settings), range(64)))
+    assert len(set(found)) == 1
+    assert len(found[0]) >= 64
+    assert found[0] == _secret(settings)
+    assert [p.name for p in tmp_path.iterdir()] == ["jwt-secret"]  # no scratch files left
 
 
 def _pem_public(key: rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey) -> str:
