@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from questline import idempotency
 from questline.config import Settings
 from questline.db import Database
+from questline.errors import Problem
 
 if TYPE_CHECKING:
     from questline.auth.tokens import Caller, TokenService
@@ -106,7 +107,10 @@ class TransactionalRoute(APIRoute):
                 except idempotency.ReplayStoredResponse as replay:
                     await session.rollback()
                     return replay.response
-                except IntegrityError:
+                except (IntegrityError, Problem):
+                    # A concurrent request with the same key may have won meanwhile: its
+                    # team now takes the name this one checked (409/422), or its record
+                    # conflicts with ours. Replay what it stored rather than fail.
                     await session.rollback()
                     stored = await _stored_after_race(state, request)
                     if stored is None:
@@ -127,4 +131,6 @@ async def _stored_after_race(state: AppState, request: Request) -> Response | No
         return None
     async with state.db.session(write=False) as session:
         record = await idempotency.load_record(session, pending)
-    return idempotency.replay(record) if record is not None else None
+    if record is None or record.request_hash != pending.request_hash:
+        return None
+    return idempotency.replay(record)

@@ -47,10 +47,9 @@ class InputModel(BaseModel):
     def _match_names_case_insensitively(cls, data: Any) -> Any:
         if not isinstance(data, dict):
             return data
-        canonical: dict[str, str] = {}
-        for name, field in cls.model_fields.items():
-            wire = field.alias or name
-            canonical[wire.lower()] = wire
+        canonical, wires = _wire_names(cls)
+        if data.keys() <= wires:
+            return data  # already the wire names (bulk requests: thousands of items)
         matched: dict[str, Any] = {}
         for key, value in data.items():
             wire = canonical.get(key.lower(), key) if isinstance(key, str) else key
@@ -58,6 +57,19 @@ class InputModel(BaseModel):
                 raise ValueError(f"Field {wire!r} is given more than once (names ignore case).")
             matched[wire] = value
         return matched
+
+
+_WIRE_NAMES: dict[type[BaseModel], tuple[dict[str, str], frozenset[str]]] = {}
+
+
+def _wire_names(model: type[BaseModel]) -> tuple[dict[str, str], frozenset[str]]:
+    """The model's wire names by lower-case spelling, and as a set (once a model)."""
+    names = _WIRE_NAMES.get(model)
+    if names is None:
+        by_lower = {(f.alias or n).lower(): f.alias or n for n, f in model.model_fields.items()}
+        names = by_lower, frozenset(by_lower.values())
+        _WIRE_NAMES[model] = names
+    return names
 
 
 def text(max_length: int) -> StringConstraints:
