@@ -16,7 +16,6 @@ domain; until the schema has them the seed writes teams' scores without history.
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import time
 import uuid
 from collections.abc import AsyncIterator, Coroutine
@@ -25,38 +24,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import (
-    Column,
-    ColumnElement,
     Index,
-    Integer,
-    MetaData,
     Select,
     Table,
-    Uuid,
     event,
     func,
     insert,
-    literal,
     select,
 )
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-from bench import rules
-from bench.rules import COMPLETIONS_PER_TEAM, EPOCH, ORG_ID, Kind
-from bench.sqlgen import concat, ident, ident_sql, json_sql, numbers, timestamp_sql
+from bench import growth, rules
+from bench.rules import EPOCH, ORG_ID, Kind, TaskRef
+from bench.sqlgen import ident
 from questline import demo_content
-from questline.db import UTCDateTime
 from questline.models import Base
 
 PROGRESS_TABLES = ("task_completions", "score_events")
-
-
-@dataclass(frozen=True, slots=True)
-class TaskRef:
-    id: uuid.UUID
-    discipline_id: uuid.UUID
-    points: int
 
 
 @dataclass
@@ -151,154 +136,6 @@ def discipline_tree() -> tuple[dict[str, list[dict[str, Any]]], list[TaskRef]]:
     return rows, tasks
 
 
-# -- the stride: which task a team did at step k, and its score after it -------------
-
-_stride_metadata = MetaData()
-STRIDE = Table(
-    "bench_stride",  # a table of the seed's own, dropped after it
-    _stride_metadata,
-    Column("start", Integer, nullable=False),
-    Column("k", Integer, nullable=False),
-    Column("task_id", Uuid, nullable=False),
-    Column("discipline_id", Uuid, nullable=False),
-    Column("points", Integer, nullable=False),
-    Column("score_after", Integer, nullable=False),
-    Index("ix_bench_stride_start", "start", "k"),
-)
-
-
-def stride_rows(tasks: list[TaskRef]) -> list[dict[str, Any]]:
-    out = []
-    for start in range(rules.TASK_COUNT):
-        score = 0
-        for k in range(COMPLETIONS_PER_TEAM):
-            task = tasks[rules.task_index(start, k)]
-            score += task.points
-            out.append(
-                {
-                    "start": start,
-                    "k": k,
-                    "task_id": task.id,
-                    "discipline_id": task.discipline_id,
-                    "points": task.points,
-                    "score_after": score,
-                }
-            )
-    return out
-
-
-# -- the rows that grow with the number of teams (SQL) -------------------------------
-
-
-def _at(value: dt.datetime) -> ColumnElement[Any]:
-    return literal(value, UTCDateTime())
-
-
-def _teams_select(dialect: Dialect, teams: int) -> Select[Any]:
-    nums = numbers(dialect, teams, "team_numbers")
-    n = nums.c.n
-    last = STRIDE.alias("last_step")
-    name = concat("Team ", n)
-    reached = timestamp_sql(
-        dialect, (COMPLETIONS_PER_TEAM - 1) * 2 * rules.DAY + (n * rules.SPREAD) % rules.DAY
-    )
-    admin = (n % rules.ADMIN_EVERY) == rules.ADMIN_EVERY - 1
-    return (
-        select(
-            literal(ORG_ID, Uuid()).label("organization_id"),
-            ident_sql(dialect, Kind.TEAM, n).label("id"),
-            name.label("name"),
-            func.lower(name).label("name_key"),
-            literal("Active").label("status"),
-            json_sql(dialect, concat('["bench", "group-', n % 10, '"]')).label("tags"),
-            last.c.score_after.label("score"),
-            reached.label("score_reached_at"),
-            ((n % 3) == 0).label("is_survey_completed"),
-            admin.label("is_admin_team"),
-            (~admin).label("is_ranked"),
-            _at(EPOCH).label("created_at"),
-            _at(EPOCH).label("updated_at"),
-            literal(1).label("version"),
-        )
-        .select_from(nums)
-        .join(
-            last,
-            (last.c.start == (n * rules.START_STRIDE) % rules.TASK_COUNT)
-            & (last.c.k == COMPLETIONS_PER_TEAM - 1),
-        )
-    )
-
-
-def _members_select(dialect: Dialect, teams: int) -> Select[Any]:
-    nums = numbers(dialect, teams * rules.MEMBERS_PER_TEAM, "member_numbers")
-    m = nums.c.n
-    team, seat = m // rules.MEMBERS_PER_TEAM, m % rules.MEMBERS_PER_TEAM
-    email = concat("member", team, ".", seat, "@bench.questline.dev")
-    return select(
-        literal(ORG_ID, Uuid()).label("organization_id"),
-        ident_sql(dialect, Kind.MEMBER, m).label("id"),
-        email.label("email"),
-        email.label("email_key"),
-        concat("Member ", team, ".", seat).label("given_name"),
-        _at(EPOCH).label("created_at"),
-    ).select_from(nums)
-
-
-def _memberships_select(dialect: Dialect, teams: int) -> Select[Any]:
-    nums = numbers(dialect, teams * rules.MEMBERS_PER_TEAM, "member_numbers")
-    m = nums.c.n
-    return select(
-        literal(ORG_ID, Uuid()).label("organization_id"),
-        ident_sql(dialect, Kind.TEAM, m // rules.MEMBERS_PER_TEAM).label("team_id"),
-        ident_sql(dialect, Kind.MEMBER, m).label("member_id"),
-        _at(EPOCH).label("created_at"),
-    ).select_from(nums)
-
-
-def _steps_select(dialect: Dialect, teams: int) -> tuple[Select[Any], Any]:
-    """Teams x their 20 steps, and the completion time of each step."""
-    nums = numbers(dialect, teams, "team_numbers")
-    n = nums.c.n
-    at = timestamp_sql(dialect, STRIDE.c.k * (2 * rules.DAY) + (n * rules.SPREAD) % rules.DAY)
-    # In key order: rows reach the primary-key index at its end, not at random places.
-    joined = (
-        select()
-        .select_from(nums)
-        .join(STRIDE, STRIDE.c.start == (n * rules.START_STRIDE) % rules.TASK_COUNT)
-        .order_by(n, STRIDE.c.k)
-    )
-    return joined, (n, at)
-
-
-def _completions_select(dialect: Dialect, teams: int) -> Select[Any]:
-    joined, (n, at) = _steps_select(dialect, teams)
-    return joined.add_columns(
-        literal(ORG_ID, Uuid()).label("organization_id"),
-        ident_sql(dialect, Kind.TEAM, n).label("team_id"),
-        STRIDE.c.task_id,
-        STRIDE.c.discipline_id,
-        STRIDE.c.points,
-        at.label("completed_at"),
-        at.label("created_at"),
-    )
-
-
-def _history_select(dialect: Dialect, teams: int) -> Select[Any]:
-    joined, (n, at) = _steps_select(dialect, teams)
-    return joined.add_columns(
-        literal(ORG_ID, Uuid()).label("organization_id"),
-        ident_sql(dialect, Kind.SCORE_EVENT, n * COMPLETIONS_PER_TEAM + STRIDE.c.k).label("id"),
-        ident_sql(dialect, Kind.TEAM, n).label("team_id"),
-        STRIDE.c.task_id,
-        STRIDE.c.discipline_id,
-        literal("Completed").label("kind"),
-        STRIDE.c.points.label("delta"),
-        STRIDE.c.score_after,
-        at.label("at"),
-        at.label("recorded_at"),
-    )
-
-
 def _table(name: str) -> Table:
     table = Base.metadata.tables.get(name)
     if table is None:
@@ -328,8 +165,8 @@ def history_available() -> bool:
     if not all(name in Base.metadata.tables for name in PROGRESS_TABLES):
         return False
     try:
-        _check_covers(_table("task_completions"), _completions_select(_SQLITE, 1))
-        _check_covers(_table("score_events"), _history_select(_SQLITE, 1))
+        _check_covers(_table("task_completions"), growth.completions_select(_SQLITE, 1))
+        _check_covers(_table("score_events"), growth.history_select(_SQLITE, 1))
     except SchemaDrift as drift:
         print(f"bench: not seeding the progress history ({drift})")
         return False
@@ -351,7 +188,7 @@ async def _drop_indexes(conn: AsyncConnection, names: tuple[str, ...]) -> list[I
     millions of index insertions."""
     dropped = [index for name in names for index in _table(name).indexes]
     for index in dropped:
-        await conn.run_sync(lambda sync, index=index: index.drop(sync))
+        await conn.run_sync(index.drop)
     return dropped
 
 
@@ -366,23 +203,23 @@ async def seed(engine: AsyncEngine, teams: int, *, pairs: int = 4_000) -> Seeded
         await conn.execute(insert(_table("organizations")), [{"id": ORG_ID, "created_at": EPOCH}])
         for name, rows in tree.items():
             await conn.execute(insert(_table(name)), rows)
-        await conn.run_sync(lambda sync: STRIDE.create(sync))
-        await conn.execute(insert(STRIDE), stride_rows(tasks))
+        await conn.run_sync(growth.STRIDE.create)
+        await conn.execute(insert(growth.STRIDE), growth.stride_rows(tasks))
         dropped = await _drop_indexes(conn, PROGRESS_TABLES if with_history else ())
     if dialect.name == "postgresql":
         async with engine.connect() as conn:
             conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
-            await conn.exec_driver_sql(f"ANALYZE {STRIDE.name}")
+            await conn.exec_driver_sql(f"ANALYZE {growth.STRIDE.name}")
     groups = [
         [
-            ("teams", _teams_select(dialect, teams)),
-            ("members", _members_select(dialect, teams)),
-            ("team_members", _memberships_select(dialect, teams)),
+            ("teams", growth.teams_select(dialect, teams)),
+            ("members", growth.members_select(dialect, teams)),
+            ("team_members", growth.memberships_select(dialect, teams)),
         ]
     ]
     if with_history:
-        groups.append([("task_completions", _completions_select(dialect, teams))])
-        groups.append([("score_events", _history_select(dialect, teams))])
+        groups.append([("task_completions", growth.completions_select(dialect, teams))])
+        groups.append([("score_events", growth.history_select(dialect, teams))])
 
     async def load(group: list[tuple[str, Select[Any]]]) -> None:
         async with _loading(engine) as conn:
@@ -396,7 +233,7 @@ async def seed(engine: AsyncEngine, teams: int, *, pairs: int = 4_000) -> Seeded
     await _each(engine, [load(g) for g in groups])
     await _each(engine, [build(index) for index in dropped])
     async with _loading(engine) as conn:
-        await conn.run_sync(STRIDE.drop)
+        await conn.run_sync(growth.STRIDE.drop)
         if with_history:
             await _check_scores(conn)
     await _analyze(engine)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from dataclasses import dataclass
 
 EPOCH = dt.datetime(2026, 1, 5, 9, 0, tzinfo=dt.UTC)
 ORG_ID = uuid.UUID("6b1d7c3e-0f4a-4c2b-9e5d-8a7f6c5b4a3d")
@@ -55,3 +56,10 @@ def is_admin(n: int) -> bool:
 def completed_tasks(n: int) -> set[int]:
     start = first_task(n)
     return {task_index(start, k) for k in range(COMPLETIONS_PER_TEAM)}
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRef:
+    id: uuid.UUID
+    discipline_id: uuid.UUID
+    points: int

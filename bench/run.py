@@ -82,9 +82,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def _settings(data_dir: Path, url: str | None) -> Settings:
-    return Settings(  # type: ignore[call-arg]
-        data_dir=data_dir, database_url=url, jwt_secret=JWT_SECRET, _env_file=None
-    )
+    return Settings(data_dir=data_dir, database_url=url, jwt_secret=JWT_SECRET, _env_file=None)
 
 
 def _service_env(data_dir: Path, url: str | None) -> dict[str, str]:

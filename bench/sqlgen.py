@@ -8,6 +8,7 @@ database computes the same ids as Python does, and rows that refer to each other
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from sqlalchemy import (
     JSON,
@@ -43,7 +44,7 @@ def _hex(dialect: Dialect, value: ColumnElement[int], width: int) -> ColumnEleme
     return func.printf(f"%0{width}x", value)
 
 
-def ident_sql(dialect: Dialect, kind: int, n: ColumnElement[int]) -> ColumnElement[object]:
+def ident_sql(dialect: Dialect, kind: int, n: ColumnElement[int]) -> ColumnElement[Any]:
     """``ident(kind, n)`` computed by the database."""
     text = (
         _hex(dialect, cast(n, BigInteger) + literal(EPOCH_MS, BigInteger), 12)
@@ -55,7 +56,7 @@ def ident_sql(dialect: Dialect, kind: int, n: ColumnElement[int]) -> ColumnEleme
     return text  # SQLite keeps UUIDs as 32 hex digits
 
 
-def timestamp_sql(dialect: Dialect, seconds: ColumnElement[int]) -> ColumnElement[object]:
+def timestamp_sql(dialect: Dialect, seconds: ColumnElement[int]) -> ColumnElement[Any]:
     """``EPOCH + seconds``, as the column type stores it on this dialect."""
     epoch = int(EPOCH.timestamp())
     if dialect.name == "postgresql":
@@ -64,7 +65,7 @@ def timestamp_sql(dialect: Dialect, seconds: ColumnElement[int]) -> ColumnElemen
     return func.strftime("%Y-%m-%d %H:%M:%S.000000", seconds + epoch, "unixepoch")
 
 
-def json_sql(dialect: Dialect, text: ColumnElement[str]) -> ColumnElement[object]:
+def json_sql(dialect: Dialect, text: ColumnElement[str]) -> ColumnElement[Any]:
     """A JSON document built as text (PostgreSQL's ``json`` column needs the cast)."""
     if dialect.name == "postgresql":
         return cast(text, JSON)
