@@ -12,6 +12,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+if __name__ == "__main__":  # python bench/report.py: re-render BENCHMARKS.md
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 from bench.load import LoadSettings
 from bench.rows import BARE, ROWS
 
@@ -198,7 +201,6 @@ def write_markdown(path: Path, directory: Path) -> None:
     path.write_text(f"{head}{BEGIN}\n{generated}\n{END}{tail}")
 
 
-if __name__ == "__main__":  # re-render BENCHMARKS.md from bench/results/
+if __name__ == "__main__":
     root = Path(__file__).resolve().parent.parent
-    sys.path.insert(0, str(root))
     write_markdown(root / "BENCHMARKS.md", root / "bench" / "results")
