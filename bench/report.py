@@ -57,6 +57,7 @@ def _rows_by_size(result: dict[str, Any]) -> dict[int, dict[str, dict[str, Any]]
 
 
 def slopes(result: dict[str, Any]) -> dict[str, float]:
+    """p50 at the largest size over p50 at the smallest (1.0: size does not matter)."""
     by_size = _rows_by_size(result)
     if len(by_size) < 2:
         return {}
@@ -69,17 +70,36 @@ def slopes(result: dict[str, Any]) -> dict[str, float]:
     return out
 
 
+def drift(result: dict[str, Any]) -> float | None:
+    """How much slower the machine was at the largest size than at the smallest, seen on
+    the bare endpoint (which does the same work at every size): the ratio of its
+    requests/s, both measurements of each size averaged."""
+    by_size = _rows_by_size(result)
+    if len(by_size) < 2:
+        return None
+
+    def bare_rps(rows: dict[str, dict[str, Any]]) -> float | None:
+        found = [r["rps"] for n, r in rows.items() if n.startswith(BARE.name) and r.get("rps")]
+        return sum(found) / len(found) if found else None
+
+    small, large = bare_rps(by_size[min(by_size)]), bare_rps(by_size[max(by_size)])
+    return round(small / large, 2) if small and large else None
+
+
 def goals(result: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     slope = result.get("slopes", {})
+    machine_drift = result.get("bare_drift")
     by_size = _rows_by_size(result)
     for row in ROWS:
         if row.slope_goal:
             value = slope.get(row.name)
+            adjusted = round(value / machine_drift, 2) if value and machine_drift else None
             out.append(
                 {
                     "goal": f"{row.name}: p50 slope ≤ {SLOPE_LIMIT:g}",
                     "value": value,
+                    "adjusted": adjusted,
                     "met": None if value is None else value <= SLOPE_LIMIT,
                 }
             )
@@ -123,6 +143,7 @@ def build(
         "bare_endpoint": BARE.name,
         "runs": runs,
     }
+    result["bare_drift"] = drift(result)
     result["slopes"] = slopes(result)
     result["goals"] = goals(result)
     return result
