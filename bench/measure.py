@@ -162,35 +162,44 @@ def _say(line: str) -> None:
 
 
 def measure_all(ctx: Context, rows: list[Row], teams: int, *, log: Any = _say) -> list[RowResult]:
-    """The bare endpoint, the reads, the writes (they change the data), the bare endpoint
-    again. Ratios divide by the mean of the two bare figures: the machine drifts less
-    between them than between either one and the other end of the run."""
+    """The bare endpoint, the reads, the bare endpoint again, then the writes (they change
+    the data, and a write row leaves requests running in the server after wrk stops).
+    Ratios divide by the mean of the two bare figures, taken around the reads."""
     routes = available_routes(ctx.service.base_url)
-    bare = measure(ctx, BARE)
-    log(_line(bare, teams))
-    results = [bare]
-    ordered = [r for r in rows if not r.writes] + [r for r in rows if r.writes]
-    for row in ordered:
-        if row.only_at is not None and row.only_at != teams:
-            continue
-        if _route_key(*row.route) not in routes:
-            skipped = RowResult(
-                name=row.name, status="skipped", reason="endpoint not in this build yet"
-            )
-            results.append(skipped)
-            log(_line(skipped, teams))
-            continue
-        results.append(measure(ctx, row))
-        log(_line(results[-1], teams))
-    again = measure(ctx, BARE)
-    again.name = f"{BARE.name}, again"
-    log(_line(again, teams))
-    results.append(again)
-    ceiling = statistics.mean(r.rps for r in (bare, again) if r.rps) if bare.rps else None
-    for result in results[1:-1]:
-        if result.rps is not None and ceiling:
+    results = [_bare(ctx, teams, log, "")]
+    reads = [r for r in rows if not r.writes]
+    writes = [r for r in rows if r.writes]
+    for row in reads:
+        results += _row(ctx, row, teams, routes, log)
+    results.append(_bare(ctx, teams, log, ", again"))
+    for row in writes:
+        results += _row(ctx, row, teams, routes, log)
+    bare = [r.rps for r in results if r.name.startswith(BARE.name) and r.rps]
+    ceiling = statistics.mean(bare) if bare else None
+    for result in results:
+        if result.rps is not None and ceiling and not result.name.startswith(BARE.name):
             result.ratio = round(result.rps / ceiling, 3)
     return results
+
+
+def _bare(ctx: Context, teams: int, log: Any, suffix: str) -> RowResult:
+    result = measure(ctx, BARE)
+    result.name += suffix
+    log(_line(result, teams))
+    return result
+
+
+def _row(
+    ctx: Context, row: Row, teams: int, routes: set[tuple[str, str]], log: Any
+) -> list[RowResult]:
+    if row.only_at is not None and row.only_at != teams:
+        return []
+    if _route_key(*row.route) not in routes:
+        result = RowResult(name=row.name, status="skipped", reason="endpoint not in this build yet")
+    else:
+        result = measure(ctx, row)
+    log(_line(result, teams))
+    return [result]
 
 
 def _line(r: RowResult, teams: int) -> str:

@@ -15,6 +15,7 @@ import argparse
 import asyncio
 import datetime as dt
 import shutil
+import signal
 import sys
 import tempfile
 from contextlib import ExitStack
@@ -224,7 +225,15 @@ def run_backend(backend: str, args: argparse.Namespace, wrk: str) -> dict[str, A
     )
 
 
+def _stop_cleanly() -> None:
+    """SIGTERM, and SIGINT even when started in the background (where the shell makes
+    it ignored), unwind the stack: servers stop and temporary directories go."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+
+
 def main(argv: list[str] | None = None) -> int:
+    _stop_cleanly()
     args = parse_args(sys.argv[1:] if argv is None else argv)
     wrk = ensure_wrk()
     backends = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
