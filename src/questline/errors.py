@@ -103,6 +103,10 @@ class Unprocessable(Problem):
     status, slug, title = 422, "validation-error", "Invalid input"
 
 
+class TooManyRequests(Problem):
+    status, slug, title = 429, "rate-limited", "Too many requests"
+
+
 class ServiceUnavailable(Problem):
     status, slug, title = 503, "service-unavailable", "Service unavailable"
 
@@ -156,7 +160,8 @@ def problem_response(
     )
 
 
-def _problem_from(request: Request, problem: Problem) -> JSONResponse:
+def problem_from(request: Request, problem: Problem) -> JSONResponse:
+    """The problem document of a ``Problem`` (for middleware, outside the handlers)."""
     return problem_response(
         request,
         status=problem.status,
@@ -177,7 +182,7 @@ def _validation_message(error: Mapping[str, Any]) -> str:
 
 async def _handle_problem(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, Problem)
-    return _problem_from(request, exc)
+    return problem_from(request, exc)
 
 
 async def _handle_validation(request: Request, exc: Exception) -> JSONResponse:
@@ -186,10 +191,10 @@ async def _handle_validation(request: Request, exc: Exception) -> JSONResponse:
     if any(error.get("type") == "json_invalid" for error in raw):
         ctx = next(e.get("ctx", {}) for e in raw if e.get("type") == "json_invalid")
         reason = ctx.get("error", "invalid JSON") if isinstance(ctx, dict) else "invalid JSON"
-        return _problem_from(request, BadRequest(f"The body is not valid JSON: {reason}."))
+        return problem_from(request, BadRequest(f"The body is not valid JSON: {reason}."))
     errors = [FieldError(field=field_path(e["loc"]), message=_validation_message(e)) for e in raw]
     names = ", ".join(dict.fromkeys(e.field for e in errors))
-    return _problem_from(request, Unprocessable(f"Invalid input in: {names}.", errors=errors))
+    return problem_from(request, Unprocessable(f"Invalid input in: {names}.", errors=errors))
 
 
 async def _handle_http(request: Request, exc: Exception) -> JSONResponse:
@@ -210,14 +215,14 @@ async def _handle_http(request: Request, exc: Exception) -> JSONResponse:
 
 async def _handle_integrity(request: Request, exc: Exception) -> JSONResponse:
     logger.info("integrity error turned into 409: %s", type(exc).__name__)
-    return _problem_from(
+    return problem_from(
         request, Conflict("The request conflicts with the current state of a resource.")
     )
 
 
 async def _handle_database_down(request: Request, exc: Exception) -> JSONResponse:
     logger.error("database unavailable: %s", type(exc).__name__)
-    return _problem_from(
+    return problem_from(
         request,
         ServiceUnavailable(
             "The database is not reachable right now; try again shortly.",
