@@ -81,7 +81,7 @@ async def update_team(
     tenant: AdminOf,
     session: SessionDep,
     data: schemas.TeamUpdate,
-    if_match: Annotated[str | None, Header()] = None,
+    if_match: Annotated[str | None, Header(max_length=200)] = None,
 ) -> schemas.Team:
     """Change `Name`, `Tags` or `Status` (Active | Archived).
 
@@ -103,7 +103,7 @@ async def delete_team(
     team_id: TeamId,
     tenant: AdminOf,
     session: SessionDep,
-    if_match: Annotated[str | None, Header()] = None,
+    if_match: Annotated[str | None, Header(max_length=200)] = None,
 ) -> Response:
     """Delete a team, its memberships and its progress (members stay in the organization)."""
     team = await service.get_team(session, org_id=tenant.org_id, team_id=team_id, for_update=True)
