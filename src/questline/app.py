@@ -12,7 +12,7 @@ from questline import __version__
 from questline.auth.tokens import TokenService
 from questline.config import Settings
 from questline.db import Database
-from questline.errors import install_error_handlers
+from questline.errors import CrashGuardMiddleware, install_error_handlers
 from questline.hardening import (
     JsonDepthMiddleware,
     RequestTimeoutMiddleware,
@@ -66,6 +66,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 def _add_middleware(app: FastAPI, state: AppState) -> None:
     """The ASGI stack, innermost first: the last one added sees a request first."""
     settings = state.settings
+    app.add_middleware(CrashGuardMiddleware)
     app.add_middleware(
         RequestTimeoutMiddleware,
         seconds=settings.request_timeout_seconds,

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 logger = logging.getLogger("questline.errors")
 
@@ -240,6 +241,40 @@ async def _handle_crash(request: Request, exc: Exception) -> JSONResponse:
         title="Internal server error",
         detail="Something went wrong on our side; quote the request id when reporting it.",
     )
+
+
+class CrashGuardMiddleware:
+    """Answers an unhandled exception with the 500 problem document *inside* the
+    middleware stack.
+
+    Starlette serves its handler for ``Exception`` from its outermost layer, outside every
+    middleware: that response would lack the request id header and the security
+    headers, and the exception would be logged twice (here and by the server). Added as
+    the innermost middleware, this guard answers like every other error; the handler
+    registered for ``Exception`` stays as the last resort for failures in middleware.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watch(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watch)
+        except Exception as exc:
+            if started:
+                raise
+            response = await _handle_crash(Request(scope), exc)
+            await response(scope, receive, send)
 
 
 def install_error_handlers(app: FastAPI) -> None:

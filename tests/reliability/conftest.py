@@ -44,7 +44,9 @@ async def make_app(app: FastAPI, settings: Settings) -> AsyncIterator[AppFactory
 
 
 def client_for(app: FastAPI, address: str = "127.0.0.1") -> httpx.AsyncClient:
-    transport = httpx.ASGITransport(app=app, client=(address, 40000))
+    """A client of ``app`` from ``address`` that sees what a network client would: the
+    500 response of a crash, not the exception Starlette re-raises for the server."""
+    transport = httpx.ASGITransport(app=app, client=(address, 40000), raise_app_exceptions=False)
     return httpx.AsyncClient(transport=transport, base_url="http://questline.test")
 
 
