@@ -17,6 +17,7 @@ from questline.hardening import (
     JsonDepthMiddleware,
     RequestTimeoutMiddleware,
     SecurityHeadersMiddleware,
+    drain,
 )
 from questline.health.endpoints import router as health_router
 from questline.members.endpoints import router as members_router
@@ -43,6 +44,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         yield
+        await drain(state.cancelled_requests, grace=10)
         await state.db.dispose()
 
     app = FastAPI(
@@ -72,6 +74,7 @@ def _add_middleware(app: FastAPI, state: AppState) -> None:
         seconds=settings.request_timeout_seconds,
         bulk_seconds=settings.bulk_request_timeout_seconds,
         bulk_suffixes=BULK_SUFFIXES,
+        cancelled=state.cancelled_requests,
     )
     app.add_middleware(JsonDepthMiddleware, max_depth=settings.max_json_depth)
     app.add_middleware(

@@ -175,13 +175,20 @@ class RequestTimeoutMiddleware:
     """
 
     def __init__(
-        self, app: ASGIApp, *, seconds: float, bulk_seconds: float, bulk_suffixes: tuple[str, ...]
+        self,
+        app: ASGIApp,
+        *,
+        seconds: float,
+        bulk_seconds: float,
+        bulk_suffixes: tuple[str, ...],
+        cancelled: set[asyncio.Task[None]],
     ) -> None:
         self.app = app
         self.seconds = seconds
         self.bulk_seconds = bulk_seconds
         self.bulk_suffixes = bulk_suffixes
-        self._cancelled: set[asyncio.Task[None]] = set()
+        self.cancelled = cancelled
+        """Timed-out requests still winding down (the app waits for them at shutdown)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -209,7 +216,7 @@ class RequestTimeoutMiddleware:
             return
         state["timed_out"] = True
         task.cancel()
-        self._cancelled.add(task)
+        self.cancelled.add(task)
         task.add_done_callback(self._forget)
         logger.warning("request timed out after %s s", timeout, extra={"path": scope["path"]})
         if state["started"]:
@@ -222,6 +229,14 @@ class RequestTimeoutMiddleware:
         await problem_from(Request(scope), problem)(scope, receive, send)
 
     def _forget(self, task: asyncio.Task[None]) -> None:
-        self._cancelled.discard(task)
+        self.cancelled.discard(task)
         if not task.cancelled() and task.exception() is not None:
             logger.warning("timed-out request ended with %s", type(task.exception()).__name__)
+
+
+async def drain(cancelled: set[asyncio.Task[None]], grace: float) -> bool:
+    """Wait until timed-out requests have rolled back; whether all of them did in time."""
+    if not cancelled:
+        return True
+    _, pending = await asyncio.wait(set(cancelled), timeout=grace)
+    return not pending

@@ -8,6 +8,7 @@ and replays ``Idempotency-Key`` responses inside that same transaction.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import uuid
 from collections.abc import Callable, Coroutine
@@ -40,6 +41,8 @@ class AppState:
     db: Database
     tokens: TokenService
     known_orgs: set[uuid.UUID] = field(default_factory=set)
+    cancelled_requests: set[asyncio.Task[None]] = field(default_factory=set)
+    """Requests past their timeout, still rolling back (see ``questline.hardening``)."""
 
 
 @dataclass

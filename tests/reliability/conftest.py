@@ -11,6 +11,7 @@ from fastapi import FastAPI
 
 from questline.app import create_app
 from questline.config import Settings
+from questline.hardening import drain
 from tests.support.redis import RedisServer
 
 AppFactory = Callable[..., FastAPI]
@@ -40,6 +41,7 @@ async def make_app(app: FastAPI, settings: Settings) -> AsyncIterator[AppFactory
         yield factory
     finally:
         for other in made:
+            assert await drain(other.state.questline.cancelled_requests, grace=10)
             await other.state.questline.db.dispose()
 
 

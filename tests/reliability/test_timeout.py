@@ -13,6 +13,7 @@ import asyncpg
 import pytest
 
 from questline.config import Settings
+from questline.hardening import drain
 from tests.factories import World
 from tests.reliability.conftest import AppFactory, client_for
 
@@ -72,6 +73,8 @@ async def test_a_request_stuck_on_a_lock_times_out_with_503_and_changes_nothing(
         assert stuck.json()["requestId"] == stuck.headers["X-Request-Id"]
         assert "took longer than 0.5 s" in stuck.json()["detail"]
         assert reads_meanwhile.status_code == 200
+        # Once the lock is gone, the cancelled request finishes rolling back.
+        assert await drain(impatient.state.questline.cancelled_requests, grace=10)
 
         # The lock is gone: the same process serves, and the timed-out change was undone.
         unchanged = await client.get(f"/team/{team['Id']}", headers=org.member)
