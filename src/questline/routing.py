@@ -114,8 +114,10 @@ class TransactionalRoute(APIRoute):
                         await idempotency.store_response(session, pending, response)
                     await session.commit()
                 except idempotency.ReplayStoredResponse as replay:
+                    # Build the replay before the rollback expires the loaded record.
+                    stored_response = idempotency.replay(replay.record)
                     await session.rollback()
-                    return idempotency.replay(replay.record)
+                    return stored_response
                 except IntegrityError:
                     await session.rollback()
                     stored = await _stored_after_race(state, request)
@@ -166,4 +168,4 @@ async def _stored_after_race(state: AppState, request: Request) -> Response | No
         return None
     async with state.db.session(write=False) as session:
         record = await idempotency.load_record(session, pending)
-    return idempotency.replay(record) if record is not None else None
+        return idempotency.replay(record) if record is not None else None
