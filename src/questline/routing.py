@@ -25,7 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from questline import idempotency
 from questline.config import Settings
 from questline.db import Database
-from questline.errors import FieldError, Unprocessable
+from questline.errors import FieldError, Problem, Unprocessable
 
 if TYPE_CHECKING:
     from questline.auth.tokens import Caller, TokenService
@@ -118,7 +118,9 @@ class TransactionalRoute(APIRoute):
                     stored_response = idempotency.replay(replay.record)
                     await session.rollback()
                     return stored_response
-                except IntegrityError:
+                except (IntegrityError, Problem):
+                    # A twin request with the same key may have won meanwhile (here, or in
+                    # another process): its response is this request's answer.
                     await session.rollback()
                     stored = await _stored_after_race(state, request)
                     if stored is None:
@@ -162,10 +164,12 @@ def refuse_unknown_query_parameters(request: Request, known: frozenset[str]) -> 
 
 
 async def _stored_after_race(state: AppState, request: Request) -> Response | None:
-    """A concurrent request with the same key won: replay what it stored."""
+    """A concurrent request with the same key and request won: replay what it stored."""
     pending = request_state(request).pending_key
     if pending is None:
         return None
     async with state.db.session(write=False) as session:
         record = await idempotency.load_record(session, pending)
-        return idempotency.replay(record) if record is not None else None
+        if record is None or record.request_hash != pending.request_hash:
+            return None
+        return idempotency.replay(record)

@@ -181,7 +181,7 @@ def test_one_key_sent_to_both_processes_at_once_creates_one_team(
 ) -> None:
     first, second = deployment.server(), deployment.server()
     admin = deployment.admin(uuid.uuid4())
-    rounds = 8
+    rounds = 15
 
     def post(url: str, key: str) -> httpx.Response:
         headers = {**admin, "Idempotency-Key": key}
