@@ -37,6 +37,22 @@ TEST_SETTINGS: dict[str, Any] = {"_env_file": None, "rate_limit_enabled": False}
 """Rate limits are off in tests unless a test turns them on (tests/reliability does)."""
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``postgres_only`` are not collected for SQLite (rather than skipped)."""
+    kept: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        backend = callspec.params.get("backend") if callspec else None
+        wrong_backend = backend is not None and backend != "postgresql"
+        (dropped if item.get_closest_marker("postgres_only") and wrong_backend else kept).append(
+            item
+        )
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
 @pytest.fixture(scope="session")
 def anyio_backend() -> str:
     return "asyncio"

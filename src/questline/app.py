@@ -11,7 +11,9 @@ from fastapi import FastAPI
 from questline import __version__
 from questline.auth.tokens import TokenService
 from questline.config import Settings
+from questline.dashboard.endpoints import mount_dashboard
 from questline.db import Database
+from questline.disciplines.endpoints import router as disciplines_router
 from questline.errors import CrashGuardMiddleware, install_error_handlers
 from questline.hardening import (
     JsonDepthMiddleware,
@@ -20,9 +22,11 @@ from questline.hardening import (
     drain,
 )
 from questline.health.endpoints import router as health_router
+from questline.leaderboard.endpoints import router as leaderboard_router
 from questline.members.endpoints import router as members_router
 from questline.middleware import AccessLogMiddleware, BodyGuardMiddleware
 from questline.openapi import install_openapi, mount_docs
+from questline.progress.endpoints import router as progress_router
 from questline.ratelimit import BULK_SUFFIXES, RateLimiter, RateLimitMiddleware
 from questline.routing import AppState
 from questline.teams.endpoints import router as teams_router
@@ -57,9 +61,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.questline = state
     install_error_handlers(app)
-    for router in (health_router, teams_router, members_router):
+    for router in (
+        health_router,
+        teams_router,
+        members_router,
+        disciplines_router,
+        progress_router,
+        leaderboard_router,
+    ):
         app.include_router(router)
     mount_docs(app)
+    mount_dashboard(app)
     install_openapi(app)
     _add_middleware(app, state)
     return app

@@ -99,28 +99,32 @@ class Database:
                 max_overflow=settings.database_pool_size,
                 pool_pre_ping=True,
             )
+        self.write_engine = (
+            self.engine.execution_options(**{SQLITE_BEGIN_OPTION: "IMMEDIATE"})
+            if self.is_sqlite
+            else self.engine
+        )
         self.sessionmaker = async_sessionmaker(self.engine, expire_on_commit=False)
+
+    def new_session(self, *, write: bool) -> AsyncSession:
+        """A session that begins its transaction on first use.
+
+        On SQLite, a write session begins with ``BEGIN IMMEDIATE``: it takes the write
+        lock up front, so concurrent writers queue on the busy timeout instead of failing
+        on a stale snapshot.
+        """
+        return self.sessionmaker(bind=self.write_engine if write else self.engine)
 
     @asynccontextmanager
     async def session(self, *, write: bool = True) -> AsyncIterator[AsyncSession]:
-        """A session whose transaction commits on success and rolls back on error.
-
-        ``write`` takes SQLite's write lock at the start of the transaction, so that
-        concurrent writers queue (busy timeout) instead of failing on a stale snapshot.
-        """
-        async with self.sessionmaker() as session:
-            await self.begin(session, write=write)
+        """A session whose transaction commits on success and rolls back on error."""
+        async with self.new_session(write=write) as session:
             try:
                 yield session
                 await session.commit()
             except BaseException:
                 await session.rollback()
                 raise
-
-    async def begin(self, session: AsyncSession, *, write: bool) -> None:
-        if self.is_sqlite:
-            mode = "IMMEDIATE" if write else "DEFERRED"
-            await session.connection(execution_options={SQLITE_BEGIN_OPTION: mode})
 
     async def dispose(self) -> None:
         await self.engine.dispose()

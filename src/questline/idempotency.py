@@ -53,9 +53,11 @@ class PendingKey:
 
 
 class ReplayStoredResponse(Exception):
+    """Raised to answer with a stored response (built at once: the session rolls back)."""
+
     def __init__(self, record: IdempotencyRecord) -> None:
         super().__init__(record.key)
-        self.record = record
+        self.response = replay(record)
 
 
 def request_fingerprint(request: Request, body: bytes, subject: str) -> str:

@@ -26,8 +26,18 @@ JSON_TYPES = ("application/json",)
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 
-class BodyTooLarge(PayloadTooLarge):
-    pass
+def too_large_message(limit: int) -> str:
+    """Which limit a body broke, in the units a user thinks in."""
+    if limit % (1024 * 1024) == 0:
+        size = f"{limit // (1024 * 1024)} MiB"
+    elif limit % 1024 == 0:
+        size = f"{limit // 1024} KiB"
+    else:
+        size = f"{limit} bytes"
+    return (
+        f"The body is larger than the limit of {size} ({limit} bytes) a request may have; "
+        "send a smaller document."
+    )
 
 
 def _media_type(content_type: str) -> str:
@@ -68,7 +78,7 @@ class BodyGuardMiddleware:
         )
         problem: Exception | None = None
         if declared is not None and declared.strip().isdigit() and int(declared) > limit:
-            problem = PayloadTooLarge(f"The body is larger than {limit} bytes.")
+            problem = PayloadTooLarge(too_large_message(limit))
         elif has_body:
             media = _media_type(headers.get("content-type", ""))
             if not (_is_json(media) or (bulk and media == "text/csv")):
@@ -76,6 +86,10 @@ class BodyGuardMiddleware:
                 problem = UnsupportedMediaType(
                     f"Send the body as {accepted} (got {media or 'no Content-Type'})."
                 )
+        if problem is None:
+            body, too_large = await _read_body(receive, limit)
+            if too_large:
+                problem = PayloadTooLarge(too_large_message(limit))
         if problem is not None:
             response = problem_response(
                 Request(scope),
@@ -86,20 +100,36 @@ class BodyGuardMiddleware:
             )
             await response(scope, receive, send)
             return
-        await self.app(scope, _counting(receive, limit), send)
+        await self.app(scope, _replaying(body, receive), send)
 
 
-def _counting(receive: Receive, limit: int) -> Receive:
-    seen = 0
+async def _read_body(receive: Receive, limit: int) -> tuple[bytes, bool]:
+    """The whole body, read up to ``limit`` bytes (a chunked body declares no length)."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"", False
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return b"", True
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks), False
+
+
+def _replaying(body: bytes, receive: Receive) -> Receive:
+    """Hand the buffered body to the app, then pass on what comes next (disconnects)."""
+    sent = False
 
     async def wrapped() -> Message:
-        nonlocal seen
-        message = await receive()
-        if message["type"] == "http.request":
-            seen += len(message.get("body", b""))
-            if seen > limit:
-                raise BodyTooLarge(f"The body is larger than {limit} bytes.")
-        return message
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
 
     return wrapped
 

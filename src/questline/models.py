@@ -5,6 +5,7 @@ from questline.disciplines.models import Discipline, Level, Quest, Resource, Tas
 from questline.idempotency import IdempotencyRecord
 from questline.members.models import Member
 from questline.organizations.models import Organization
+from questline.progress.models import ScoreEvent, TaskCompletion
 from questline.teams.models import Team, TeamMembership
 
 __all__ = [
@@ -16,7 +17,9 @@ __all__ = [
     "Organization",
     "Quest",
     "Resource",
+    "ScoreEvent",
     "Task",
+    "TaskCompletion",
     "Team",
     "TeamMembership",
 ]

@@ -50,7 +50,6 @@ class RequestState:
     session: AsyncSession
     caller: Caller | None = None
     pending_key: idempotency.PendingKey | None = None
-    new_org_ids: list[uuid.UUID] = field(default_factory=list)
 
 
 def app_state(request: Request) -> AppState:
@@ -104,20 +103,17 @@ class TransactionalRoute(APIRoute):
             refuse_unknown_query_parameters(request, self.query_names)
             state = app_state(request)
             write = request.method in WRITE_METHODS
-            async with state.db.sessionmaker() as session:
+            async with state.db.new_session(write=write) as session:
                 request.state.questline = RequestState(session=session)
                 try:
-                    await state.db.begin(session, write=write)
                     response = await original(request)
                     pending = request_state(request).pending_key
                     if pending is not None and 200 <= response.status_code < 300:
                         await idempotency.store_response(session, pending, response)
                     await session.commit()
                 except idempotency.ReplayStoredResponse as replay:
-                    # Build the replay before the rollback expires the loaded record.
-                    stored_response = idempotency.replay(replay.record)
                     await session.rollback()
-                    return stored_response
+                    return replay.response
                 except (IntegrityError, Problem):
                     # A twin request with the same key may have won meanwhile (here, or in
                     # another process): its response is this request's answer.
@@ -129,7 +125,6 @@ class TransactionalRoute(APIRoute):
                 except BaseException:
                     await session.rollback()
                     raise
-            state.known_orgs.update(request_state(request).new_org_ids)
             return response
 
         return handler

@@ -12,7 +12,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from questline.auth.tokens import Caller, Role
 from questline.errors import Forbidden, Unauthorized
 from questline.organizations.service import ensure_organization
-from questline.routing import SessionDep, app_state, request_state
+from questline.routing import app_state, request_state
 
 bearer_scheme = HTTPBearer(
     auto_error=False,
@@ -35,7 +35,6 @@ class Tenant:
 
 async def get_caller(
     request: Request,
-    session: SessionDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)],
 ) -> Caller:
     if credentials is None:
@@ -44,8 +43,11 @@ async def get_caller(
     caller = state.tokens.verify(credentials.credentials)
     request_state(request).caller = caller
     if caller.org_id is not None and caller.org_id not in state.known_orgs:
-        await ensure_organization(session, caller.org_id)
-        request_state(request).new_org_ids.append(caller.org_id)
+        # Its own short write transaction: a read request stays a pure read, and the
+        # row exists (committed) before anything of the organization refers to it.
+        async with state.db.session(write=True) as org_session:
+            await ensure_organization(org_session, caller.org_id)
+        state.known_orgs.add(caller.org_id)
     return caller
 
 

@@ -10,6 +10,7 @@ import datetime as dt
 import enum
 import os
 import secrets
+import tempfile
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,13 +51,18 @@ def load_or_create_secret(settings: Settings) -> str:
     except FileNotFoundError:
         pass
     secret = secrets.token_urlsafe(48)
-    # O_EXCL: two processes starting at once agree on the one that won.
+    # Written whole to a private file, then published with link(), which fails when the
+    # name exists: two processes starting at once (workers, `serve` beside `token
+    # create`) agree on the one that won, and no reader ever sees a half-written file.
+    fd, scratch = tempfile.mkstemp(prefix=f".{SECRET_FILE_NAME}-", dir=path.parent)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(secret)
+        os.link(scratch, path)
     except FileExistsError:
         return path.read_text().strip()
-    with os.fdopen(fd, "w") as handle:
-        handle.write(secret)
+    finally:
+        os.unlink(scratch)
     return secret
 
 

@@ -1,8 +1,10 @@
 """The discipline tree.
 
 Every node row carries its ``discipline_id`` so that a whole tree loads in one query
-per table, whatever its size. ``position`` is the 0-based ``Order`` among siblings.
-A discipline whose ``organization_id`` is null is global: every organization reads it.
+per table, whatever its size. The parent columns (``level_id``, ``quest_id``) are indexed
+so that PostgreSQL's cascading deletes find the children without scanning the table.
+``position`` is the 0-based ``Order`` among siblings. A discipline whose
+``organization_id`` is null is global: every organization reads it.
 """
 
 from __future__ import annotations
@@ -72,7 +74,9 @@ class Quest(Base):
     discipline_id: Mapped[uuid.UUID] = mapped_column(
         ForeignKey("disciplines.id", ondelete="CASCADE")
     )
-    level_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("levels.id", ondelete="CASCADE"))
+    level_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("levels.id", ondelete="CASCADE"), index=True
+    )
     position: Mapped[int]
     title: Mapped[str] = mapped_column(String(200))
     description: Mapped[str] = mapped_column(Text, default="")
@@ -86,8 +90,12 @@ class Task(Base):
     discipline_id: Mapped[uuid.UUID] = mapped_column(
         ForeignKey("disciplines.id", ondelete="CASCADE")
     )
-    level_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("levels.id", ondelete="CASCADE"))
-    quest_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("quests.id", ondelete="CASCADE"))
+    level_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("levels.id", ondelete="CASCADE"), index=True
+    )
+    quest_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("quests.id", ondelete="CASCADE"), index=True
+    )
     position: Mapped[int]
     title: Mapped[str] = mapped_column(String(200))
     description: Mapped[str] = mapped_column(Text, default="")

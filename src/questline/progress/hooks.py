@@ -6,10 +6,44 @@ discipline on DELETE, or tasks left out of a PUT document).
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
+from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
+
+from questline.db import utcnow
+from questline.errors import Conflict
+from questline.progress.models import ScoreChange, TaskCompletion
+from questline.progress.scores import Step, apply_steps, lock_teams
+
+CHUNK = 500
+"""Task ids per ``IN (…)`` list: far below every backend's bound-parameter limit."""
+
+
+def _chunks(ids: Sequence[uuid.UUID]) -> Iterator[list[uuid.UUID]]:
+    unique = list(dict.fromkeys(ids))
+    for start in range(0, len(unique), CHUNK):
+        yield unique[start : start + CHUNK]
+
+
+async def affected_teams(
+    session: AsyncSession, *, discipline_id: uuid.UUID, task_ids: Sequence[uuid.UUID]
+) -> set[tuple[uuid.UUID, uuid.UUID]]:
+    """``(organization_id, team_id)`` of every team that completed any of the tasks."""
+    found: set[tuple[uuid.UUID, uuid.UUID]] = set()
+    for chunk in _chunks(task_ids):
+        rows = await session.execute(
+            select(TaskCompletion.organization_id, TaskCompletion.team_id)
+            .where(
+                TaskCompletion.discipline_id == discipline_id,
+                TaskCompletion.task_id.in_(chunk),
+            )
+            .distinct()
+        )
+        found.update((row[0], row[1]) for row in rows)
+    return found
 
 
 async def before_tasks_removed(
@@ -23,6 +57,51 @@ async def before_tasks_removed(
     ``task_ids``, unless ``force``; with ``force``, withdraw that progress first
     (negative steps in the score history, scores lowered).
 
-    Until progress exists this has nothing to check.
+    Teams of every organization count: a global discipline's tasks are completed
+    across organizations.
     """
-    return None
+    teams = await affected_teams(session, discipline_id=discipline_id, task_ids=task_ids)
+    if not teams:
+        return
+    if not force:
+        noun = "team has" if len(teams) == 1 else "teams have"
+        raise Conflict(
+            f"{len(teams)} {noun} completed tasks that this change removes; "
+            "send ?force=true to withdraw that progress (their scores go down)."
+        )
+    await lock_teams(session, keys=sorted(teams))
+    now = utcnow()
+    removed_rows: list[tuple[dt.datetime, Step]] = []
+    for chunk in _chunks(task_ids):
+        removed = await session.execute(
+            delete(TaskCompletion)
+            .where(
+                TaskCompletion.discipline_id == discipline_id,
+                TaskCompletion.task_id.in_(chunk),
+            )
+            .returning(
+                TaskCompletion.organization_id,
+                TaskCompletion.team_id,
+                TaskCompletion.task_id,
+                TaskCompletion.points,
+                TaskCompletion.completed_at,
+            )
+        )
+        removed_rows += [
+            (
+                row.completed_at,
+                Step(
+                    organization_id=row.organization_id,
+                    team_id=row.team_id,
+                    task_id=row.task_id,
+                    discipline_id=discipline_id,
+                    kind=ScoreChange.TASK_REMOVED,
+                    delta=-row.points,
+                    at=now,
+                ),
+            )
+            for row in removed
+        ]
+    # Per team, withdraw in the order the tasks were completed (a stable history).
+    removed_rows.sort(key=lambda r: (r[1].organization_id, r[1].team_id, r[0], r[1].task_id))
+    await apply_steps(session, steps=[step for _, step in removed_rows])

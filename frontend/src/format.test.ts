@@ -1,0 +1,136 @@
+import { describe, expect, it } from 'vitest';
+import { apiBase, randomUuid } from './api';
+import { decodeClaims, isAdminToken, isExpired, normalizeToken, tokenFromHash } from './auth';
+import { colorClass, describeProblem, localInputToIso, parseTags, safeHttpUrl, timeTickLabel, timeTicks, toStepPoints } from './format';
+import { parseRoute } from './router';
+
+function jwt(payload: object): string {
+  const enc = (o: object) =>
+    btoa(String.fromCharCode(...new TextEncoder().encode(JSON.stringify(o))))
+      .replace(/\+/g, '-')
+      .replace(/\//g, '_')
+      .replace(/=+$/, '');
+  return `${enc({ alg: 'HS256', typ: 'JWT' })}.${enc(payload)}.c2ln`;
+}
+
+describe('auth', () => {
+  it('decodes claims and recognises admin tokens', () => {
+    const admin = jwt({ sub: 'a', org: 'o', role: 'admin' });
+    expect(decodeClaims(admin)?.role).toBe('admin');
+    expect(isAdminToken(admin)).toBe(true);
+    expect(isAdminToken(jwt({ role: 'member' }))).toBe(false);
+    expect(isAdminToken('not-a-jwt')).toBe(false);
+    expect(decodeClaims('a.b.c')).toBeNull();
+  });
+  it('reads non-ASCII claims', () => {
+    expect(decodeClaims(jwt({ sub: 'Zoë' }))?.sub).toBe('Zoë');
+  });
+  it('knows expiry', () => {
+    expect(isExpired({ exp: 10 }, 20_000)).toBe(true);
+    expect(isExpired({ exp: 100 }, 20_000)).toBe(false);
+    expect(isExpired({}, 20_000)).toBe(false);
+  });
+  it('takes the token from the fragment only', () => {
+    expect(tokenFromHash('#token=abc.def.ghi')).toBe('abc.def.ghi');
+    expect(tokenFromHash('#token=abc.def.ghi&x=1')).toBe('abc.def.ghi');
+    expect(tokenFromHash('#/leaderboard')).toBeNull();
+    expect(tokenFromHash('#token=')).toBeNull();
+  });
+  it('normalises pasted tokens', () => {
+    expect(normalizeToken('  Bearer abc.def.ghi\n')).toBe('abc.def.ghi');
+  });
+});
+
+describe('format', () => {
+  it('describes problems readably', () => {
+    const m = describeProblem(422, {
+      title: 'Validation failed',
+      detail: 'The request body is invalid',
+      errors: [{ field: 'name', message: 'must not be empty' }],
+      requestId: 'r1',
+    }, '422');
+    expect(m.summary).toBe('Validation failed: The request body is invalid.');
+    expect(m.fields).toEqual([{ field: 'name', message: 'must not be empty' }]);
+    expect(m.requestId).toBe('r1');
+    expect(describeProblem(502, null, '502 Bad Gateway').summary).toBe('502 Bad Gateway.');
+    expect(describeProblem(429, null, 'x', '3').summary).toBe('Too many requests. Try again in 3 s.');
+  });
+  it('links only http(s)', () => {
+    expect(safeHttpUrl('https://example.org/a')).toBe('https://example.org/a');
+    expect(safeHttpUrl('javascript:alert(1)')).toBeNull();
+    expect(safeHttpUrl('nope')).toBeNull();
+  });
+  it('parses tags', () => {
+    expect(parseTags(' a, b ;; c,')).toEqual(['a', 'b', 'c']);
+  });
+  it('converts local input to UTC', () => {
+    expect(localInputToIso('')).toBeNull();
+    expect(localInputToIso('2026-11-22T10:00')).toMatch(/^2026-11-2\dT\d\d:[0-5][05]:00Z$/); // zones with :30 and :45 offsets too
+  });
+  it('builds step points extended to the window end', () => {
+    const pts = toStepPoints([
+      { At: '2026-11-22T10:05:00Z', Score: 10 },
+      { At: '2026-11-22T10:00:00Z', Score: 0 },
+    ], Date.parse('2026-11-22T11:00:00Z'));
+    expect(pts.map((p) => p.y)).toEqual([0, 10, 10]);
+    expect(pts[2]?.x).toBe(Date.parse('2026-11-22T11:00:00Z'));
+  });
+  it('maps colours', () => {
+    expect(colorClass('Purple')).toBe('purple');
+    expect(colorClass(null)).toBe('none');
+  });
+});
+
+describe('api and router', () => {
+  it('finds the API base from the page path', () => {
+    expect(apiBase('/ui/')).toBe('');
+    expect(apiBase('/questline/ui/')).toBe('/questline');
+    expect(apiBase('/')).toBe('');
+  });
+  it('makes v4 UUIDs', () => {
+    expect(randomUuid()).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  });
+  it('parses hash routes', () => {
+    expect(parseRoute('')).toEqual({ name: 'leaderboard', id: null });
+    expect(parseRoute('#/team/abc')).toEqual({ name: 'team', id: 'abc' });
+    expect(parseRoute('#/discipline/x%2Fy')).toEqual({ name: 'discipline', id: 'x/y' });
+    expect(parseRoute('#/graph')).toEqual({ name: 'graph', id: null });
+    expect(parseRoute('#/nowhere')).toEqual({ name: 'notfound', id: null });
+  });
+});
+
+describe('time axis ticks', () => {
+  const HOUR = 3_600_000;
+  const DAY = 24 * HOUR;
+  const min = new Date(2026, 10, 20, 7, 13).getTime(); // local time: the assertions hold in any zone
+  it('puts day ticks on local midnights, one label per day', () => {
+    const { step, values } = timeTicks(min, min + 6 * DAY, 7);
+    expect(step).toBe(DAY);
+    expect(values).toHaveLength(6);
+    for (const v of values) expect(new Date(v).getHours()).toBe(0);
+    expect(values.every((v) => v >= min && v <= min + 6 * DAY)).toBe(true);
+    const labels = values.map((v) => timeTickLabel(v, step));
+    expect(new Set(labels).size).toBe(labels.length);
+  });
+  it('puts sub-day ticks on whole hours that divide the day, dated at midnight', () => {
+    const { step, values } = timeTicks(min, min + 2 * DAY, 7);
+    expect(step).toBe(12 * HOUR);
+    expect(values.length).toBeLessThanOrEqual(7);
+    for (const v of values) {
+      const hours = new Date(v).getHours();
+      expect([0, 12]).toContain(hours);
+      // "21 Nov" at midnight, "12:00" (or "12 PM", by locale) in between.
+      expect(timeTickLabel(v, step)).toBe(timeTickLabel(v, hours === 0 ? DAY : HOUR));
+    }
+    expect(values.some((v) => new Date(v).getHours() === 0)).toBe(true);
+  });
+  it('never gives more ticks than asked for', () => {
+    for (const span of [HOUR / 2, 5 * HOUR, 30 * HOUR, 9 * DAY, 90 * DAY, 800 * DAY]) {
+      for (const count of [4, 7]) expect(timeTicks(min, min + span, count).values.length).toBeLessThanOrEqual(count);
+    }
+  });
+  it('gives none for an empty range', () => {
+    expect(timeTicks(min, min, 7).values).toEqual([]);
+    expect(timeTicks(Number.NaN, min, 7).values).toEqual([]);
+  });
+});

@@ -1,0 +1,94 @@
+import { h } from '../dom';
+import { fillDisciplineSelect, handleError, type Ctx } from '../context';
+import { formatDateTime, formatNumber } from '../format';
+import { teamHref } from '../router';
+import type { LeaderboardEntry } from '../types';
+
+export const LEADERBOARD_REFRESH_MS = 5000;
+
+// Kept across navigation, so coming back shows the same filter.
+let selectedDiscipline: string | null = null;
+
+export function renderLeaderboard(ctx: Ctx): void {
+  const select = h(
+    'select',
+    { id: 'leaderboard-discipline', name: 'discipline', 'data-testid': 'discipline-filter' },
+    h('option', { value: '' }, 'All disciplines'),
+  );
+  const tbody = h('tbody', { 'data-testid': 'leaderboard-body' });
+  const status = h('p', { id: 'leaderboard-updated', class: 'muted small', 'data-testid': 'leaderboard-updated' }, 'Loading…');
+  const table = h(
+    'table',
+    { id: 'leaderboard-table', class: 'data', 'data-testid': 'leaderboard-table' },
+    h('caption', { class: 'visually-hidden' }, 'Teams ranked by score'),
+    h(
+      'thead',
+      null,
+      h(
+        'tr',
+        null,
+        h('th', { scope: 'col', class: 'num' }, 'Rank'),
+        h('th', { scope: 'col' }, 'Team'),
+        h('th', { scope: 'col', class: 'num' }, 'Score'),
+        h('th', { scope: 'col', class: 'num' }, 'Tasks completed'),
+      ),
+    ),
+    tbody,
+  );
+
+  ctx.view.replaceChildren(
+    h('h1', { tabindex: -1 }, 'Leaderboard'),
+    h(
+      'form',
+      { class: 'filters', role: 'search', 'aria-label': 'Leaderboard filter' },
+      h('div', { class: 'field' }, h('label', { for: 'leaderboard-discipline' }, 'Discipline'), select),
+    ),
+    h('div', { class: 'table-wrap', role: 'region', 'aria-label': 'Leaderboard', tabindex: 0 }, table),
+    status,
+  );
+
+  void fillDisciplineSelect(ctx, select, selectedDiscipline);
+  select.addEventListener('change', () => {
+    selectedDiscipline = select.value || null;
+    void load();
+  });
+
+  let timer: number | undefined;
+  ctx.onCleanup(() => window.clearTimeout(timer));
+
+  function row(e: LeaderboardEntry): HTMLTableRowElement {
+    return h(
+      'tr',
+      { 'data-team-id': e.TeamId, 'data-testid': 'leaderboard-row', 'data-rank': e.Rank },
+      h('td', { class: 'num rank' }, String(e.Rank)),
+      h('th', { scope: 'row' }, h('a', { href: teamHref(e.TeamId), 'data-team-link': e.TeamId }, e.Name)),
+      h('td', { class: 'num', 'data-testid': 'leaderboard-score' }, formatNumber(e.Score)),
+      h('td', { class: 'num' }, formatNumber(e.TasksCompleted)),
+    );
+  }
+
+  async function load(): Promise<void> {
+    window.clearTimeout(timer);
+    const discipline = selectedDiscipline;
+    try {
+      const entries = await ctx.api.leaderboard(discipline);
+      if (!ctx.isCurrent() || discipline !== selectedDiscipline) return;
+      ctx.clearMessages();
+      // Keep keyboard focus on the same team's link across refreshes.
+      const focusedTeam = (document.activeElement as HTMLElement | null)?.dataset?.['teamLink'];
+      tbody.replaceChildren(
+        ...(entries.length
+          ? entries.map(row)
+          : [h('tr', null, h('td', { colspan: 4, class: 'empty' }, 'No ranked teams yet.'))]),
+      );
+      if (focusedTeam) tbody.querySelector<HTMLElement>(`[data-team-link="${CSS.escape(focusedTeam)}"]`)?.focus();
+      status.textContent = `Updated ${formatDateTime(Date.now())} · refreshes every ${LEADERBOARD_REFRESH_MS / 1000} s. Admin and archived teams are not ranked.`;
+      table.dataset['loaded'] = 'true';
+    } catch (err) {
+      handleError(ctx, err);
+    }
+    if (ctx.isCurrent()) timer = window.setTimeout(() => void load(), LEADERBOARD_REFRESH_MS);
+  }
+
+  void load();
+}

@@ -1,0 +1,272 @@
+"""Discipline rules: who sees and changes which discipline, and the document's life cycle.
+
+A discipline with no organization is global: every organization reads it, only an
+operator creates, replaces or deletes it (DESIGN §3).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from sqlalchemy import ColumnElement, Select, func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from questline.auth.tokens import Caller, Role
+from questline.db import new_id, utcnow
+from questline.disciplines import schemas, tree
+from questline.disciplines.models import Discipline, Level, Quest, Task
+from questline.errors import FieldError, Forbidden, PreconditionFailed, Unprocessable, not_found
+from questline.pagination import PageRequest, cursor_parts
+from questline.progress import hooks
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    """A discipline just written, with its document as it now reads."""
+
+    discipline: Discipline
+    document: schemas.Discipline
+
+
+@dataclass(frozen=True, slots=True)
+class DisciplineCounts:
+    discipline: Discipline
+    level_count: int
+    quest_count: int
+    task_count: int
+    points_total: int
+
+
+def etag_of(discipline: Discipline) -> str:
+    return f'"{discipline.id.hex}.{discipline.version}"'
+
+
+def etag_matches(discipline: Discipline, header: str) -> bool:
+    """Whether an ``If-Match`` / ``If-None-Match`` value names the current version."""
+    tags = [t.strip() for t in header.split(",")]
+    etag = etag_of(discipline)
+    return "*" in tags or etag in tags or f"W/{etag}" in tags
+
+
+def check_if_match(discipline: Discipline, if_match: str | None) -> None:
+    if if_match is not None and not etag_matches(discipline, if_match):
+        raise PreconditionFailed(
+            "The discipline changed since you read it (If-Match does not match its ETag); "
+            "read it again and retry."
+        )
+
+
+def visible_to(org_id: uuid.UUID | None) -> ColumnElement[bool]:
+    """Global disciplines, and the organization's own (operators have none)."""
+    if org_id is None:
+        return Discipline.organization_id.is_(None)
+    return (Discipline.organization_id.is_(None)) | (Discipline.organization_id == org_id)
+
+
+def ensure_writer(caller: Caller) -> None:
+    """Writes need an admin (own organization) or an operator (global disciplines)."""
+    if caller.role is Role.MEMBER:
+        raise Forbidden("Changing disciplines needs an organization admin (or operator) token.")
+
+
+def ensure_can_change(caller: Caller, discipline: Discipline) -> None:
+    if discipline.organization_id is None and not caller.is_operator:
+        raise Forbidden("Global disciplines are managed by platform operators only.")
+
+
+def owner_for_new(caller: Caller, data: schemas.DisciplineCreate) -> uuid.UUID | None:
+    """The organization a new discipline belongs to (``None``: global)."""
+    ensure_writer(caller)
+    given = "organization_id" in data.model_fields_set
+    wanted = data.organization_id if given else caller.org_id
+    if caller.is_operator:
+        if wanted is not None:
+            raise Forbidden("Operators create global disciplines only; leave OrganizationId out.")
+        return None
+    if wanted is None:
+        raise Forbidden("Only platform operators create global disciplines.")
+    if wanted != caller.org_id:
+        raise Forbidden("You can create disciplines only in your own organization.")
+    return wanted
+
+
+def _count(model: type[Level | Quest | Task]) -> ColumnElement[int]:
+    """A per-discipline aggregate served by the ``(discipline_id, …)`` index."""
+    return (
+        select(func.count())
+        .where(model.discipline_id == Discipline.id)
+        .correlate(Discipline)
+        .scalar_subquery()
+    )
+
+
+def _points_total() -> ColumnElement[int]:
+    return (
+        select(func.coalesce(func.sum(Task.points), 0))
+        .where(Task.discipline_id == Discipline.id)
+        .correlate(Discipline)
+        .scalar_subquery()
+    )
+
+
+def _summaries(org_id: uuid.UUID | None) -> Select[Discipline, int, int, int, int]:
+    return select(Discipline, _count(Level), _count(Quest), _count(Task), _points_total()).where(
+        visible_to(org_id)
+    )
+
+
+async def list_disciplines(
+    session: AsyncSession, *, org_id: uuid.UUID | None, page: PageRequest
+) -> list[DisciplineCounts]:
+    """Visible disciplines in creation order with their counts, in one query."""
+    query = _summaries(org_id)
+    if page.after is not None:
+        (after,) = cursor_parts(page.after, uuid.UUID)
+        query = query.where(Discipline.id > after)
+    query = query.order_by(Discipline.id)
+    if page.fetch_size is not None:
+        query = query.limit(page.fetch_size)
+    rows = (await session.execute(query)).all()
+    return [DisciplineCounts(r[0], int(r[1]), int(r[2]), int(r[3]), int(r[4])) for r in rows]
+
+
+def cursor_of(discipline: Discipline) -> list[str]:
+    return [str(discipline.id)]
+
+
+def to_summary(counted: DisciplineCounts) -> schemas.DisciplineSummary:
+    d = counted.discipline
+    return schemas.DisciplineSummary(
+        id=d.id,
+        title=d.title,
+        description=d.description,
+        organization_id=d.organization_id,
+        color=d.color,
+        created_at=d.created_at,
+        updated_at=d.updated_at,
+        level_count=counted.level_count,
+        quest_count=counted.quest_count,
+        task_count=counted.task_count,
+        points_total=counted.points_total,
+    )
+
+
+async def get_discipline(
+    session: AsyncSession, *, caller: Caller, discipline_id: uuid.UUID, for_update: bool = False
+) -> Discipline:
+    """The discipline if the caller may read it, else 404.
+
+    ``for_update`` locks the row (PostgreSQL) so that a version check and the change
+    that follows see the latest committed version; on SQLite writers already queue.
+    """
+    query = select(Discipline).where(Discipline.id == discipline_id, visible_to(caller.org_id))
+    if for_update:
+        query = query.with_for_update()
+    discipline = await session.scalar(query)
+    if discipline is None:
+        raise not_found("discipline")
+    return discipline
+
+
+async def get_for_change(
+    session: AsyncSession, *, caller: Caller, discipline_id: uuid.UUID
+) -> Discipline:
+    """The discipline, locked, if the caller may change it (403 for role, 404 unseen)."""
+    ensure_writer(caller)
+    discipline = await get_discipline(
+        session, caller=caller, discipline_id=discipline_id, for_update=True
+    )
+    ensure_can_change(caller, discipline)
+    return discipline
+
+
+async def read_tree(session: AsyncSession, discipline: Discipline) -> schemas.Discipline:
+    return tree.assemble(discipline, await tree.load_rows(session, discipline.id))
+
+
+async def create_discipline(
+    session: AsyncSession, *, caller: Caller, data: schemas.DisciplineCreate
+) -> Written:
+    """Create the discipline and its whole tree (set-based inserts, one per table)."""
+    org_id = owner_for_new(caller, data)
+    discipline_id = new_id()
+    rows = tree.flatten(data, discipline_id=discipline_id, known=None)
+    now = utcnow()
+    discipline = Discipline(
+        id=discipline_id,
+        organization_id=org_id,
+        title=data.title,
+        description=data.description,
+        color=data.color,
+        created_at=now,
+        updated_at=now,
+    )
+    session.add(discipline)
+    await session.flush()
+    await tree.insert_rows(session, rows)
+    return Written(discipline, tree.assemble(discipline, rows))
+
+
+def _check_read_only_fields(discipline: Discipline, data: schemas.DisciplineReplace) -> None:
+    errors = []
+    if data.id is not None and data.id != discipline.id:
+        errors.append(FieldError(field="Id", message="Id must be this discipline's id."))
+    if "organization_id" in data.model_fields_set and data.organization_id != (
+        discipline.organization_id
+    ):
+        errors.append(
+            FieldError(
+                field="OrganizationId",
+                message="A discipline cannot move to another organization; send its own "
+                "OrganizationId or leave it out.",
+            )
+        )
+    if errors:
+        raise Unprocessable("Some read-only fields differ from the discipline's.", errors=errors)
+
+
+async def replace_discipline(
+    session: AsyncSession,
+    *,
+    discipline: Discipline,
+    data: schemas.DisciplineReplace,
+    if_match: str | None,
+    force: bool,
+) -> schemas.Discipline:
+    """Replace the document; nodes sent with their ``Id`` keep their identity.
+
+    Tasks left out are offered to the progress domain first, which refuses (409) when
+    teams completed them unless ``force``.
+    """
+    check_if_match(discipline, if_match)
+    _check_read_only_fields(discipline, data)
+    known = await tree.known_ids(session, discipline.id)
+    rows = tree.flatten(data, discipline_id=discipline.id, known=known)
+    removed_tasks = tree.removed_ids(rows, known, Task)
+    if removed_tasks:
+        await hooks.before_tasks_removed(
+            session, discipline_id=discipline.id, task_ids=sorted(removed_tasks), force=force
+        )
+    await tree.replace_rows(session, rows, known)
+    discipline.title = data.title
+    discipline.description = data.description
+    discipline.color = data.color
+    discipline.updated_at = utcnow()
+    await session.flush()  # bumps the version (the ETag)
+    return tree.assemble(discipline, rows)
+
+
+async def delete_discipline(
+    session: AsyncSession, *, discipline: Discipline, if_match: str | None, force: bool
+) -> None:
+    check_if_match(discipline, if_match)
+    task_ids = (
+        await session.scalars(select(Task.id).where(Task.discipline_id == discipline.id))
+    ).all()
+    if task_ids:
+        await hooks.before_tasks_removed(
+            session, discipline_id=discipline.id, task_ids=list(task_ids), force=force
+        )
+    await session.delete(discipline)
+    await session.flush()

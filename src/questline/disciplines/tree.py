@@ -1,0 +1,337 @@
+"""The discipline tree as rows: flattening a document, writing it set-based, reading it.
+
+A tree of any size is read with one query per table and written with one (batched)
+statement per table and kind of change, never one round trip per node.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Table, bindparam, delete, insert, literal, select, union_all, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from questline.db import new_id
+from questline.disciplines import schemas
+from questline.disciplines.models import Discipline, Level, Quest, Resource, ResourceOwner, Task
+from questline.errors import FieldError, Unprocessable
+
+Row = Mapping[Any, Any]
+"""One node row: a dict when flattened from a document, a ``RowMapping`` when read."""
+NODE_MODELS: tuple[type[Level | Quest | Task | Resource], ...] = (Level, Quest, Task, Resource)
+
+
+@dataclass
+class TreeRows:
+    """The rows of one discipline's tree, each list in reading order."""
+
+    levels: list[Row] = field(default_factory=list)
+    quests: list[Row] = field(default_factory=list)
+    tasks: list[Row] = field(default_factory=list)
+    resources: list[Row] = field(default_factory=list)
+
+    def of(self, model: type[Level | Quest | Task | Resource]) -> list[Row]:
+        return {Level: self.levels, Quest: self.quests, Task: self.tasks, Resource: self.resources}[
+            model
+        ]
+
+
+@dataclass(frozen=True)
+class KnownIds:
+    """The node ids a discipline has now, by kind."""
+
+    levels: frozenset[uuid.UUID] = frozenset()
+    quests: frozenset[uuid.UUID] = frozenset()
+    tasks: frozenset[uuid.UUID] = frozenset()
+    resources: frozenset[uuid.UUID] = frozenset()
+
+    def of(self, model: type[Level | Quest | Task | Resource]) -> frozenset[uuid.UUID]:
+        return {Level: self.levels, Quest: self.quests, Task: self.tasks, Resource: self.resources}[
+            model
+        ]
+
+
+class _Flattener:
+    """Turns a validated document into rows, checking every node ``Id`` it names."""
+
+    def __init__(self, discipline_id: uuid.UUID, known: KnownIds | None) -> None:
+        self.discipline_id = discipline_id
+        self.known = known
+        self.rows = TreeRows()
+        self.errors: list[FieldError] = []
+        self.seen: set[uuid.UUID] = set()
+
+    def check_order(self, given: int | None, position: int, path: str) -> None:
+        if given is not None and given != position:
+            message = (
+                f"Order is the node's place in its list ({position} here); "
+                "to reorder, move the node in the list."
+            )
+            self.errors.append(FieldError(field=f"{path}.Order", message=message))
+
+    def node_id(self, given: uuid.UUID | None, kind: str, path: str) -> uuid.UUID:
+        if given is None:
+            return new_id()
+        where = f"{path}.Id"
+        if self.known is None:
+            message = "Leave Id out when creating; the service assigns ids (PUT keeps them)."
+            self.errors.append(FieldError(field=where, message=message))
+        elif given not in getattr(self.known, f"{kind}s"):
+            message = f"{given} is not a {kind} of this discipline; leave Id out for a new {kind}."
+            self.errors.append(FieldError(field=where, message=message))
+        elif given in self.seen:
+            self.errors.append(FieldError(field=where, message=f"{given} is given twice."))
+        self.seen.add(given)
+        return given
+
+    def resources(
+        self,
+        items: Sequence[schemas.ResourceInput],
+        *,
+        owner_kind: ResourceOwner,
+        owner_id: uuid.UUID,
+        prefix: str,
+    ) -> None:
+        for position, item in enumerate(items):
+            path = f"{prefix}Resources[{position}]"
+            self.check_order(item.order, position, path)
+            self.rows.resources.append(
+                {
+                    "id": self.node_id(item.id, "resource", path),
+                    "discipline_id": self.discipline_id,
+                    "owner_kind": owner_kind,
+                    "owner_id": owner_id,
+                    "position": position,
+                    "title": item.title,
+                    "description": item.description,
+                    "url": item.url,
+                    "kind": item.kind,
+                }
+            )
+
+    def document(self, doc: schemas.DisciplineDocument) -> TreeRows:
+        self.resources(
+            doc.resources,
+            owner_kind=ResourceOwner.DISCIPLINE,
+            owner_id=self.discipline_id,
+            prefix="",
+        )
+        for level_position, level in enumerate(doc.levels):
+            self.level(level, level_position)
+        if self.errors:
+            names = ", ".join(dict.fromkeys(e.field for e in self.errors))
+            raise Unprocessable(f"Invalid input in: {names}.", errors=self.errors)
+        return self.rows
+
+    def level(self, level: schemas.LevelInput, position: int) -> None:
+        path = f"Levels[{position}]"
+        self.check_order(level.order, position, path)
+        level_id = self.node_id(level.id, "level", path)
+        self.rows.levels.append(self._node(level_id, position, level.title, level.description))
+        self.resources(
+            level.resources, owner_kind=ResourceOwner.LEVEL, owner_id=level_id, prefix=f"{path}."
+        )
+        for quest_position, quest in enumerate(level.quests):
+            self.quest(quest, quest_position, level_id=level_id, prefix=f"{path}.")
+
+    def quest(
+        self, quest: schemas.QuestInput, position: int, *, level_id: uuid.UUID, prefix: str
+    ) -> None:
+        path = f"{prefix}Quests[{position}]"
+        self.check_order(quest.order, position, path)
+        quest_id = self.node_id(quest.id, "quest", path)
+        row = self._node(quest_id, position, quest.title, quest.description)
+        self.rows.quests.append({**row, "level_id": level_id})
+        self.resources(
+            quest.resources, owner_kind=ResourceOwner.QUEST, owner_id=quest_id, prefix=f"{path}."
+        )
+        for task_position, task in enumerate(quest.tasks):
+            task_path = f"{path}.Tasks[{task_position}]"
+            self.check_order(task.order, task_position, task_path)
+            task_id = self.node_id(task.id, "task", task_path)
+            task_row = self._node(task_id, task_position, task.title, task.description)
+            self.rows.tasks.append(
+                {**task_row, "level_id": level_id, "quest_id": quest_id, "points": task.points}
+            )
+            self.resources(
+                task.resources,
+                owner_kind=ResourceOwner.TASK,
+                owner_id=task_id,
+                prefix=f"{task_path}.",
+            )
+
+    def _node(self, node_id: uuid.UUID, position: int, title: str, description: str) -> Row:
+        return {
+            "id": node_id,
+            "discipline_id": self.discipline_id,
+            "position": position,
+            "title": title,
+            "description": description,
+        }
+
+
+def flatten(
+    doc: schemas.DisciplineDocument, *, discipline_id: uuid.UUID, known: KnownIds | None
+) -> TreeRows:
+    """The rows of ``doc``; ``known=None`` when creating (then no node may name an ``Id``).
+
+    Raises 422 naming the path of every ``Id`` that is not a node of the same kind of this
+    discipline, or that is given twice.
+    """
+    return _Flattener(discipline_id, known).document(doc)
+
+
+async def insert_rows(session: AsyncSession, rows: TreeRows) -> None:
+    """Insert a whole new tree: one executemany per table, parents first."""
+    for model in NODE_MODELS:
+        batch = rows.of(model)
+        if batch:
+            await session.execute(insert(_table(model)), batch)
+
+
+async def known_ids(session: AsyncSession, discipline_id: uuid.UUID) -> KnownIds:
+    """The ids of every node of the discipline, by kind, in one query."""
+    parts = [
+        select(literal(model.__tablename__).label("kind"), model.id).where(
+            model.discipline_id == discipline_id
+        )
+        for model in NODE_MODELS
+    ]
+    found: dict[str, set[uuid.UUID]] = defaultdict(set)
+    for kind, node_id in (await session.execute(union_all(*parts))).all():
+        found[kind].add(node_id)
+    return KnownIds(
+        **{model.__tablename__: frozenset(found[model.__tablename__]) for model in NODE_MODELS}
+    )
+
+
+def removed_ids(
+    rows: TreeRows, known: KnownIds, model: type[Level | Quest | Task | Resource]
+) -> set[uuid.UUID]:
+    return set(known.of(model)) - {row["id"] for row in rows.of(model)}
+
+
+async def replace_rows(session: AsyncSession, rows: TreeRows, known: KnownIds) -> None:
+    """Make the stored tree equal ``rows``: kept nodes are updated in place (their ids,
+    and so the progress on them, survive), new ones inserted, the rest deleted.
+
+    Parents are written before children, so a node may move under a new parent; removed
+    nodes are deleted children first, after every kept node has left them.
+    """
+    for model in NODE_MODELS:
+        kept_ids = known.of(model)
+        batch = rows.of(model)
+        fresh = [row for row in batch if row["id"] not in kept_ids]
+        kept = [row for row in batch if row["id"] in kept_ids]
+        if fresh:
+            await session.execute(insert(_table(model)), fresh)
+        if kept:
+            await session.execute(update(model), kept)
+    for model in (Task, Quest, Level, Resource):
+        await _delete_ids(session, _table(model), removed_ids(rows, known, model))
+
+
+async def _delete_ids(session: AsyncSession, table: Table, ids: Iterable[uuid.UUID]) -> None:
+    params = [{"removed_id": node_id} for node_id in ids]
+    if params:
+        await session.execute(delete(table).where(table.c.id == bindparam("removed_id")), params)
+
+
+_READ_COLUMNS: dict[type[Level | Quest | Task | Resource], tuple[str, ...]] = {
+    Level: ("id", "position", "title", "description"),
+    Quest: ("id", "level_id", "position", "title", "description"),
+    Task: ("id", "quest_id", "position", "title", "description", "points"),
+    Resource: ("id", "owner_id", "position", "title", "description", "url", "kind"),
+}
+"""What reading needs of each table (fewer UUID columns to decode on large trees)."""
+
+
+async def load_rows(session: AsyncSession, discipline_id: uuid.UUID) -> TreeRows:
+    """The whole tree in four queries (one per table), whatever its size."""
+    rows = TreeRows()
+    for model in NODE_MODELS:
+        table = _table(model)
+        columns = [table.c[name] for name in _READ_COLUMNS[model]]
+        query = select(*columns).where(table.c.discipline_id == discipline_id)
+        result = await session.execute(query.order_by(table.c.position))
+        rows.of(model).extend(result.mappings().all())
+    return rows
+
+
+def assemble(discipline: Discipline, rows: TreeRows) -> schemas.Discipline:
+    """The nested document of a discipline from its rows.
+
+    Every list of rows holds each parent's children in ``position`` order (the queries
+    sort by it; a flattened document is in that order already), so grouping keeps it.
+
+    The rows are trusted (read from the database or flattened from a validated
+    document), so the models are constructed without validating them again.
+    """
+    resources: dict[uuid.UUID, list[schemas.Resource]] = defaultdict(list)
+    for r in rows.resources:
+        resources[r["owner_id"]].append(
+            schemas.Resource.model_construct(
+                id=r["id"],
+                order=r["position"],
+                title=r["title"],
+                description=r["description"],
+                url=r["url"],
+                kind=r["kind"],
+            )
+        )
+    tasks: dict[uuid.UUID, list[schemas.Task]] = defaultdict(list)
+    for t in rows.tasks:
+        tasks[t["quest_id"]].append(
+            schemas.Task.model_construct(
+                id=t["id"],
+                order=t["position"],
+                title=t["title"],
+                description=t["description"],
+                points=t["points"],
+                resources=resources.get(t["id"], []),
+            )
+        )
+    quests: dict[uuid.UUID, list[schemas.Quest]] = defaultdict(list)
+    for q in rows.quests:
+        quests[q["level_id"]].append(
+            schemas.Quest.model_construct(
+                id=q["id"],
+                order=q["position"],
+                title=q["title"],
+                description=q["description"],
+                resources=resources.get(q["id"], []),
+                tasks=tasks.get(q["id"], []),
+            )
+        )
+    levels = [
+        schemas.Level.model_construct(
+            id=lv["id"],
+            order=lv["position"],
+            title=lv["title"],
+            description=lv["description"],
+            resources=resources.get(lv["id"], []),
+            quests=quests.get(lv["id"], []),
+        )
+        for lv in rows.levels
+    ]
+    return schemas.Discipline.model_construct(
+        id=discipline.id,
+        title=discipline.title,
+        description=discipline.description,
+        organization_id=discipline.organization_id,
+        color=discipline.color,
+        created_at=discipline.created_at,
+        updated_at=discipline.updated_at,
+        resources=resources.get(discipline.id, []),
+        levels=levels,
+    )
+
+
+def _table(model: type[Level | Quest | Task | Resource]) -> Table:
+    table = model.__table__
+    assert isinstance(table, Table)
+    return table

@@ -1,0 +1,1 @@
+"""Leaderboard: the ranking of an organization's teams and the progress graphs."""

@@ -1,0 +1,132 @@
+"""Progress graphs: each team's cumulative score over time, as a step function.
+
+A series starts at 0 at the team's creation (or at its earliest change, when a
+completion was recorded with an earlier ``CompletedAt``). With ``from``, it starts at
+``from`` with the cumulative score just before it. Then there is one point per change
+inside the window, its value the running sum of the changes in time order. Only the
+history of the teams drawn is read (index ``ix_score_events_team_at``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from questline.errors import FieldError, Unprocessable
+from questline.leaderboard import service as leaderboard
+from questline.progress.models import ScoreEvent
+from questline.teams.models import Team
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    start: dt.datetime | None = None
+    end: dt.datetime | None = None
+    discipline_id: uuid.UUID | None = None
+
+    def check(self) -> None:
+        if self.start is not None and self.end is not None and self.start > self.end:
+            raise Unprocessable(
+                "'from' is after 'to'.",
+                errors=[FieldError(field="from", message="Must not be after 'to'.")],
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    at: dt.datetime
+    score: int
+
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    team_id: uuid.UUID
+    name: str
+    points: list[Point]
+
+
+@dataclass(frozen=True, slots=True)
+class _Change:
+    at: dt.datetime
+    delta: int
+
+
+def step_series(created_at: dt.datetime, changes: Sequence[_Change], window: Window) -> list[Point]:
+    """The points of one team's step function (``changes`` in time order)."""
+    origin = min([created_at, *(c.at for c in changes[:1])])
+    if window.end is not None and window.end < origin:
+        return []
+    first_at, running = origin, 0
+    if window.start is not None and window.start > origin:
+        first_at = window.start
+        running = sum(c.delta for c in changes if c.at < window.start)
+    points = [Point(first_at, running)]
+    for change in changes:
+        if change.at < first_at:
+            continue  # counted in the starting value
+        running += change.delta
+        points.append(Point(change.at, running))
+    return points
+
+
+async def _changes(
+    session: AsyncSession, *, org_id: uuid.UUID, team_ids: Sequence[uuid.UUID], window: Window
+) -> dict[uuid.UUID, list[_Change]]:
+    query = select(ScoreEvent.team_id, ScoreEvent.at, ScoreEvent.delta).where(
+        ScoreEvent.organization_id == org_id, ScoreEvent.team_id.in_(team_ids)
+    )
+    if window.discipline_id is not None:
+        query = query.where(ScoreEvent.discipline_id == window.discipline_id)
+    if window.end is not None:
+        query = query.where(ScoreEvent.at <= window.end)
+    query = query.order_by(ScoreEvent.team_id, ScoreEvent.at, ScoreEvent.id)
+    found: dict[uuid.UUID, list[_Change]] = defaultdict(list)
+    for team_id, at, delta in (await session.execute(query)).all():
+        found[team_id].append(_Change(at, delta))
+    return found
+
+
+async def team_series(session: AsyncSession, *, team: Team, window: Window) -> Series:
+    """One team's series, whatever its status (admin teams have a graph of their own)."""
+    window.check()
+    if window.discipline_id is not None:
+        await leaderboard.ensure_discipline_visible(
+            session, org_id=team.organization_id, discipline_id=window.discipline_id
+        )
+    changes = await _changes(
+        session, org_id=team.organization_id, team_ids=[team.id], window=window
+    )
+    return Series(team.id, team.name, step_series(team.created_at, changes[team.id], window))
+
+
+async def top_series(
+    session: AsyncSession, *, org_id: uuid.UUID, top: int, window: Window
+) -> list[Series]:
+    """The series of the leaderboard's first ``top`` teams, in rank order."""
+    window.check()
+    entries = await leaderboard.ranking(
+        session, org_id=org_id, limit=top, discipline_id=window.discipline_id
+    )
+    ids = [e.team_id for e in entries]
+    if not ids:
+        return []
+    created = dict(
+        (
+            await session.execute(
+                select(Team.id, Team.created_at).where(
+                    Team.organization_id == org_id, Team.id.in_(ids)
+                )
+            )
+        ).all()
+    )
+    changes = await _changes(session, org_id=org_id, team_ids=ids, window=window)
+    return [
+        Series(e.team_id, e.name, step_series(created[e.team_id], changes[e.team_id], window))
+        for e in entries
+    ]

@@ -1,0 +1,160 @@
+"""Ranking: the teams of an organization that are neither admin nor archived.
+
+The overall ranking reads the team rows in the order of the index
+``ix_teams_leaderboard`` — ``organization_id =, is_ranked = true, score DESC,
+score_reached_at, name_key`` — so a page costs an index range scan, not a sort of
+the organization's teams. The per-discipline ranking aggregates the completions in
+that discipline (there is no stored per-discipline score to index).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from dataclasses import dataclass
+
+from sqlalchemy import ScalarSelect, Select, and_, case, func, or_, select, true
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from questline.disciplines.models import Discipline
+from questline.disciplines.service import visible_to
+from questline.errors import not_found
+from questline.progress.models import TaskCompletion
+from questline.teams.models import Team
+
+DEFAULT_LIMIT = 100
+MAX_LIMIT = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    rank: int
+    team_id: uuid.UUID
+    name: str
+    score: int
+    tasks_completed: int
+    reached_at: dt.datetime | None
+
+
+def _tasks_completed(discipline_id: uuid.UUID | None = None) -> ScalarSelect[int]:
+    query = select(func.count()).where(
+        TaskCompletion.organization_id == Team.organization_id,
+        TaskCompletion.team_id == Team.id,
+    )
+    if discipline_id is not None:
+        query = query.where(TaskCompletion.discipline_id == discipline_id)
+    return query.correlate(Team).scalar_subquery()
+
+
+def overall_query(
+    org_id: uuid.UUID, *, limit: int, offset: int
+) -> Select[uuid.UUID, str, int, int, dt.datetime]:
+    """The exact statement of ``GET /leaderboard`` (the index test EXPLAINs it)."""
+    return (
+        select(
+            Team.id,
+            Team.name,
+            Team.score,
+            _tasks_completed(),
+            Team.score_reached_at,
+        )
+        .where(Team.organization_id == org_id, Team.is_ranked == true())
+        .order_by(Team.score.desc(), Team.score_reached_at, Team.name_key)
+        .limit(limit)
+        .offset(offset)
+    )
+
+
+def discipline_query(
+    org_id: uuid.UUID, discipline_id: uuid.UUID, *, limit: int, offset: int
+) -> Select[uuid.UUID, str, int, int, dt.datetime | None]:
+    """Ranked teams by points earned in one discipline; teams with none come last."""
+    done = TaskCompletion
+    points = func.coalesce(func.sum(done.points), 0)
+    reached = case((points > 0, func.max(done.completed_at)), else_=None)
+    return (
+        select(Team.id, Team.name, points, func.count(done.task_id), reached)
+        .outerjoin(
+            done,
+            and_(
+                done.organization_id == Team.organization_id,
+                done.team_id == Team.id,
+                done.discipline_id == discipline_id,
+            ),
+        )
+        .where(Team.organization_id == org_id, Team.is_ranked == true())
+        .group_by(Team.id, Team.name, Team.name_key)
+        .order_by(points.desc(), reached.asc().nulls_last(), Team.name_key)
+        .limit(limit)
+        .offset(offset)
+    )
+
+
+async def ensure_discipline_visible(
+    session: AsyncSession, *, org_id: uuid.UUID, discipline_id: uuid.UUID
+) -> None:
+    found = await session.scalar(
+        select(Discipline.id).where(Discipline.id == discipline_id, visible_to(org_id))
+    )
+    if found is None:
+        raise not_found("discipline")
+
+
+async def ranking(
+    session: AsyncSession,
+    *,
+    org_id: uuid.UUID,
+    limit: int = DEFAULT_LIMIT,
+    offset: int = 0,
+    discipline_id: uuid.UUID | None = None,
+) -> list[Entry]:
+    query: Select[uuid.UUID, str, int, int, dt.datetime | None]
+    if discipline_id is None:
+        query = overall_query(org_id, limit=limit, offset=offset)
+    else:
+        await ensure_discipline_visible(session, org_id=org_id, discipline_id=discipline_id)
+        query = discipline_query(org_id, discipline_id, limit=limit, offset=offset)
+    rows = (await session.execute(query)).all()
+    return [
+        Entry(
+            rank=offset + index + 1,
+            team_id=row[0],
+            name=row[1],
+            score=int(row[2]),
+            tasks_completed=int(row[3]),
+            reached_at=_as_utc(row[4]),
+        )
+        for index, row in enumerate(rows)
+    ]
+
+
+def _as_utc(value: object) -> dt.datetime | None:
+    """A timestamp from an aggregate (SQLite hands back text, without the column type)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = dt.datetime.fromisoformat(value)
+    assert isinstance(value, dt.datetime)
+    return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
+
+
+async def rank_of(session: AsyncSession, *, team: Team) -> int | None:
+    """The team's overall leaderboard position, or None when it is not ranked."""
+    if not team.is_ranked:
+        return None
+    ahead = await session.scalar(
+        select(func.count()).where(
+            Team.organization_id == team.organization_id,
+            Team.is_ranked == true(),
+            or_(
+                Team.score > team.score,
+                and_(Team.score == team.score, Team.score_reached_at < team.score_reached_at),
+                and_(
+                    Team.score == team.score,
+                    Team.score_reached_at == team.score_reached_at,
+                    Team.name_key < team.name_key,
+                ),
+            ),
+        )
+    )
+    return int(ahead or 0) + 1

@@ -1,0 +1,107 @@
+"""Team progress: completing and withdrawing tasks, and the team's overview."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response, status
+
+from questline.auth.dependencies import AdminOf, MemberOf
+from questline.openapi import problem_responses
+from questline.paths import TaskId, TeamId
+from questline.progress import overview, schemas, service
+from questline.routing import SessionDep, TransactionalRoute
+from questline.teams import service as teams_service
+
+router = APIRouter(prefix="/team", tags=["progress"], route_class=TransactionalRoute)
+
+
+@router.post(
+    "/{team_id}/progress",
+    status_code=status.HTTP_201_CREATED,
+    response_model=schemas.Completion,
+    responses={
+        200: {
+            "description": "The team had already completed the task.",
+            "model": schemas.Completion,
+        },
+        **problem_responses(400, 401, 403, 404, 409, 415, 422),
+    },
+)
+async def complete_task(
+    team_id: TeamId,
+    request: Request,
+    response: Response,
+    tenant: AdminOf,
+    session: SessionDep,
+    data: schemas.ProgressCreate,
+) -> schemas.Completion:
+    """Record that the team completed a task (`TaskId`, optional past `CompletedAt`).
+
+    201 when this completes it (the team's `Score` grows by the task's points), 200 when
+    it was already completed (nothing changes). Archived teams refuse progress (409).
+    """
+    team = await teams_service.get_team(
+        session, org_id=tenant.org_id, team_id=team_id, for_update=True
+    )
+    result = await service.complete_task(session, team=team, data=data)
+    if not result.created:
+        response.status_code = status.HTTP_200_OK
+    response.headers["Location"] = str(
+        request.url_for(
+            "get_completion", team_id=str(team_id), task_id=str(result.completion.task_id)
+        )
+    )
+    return service.to_schema(result.completion, result.score)
+
+
+@router.get(
+    "/{team_id}/progress",
+    response_model=list[schemas.Completion],
+    responses=problem_responses(401, 403, 404),
+)
+async def list_completions(
+    team_id: TeamId, tenant: MemberOf, session: SessionDep
+) -> list[schemas.Completion]:
+    """The tasks the team completed, oldest first."""
+    team = await teams_service.get_team(session, org_id=tenant.org_id, team_id=team_id)
+    return [service.to_schema(c) for c in await service.list_completions(session, team=team)]
+
+
+@router.get(
+    "/{team_id}/progress/{task_id}",
+    response_model=schemas.Completion,
+    responses=problem_responses(401, 403, 404),
+)
+async def get_completion(
+    team_id: TeamId, task_id: TaskId, tenant: MemberOf, session: SessionDep
+) -> schemas.Completion:
+    """One completed task of the team (404 when the team has not completed it)."""
+    team = await teams_service.get_team(session, org_id=tenant.org_id, team_id=team_id)
+    return service.to_schema(await service.get_completion(session, team=team, task_id=task_id))
+
+
+@router.delete(
+    "/{team_id}/progress/{task_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    responses=problem_responses(401, 403, 404, 409),
+)
+async def withdraw_task(
+    team_id: TeamId, task_id: TaskId, tenant: AdminOf, session: SessionDep
+) -> Response:
+    """Withdraw a completion: the team's `Score` drops by the points it earned, and the
+    history records a negative step. 404 when the team has not completed the task."""
+    team = await teams_service.get_team(
+        session, org_id=tenant.org_id, team_id=team_id, for_update=True
+    )
+    await service.withdraw_task(session, team=team, task_id=task_id)
+    return Response(status_code=status.HTTP_204_NO_CONTENT)
+
+
+@router.get(
+    "/{team_id}/overview",
+    response_model=schemas.Overview,
+    responses=problem_responses(401, 403, 404),
+)
+async def get_overview(team_id: TeamId, tenant: MemberOf, session: SessionDep) -> schemas.Overview:
+    """The team's progress: score, rank, and for every discipline the organization sees
+    (global and its own, by title) the tasks and points done per level and quest."""
+    return await overview.team_overview(session, org_id=tenant.org_id, team_id=team_id)

@@ -1,0 +1,92 @@
+"""Progress tables: which tasks each team completed, and the score history.
+
+``task_completions`` holds the current state (one row per team and task, the primary
+key makes completing idempotent). ``score_events`` is the append-only ledger of every
+change of a team's score; nothing ever updates or deletes its rows (a withdrawal
+appends a negative step). Both carry ``organization_id`` in their keys and reach the
+team through the composite key ``(organization_id, team_id)``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+import uuid
+
+from sqlalchemy import Enum, ForeignKey, ForeignKeyConstraint, Index
+from sqlalchemy.orm import Mapped, mapped_column
+
+from questline.db import Base, UTCDateTime, new_id, utcnow
+
+
+class ScoreChange(enum.StrEnum):
+    COMPLETED = "Completed"
+    """The team completed the task: +Points."""
+    WITHDRAWN = "Withdrawn"
+    """An admin withdrew the completion: minus its Points."""
+    TASK_REMOVED = "TaskRemoved"
+    """The task was deleted with ``?force=true`` (discipline DELETE or PUT): minus its Points."""
+
+
+class TaskCompletion(Base):
+    __tablename__ = "task_completions"
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["organization_id", "team_id"],
+            ["teams.organization_id", "teams.id"],
+            ondelete="CASCADE",
+        ),
+        # Per-discipline leaderboard and overview: the team's completions in one discipline.
+        Index("ix_task_completions_discipline", "organization_id", "discipline_id", "team_id"),
+        # Removing tasks (and the tasks FK check) finds completions by task, across teams.
+        Index("ix_task_completions_task", "task_id"),
+    )
+
+    organization_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("organizations.id", ondelete="CASCADE"), primary_key=True
+    )
+    team_id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    task_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("tasks.id"), primary_key=True)
+    """No cascade: a task with completions is removed only through the progress hook,
+    which withdraws them first (so that scores and history stay right)."""
+    discipline_id: Mapped[uuid.UUID]
+    points: Mapped[int]
+    """The points awarded at completion; a withdrawal takes back exactly these."""
+    completed_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class ScoreEvent(Base):
+    __tablename__ = "score_events"
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["organization_id", "team_id"],
+            ["teams.organization_id", "teams.id"],
+            ondelete="CASCADE",
+        ),
+        # A team's graph reads its history in time order, and nothing else.
+        Index("ix_score_events_team_at", "organization_id", "team_id", "at", "id"),
+    )
+
+    organization_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("organizations.id", ondelete="CASCADE"), primary_key=True
+    )
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=new_id)
+    team_id: Mapped[uuid.UUID]
+    task_id: Mapped[uuid.UUID]
+    """No foreign key: history outlives the tasks it mentions."""
+    discipline_id: Mapped[uuid.UUID]
+    kind: Mapped[ScoreChange] = mapped_column(
+        Enum(
+            ScoreChange,
+            native_enum=False,
+            length=16,
+            values_callable=lambda e: [m.value for m in e],
+        )
+    )
+    delta: Mapped[int]
+    score_after: Mapped[int]
+    """The team's score right after this change was applied (in the order applied)."""
+    at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+    """When the change counts on the graph: the completion time, or the withdrawal time."""
+    recorded_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)

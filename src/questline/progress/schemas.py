@@ -1,0 +1,79 @@
+from __future__ import annotations
+
+import uuid
+
+from pydantic import Field
+
+from questline.schemas import InputDateTime, InputModel, OutputModel, UtcDateTime
+from questline.teams.models import TeamStatus
+
+
+class ProgressCreate(InputModel):
+    """``POST /team/{id}/progress``."""
+
+    task_id: uuid.UUID = Field(alias="TaskId")
+    completed_at: InputDateTime | None = Field(
+        default=None,
+        alias="CompletedAt",
+        description="When the team completed the task (RFC 3339); default now; not future.",
+    )
+
+
+class Completion(OutputModel):
+    """A task a team completed."""
+
+    team_id: uuid.UUID
+    task_id: uuid.UUID
+    discipline_id: uuid.UUID
+    points: int = Field(description="Points awarded (the task's points at completion).")
+    completed_at: UtcDateTime
+    score: int | None = Field(
+        default=None, description="The team's score after this request (on writes)."
+    )
+
+
+class Counts(OutputModel):
+    tasks_completed: int
+    tasks_total: int
+    points_earned: int
+    points_total: int
+    percent: int = Field(description="Tasks completed out of tasks total, 0 to 100, rounded down.")
+
+
+class QuestProgress(Counts):
+    quest_id: uuid.UUID
+    title: str
+    order: int
+
+
+class LevelProgress(Counts):
+    level_id: uuid.UUID
+    title: str
+    order: int
+    quests: list[QuestProgress]
+
+
+class DisciplineProgress(Counts):
+    discipline_id: uuid.UUID
+    title: str
+    color: str | None
+    current_level_id: uuid.UUID | None = Field(
+        description="The first level not complete; null when every level is."
+    )
+    levels: list[LevelProgress]
+
+
+class Overview(OutputModel):
+    team_id: uuid.UUID
+    name: str
+    status: TeamStatus
+    is_admin_team: bool
+    is_survey_completed: bool
+    score: int
+    rank: int | None = Field(description="Leaderboard position; null for admin or archived teams.")
+    member_count: int
+    tasks_completed: int
+    last_activity_at: UtcDateTime | None = Field(
+        description="Time of the team's latest score change (completion or withdrawal)."
+    )
+    disciplines: list[DisciplineProgress]

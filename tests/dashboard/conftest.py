@@ -1,0 +1,65 @@
+"""Fixtures of the browser tests: a live server per backend, Chromium per module, a
+guarded page factory and a freshly seeded organization per test."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import Browser, sync_playwright
+
+from tests.conftest import BACKENDS
+from tests.dashboard.browser import CHROMIUM_ARGS, Guard, Pages, chromium_path
+from tests.dashboard.live import LiveServer, live_server
+from tests.dashboard.seed import SeededOrg, seed_org
+from tests.support.postgres import PostgresServer
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def live(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[LiveServer]:
+    """A server per backend (tests marked ``one_backend`` ask for the first only)."""
+    backend = str(request.param)
+    data_dir = tmp_path_factory.mktemp(f"e2e-{backend}")
+    url = None
+    if backend == "postgresql":
+        server: PostgresServer = request.getfixturevalue("postgres_server")
+        url = server.create_database(f"questline_e2e_{os.getpid()}")
+    with live_server(data_dir, url) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    path = chromium_path()
+    if path is None:
+        raise RuntimeError(
+            "Chromium not found at /usr/bin/chromium: install Debian's 'chromium' package "
+            "(.ci/run does)."
+        )
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(path), args=CHROMIUM_ARGS)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture
+def pages(live: LiveServer, browser: Browser) -> Iterator[Pages]:
+    """Guarded pages on the live server; the test fails if a page misbehaved.
+    (``live`` first: the server boots while Chromium launches.)"""
+    live.ready()
+    opened = Pages(browser=browser, origin=live.origin, guard=Guard(origin=live.origin))
+    try:
+        yield opened
+    finally:
+        opened.close()
+    opened.guard.check()
+
+
+@pytest.fixture
+def org(live: LiveServer) -> SeededOrg:
+    return seed_org(live.ready())

@@ -1,0 +1,75 @@
+"""A discipline of any size is read in a constant number of queries and written set-based."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.disciplines.factories import discipline_document, task_ids
+from tests.disciplines.sql import count_statements
+from tests.factories import World
+
+pytestmark = pytest.mark.anyio
+
+BIG = {"levels": 100, "quests": 10, "tasks": 10, "resources": 0}
+"""10,000 tasks (100 levels x 10 quests x 10 tasks)."""
+MAX_WRITE_STATEMENTS = 40
+"""Far below one statement per node: the big document has 11,100 nodes."""
+
+
+async def test_reading_takes_the_same_queries_for_2_tasks_and_for_10_000(world: World) -> None:
+    org = world.org()
+    small_doc = discipline_document(levels=1, quests=1, tasks=2, resources=1)
+    small = await world.client.post("/discipline", json=small_doc, headers=org.admin)
+    assert small.status_code == 201
+    with count_statements(world.db) as big_create:
+        big = await world.client.post(
+            "/discipline", json=discipline_document(**BIG), headers=org.admin
+        )
+    assert big.status_code == 201, big.text
+    assert len(task_ids(big.json())) == 10_000
+    assert big_create.statements <= MAX_WRITE_STATEMENTS, big_create.texts
+    assert big_create.rows >= 10_000 + 1_000 + 100, "every node was sent as a parameter set"
+
+    with count_statements(world.db) as small_read:
+        response = await world.client.get(f"/discipline/{small.json()['Id']}", headers=org.member)
+    assert response.status_code == 200
+    assert len(task_ids(response.json())) == 2
+    with count_statements(world.db) as big_read:
+        response = await world.client.get(f"/discipline/{big.json()['Id']}", headers=org.member)
+    assert response.status_code == 200
+    tree = response.json()
+    assert tree == big.json()
+    assert [t["Order"] for t in tree["Levels"][99]["Quests"][9]["Tasks"]] == list(range(10))
+    assert big_read.statements == small_read.statements, big_read.texts
+
+    with count_statements(world.db) as big_replace:
+        replaced = await world.client.put(
+            f"/discipline/{tree['Id']}",
+            json={**tree, "Levels": [*tree["Levels"][:50], {"Title": "New", "Quests": []}]},
+            headers={**org.admin, "If-Match": response.headers["ETag"]},
+        )
+    assert replaced.status_code == 200, replaced.text
+    assert task_ids(replaced.json()) == task_ids(tree)[:5_000]
+    assert big_replace.statements <= MAX_WRITE_STATEMENTS, big_replace.texts
+
+    with count_statements(world.db) as big_delete:
+        deleted = await world.client.delete(f"/discipline/{tree['Id']}", headers=org.admin)
+    assert deleted.status_code == 204
+    assert big_delete.statements <= MAX_WRITE_STATEMENTS
+
+
+async def test_listing_many_disciplines_is_one_query(world: World) -> None:
+    org = world.org()
+    for _ in range(2):
+        await world.client.post(
+            "/discipline", json=discipline_document(levels=1), headers=org.admin
+        )
+    with count_statements(world.db) as few:
+        assert len((await world.client.get("/discipline", headers=org.member)).json()) == 2
+    for _ in range(12):
+        await world.client.post(
+            "/discipline", json=discipline_document(levels=2), headers=org.admin
+        )
+    with count_statements(world.db) as many:
+        assert len((await world.client.get("/discipline", headers=org.member)).json()) == 14
+    assert many.statements == few.statements
