@@ -78,7 +78,18 @@ async def seed_organization(org: Org, paths: dict[str, Any], *, teams: int = 4) 
     seeded.kept["members"] = [m["Id"] for m in members.json()]
     if "post" in paths.get("/discipline", {}):
         await _seed_disciplines(org, seeded)
+    if "post" in paths.get("/team/{team_id}/progress", {}) and seeded.kept.get("tasks"):
+        await _seed_progress(org, seeded)
     return seeded
+
+
+async def _seed_progress(org: Org, seeded: Seeded) -> None:
+    """The first kept team completed the first task (its other tasks stay open)."""
+    team_id, task_id = seeded.kept["teams"][0], seeded.kept["tasks"][0]
+    response = await org.client.post(
+        f"/team/{team_id}/progress", json={"TaskId": task_id}, headers=org.admin
+    )
+    assert response.status_code == 201, response.text
 
 
 async def _seed_disciplines(org: Org, seeded: Seeded) -> None:

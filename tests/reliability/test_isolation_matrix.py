@@ -32,7 +32,7 @@ from tests.support.routes import route_table
 pytestmark = pytest.mark.anyio
 
 CALLERS = ("anonymous", "forged", "stranger", "member", "operator")
-Body = Callable[[], Any] | None
+Body = Callable[["Resolved"], Any] | None
 
 
 @dataclass(frozen=True)
@@ -44,15 +44,17 @@ class Expect:
     forbidden_text: bool = True
     """The owner's ids must not appear in what other callers get."""
     extra: dict[str, str] = field(default_factory=dict)
-    """Query string for the request, e.g. to make a DELETE name something real."""
+    """Query string for the request, e.g. ``force=true`` on a deletion."""
+    fill: dict[str, str] = field(default_factory=dict)
+    """Fixed values for path parameters that are not ids (a mounted file's name)."""
 
 
-def public(status: int = 200) -> Expect:
-    """Health, metrics and docs: anyone, no organization data in them."""
-    return Expect(dict.fromkeys((*CALLERS, "admin"), status), forbidden_text=False)
+def public(status: int = 200, **fill: str) -> Expect:
+    """Health, metrics, docs and the dashboard's files: anyone, no organization data."""
+    return Expect(dict.fromkeys((*CALLERS, "admin"), status), forbidden_text=False, fill=fill)
 
 
-def read(*, scoped: bool) -> Expect:
+def read(*, scoped: bool, operator: int = 403, snapshot: bool = True) -> Expect:
     """Member reads. ``scoped``: the path names one of the owner's resources."""
     return Expect(
         {
@@ -60,30 +62,50 @@ def read(*, scoped: bool) -> Expect:
             "forged": 401,
             "stranger": 404 if scoped else 200,
             "member": 200,
-            "operator": 403,
+            "operator": operator,
             "admin": 200,
         },
-        snapshot=True,
+        snapshot=snapshot,
     )
 
 
-def write(status: int, *, scoped: bool, body: Body = None) -> Expect:
+def write(
+    status: int,
+    *,
+    scoped: bool,
+    body: Body = None,
+    stranger: int | None = None,
+    operator: int = 403,
+    extra: dict[str, str] | None = None,
+) -> Expect:
     """Admin writes. Unscoped ones (``POST /team``) act in the stranger's own organization."""
     return Expect(
         {
             "anonymous": 401,
             "forged": 401,
-            "stranger": 404 if scoped else status,
+            "stranger": stranger or (404 if scoped else status),
             "member": 403,
-            "operator": 403,
+            "operator": operator,
             "admin": status,
         },
         body=body,
+        extra=extra or {},
     )
 
 
-def _new_member() -> dict[str, str]:
+def _new_member(_: Resolved) -> dict[str, str]:
     return {"email": f"{unique('iso')}@example.org", "givenName": "Iso"}
+
+
+def _discipline_in_owner_org(resolved: Resolved) -> dict[str, str]:
+    """Naming the owner's organization: others may not create inside it."""
+    return {"Title": unique("Iso"), "Description": "x", "OrganizationId": resolved.org_id}
+
+
+def _ui_asset() -> str:
+    from questline.dashboard.endpoints import ASSETS_DIR
+
+    return next(p.name for p in sorted(ASSETS_DIR.iterdir()) if p.is_file())
 
 
 EXPECTED: dict[tuple[str, str], Expect] = {
@@ -93,12 +115,15 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     ("GET", "/metrics"): public(),
     ("GET", "/openapi.json"): public(),
     ("GET", "/docs"): public(),
-    ("*", "/docs-assets/{path}"): public(),
+    ("*", "/docs-assets/{path}"): public(path="favicon-32x32.png"),
+    ("GET", "/ui"): public(307),
+    ("GET", "/ui/"): public(),
+    ("*", "/ui/assets/{path}"): public(path=_ui_asset()),
     # Teams.
     ("GET", "/team"): read(scoped=False),
-    ("POST", "/team"): write(201, scoped=False, body=lambda: {"name": unique("Iso")}),
+    ("POST", "/team"): write(201, scoped=False, body=lambda _: {"name": unique("Iso")}),
     ("GET", "/team/{team_id}"): read(scoped=True),
-    ("PATCH", "/team/{team_id}"): write(200, scoped=True, body=lambda: {"Tags": ["changed"]}),
+    ("PATCH", "/team/{team_id}"): write(200, scoped=True, body=lambda _: {"Tags": ["changed"]}),
     ("DELETE", "/team/{team_id}"): write(204, scoped=True),
     ("GET", "/team/{team_id}/members"): read(scoped=True),
     ("POST", "/team/{team_id}/members"): write(201, scoped=True, body=_new_member),
@@ -108,6 +133,28 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     # Members.
     ("GET", "/member"): read(scoped=False),
     ("GET", "/member/{member_id}"): read(scoped=True),
+    # Disciplines: the owner's organization's own (global ones are the operator's).
+    ("GET", "/discipline"): read(scoped=False, operator=200),
+    ("POST", "/discipline"): write(201, scoped=False, body=_discipline_in_owner_org, stranger=403),
+    ("GET", "/discipline/{discipline_id}"): read(scoped=True, operator=404),
+    ("PUT", "/discipline/{discipline_id}"): write(
+        200, scoped=True, body=lambda r: r.discipline_document, operator=404
+    ),
+    ("DELETE", "/discipline/{discipline_id}"): write(
+        204, scoped=True, operator=404, extra={"force": "true"}
+    ),
+    # Progress.
+    ("POST", "/team/{team_id}/progress"): write(
+        201, scoped=True, body=lambda r: {"TaskId": r.open_task_id}
+    ),
+    ("GET", "/team/{team_id}/progress"): read(scoped=True),
+    ("GET", "/team/{team_id}/progress/{task_id}"): read(scoped=True),
+    ("DELETE", "/team/{team_id}/progress/{task_id}"): write(204, scoped=True),
+    ("GET", "/team/{team_id}/overview"): read(scoped=True),
+    # Leaderboard and graphs.
+    ("GET", "/leaderboard"): read(scoped=False),
+    ("GET", "/leaderboard/graph"): read(scoped=False),
+    ("GET", "/team/{team_id}/graph"): read(scoped=True),
 }
 """Add the routes of disciplines, progress, leaderboard, bulk and the dashboard here as
 they land on main (the completeness test names each one that is missing)."""
@@ -131,16 +178,20 @@ async def test_every_route_has_an_entry(app: FastAPI) -> None:
 
 @dataclass
 class Resolved:
-    """The owner's ids for each path parameter."""
+    """The owner's ids for each path parameter, and what request bodies need."""
 
+    org_id: str
     ids: dict[str, str]
+    open_task_id: str | None = None
+    """A task the first team has not completed."""
+    discipline_document: Any = None
+    """The owner's discipline as read, to send back with ``PUT``."""
 
-    def url(self, method: str, path: str, extra: dict[str, str]) -> str:
-        if method == "*":
-            path = path.replace("{path}", "favicon-32x32.png")
-        url = path.format(**{k: v for k, v in self.ids.items() if "{" + k + "}" in path})
-        if extra:
-            url += "?" + "&".join(f"{k}={v}" for k, v in extra.items())
+    def url(self, expect: Expect, path: str) -> str:
+        values = {**self.ids, **expect.fill}
+        url = path.format(**{k: v for k, v in values.items() if "{" + k + "}" in path})
+        if expect.extra:
+            url += "?" + "&".join(f"{k}={v}" for k, v in expect.extra.items())
         return url
 
 
@@ -149,11 +200,17 @@ async def _resolve(org: Org, paths: dict[str, Any]) -> Resolved:
     team_id = seeded.kept["teams"][0]
     detail = await org.client.get(f"/team/{team_id}", headers=org.admin)
     assert detail.status_code == 200, detail.text
-    ids = {"team_id": team_id, "member_id": detail.json()["Members"][0]["Id"]}
-    for param, pool in (("discipline_id", "disciplines"), ("task_id", "tasks")):
-        if seeded.kept.get(pool):
-            ids[param] = seeded.kept[pool][0]
-    return Resolved(ids)
+    resolved = Resolved(
+        org_id=str(org.id), ids={"team_id": team_id, "member_id": detail.json()["Members"][0]["Id"]}
+    )
+    if seeded.kept.get("disciplines"):
+        resolved.ids["discipline_id"] = discipline_id = seeded.kept["disciplines"][0]
+        document = await org.client.get(f"/discipline/{discipline_id}", headers=org.admin)
+        assert document.status_code == 200, document.text
+        resolved.discipline_document = document.json()
+    if seeded.kept.get("tasks"):
+        resolved.ids["task_id"], resolved.open_task_id = seeded.kept["tasks"][:2]
+    return resolved
 
 
 def _forged_token(org: Org) -> str:
@@ -175,7 +232,7 @@ async def _snapshot(client: httpx.AsyncClient, org: Org, resolved: Resolved) -> 
     taken: dict[str, Any] = {}
     for (method, path), expect in EXPECTED.items():
         if method == "GET" and expect.snapshot:
-            url = resolved.url(method, path, expect.extra)
+            url = resolved.url(expect, path)
             response = await client.get(url, headers=org.admin)
             assert response.status_code == 200, (url, response.text)
             taken[url] = response.json()
@@ -201,10 +258,15 @@ def _order(key: tuple[str, str]) -> tuple[int, int]:
 
 
 async def _call(
-    client: httpx.AsyncClient, key: tuple[str, str], expect: Expect, url: str, headers: Any
+    client: httpx.AsyncClient,
+    key: tuple[str, str],
+    resolved: Resolved,
+    headers: Any,
 ) -> httpx.Response:
+    expect = EXPECTED[key]
     method = "GET" if key[0] == "*" else key[0]
-    body = expect.body() if expect.body is not None else None
+    url = resolved.url(expect, key[1])
+    body = expect.body(resolved) if expect.body is not None else None
     return await client.request(method, url, json=body, headers=headers)
 
 
@@ -229,9 +291,9 @@ async def test_every_caller_gets_its_status_and_the_owner_is_untouched(
     leaks: list[str] = []
     for key in sorted(EXPECTED, key=_order):
         expect = EXPECTED[key]
-        url = resolved.url(key[0], key[1], expect.extra)
+        url = resolved.url(expect, key[1])
         for caller in CALLERS:
-            response = await _call(world.client, key, expect, url, headers[caller])
+            response = await _call(world.client, key, resolved, headers[caller])
             if response.status_code != expect.statuses[caller]:
                 mismatches.append(
                     f"{key[0]} {key[1]} as {caller}: {response.status_code} "
@@ -252,8 +314,7 @@ async def test_the_owner_admin_succeeds_on_every_route(app: FastAPI, world: Worl
     failures: list[str] = []
     for key in sorted(EXPECTED, key=_order):
         expect = EXPECTED[key]
-        url = resolved.url(key[0], key[1], expect.extra)
-        response = await _call(world.client, key, expect, url, owner.admin)
+        response = await _call(world.client, key, resolved, owner.admin)
         if response.status_code != expect.statuses["admin"]:
             failures.append(f"{key}: {response.status_code} {response.text[:200]}")
     assert not failures, "\n".join(failures)
