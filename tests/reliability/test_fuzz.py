@@ -91,8 +91,11 @@ class FuzzTarget:
     seeded: Seeded
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def fuzz_target(migrated_settings: Settings) -> Iterator[FuzzTarget]:
+    """One seeded organization and app per backend, shared by the operations: state that
+    earlier operations leave behind (renamed, archived, flagged teams) is fuzzed too;
+    deletions draw from their own pool so that the kept ids keep resolving."""
     settings = migrated_settings.model_copy(update={"rate_limit_enabled": False})
     seeded = anyio.run(_seed, settings)
     app = create_app(settings)
