@@ -10,6 +10,7 @@ from fastapi import FastAPI
 
 from questline import __version__
 from questline.auth.tokens import TokenService
+from questline.bulk.endpoints import router as bulk_router
 from questline.config import Settings
 from questline.dashboard.endpoints import mount_dashboard
 from questline.db import Database
@@ -63,6 +64,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     for router in (
         health_router,
+        bulk_router,  # before the teams router's /team/{team_id} routes
         teams_router,
         members_router,
         disciplines_router,

@@ -115,8 +115,9 @@ class TransactionalRoute(APIRoute):
                     await session.rollback()
                     return replay.response
                 except (IntegrityError, Problem):
-                    # A twin request with the same key may have won meanwhile (here, or in
-                    # another process): its response is this request's answer.
+                    # A concurrent request with the same key may have won meanwhile: its
+                    # team now takes the name this one checked (409/422), or its record
+                    # conflicts with ours. Replay what it stored rather than fail.
                     await session.rollback()
                     stored = await _stored_after_race(state, request)
                     if stored is None:
@@ -165,6 +166,6 @@ async def _stored_after_race(state: AppState, request: Request) -> Response | No
         return None
     async with state.db.session(write=False) as session:
         record = await idempotency.load_record(session, pending)
-        if record is None or record.request_hash != pending.request_hash:
-            return None
-        return idempotency.replay(record)
+    if record is None or record.request_hash != pending.request_hash:
+        return None
+    return idempotency.replay(record)

@@ -47,10 +47,9 @@ class InputModel(BaseModel):
     def _match_names_case_insensitively(cls, data: Any) -> Any:
         if not isinstance(data, dict):
             return data
-        canonical: dict[str, str] = {}
-        for name, field in cls.model_fields.items():
-            wire = field.alias or name
-            canonical[wire.lower()] = wire
+        canonical, wires = _wire_names(cls)
+        if data.keys() <= wires:
+            return data  # already the wire names (bulk requests: thousands of items)
         matched: dict[str, Any] = {}
         for key, value in data.items():
             wire = canonical.get(key.lower(), key) if isinstance(key, str) else key
@@ -60,9 +59,28 @@ class InputModel(BaseModel):
         return matched
 
 
+_WIRE_NAMES: dict[type[BaseModel], tuple[dict[str, str], frozenset[str]]] = {}
+
+
+def _wire_names(model: type[BaseModel]) -> tuple[dict[str, str], frozenset[str]]:
+    """The model's wire names by lower-case spelling, and as a set (once a model)."""
+    names = _WIRE_NAMES.get(model)
+    if names is None:
+        by_lower = {(f.alias or n).lower(): f.alias or n for n, f in model.model_fields.items()}
+        names = by_lower, frozenset(by_lower.values())
+        _WIRE_NAMES[model] = names
+    return names
+
+
+PRINTABLE = r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]*$"
+"""No control characters but tab and line breaks (PostgreSQL refuses NUL in text)."""
+
+
 def text(max_length: int) -> StringConstraints:
-    """Constraints of a required text: trimmed, then 1 to ``max_length`` characters."""
-    return StringConstraints(strip_whitespace=True, min_length=1, max_length=max_length)
+    """Constraints of a required text: trimmed, then 1 to ``max_length`` printable characters."""
+    return StringConstraints(
+        strip_whitespace=True, min_length=1, max_length=max_length, pattern=PRINTABLE
+    )
 
 
 def as_aware(value: dt.datetime) -> dt.datetime:

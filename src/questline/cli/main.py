@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from questline.auth.tokens import Role, TokenService
+from questline.cli.importer import import_teams
 from questline.config import Settings
 from questline.db import Database
 
@@ -19,6 +20,7 @@ db_app = typer.Typer(help="Database commands.", no_args_is_help=True)
 token_app = typer.Typer(help="Token commands.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(token_app, name="token")
+app.command("import")(import_teams)
 
 
 @app.command()

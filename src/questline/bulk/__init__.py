@@ -1,0 +1,1 @@
+"""Bulk team creation (experimental): many teams in one all-or-nothing request."""

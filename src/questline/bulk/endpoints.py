@@ -1,0 +1,101 @@
+"""``POST /team/bulk`` (experimental): many teams in one all-or-nothing request."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request, Response, status
+from pydantic import TypeAdapter
+
+from questline.auth.dependencies import AdminOf
+from questline.bulk import service
+from questline.bulk.csv_input import parse_csv
+from questline.bulk.json_input import parse_json
+from questline.bulk.schemas import CSV_HEADER
+from questline.errors import UnsupportedMediaType
+from questline.openapi import problem_responses
+from questline.routing import SessionDep, TransactionalRoute, app_state
+from questline.teams.schemas import Team
+
+router = APIRouter(prefix="/team", tags=["teams"], route_class=TransactionalRoute)
+
+_TEAMS = TypeAdapter(list[Team])
+_CSV_EXAMPLE = (
+    f"{CSV_HEADER}\r\n"
+    "Rockets,ada@example.org,Ada,onboarding;2026\r\n"
+    "Rockets,grace@example.org,Grace,\r\n"
+    '"Comets, Inc.",,,onboarding\r\n'
+)
+
+_DESCRIPTION = f"""**Experimental**: the request and response shapes may still change.
+
+Creates many teams in one request, **all or nothing**: when any item is invalid the
+answer is 422 with one `errors` entry per problem, naming the item's index and field
+(`[3].name`, `[0].members[2]`) or the CSV line and column (`line 7: email`), and
+nothing is created. A name used twice in the request (names ignore case) or already
+used in the organization, and an unknown member id, are such problems.
+
+Two body formats:
+
+* `application/json`: an array of team creation inputs, each exactly as for
+  `POST /team` (`name`, `members`: ids of members of the organization, `tags`).
+* `text/csv` (UTF-8, a byte order mark is fine): the header `{CSV_HEADER}`, then one
+  row a member. Members are found by e-mail (ignoring case) or created. Tags are
+  separated by `;`; a team's tags are the union of its rows' tags. A row with no
+  e-mail and no given name just declares its team.
+
+At most `QUESTLINE_MAX_BULK_TEAMS` teams (10,000 by default) a request: 413 past that.
+Answers 201 with the created teams in input order (CSV: order of first appearance).
+Send an `Idempotency-Key`: a retried upload then replays the first answer instead of
+failing on its own names.
+"""
+
+
+def _request_body() -> dict[str, Any]:
+    return {
+        "required": True,
+        "content": {
+            "application/json": {
+                "schema": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {"$ref": "#/components/schemas/TeamCreate"},
+                }
+            },
+            "text/csv": {"schema": {"type": "string"}, "example": _CSV_EXAMPLE},
+        },
+    }
+
+
+def _is_csv(content_type: str) -> bool:
+    media, _, params = content_type.partition(";")
+    if media.strip().lower() != "text/csv":
+        return False
+    charset = params.strip().lower().removeprefix("charset=").strip('"') if params else ""
+    if charset not in ("", "utf-8", "utf8", "us-ascii"):
+        raise UnsupportedMediaType(f"Send the CSV as UTF-8 (got charset {charset!r}).")
+    return True
+
+
+@router.post(
+    "/bulk",
+    status_code=status.HTTP_201_CREATED,
+    response_model=list[Team],
+    summary="Create teams in bulk (experimental)",
+    description=_DESCRIPTION,
+    responses=problem_responses(400, 401, 403, 409, 413, 415, 422),
+    openapi_extra={"x-experimental": True, "requestBody": _request_body()},
+)
+async def create_teams_in_bulk(request: Request, tenant: AdminOf, session: SessionDep) -> Response:
+    body = await request.body()
+    max_teams = app_state(request).settings.max_bulk_teams
+    if _is_csv(request.headers.get("content-type", "")):
+        plan = parse_csv(body, max_teams=max_teams)
+    else:
+        plan = parse_json(body, max_teams=max_teams)
+    created = await service.create_teams(session, org_id=tenant.org_id, plan=plan)
+    return Response(
+        content=_TEAMS.dump_json(created, by_alias=True),
+        status_code=status.HTTP_201_CREATED,
+        media_type="application/json",
+    )

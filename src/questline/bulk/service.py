@@ -1,0 +1,99 @@
+"""Bulk team creation: check everything, then write everything, set-based.
+
+All or nothing: the checks that need the database (names already taken, unknown
+member ids) run before any write, one query a chunk; any problem, together with the
+problems found while parsing, is one 422 listing them all, and nothing is written.
+The writes are a handful of multi-row statements in the request's one transaction,
+so a crash or a failing statement leaves no team behind.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from questline.bulk.schemas import BulkPlan, ItemError, PlannedTeam
+from questline.errors import Unprocessable
+from questline.members import batch as members_batch
+from questline.members.service import email_key
+from questline.teams import batch as teams_batch
+from questline.teams import schemas as team_schemas
+from questline.teams.service import name_key
+
+
+async def create_teams(
+    session: AsyncSession, *, org_id: uuid.UUID, plan: BulkPlan
+) -> list[team_schemas.Team]:
+    """Create every team of the plan, or raise 422 naming every problem and write nothing."""
+    errors = list(plan.errors)
+    errors += await _taken_names(session, org_id=org_id, teams=plan.teams)
+    errors += await _unknown_members(session, org_id=org_id, teams=plan.teams)
+    if errors:
+        raise _report(errors)
+    ids_by_email = await members_batch.find_or_create_many(
+        session, org_id=org_id, people=[p for team in plan.teams for p in team.people]
+    )
+    new_teams = [
+        teams_batch.NewTeam(
+            name=team.name,
+            tags=team.tags,
+            member_ids=list(
+                dict.fromkeys(
+                    [*team.member_ids, *(ids_by_email[email_key(p.email)] for p in team.people)]
+                )
+            ),
+        )
+        for team in plan.teams
+    ]
+    return await teams_batch.insert_teams(session, org_id=org_id, teams=new_teams)
+
+
+async def _taken_names(
+    session: AsyncSession, *, org_id: uuid.UUID, teams: Sequence[PlannedTeam]
+) -> list[ItemError]:
+    taken = await teams_batch.existing_name_keys(
+        session, org_id=org_id, keys={name_key(t.name) for t in teams}
+    )
+    return [
+        ItemError(
+            team.position,
+            team.name_field,
+            f"A team named {team.name!r} already exists in your organization (names ignore case).",
+        )
+        for team in teams
+        if name_key(team.name) in taken
+    ]
+
+
+async def _unknown_members(
+    session: AsyncSession, *, org_id: uuid.UUID, teams: Sequence[PlannedTeam]
+) -> list[ItemError]:
+    wanted = {member_id for team in teams for member_id in team.member_ids}
+    if not wanted:
+        return []
+    known = await members_batch.existing_member_ids(session, org_id=org_id, member_ids=wanted)
+    errors = []
+    for team in teams:
+        reported: set[uuid.UUID] = set()
+        for index, member_id in enumerate(team.member_ids):
+            if member_id not in known and member_id not in reported:
+                reported.add(member_id)
+                errors.append(
+                    ItemError(
+                        team.position,
+                        team.member_field(index),
+                        f"Unknown member {member_id}: no member of your organization has this id.",
+                    )
+                )
+    return errors
+
+
+def _report(errors: list[ItemError]) -> Unprocessable:
+    errors.sort(key=lambda e: e.position)
+    noun = "problem" if len(errors) == 1 else "problems"
+    return Unprocessable(
+        f"{len(errors)} {noun} in the request; nothing was created.",
+        errors=[e.as_field_error() for e in errors],
+    )

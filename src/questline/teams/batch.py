@@ -1,0 +1,106 @@
+"""Teams many at a time: set-based reads and writes for bulk creation.
+
+One query (a chunk) instead of one a team: the bulk path creates up to 10,000 teams
+in one request, and a round trip a team would make that take minutes on a remote
+PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from questline.batching import insert_rows, one_of
+from questline.db import new_id, utcnow
+from questline.teams import schemas
+from questline.teams.models import Team, TeamMembership, TeamStatus
+from questline.teams.service import name_key
+
+
+@dataclass(frozen=True, slots=True)
+class NewTeam:
+    name: str
+    tags: list[str]
+    member_ids: list[uuid.UUID]
+    """Distinct ids of members of the organization."""
+
+
+async def existing_name_keys(
+    session: AsyncSession, *, org_id: uuid.UUID, keys: Collection[str]
+) -> set[str]:
+    """Which of these lower-cased names the organization's teams already use."""
+    if not keys:
+        return set()
+    query = select(Team.name_key).where(
+        Team.organization_id == org_id, one_of(session, Team.name_key, sorted(keys))
+    )
+    return set(await session.scalars(query))
+
+
+async def insert_teams(
+    session: AsyncSession, *, org_id: uuid.UUID, teams: Sequence[NewTeam]
+) -> list[schemas.Team]:
+    """Insert the teams and their memberships; the created teams in the given order.
+
+    The caller has checked that the names are free and the members exist; a concurrent
+    request that took a name meanwhile makes the unique index fail the whole
+    transaction (409), never half of it.
+    """
+    now = utcnow()
+    ids = [new_id() for _ in teams]
+    await insert_rows(
+        session,
+        Team.__table__,  # type: ignore[arg-type]
+        [
+            {
+                "organization_id": org_id,
+                "id": team_id,
+                "name": team.name,
+                "name_key": name_key(team.name),
+                "status": TeamStatus.ACTIVE,
+                "tags": team.tags,
+                "score": 0,
+                "score_reached_at": now,
+                "is_survey_completed": False,
+                "is_admin_team": False,
+                "is_ranked": True,
+                "created_at": now,
+                "updated_at": now,
+                "version": 1,
+            }
+            for team_id, team in zip(ids, teams, strict=True)
+        ],
+    )
+    await insert_rows(
+        session,
+        TeamMembership.__table__,  # type: ignore[arg-type]
+        [
+            {
+                "organization_id": org_id,
+                "team_id": team_id,
+                "member_id": member_id,
+                "created_at": now,
+            }
+            for team_id, team in zip(ids, teams, strict=True)
+            for member_id in team.member_ids
+        ],
+    )
+    return [
+        schemas.Team.model_construct(
+            id=team_id,
+            name=team.name,
+            organization_id=org_id,
+            status=TeamStatus.ACTIVE,
+            tags=team.tags,
+            score=0,
+            is_survey_completed=False,
+            is_admin_team=False,
+            member_count=len(team.member_ids),
+            created_at=now,
+        )
+        for team_id, team in zip(ids, teams, strict=True)
+    ]
