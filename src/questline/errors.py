@@ -197,13 +197,8 @@ async def _handle_validation(request: Request, exc: Exception) -> JSONResponse:
     if any(error.get("type") == "json_invalid" for error in raw):
         ctx = next(e.get("ctx", {}) for e in raw if e.get("type") == "json_invalid")
         reason = ctx.get("error", "invalid JSON") if isinstance(ctx, dict) else "invalid JSON"
-<<<<<<< HEAD
         return problem_from(request, BadRequest(f"The body is not valid JSON: {reason}."))
-    errors = [FieldError(field=field_path(e["loc"]), message=_validation_message(e)) for e in raw]
-=======
-        return _problem_from(request, BadRequest(f"The body is not valid JSON: {reason}."))
     errors = field_errors(raw)
->>>>>>> main
     names = ", ".join(dict.fromkeys(e.field for e in errors))
     return problem_from(request, Unprocessable(f"Invalid input in: {names}.", errors=errors))
 
