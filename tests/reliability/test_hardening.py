@@ -153,6 +153,8 @@ async def test_every_input_string_has_a_maximum_length(app: FastAPI) -> None:
                     where = f"{label} {parameter['in']} {parameter['name']}"
                     unbounded += _unbounded_strings(document, parameter["schema"], where, set())
             for media, content in operation.get("requestBody", {}).get("content", {}).items():
+                if media == "text/csv":
+                    continue  # the whole body as one string: bounded by its size limit (413)
                 if "schema" in content:
                     where = f"{label} body ({media})"
                     unbounded += _unbounded_strings(document, content["schema"], where, set())

@@ -122,6 +122,7 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     # Teams.
     ("GET", "/team"): read(scoped=False),
     ("POST", "/team"): write(201, scoped=False, body=lambda _: {"name": unique("Iso")}),
+    ("POST", "/team/bulk"): write(201, scoped=False, body=lambda _: [{"name": unique("Iso")}]),
     ("GET", "/team/{team_id}"): read(scoped=True),
     ("PATCH", "/team/{team_id}"): write(200, scoped=True, body=lambda _: {"Tags": ["changed"]}),
     ("DELETE", "/team/{team_id}"): write(204, scoped=True),
