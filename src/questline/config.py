@@ -47,6 +47,10 @@ class Settings(BaseSettings):
     request_timeout_seconds: float = 30
     """A request still running after this long is answered 503 and cancelled."""
     bulk_request_timeout_seconds: float = 300
+    keep_alive_seconds: int = 75
+    """Idle keep-alive connections are closed after this long. Longer than the idle timeout
+    of clients and load balancers (httpx 5 s, many balancers 60 s), so that they close
+    first: a server closing a connection as a client reuses it fails that request."""
 
     # Rate limits per caller (token sub+org, else client address) and class of route.
     rate_limit_enabled: bool = True
