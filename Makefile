@@ -38,5 +38,13 @@ format: setup
 	$(BIN)/ruff format src tests
 	$(BIN)/ruff check --fix src tests
 
+## Benchmarks (BENCHMARKS.md): SQLite and PostgreSQL at 1,000, 10,000 and 100,000 teams, ~20 min.
+bench: setup
+	$(BIN)/python bench/run.py $(BENCH_ARGS)
+
+## The same at 1,000 teams, a few seconds an endpoint (~3 min), for development.
+bench-quick: setup
+	$(BIN)/python bench/run.py --quick $(BENCH_ARGS)
+
 clean:
 	rm -rf $(VENV) data .pytest_cache .mypy_cache .ruff_cache

@@ -47,6 +47,8 @@ class PostgresServer:
     port: int = field(default_factory=free_port)
     root: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="questline-pg-")))
     user: str = "questline"
+    server_settings: dict[str, str] = field(default_factory=dict)
+    """Overrides of the test defaults below (the benchmark runs a durable server)."""
 
     @property
     def data_dir(self) -> Path:
@@ -84,10 +86,16 @@ class PostgresServer:
 
     def start_server(self) -> None:
         """Start the initialized cluster (again, after ``stop``, in fault tests)."""
-        options = (
-            f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 "
-            "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
-            "-c max_connections=300"
+        settings = {
+            "listen_addresses": "127.0.0.1",
+            "fsync": "off",
+            "synchronous_commit": "off",
+            "full_page_writes": "off",
+            "max_connections": "300",
+            **self.server_settings,
+        }
+        options = f"-p {self.port} -k {self.root} " + " ".join(
+            f"-c {name}={value}" for name, value in settings.items()
         )
         log = str(self.root / "server.log")
         pg_ctl = str(self.bin_dir / "pg_ctl")
@@ -107,6 +115,27 @@ class PostgresServer:
             ]
         )
         return self.url(name)
+
+    def drop_database(self, name: str) -> None:
+        self._run(
+            [
+                str(self.bin_dir / "dropdb"),
+                "-h",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+                "-U",
+                self.user,
+                "--if-exists",
+                name,
+            ]
+        )
+
+    def version(self) -> str:
+        result = subprocess.run(
+            [str(self.bin_dir / "postgres"), "--version"], capture_output=True, text=True
+        )
+        return result.stdout.strip()
 
     def url(self, database: str) -> str:
         return f"postgresql+asyncpg://{self.user}@127.0.0.1:{self.port}/{database}"

@@ -1,0 +1,254 @@
+"""How fast Questline is: ``make bench`` (full) and ``make bench-quick``.
+
+For each backend (SQLite, PostgreSQL) and each dataset size, the runner seeds a fresh
+database (bench/dataset.py), starts ``questline serve`` as users run it, drives it
+over loopback with wrk (bench/lua/) for a bounded time per endpoint (bench/rows.py),
+and prints a table. Results go to bench/results/<date>-<backend>[-quick].json and the
+latest figures into BENCHMARKS.md.
+
+Run with the project's virtualenv: ``.venv/bin/python bench/run.py [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import shutil
+import signal
+import sys
+import tempfile
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tests.support.postgres import PostgresServer, free_port  # noqa: E402
+
+from bench import report  # noqa: E402
+from bench.dataset import Seeded, seed, seeding_engine  # noqa: E402
+from bench.loadgen import LoadSettings, Service, ensure_wrk, wrk_version  # noqa: E402
+from bench.measure import Context, measure_all  # noqa: E402
+from bench.rows import ROWS, Row  # noqa: E402
+from questline.auth.tokens import Role, TokenService  # noqa: E402
+from questline.config import Settings  # noqa: E402
+from questline.migrate import upgrade  # noqa: E402
+
+RESULTS_DIR = ROOT / "bench" / "results"
+JWT_SECRET = "questline-benchmark-secret-not-for-production-use-0123456789"
+# A durable server, as production runs it (the test harness switches durability off).
+POSTGRES_SETTINGS = {
+    "fsync": "on",
+    "synchronous_commit": "on",
+    "full_page_writes": "on",
+    "shared_buffers": "1GB",
+    "effective_cache_size": "8GB",
+    "max_connections": "200",
+}
+WORKERS = {"sqlite": 1, "postgresql": 2}
+COMPARE_WORKERS_AT = 10_000
+FULL_SIZES = [1_000, 10_000, 100_000]
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="1,000 teams, a few seconds a row")
+    parser.add_argument(
+        "--backend", choices=["sqlite", "postgresql", "both"], default="both", help="default both"
+    )
+    parser.add_argument("--sizes", type=lambda s: [int(x) for x in s.split(",")], default=None)
+    parser.add_argument("--duration", type=float, default=None, help="seconds measured a row")
+    parser.add_argument("--warmup", type=float, default=None, help="seconds of warm-up a row")
+    parser.add_argument("--threads", type=int, default=1, help="wrk threads (default 1)")
+    parser.add_argument("--connections", type=int, default=16, help="wrk connections")
+    parser.add_argument("--only", default="", help="run only rows whose name contains this")
+    parser.add_argument(
+        "--compare-workers",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help=f"PostgreSQL: also measure 1 worker at {COMPARE_WORKERS_AT:,} teams (full default)",
+    )
+    parser.add_argument("--no-markdown", action="store_true", help="leave BENCHMARKS.md alone")
+    parser.add_argument("--keep", action="store_true", help="keep the work directory (logs)")
+    args = parser.parse_args(argv)
+    args.sizes = args.sizes or ([1_000] if args.quick else FULL_SIZES)
+    args.duration = args.duration or (3.0 if args.quick else 8.0)
+    args.warmup = args.warmup if args.warmup is not None else (1.0 if args.quick else 2.0)
+    if args.compare_workers is None:
+        args.compare_workers = not args.quick and COMPARE_WORKERS_AT in args.sizes
+    return args
+
+
+def _settings(data_dir: Path, url: str | None) -> Settings:
+    return Settings(data_dir=data_dir, database_url=url, jwt_secret=JWT_SECRET, _env_file=None)
+
+
+def _service_env(data_dir: Path, url: str | None) -> dict[str, str]:
+    env = {
+        "QUESTLINE_DATA_DIR": str(data_dir),
+        "QUESTLINE_JWT_SECRET": JWT_SECRET,
+        "QUESTLINE_LOG_LEVEL": "WARNING",
+        "QUESTLINE_RATE_LIMIT_ENABLED": "false",
+    }
+    if url:
+        env["QUESTLINE_DATABASE_URL"] = url
+    return env
+
+
+def _tokens(settings: Settings, seeded: Seeded) -> dict[str, str]:
+    service = TokenService(settings)
+    lifetime = dt.timedelta(hours=6)
+    return {
+        "member": service.mint(
+            role=Role.MEMBER, org_id=seeded.org_id, subject="bench-member", lifetime=lifetime
+        ),
+        "admin": service.mint(
+            role=Role.ADMIN, org_id=seeded.org_id, subject="bench-admin", lifetime=lifetime
+        ),
+    }
+
+
+async def _seed(url: str, teams: int) -> Seeded:
+    engine = seeding_engine(url)
+    try:
+        return await seed(engine, teams)
+    finally:
+        await engine.dispose()
+
+
+def run_size(
+    *,
+    backend: str,
+    teams: int,
+    url: str | None,
+    workdir: Path,
+    rows: list[Row],
+    load: LoadSettings,
+    wrk: str,
+    workers: list[int],
+) -> list[dict[str, Any]]:
+    data_dir = workdir / f"data-{backend}-{teams}"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    settings = _settings(data_dir, url)
+    upgrade(settings)
+    seeded = asyncio.run(_seed(settings.resolved_database_url, teams))
+    history = "with" if seeded.history_seeded else "WITHOUT (no progress tables yet)"
+    print(
+        f"{backend}: seeded {teams:,} teams in {seeded.seconds:.1f} s, {history} history "
+        f"({sum(seeded.rows.values()):,} rows)",
+        flush=True,
+    )
+    tokens = _tokens(settings, seeded)
+    runs = []
+    for count in workers:
+        env = _service_env(data_dir, url)
+        with Service(env=env, workers=count, port=free_port(), workdir=workdir) as service:
+            print(f"{backend}, {teams:,} teams, {count} worker(s):", flush=True)
+            ctx = Context(service, seeded, tokens, workdir, wrk, load)
+            results = measure_all(ctx, rows if count == workers[0] else _reads(rows), teams)
+        runs.append(
+            {
+                "teams": teams,
+                "workers": count,
+                "seed_seconds": round(seeded.seconds, 1),
+                "seed_rows": seeded.rows,
+                "history_seeded": seeded.history_seeded,
+                "rows": [r.as_json() for r in results],
+            }
+        )
+    return runs
+
+
+def _reads(rows: list[Row]) -> list[Row]:
+    return [r for r in rows if not r.writes]
+
+
+def _mode(args: argparse.Namespace) -> str:
+    """full and quick as documented; anything narrower is partial (kept apart)."""
+    if args.only:
+        return "partial"
+    if args.quick:
+        return "quick"
+    return "full" if args.sizes == FULL_SIZES else "partial"
+
+
+def run_backend(backend: str, args: argparse.Namespace, wrk: str) -> dict[str, Any]:
+    load = LoadSettings(
+        threads=args.threads,
+        connections=args.connections,
+        duration_s=args.duration,
+        warmup_s=args.warmup,
+    )
+    rows = [r for r in ROWS if args.only.lower() in r.name.lower()]
+    runs: list[dict[str, Any]] = []
+    machine = report.machine(wrk_version(wrk))
+    with ExitStack() as stack:
+        workdir = Path(tempfile.mkdtemp(prefix=f"questline-bench-{backend}-"))
+        if args.keep:
+            print(f"bench: work directory {workdir}", flush=True)
+        else:
+            stack.callback(shutil.rmtree, workdir, True)
+        server: PostgresServer | None = None
+        if backend == "postgresql":
+            server = PostgresServer(server_settings=POSTGRES_SETTINGS).start()
+            stack.callback(server.cleanup)
+            machine["postgresql"] = server.version()
+        for teams in args.sizes:
+            url = server.create_database(f"bench_{teams}") if server else None
+            workers = [WORKERS[backend]]
+            if backend == "postgresql" and args.compare_workers and teams == COMPARE_WORKERS_AT:
+                workers.append(1)
+            runs += run_size(
+                backend=backend,
+                teams=teams,
+                url=url,
+                workdir=workdir,
+                rows=rows,
+                load=load,
+                wrk=wrk,
+                workers=workers,
+            )
+            if server:
+                server.drop_database(f"bench_{teams}")
+            shutil.rmtree(workdir / f"data-{backend}-{teams}", ignore_errors=True)
+    return report.build(
+        backend=backend,
+        mode=_mode(args),
+        command=report.command(sys.argv),
+        machine=machine,
+        load=load,
+        workers=WORKERS[backend],
+        runs=runs,
+    )
+
+
+def _stop_cleanly() -> None:
+    """SIGTERM, and SIGINT even when started in the background (where the shell makes
+    it ignored), unwind the stack: servers stop and temporary directories go."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+
+
+def main(argv: list[str] | None = None) -> int:
+    _stop_cleanly()
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    wrk = ensure_wrk()
+    backends = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
+    written = []
+    for backend in backends:
+        result = run_backend(backend, args, wrk)
+        path = report.save(result, RESULTS_DIR)
+        written.append(path)
+        print(report.text_table(result), flush=True)
+        print(f"results: {path.relative_to(ROOT)}", flush=True)
+    if not args.no_markdown and not args.only:
+        report.write_markdown(ROOT / "BENCHMARKS.md", RESULTS_DIR)
+        print("BENCHMARKS.md updated", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
