@@ -18,7 +18,7 @@ setup: $(BIN)/questline
 
 ## Set up, migrate, load the demo when empty, print the token and URL, serve on 127.0.0.1:8000.
 run: setup
-	$(BIN)/questline demo
+	QUESTLINE_PUBLIC_URL=$${QUESTLINE_PUBLIC_URL:-http://$(HOST):$(PORT)} $(BIN)/questline demo
 	$(BIN)/questline serve --host $(HOST) --port $(PORT)
 
 ## Set up and run the whole test suite (SQLite and a harness-started PostgreSQL).

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 
 from bench.dataset import Seeded
-from bench.load import LoadSettings, Measured, Service, run_wrk
+from bench.loadgen import LoadSettings, Measured, Service, run_wrk
 from bench.rows import BARE, Row
 
 

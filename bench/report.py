@@ -15,7 +15,7 @@ from typing import Any
 if __name__ == "__main__":  # python bench/report.py: re-render BENCHMARKS.md
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.load import LoadSettings
+from bench.loadgen import LoadSettings
 from bench.rows import BARE, ROWS
 
 BEGIN, END = "<!-- bench:begin (written by bench/run.py) -->", "<!-- bench:end -->"

@@ -30,7 +30,7 @@ from tests.support.postgres import PostgresServer, free_port  # noqa: E402
 
 from bench import report  # noqa: E402
 from bench.dataset import Seeded, seed, seeding_engine  # noqa: E402
-from bench.load import LoadSettings, Service, ensure_wrk, wrk_version  # noqa: E402
+from bench.loadgen import LoadSettings, Service, ensure_wrk, wrk_version  # noqa: E402
 from bench.measure import Context, measure_all  # noqa: E402
 from bench.rows import ROWS, Row  # noqa: E402
 from questline.auth.tokens import Role, TokenService  # noqa: E402

@@ -12,18 +12,18 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from fastapi import FastAPI
-from sqlalchemy import text
 
 from questline.app import create_app
 from questline.config import Settings
 from questline.migrate import upgrade
-from questline.models import Base
 from questline.routing import AppState
 from tests.factories import World
+from tests.support.database import empty_all_tables
 from tests.support.postgres import PostgresServer
 
 BACKENDS = [
@@ -31,6 +31,10 @@ BACKENDS = [
     for b in os.environ.get("QUESTLINE_TEST_BACKENDS", "sqlite,postgresql").split(",")
     if b.strip()
 ]
+
+
+TEST_SETTINGS: dict[str, Any] = {"_env_file": None, "rate_limit_enabled": False}
+"""Rate limits are off in tests unless a test turns them on (tests/reliability does)."""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -76,9 +80,9 @@ def migrated_settings(
     if backend == "postgresql":
         server: PostgresServer = request.getfixturevalue("postgres_server")
         url = server.create_database(f"questline_{os.getpid()}")
-        settings = Settings(data_dir=data_dir, database_url=url, _env_file=None)  # type: ignore[call-arg]
+        settings = Settings(data_dir=data_dir, database_url=url, **TEST_SETTINGS)
     else:
-        settings = Settings(data_dir=data_dir, _env_file=None)  # type: ignore[call-arg]
+        settings = Settings(data_dir=data_dir, **TEST_SETTINGS)
     upgrade(settings)
     return settings
 
@@ -88,22 +92,10 @@ def settings(migrated_settings: Settings) -> Settings:
     return migrated_settings
 
 
-async def _empty_all_tables(state: AppState) -> None:
-    tables = [t.name for t in Base.metadata.sorted_tables]
-    async with state.db.engine.begin() as connection:
-        if state.db.is_sqlite:
-            for name in reversed(tables):
-                await connection.execute(text(f'DELETE FROM "{name}"'))
-        else:
-            joined = ", ".join(f'"{n}"' for n in tables)
-            await connection.execute(text(f"TRUNCATE {joined} CASCADE"))
-    state.known_orgs.clear()
-
-
 @pytest.fixture
 async def app(settings: Settings) -> AsyncIterator[FastAPI]:
     app = create_app(settings)
-    await _empty_all_tables(app.state.questline)
+    await empty_all_tables(app.state.questline)
     try:
         yield app
     finally:

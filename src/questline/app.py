@@ -15,13 +15,20 @@ from questline.config import Settings
 from questline.dashboard.endpoints import mount_dashboard
 from questline.db import Database
 from questline.disciplines.endpoints import router as disciplines_router
-from questline.errors import install_error_handlers
+from questline.errors import CrashGuardMiddleware, install_error_handlers
+from questline.hardening import (
+    JsonDepthMiddleware,
+    RequestTimeoutMiddleware,
+    SecurityHeadersMiddleware,
+    drain,
+)
 from questline.health.endpoints import router as health_router
 from questline.leaderboard.endpoints import router as leaderboard_router
 from questline.members.endpoints import router as members_router
 from questline.middleware import AccessLogMiddleware, BodyGuardMiddleware
-from questline.openapi import mount_docs
+from questline.openapi import install_openapi, mount_docs
 from questline.progress.endpoints import router as progress_router
+from questline.ratelimit import BULK_SUFFIXES, RateLimiter, RateLimitMiddleware
 from questline.routing import AppState
 from questline.teams.endpoints import router as teams_router
 
@@ -42,6 +49,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         yield
+        await drain(state.cancelled_requests, grace=10)
         await state.db.dispose()
 
     app = FastAPI(
@@ -66,12 +74,31 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(router)
     mount_docs(app)
     mount_dashboard(app)
+    install_openapi(app)
+    _add_middleware(app, state)
+    return app
+
+
+def _add_middleware(app: FastAPI, state: AppState) -> None:
+    """The ASGI stack, innermost first: the last one added sees a request first."""
+    settings = state.settings
+    app.add_middleware(CrashGuardMiddleware)
+    app.add_middleware(
+        RequestTimeoutMiddleware,
+        seconds=settings.request_timeout_seconds,
+        bulk_seconds=settings.bulk_request_timeout_seconds,
+        bulk_suffixes=BULK_SUFFIXES,
+        cancelled=state.cancelled_requests,
+    )
+    app.add_middleware(JsonDepthMiddleware, max_depth=settings.max_json_depth)
     app.add_middleware(
         BodyGuardMiddleware,
         limit=settings.max_body_bytes,
         bulk_limit=settings.max_bulk_body_bytes,
-        bulk_suffixes=("/team/bulk",),
+        bulk_suffixes=BULK_SUFFIXES,
     )
+    if settings.rate_limit_enabled:
+        app.add_middleware(RateLimitMiddleware, limiter=RateLimiter(settings), tokens=state.tokens)
     app.add_middleware(AccessLogMiddleware)
+    app.add_middleware(SecurityHeadersMiddleware)
     app.add_middleware(CorrelationIdMiddleware, header_name="X-Request-Id")
-    return app

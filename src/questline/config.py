@@ -42,6 +42,23 @@ class Settings(BaseSettings):
     max_bulk_teams: int = 10_000
     max_page_size: int = 1000
     idempotency_ttl_hours: int = 24
+    max_json_depth: int = 32
+    """Deeper JSON bodies are refused (400) before they are parsed."""
+    request_timeout_seconds: float = 30
+    """A request still running after this long is answered 503 and cancelled."""
+    bulk_request_timeout_seconds: float = 300
+    keep_alive_seconds: int = 75
+    """Idle keep-alive connections are closed after this long. Longer than the idle timeout
+    of clients and load balancers (httpx 5 s, many balancers 60 s), so that they close
+    first: a server closing a connection as a client reuses it fails that request."""
+
+    # Rate limits per caller (token sub+org, else client address) and class of route.
+    rate_limit_enabled: bool = True
+    rate_limit_storage: str = "memory://"
+    """``memory://`` (per process) or ``redis://host:port/db`` (shared by every process)."""
+    rate_limit_reads: str = "1200/minute"
+    rate_limit_writes: str = "300/minute"
+    rate_limit_bulk: str = "20/minute"
 
     log_level: str = "INFO"
     log_format: Literal["json", "text"] = "json"

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 logger = logging.getLogger("questline.errors")
 
@@ -103,6 +104,10 @@ class Unprocessable(Problem):
     status, slug, title = 422, "validation-error", "Invalid input"
 
 
+class TooManyRequests(Problem):
+    status, slug, title = 429, "rate-limited", "Too many requests"
+
+
 class ServiceUnavailable(Problem):
     status, slug, title = 503, "service-unavailable", "Service unavailable"
 
@@ -156,7 +161,8 @@ def problem_response(
     )
 
 
-def _problem_from(request: Request, problem: Problem) -> JSONResponse:
+def problem_from(request: Request, problem: Problem) -> JSONResponse:
+    """The problem document of a ``Problem`` (for middleware, outside the handlers)."""
     return problem_response(
         request,
         status=problem.status,
@@ -182,7 +188,7 @@ def field_errors(raw: Iterable[Mapping[str, Any]]) -> list[FieldError]:
 
 async def _handle_problem(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, Problem)
-    return _problem_from(request, exc)
+    return problem_from(request, exc)
 
 
 async def _handle_validation(request: Request, exc: Exception) -> JSONResponse:
@@ -191,10 +197,10 @@ async def _handle_validation(request: Request, exc: Exception) -> JSONResponse:
     if any(error.get("type") == "json_invalid" for error in raw):
         ctx = next(e.get("ctx", {}) for e in raw if e.get("type") == "json_invalid")
         reason = ctx.get("error", "invalid JSON") if isinstance(ctx, dict) else "invalid JSON"
-        return _problem_from(request, BadRequest(f"The body is not valid JSON: {reason}."))
+        return problem_from(request, BadRequest(f"The body is not valid JSON: {reason}."))
     errors = field_errors(raw)
     names = ", ".join(dict.fromkeys(e.field for e in errors))
-    return _problem_from(request, Unprocessable(f"Invalid input in: {names}.", errors=errors))
+    return problem_from(request, Unprocessable(f"Invalid input in: {names}.", errors=errors))
 
 
 async def _handle_http(request: Request, exc: Exception) -> JSONResponse:
@@ -215,14 +221,14 @@ async def _handle_http(request: Request, exc: Exception) -> JSONResponse:
 
 async def _handle_integrity(request: Request, exc: Exception) -> JSONResponse:
     logger.info("integrity error turned into 409: %s", type(exc).__name__)
-    return _problem_from(
+    return problem_from(
         request, Conflict("The request conflicts with the current state of a resource.")
     )
 
 
 async def _handle_database_down(request: Request, exc: Exception) -> JSONResponse:
     logger.error("database unavailable: %s", type(exc).__name__)
-    return _problem_from(
+    return problem_from(
         request,
         ServiceUnavailable(
             "The database is not reachable right now; try again shortly.",
@@ -240,6 +246,40 @@ async def _handle_crash(request: Request, exc: Exception) -> JSONResponse:
         title="Internal server error",
         detail="Something went wrong on our side; quote the request id when reporting it.",
     )
+
+
+class CrashGuardMiddleware:
+    """Answers an unhandled exception with the 500 problem document *inside* the
+    middleware stack.
+
+    Starlette serves its handler for ``Exception`` from its outermost layer, outside every
+    middleware: that response would lack the request id header and the security
+    headers, and the exception would be logged twice (here and by the server). Added as
+    the innermost middleware, this guard answers like every other error; the handler
+    registered for ``Exception`` stays as the last resort for failures in middleware.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watch(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watch)
+        except Exception as exc:
+            if started:
+                raise
+            response = await _handle_crash(Request(scope), exc)
+            await response(scope, receive, send)
 
 
 def install_error_handlers(app: FastAPI) -> None:

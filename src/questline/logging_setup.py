@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import logging
 import sys
+from typing import IO
 
 from asgi_correlation_id import CorrelationIdFilter
 from pythonjsonlogger.json import JsonFormatter
 
 
 def configure_logging(level: str = "INFO", fmt: str = "json") -> None:
-    handler = logging.StreamHandler(sys.stderr)
+    root = logging.getLogger()
+    root.handlers[:] = [make_handler(fmt)]
+    root.setLevel(level.upper())
+    for noisy in ("uvicorn.access",):
+        logging.getLogger(noisy).disabled = True
+
+
+def make_handler(fmt: str = "json", stream: IO[str] | None = None) -> logging.Handler:
+    """The handler ``serve`` logs through (tests attach one to read what it writes)."""
+    handler = logging.StreamHandler(stream or sys.stderr)
     handler.addFilter(CorrelationIdFilter(name="request_id", uuid_length=32, default_value="-"))
     if fmt == "json":
         handler.setFormatter(
@@ -25,8 +35,4 @@ def configure_logging(level: str = "INFO", fmt: str = "json") -> None:
                 "%(asctime)s %(levelname)s [%(correlation_id)s] %(name)s: %(message)s"
             )
         )
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(level.upper())
-    for noisy in ("uvicorn.access",):
-        logging.getLogger(noisy).disabled = True
+    return handler

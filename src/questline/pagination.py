@@ -55,7 +55,7 @@ def decode_cursor(cursor: str) -> list[Any]:
     return values
 
 
-def page_request(
+async def page_request(
     limit: Annotated[
         int | None, Query(ge=1, le=MAX_LIMIT, description="Page size; omit for every item.")
     ] = None,

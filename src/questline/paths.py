@@ -9,7 +9,11 @@ from questline.errors import not_found
 
 
 def _parser(kind: str, name: str):  # type: ignore[no-untyped-def]
-    def parse(raw: Annotated[str, Path(alias=name, description=f"Id of the {kind}")]) -> uuid.UUID:
+    # async: FastAPI runs a plain ``def`` dependency in its thread pool, a hand-off per
+    # request that queues under load (bench/load.py showed it).
+    async def parse(
+        raw: Annotated[str, Path(alias=name, description=f"Id of the {kind}")],
+    ) -> uuid.UUID:
         try:
             return uuid.UUID(raw)
         except ValueError:

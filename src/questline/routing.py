@@ -8,6 +8,7 @@ and replays ``Idempotency-Key`` responses inside that same transaction.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import uuid
 from collections.abc import Callable, Coroutine
@@ -15,14 +16,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
 from fastapi import Depends, Request, Response
+from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
+from pydantic import BaseModel
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline import idempotency
 from questline.config import Settings
 from questline.db import Database
-from questline.errors import Problem
+from questline.errors import FieldError, Problem, Unprocessable
 
 if TYPE_CHECKING:
     from questline.auth.tokens import Caller, TokenService
@@ -38,6 +41,8 @@ class AppState:
     db: Database
     tokens: TokenService
     known_orgs: set[uuid.UUID] = field(default_factory=set)
+    cancelled_requests: set[asyncio.Task[None]] = field(default_factory=set)
+    """Requests past their timeout, still rolling back (see ``questline.hardening``)."""
 
 
 @dataclass
@@ -89,11 +94,13 @@ class TransactionalRoute(APIRoute):
             extra = [Depends(get_caller), Depends(idempotency_guard)]
             kwargs["dependencies"] = [*(kwargs.get("dependencies") or []), *extra]
         super().__init__(path, endpoint, **kwargs)
+        self.query_names = declared_query_names(self.dependant)
 
     def get_route_handler(self) -> Handler:
         original = super().get_route_handler()
 
         async def handler(request: Request) -> Response:
+            refuse_unknown_query_parameters(request, self.query_names)
             state = app_state(request)
             write = request.method in WRITE_METHODS
             async with state.db.new_session(write=write) as session:
@@ -124,8 +131,36 @@ class TransactionalRoute(APIRoute):
         return handler
 
 
+def declared_query_names(dependant: Dependant) -> frozenset[str]:
+    """The query parameter names a route (and its dependencies) reads."""
+    names: set[str] = set()
+    stack = [dependant]
+    while stack:
+        current = stack.pop()
+        stack.extend(current.dependencies)
+        for query_field in current.query_params:
+            annotation = query_field.field_info.annotation
+            if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+                names.update(f.alias or n for n, f in annotation.model_fields.items())
+            else:
+                names.add(query_field.alias)
+    return frozenset(names)
+
+
+def refuse_unknown_query_parameters(request: Request, known: frozenset[str]) -> None:
+    """422 naming unknown query parameters: ``?limt=5`` must not quietly list everything
+    (DESIGN §2: unknown input is rejected, not dropped)."""
+    unknown = [name for name in dict.fromkeys(request.query_params.keys()) if name not in known]
+    if not unknown:
+        return
+    message = "Unknown query parameter; it is not part of this request."
+    errors = [FieldError(field=name or "(empty name)", message=message) for name in unknown]
+    names = ", ".join(e.field for e in errors)
+    raise Unprocessable(f"Unknown query parameters: {names}.", errors=errors)
+
+
 async def _stored_after_race(state: AppState, request: Request) -> Response | None:
-    """A concurrent request with the same key won: replay what it stored."""
+    """A concurrent request with the same key and request won: replay what it stored."""
     pending = request_state(request).pending_key
     if pending is None:
         return None

@@ -72,9 +72,15 @@ def _wire_names(model: type[BaseModel]) -> tuple[dict[str, str], frozenset[str]]
     return names
 
 
+PRINTABLE = r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]*$"
+"""No control characters but tab and line breaks (PostgreSQL refuses NUL in text)."""
+
+
 def text(max_length: int) -> StringConstraints:
-    """Constraints of a required text: trimmed, then 1 to ``max_length`` characters."""
-    return StringConstraints(strip_whitespace=True, min_length=1, max_length=max_length)
+    """Constraints of a required text: trimmed, then 1 to ``max_length`` printable characters."""
+    return StringConstraints(
+        strip_whitespace=True, min_length=1, max_length=max_length, pattern=PRINTABLE
+    )
 
 
 def as_aware(value: dt.datetime) -> dt.datetime:

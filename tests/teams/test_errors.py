@@ -179,3 +179,16 @@ async def test_reusing_an_idempotency_key_with_another_body_is_422(world: World)
     second = await world.client.post("/team", json={"name": "B"}, headers=headers)
     await _assert_problem(second, 422)
     assert [t["Name"] for t in await org.teams()] == ["A"]
+
+
+@pytest.mark.parametrize("name", ["nul\u0000byte", "bell\u0007"])
+async def test_control_characters_in_text_are_422(world: World, name: str) -> None:
+    org = world.org()
+    response = await world.client.post("/team", json={"name": name}, headers=org.admin)
+    await _assert_problem(response, 422)
+    assert _fields(response) == ["name"]
+    tagged = await world.client.post(
+        "/team", json={"name": "ok", "tags": [name]}, headers=org.admin
+    )
+    await _assert_problem(tagged, 422)
+    await _nothing_created(org)

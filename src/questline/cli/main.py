@@ -51,6 +51,7 @@ def serve(
         access_log=False,
         log_config=None,
         proxy_headers=True,
+        timeout_keep_alive=settings.keep_alive_seconds,
     )
 
 

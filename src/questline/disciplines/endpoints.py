@@ -32,7 +32,9 @@ Force = Annotated[
 ]
 IfMatch = Annotated[
     str | None,
-    Header(description="The `ETag` you read; 412 when the discipline changed since."),
+    Header(
+        max_length=200, description="The `ETag` you read; 412 when the discipline changed since."
+    ),
 ]
 
 
@@ -107,7 +109,8 @@ async def get_discipline(
     caller: CallerDep,
     session: SessionDep,
     if_none_match: Annotated[
-        str | None, Header(description="An `ETag` you hold; 304 when it is still current.")
+        str | None,
+        Header(max_length=200, description="An `ETag` you hold; 304 when it is still current."),
     ] = None,
 ) -> Response:
     """The whole discipline: levels, quests, tasks and resources, each with its `Id` and

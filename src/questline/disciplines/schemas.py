@@ -22,7 +22,7 @@ from pydantic.alias_generators import to_pascal
 
 from questline.disciplines.examples import FULL_DOCUMENT
 from questline.disciplines.models import Color
-from questline.schemas import InputModel, OutputModel, UtcDateTime, text
+from questline.schemas import PRINTABLE, InputModel, OutputModel, UtcDateTime, text
 
 MAX_LEVELS = 100
 MAX_QUESTS = 100
@@ -71,7 +71,9 @@ def _absolute_http_url(value: str) -> str:
 Title = Annotated[str, text(TITLE_MAX)]
 RequiredDescription = Annotated[str, text(DESCRIPTION_MAX)]
 OptionalDescription = Annotated[
-    str, Field(max_length=DESCRIPTION_MAX), AfterValidator(lambda v: v.strip())
+    str,
+    Field(max_length=DESCRIPTION_MAX, pattern=PRINTABLE),
+    AfterValidator(lambda v: v.strip()),
 ]
 Url = Annotated[
     str,

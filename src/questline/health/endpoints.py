@@ -6,6 +6,7 @@ from pydantic import BaseModel
 from sqlalchemy import text
 
 from questline.errors import ServiceUnavailable
+from questline.openapi import problem_responses
 from questline.routing import app_state
 
 router = APIRouter(tags=["operations"])
@@ -21,7 +22,7 @@ async def healthz() -> Health:
     return Health(status="ok")
 
 
-@router.get("/readyz", response_model=Health, responses={503: {"description": "Not ready"}})
+@router.get("/readyz", response_model=Health, responses=problem_responses(503))
 async def readyz(request: Request) -> Health:
     """Readiness: the database answers."""
     db = app_state(request).db

@@ -21,7 +21,7 @@ router = APIRouter(tags=["leaderboard"], route_class=TransactionalRoute)
 MAX_TOP = 50
 
 
-def _discipline(
+async def _discipline(
     discipline: Annotated[
         str | None,
         Query(
@@ -42,7 +42,7 @@ def _discipline(
 DisciplineQuery = Annotated[uuid.UUID | None, Depends(_discipline)]
 
 
-def _window(
+async def _window(
     discipline_id: DisciplineQuery,
     start: Annotated[
         InputDateTime | None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Body, Header, Request, Response, status
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.auth.dependencies import AdminOf, MemberOf
 from questline.members import service as members_service
@@ -13,9 +14,18 @@ from questline.openapi import problem_responses
 from questline.pagination import PageDep, announce_next_page, split_page
 from questline.paths import MemberId, TeamId
 from questline.routing import SessionDep, TransactionalRoute
-from questline.teams import schemas, service
+from questline.teams import models, schemas, service
 
 router = APIRouter(prefix="/team", tags=["teams"], route_class=TransactionalRoute)
+
+
+async def _changed_team(
+    session: AsyncSession, response: Response, team: models.Team
+) -> schemas.Team:
+    """The team as a change returns it: with its new ETag and member count."""
+    response.headers["ETag"] = service.etag_of(team)
+    counted = await service.with_count(session, team)
+    return service.to_schema(counted.team, counted.member_count)
 
 
 def _location(request: Request, team_id: object) -> str:
@@ -81,7 +91,7 @@ async def update_team(
     tenant: AdminOf,
     session: SessionDep,
     data: schemas.TeamUpdate,
-    if_match: Annotated[str | None, Header()] = None,
+    if_match: Annotated[str | None, Header(max_length=200)] = None,
 ) -> schemas.Team:
     """Change `Name`, `Tags` or `Status` (Active | Archived).
 
@@ -89,9 +99,7 @@ async def update_team(
     """
     team = await service.get_team(session, org_id=tenant.org_id, team_id=team_id, for_update=True)
     team = await service.update_team(session, team=team, data=data, if_match=if_match)
-    response.headers["ETag"] = service.etag_of(team)
-    counted = await service.with_count(session, team)
-    return service.to_schema(counted.team, counted.member_count)
+    return await _changed_team(session, response, team)
 
 
 @router.delete(
@@ -103,7 +111,7 @@ async def delete_team(
     team_id: TeamId,
     tenant: AdminOf,
     session: SessionDep,
-    if_match: Annotated[str | None, Header()] = None,
+    if_match: Annotated[str | None, Header(max_length=200)] = None,
 ) -> Response:
     """Delete a team, its memberships and its progress (members stay in the organization)."""
     team = await service.get_team(session, org_id=tenant.org_id, team_id=team_id, for_update=True)
@@ -207,9 +215,7 @@ async def switch_admin_team(
     team = await service.set_admin_flag(
         session, team=team, value=None if data is None else data.is_admin_team
     )
-    response.headers["ETag"] = service.etag_of(team)
-    counted = await service.with_count(session, team)
-    return service.to_schema(counted.team, counted.member_count)
+    return await _changed_team(session, response, team)
 
 
 @router.post(
@@ -228,6 +234,4 @@ async def set_survey(
     team = await service.get_team(session, org_id=tenant.org_id, team_id=team_id, for_update=True)
     value = True if data is None else data.is_survey_completed
     team = await service.set_survey_flag(session, team=team, value=value)
-    response.headers["ETag"] = service.etag_of(team)
-    counted = await service.with_count(session, team)
-    return service.to_schema(counted.team, counted.member_count)
+    return await _changed_team(session, response, team)
