@@ -140,7 +140,7 @@ def measure(ctx: Context, row: Row) -> RowResult:
         script=row.script,
         env=env,
         load=ctx.load,
-        seconds=ctx.load.duration_s,
+        seconds=max(ctx.load.duration_s, row.min_seconds),
     )
     result.rps = round(measured.rps, 1)
     result.p50_ms = round(measured.p50_ms, 2)
@@ -149,7 +149,9 @@ def measure(ctx: Context, row: Row) -> RowResult:
     result.requests = measured.requests
     result.errors = {k: v for k, v in measured.errors.items() if v}
     result.statuses = measured.statuses
-    if measured.requests and measured.error_count > 0.01 * measured.requests:
+    if not measured.requests:
+        result.status, result.reason = "failed", "no request completed in the measured time"
+    elif measured.error_count > 0.01 * measured.requests:
         result.status = "failed"
         result.reason = f"{measured.error_count} of {measured.requests} requests failed"
         if measured.statuses:
