@@ -10,7 +10,7 @@ from prometheus_client import Counter, Histogram
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from questline.errors import PayloadTooLarge, UnsupportedMediaType, problem_response
+from questline.errors import PayloadTooLarge, Problem, UnsupportedMediaType, problem_from
 
 access_logger = logging.getLogger("questline.access")
 
@@ -76,7 +76,7 @@ class BodyGuardMiddleware:
         has_body = headers.get("transfer-encoding") is not None or (
             declared is not None and declared.strip() not in ("", "0")
         )
-        problem: Exception | None = None
+        problem: Problem | None = None
         if declared is not None and declared.strip().isdigit() and int(declared) > limit:
             problem = PayloadTooLarge(too_large_message(limit))
         elif has_body:
@@ -91,13 +91,7 @@ class BodyGuardMiddleware:
             if too_large:
                 problem = PayloadTooLarge(too_large_message(limit))
         if problem is not None:
-            response = problem_response(
-                Request(scope),
-                status=problem.status,  # type: ignore[attr-defined]
-                slug=problem.slug,  # type: ignore[attr-defined]
-                title=problem.title,  # type: ignore[attr-defined]
-                detail=str(problem),
-            )
+            response = problem_from(Request(scope), problem)
             await response(scope, receive, send)
             return
         await self.app(scope, _replaying(body, receive), send)
