@@ -46,10 +46,10 @@ from tests.support.postgres import PostgresServer
 from questline.app import create_app
 from questline.auth.tokens import Role
 from questline.config import Settings
-from questline.db import Database, new_id, utcnow
 from questline.members.models import Member
-from questline.migrate import upgrade
 from questline.organizations.models import Organization
+from questline.storage.db import Database, new_id, utcnow
+from questline.storage.migrate import upgrade
 from questline.teams.models import Team, TeamMembership, TeamStatus
 
 

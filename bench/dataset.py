@@ -38,8 +38,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from bench import growth, rules
 from bench.rules import EPOCH, ORG_ID, Kind, TaskRef
 from bench.sqlgen import ident
-from questline import demo_content
-from questline.models import Base
+from questline.demo import content as demo_content
+from questline.storage.models import Base
 
 PROGRESS_TABLES = ("task_completions", "score_events")
 
@@ -64,7 +64,7 @@ class Seeded:
 
 
 def discipline_tree() -> tuple[dict[str, list[dict[str, Any]]], list[TaskRef]]:
-    """The demo's three disciplines (``questline.demo_content``), owned by the
+    """The demo's three disciplines (``questline.demo.content``), owned by the
     organization as ``questline demo`` creates them, as rows of the five tree tables."""
     rows: dict[str, list[dict[str, Any]]] = {
         k: [] for k in ("disciplines", "levels", "quests", "tasks", "resources")

@@ -29,7 +29,7 @@ from sqlalchemy.engine import Dialect
 from bench import rules
 from bench.rules import COMPLETIONS_PER_TEAM, EPOCH, ORG_ID, Kind, TaskRef
 from bench.sqlgen import concat, ident_sql, json_sql, numbers, timestamp_sql
-from questline.db import UTCDateTime
+from questline.storage.db import UTCDateTime
 
 # -- the stride: which task a team did at step k, and its score after it -------------
 

@@ -13,7 +13,7 @@ At the end it checks that no request failed and that the data is consistent:
 
 It prints requests, errors and the verdict, and exits non-zero on any error or
 inconsistency. Rate limits are off in the server: this measures correctness under
-load, not the limiter (tests/reliability/test_ratelimit.py does that).
+load, not the limiter (tests/web/test_ratelimit.py does that).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from tests.support.postgres import PostgresServer  # noqa: E402
 
 from questline.auth.tokens import Role, TokenService  # noqa: E402
 from questline.config import Settings  # noqa: E402
-from questline.migrate import upgrade  # noqa: E402
+from questline.storage.migrate import upgrade  # noqa: E402
 
 TEAMS = 20
 LEVELS, QUESTS, TASKS = 3, 3, 4  # 36 tasks with points 1..36

@@ -1,10 +1,16 @@
-"""The generated part of BENCHMARKS.md, from the latest result of each backend."""
+"""BENCHMARKS.md: its generated part, from the latest result of each backend."""
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
 from typing import Any
 
-from bench.report import LABELS, _default_runs, _fmt, _row_cells
+if __name__ == "__main__":  # python bench/markdown.py: re-render BENCHMARKS.md
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.report import BEGIN, END, LABELS, _default_runs, _fmt, _row_cells
 
 ORDER = ["sqlite", "postgresql"]
 
@@ -147,3 +153,31 @@ def _machine(results: dict[str, dict[str, Any]], present: list[str]) -> str:
             commands,
         ]
     )
+
+
+def latest(directory: Path) -> dict[str, dict[str, Any]]:
+    """The newest full result per backend, else the newest quick one."""
+    chosen: dict[str, dict[str, Any]] = {}
+    for path in directory.glob("*.json"):
+        result = json.loads(path.read_text())
+        backend = result["backend"]
+        key = (result["mode"] == "full", result["finished_at"])
+        current = chosen.get(backend)
+        if current is None or key > (current["mode"] == "full", current["finished_at"]):
+            chosen[backend] = result
+    return chosen
+
+
+def write_markdown(path: Path, directory: Path) -> None:
+    generated = render(latest(directory))
+    text = path.read_text() if path.exists() else f"# Benchmarks\n\n{BEGIN}\n{END}\n"
+    if BEGIN not in text or END not in text:
+        text += f"\n{BEGIN}\n{END}\n"
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    path.write_text(f"{head}{BEGIN}\n{generated}\n{END}{tail}")
+
+
+if __name__ == "__main__":
+    root = Path(__file__).resolve().parent.parent
+    write_markdown(root / "BENCHMARKS.md", root / "bench" / "results")

@@ -32,7 +32,7 @@ from tests.support.postgres import PostgresServer  # noqa: E402
 from bench.dataset import seed, seeding_engine  # noqa: E402
 from bench.run import JWT_SECRET, _settings, _tokens  # noqa: E402
 from questline.app import create_app  # noqa: E402
-from questline.migrate import upgrade  # noqa: E402
+from questline.storage.migrate import upgrade  # noqa: E402
 
 
 async def _profile(args: argparse.Namespace, url: str | None, data_dir: Path) -> str:

@@ -1,4 +1,4 @@
-"""Results: the JSON files, the printed table, the goals, and BENCHMARKS.md."""
+"""Results: the JSON files, the printed table and the goals (BENCHMARKS.md: bench/markdown.py)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,9 @@ import json
 import os
 import platform
 import sqlite3
-import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
-
-if __name__ == "__main__":  # python bench/report.py: re-render BENCHMARKS.md
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.loadgen import LoadSettings
 from bench.rows import BARE, ROWS
@@ -195,33 +191,3 @@ def text_table(result: dict[str, Any]) -> str:
         met = {True: "met", False: "MISSED", None: "n/a"}[goal["met"]]
         lines.append(f"goal {met:>6}: {goal['goal']} (value {goal['value']})")
     return "\n".join(lines)
-
-
-def latest(directory: Path) -> dict[str, dict[str, Any]]:
-    """The newest full result per backend, else the newest quick one."""
-    chosen: dict[str, dict[str, Any]] = {}
-    for path in directory.glob("*.json"):
-        result = json.loads(path.read_text())
-        backend = result["backend"]
-        key = (result["mode"] == "full", result["finished_at"])
-        current = chosen.get(backend)
-        if current is None or key > (current["mode"] == "full", current["finished_at"]):
-            chosen[backend] = result
-    return chosen
-
-
-def write_markdown(path: Path, directory: Path) -> None:
-    from bench.markdown import render
-
-    generated = render(latest(directory))
-    text = path.read_text() if path.exists() else f"# Benchmarks\n\n{BEGIN}\n{END}\n"
-    if BEGIN not in text or END not in text:
-        text += f"\n{BEGIN}\n{END}\n"
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    path.write_text(f"{head}{BEGIN}\n{generated}\n{END}{tail}")
-
-
-if __name__ == "__main__":
-    root = Path(__file__).resolve().parent.parent
-    write_markdown(root / "BENCHMARKS.md", root / "bench" / "results")

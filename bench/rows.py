@@ -9,7 +9,7 @@ OpenAPI document (not built yet) is reported as skipped, not failed.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 IdSource = Literal["none", "teams", "disciplines", "progress_pairs"]
 
@@ -41,68 +41,33 @@ class Row:
     than the quick mode's to complete a few)."""
 
 
-BARE = Row(
-    name="GET /healthz (bare)",
-    script="get.lua",
-    route=("get", "/healthz"),
-    path="/healthz",
-)
+def read(path: str, route: str | None = None, *, name: str = "", **options: Any) -> Row:
+    """A ``GET`` row sent by get.lua; ``route`` is the OpenAPI path when it differs."""
+    return Row(
+        name=name or f"GET {path}",
+        script="get.lua",
+        route=("get", route or path.split("?")[0]),
+        path=path,
+        **options,
+    )
+
+
+BARE = read("/healthz", name="GET /healthz (bare)")
 
 ROWS: list[Row] = [
-    Row(
-        name="GET /team?limit=100",
-        script="get.lua",
-        route=("get", "/team"),
-        path="/team?limit=100",
-        slope_goal=True,
-    ),
-    Row(
-        name="GET /team (all)",
-        script="get.lua",
-        route=("get", "/team"),
-        path="/team",
-        only_at=1_000,
-    ),
-    Row(
-        name="GET /team/{id}/overview",
-        script="get.lua",
-        route=("get", "/team/{team_id}/overview"),
-        path="/team/{id}/overview",
+    read("/team?limit=100", slope_goal=True),
+    read("/team", name="GET /team (all)", only_at=1_000),
+    read(
+        "/team/{id}/overview",
+        "/team/{team_id}/overview",
         ids="teams",
         slope_goal=True,
         ratio_goal=0.40,
     ),
-    Row(
-        name="GET /team/{id}",
-        script="get.lua",
-        route=("get", "/team/{team_id}"),
-        path="/team/{id}",
-        ids="teams",
-        slope_goal=True,
-    ),
-    Row(
-        name="GET /leaderboard?limit=50",
-        script="get.lua",
-        route=("get", "/leaderboard"),
-        path="/leaderboard?limit=50",
-        slope_goal=True,
-        ratio_goal=0.40,
-    ),
-    Row(
-        name="GET /leaderboard/graph?top=10",
-        script="get.lua",
-        route=("get", "/leaderboard/graph"),
-        path="/leaderboard/graph?top=10",
-        slope_goal=True,
-    ),
-    Row(
-        name="GET /discipline/{id}",
-        script="get.lua",
-        route=("get", "/discipline/{discipline_id}"),
-        path="/discipline/{id}",
-        ids="disciplines",
-        slope_goal=True,
-    ),
+    read("/team/{id}", "/team/{team_id}", ids="teams", slope_goal=True),
+    read("/leaderboard?limit=50", slope_goal=True, ratio_goal=0.40),
+    read("/leaderboard/graph?top=10", slope_goal=True),
+    read("/discipline/{id}", "/discipline/{discipline_id}", ids="disciplines", slope_goal=True),
     Row(
         name="POST /team/{id}/progress + DELETE …/{taskId}",
         script="progress.lua",

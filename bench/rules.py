@@ -24,7 +24,7 @@ START_STRIDE, STEP = 7, 5
 DAY = 86_400
 SPREAD = 37
 
-# The demo's three disciplines (questline.demo_content): 3 levels x 2 quests x 3 tasks.
+# The demo's three disciplines (questline.demo.content): 3 levels x 2 quests x 3 tasks.
 COLORS = ["Purple", "Green", "Red"]
 TASK_COUNT = len(COLORS) * 3 * 2 * 3
 

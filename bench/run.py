@@ -28,14 +28,14 @@ if str(ROOT) not in sys.path:
 
 from tests.support.postgres import PostgresServer, free_port  # noqa: E402
 
-from bench import report  # noqa: E402
+from bench import markdown, report  # noqa: E402
 from bench.dataset import Seeded, seed, seeding_engine  # noqa: E402
 from bench.loadgen import LoadSettings, Service, ensure_wrk, wrk_version  # noqa: E402
 from bench.measure import Context, measure_all  # noqa: E402
 from bench.rows import ROWS, Row  # noqa: E402
 from questline.auth.tokens import Role, TokenService  # noqa: E402
 from questline.config import Settings  # noqa: E402
-from questline.migrate import upgrade  # noqa: E402
+from questline.storage.migrate import upgrade  # noqa: E402
 
 RESULTS_DIR = ROOT / "bench" / "results"
 JWT_SECRET = "questline-benchmark-secret-not-for-production-use-0123456789"
@@ -245,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
         print(report.text_table(result), flush=True)
         print(f"results: {path.relative_to(ROOT)}", flush=True)
     if not args.no_markdown and not args.only:
-        report.write_markdown(ROOT / "BENCHMARKS.md", RESULTS_DIR)
+        markdown.write_markdown(ROOT / "BENCHMARKS.md", RESULTS_DIR)
         print("BENCHMARKS.md updated", flush=True)
     return 0
 

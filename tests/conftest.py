@@ -20,8 +20,8 @@ from fastapi import FastAPI
 
 from questline.app import create_app
 from questline.config import Settings
-from questline.migrate import upgrade
-from questline.routing import AppState
+from questline.storage.migrate import upgrade
+from questline.web.state import AppState
 from tests.factories import World
 from tests.support.database import empty_all_tables
 from tests.support.postgres import PostgresServer
@@ -34,7 +34,7 @@ BACKENDS = [
 
 
 TEST_SETTINGS: dict[str, Any] = {"_env_file": None, "rate_limit_enabled": False}
-"""Rate limits are off in tests unless a test turns them on (tests/reliability does)."""
+"""Rate limits are off in tests unless a test turns them on (tests/web does)."""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

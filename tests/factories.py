@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from questline.auth.tokens import Role, TokenService
-from questline.db import Database
+from questline.storage.db import Database
 
 _counter = itertools.count(1)
 

@@ -13,24 +13,24 @@ from questline.auth.tokens import TokenService
 from questline.bulk.endpoints import router as bulk_router
 from questline.config import Settings
 from questline.dashboard.endpoints import mount_dashboard
-from questline.db import Database
 from questline.disciplines.endpoints import router as disciplines_router
-from questline.errors import CrashGuardMiddleware, install_error_handlers
-from questline.hardening import (
+from questline.health.endpoints import router as health_router
+from questline.leaderboard.endpoints import router as leaderboard_router
+from questline.members.endpoints import router as members_router
+from questline.progress.endpoints import router as progress_router
+from questline.storage.db import Database
+from questline.teams.endpoints import router as teams_router
+from questline.web.errors import CrashGuardMiddleware, install_error_handlers
+from questline.web.hardening import (
     JsonDepthMiddleware,
     RequestTimeoutMiddleware,
     SecurityHeadersMiddleware,
     drain,
 )
-from questline.health.endpoints import router as health_router
-from questline.leaderboard.endpoints import router as leaderboard_router
-from questline.members.endpoints import router as members_router
-from questline.middleware import AccessLogMiddleware, BodyGuardMiddleware
-from questline.openapi import install_openapi, mount_docs
-from questline.progress.endpoints import router as progress_router
-from questline.ratelimit import BULK_SUFFIXES, RateLimiter, RateLimitMiddleware
-from questline.routing import AppState
-from questline.teams.endpoints import router as teams_router
+from questline.web.middleware import AccessLogMiddleware, BodyGuardMiddleware
+from questline.web.openapi import install_openapi, mount_docs
+from questline.web.ratelimit import BULK_SUFFIXES, RateLimiter, RateLimitMiddleware
+from questline.web.state import AppState
 
 DESCRIPTION = """
 Questline keeps an organization's **teams** of members and its learning **disciplines**

@@ -23,7 +23,7 @@ import pytest
 
 from questline.auth.tokens import Role, TokenService
 from questline.config import Settings
-from questline.migrate import upgrade
+from questline.storage.migrate import upgrade
 from tests.bulk.live import start_server
 from tests.support.postgres import PostgresServer
 

@@ -14,7 +14,7 @@ from sqlalchemy import event
 
 from questline.app import create_app
 from questline.config import Settings
-from questline.routing import AppState
+from questline.web.state import AppState
 from tests.bulk.factories import fields_of, post_csv, post_json, team_items, team_names
 from tests.factories import Org, World
 

@@ -24,7 +24,7 @@ import httpx
 
 from questline.auth.tokens import Role, TokenService
 from questline.config import Settings
-from questline.migrate import upgrade
+from questline.storage.migrate import upgrade
 from tests.support.postgres import free_port
 
 START_TIMEOUT_S = 30.0

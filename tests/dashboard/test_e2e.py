@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from questline import demo
+from questline.demo import loader as demo
 from tests.conftest import BACKENDS
 from tests.dashboard.browser import WIDTHS, Guard, Pages, screenshot
 from tests.dashboard.live import LiveServer, live_server, run_cli, server_env

@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import event
 
-from questline.db import Database
+from questline.storage.db import Database
 
 
 @dataclass

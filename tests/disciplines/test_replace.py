@@ -13,8 +13,8 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.disciplines.models import Level, Quest, Resource, Task
-from questline.errors import Conflict
 from questline.progress import hooks
+from questline.web.errors import Conflict
 from tests.disciplines.factories import create_discipline, discipline_document, task_ids
 from tests.factories import Org, World
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from sqlalchemy import event, text
 
-from questline.routing import AppState
+from questline.web.state import AppState
 from tests.factories import Org, World
 
 pytestmark = pytest.mark.anyio

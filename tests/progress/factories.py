@@ -15,9 +15,9 @@ from typing import Any
 
 import httpx
 
-from questline.db import Database
 from questline.disciplines.models import Color, Discipline, Level, Quest, Task
 from questline.organizations.service import ensure_organization
+from questline.storage.db import Database
 from tests.factories import Org, unique
 
 Shape = list[list[list[int]]]

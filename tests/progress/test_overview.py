@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import event
 
 from questline.disciplines.models import Color
-from questline.routing import AppState
+from questline.web.state import AppState
 from tests.factories import World
 from tests.progress.factories import at, completed, make_discipline
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from sqlalchemy import text
 
-from questline.models import Base
-from questline.routing import AppState
+from questline.storage.models import Base
+from questline.web.state import AppState
 
 
 async def empty_all_tables(state: AppState) -> None:

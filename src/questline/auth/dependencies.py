@@ -10,9 +10,9 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from questline.auth.tokens import Caller, Role
-from questline.errors import Forbidden, Unauthorized
 from questline.organizations.service import ensure_organization
-from questline.routing import app_state, request_state
+from questline.web.errors import Forbidden, Unauthorized
+from questline.web.state import app_state, request_state
 
 bearer_scheme = HTTPBearer(
     auto_error=False,

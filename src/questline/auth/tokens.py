@@ -19,7 +19,7 @@ from typing import Any
 import jwt
 
 from questline.config import SECRET_FILE_NAME, Settings
-from questline.errors import Unauthorized
+from questline.web.errors import Unauthorized
 
 
 class Role(enum.StrEnum):

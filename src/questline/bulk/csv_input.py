@@ -33,12 +33,12 @@ from questline.bulk.schemas import (
     check_team_count,
     nothing_to_create,
 )
-from questline.errors import FieldError, Unprocessable, field_errors
 from questline.members.batch import Person
 from questline.members.emails import normalize_email
 from questline.members.service import email_key
 from questline.teams.schemas import MAX_MEMBERS_ON_CREATE, MAX_TAGS
 from questline.teams.service import name_key
+from questline.web.errors import FieldError, Unprocessable, field_errors
 
 _ROW = TypeAdapter(CsvRow)
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")

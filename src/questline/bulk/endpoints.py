@@ -12,10 +12,11 @@ from questline.bulk import service
 from questline.bulk.csv_input import parse_csv
 from questline.bulk.json_input import parse_json
 from questline.bulk.schemas import CSV_HEADER
-from questline.errors import UnsupportedMediaType
-from questline.openapi import problem_responses
-from questline.routing import SessionDep, TransactionalRoute, app_state
 from questline.teams.schemas import Team
+from questline.web.errors import UnsupportedMediaType
+from questline.web.openapi import problem_responses
+from questline.web.routing import SessionDep, TransactionalRoute
+from questline.web.state import app_state
 
 router = APIRouter(prefix="/team", tags=["teams"], route_class=TransactionalRoute)
 

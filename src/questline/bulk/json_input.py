@@ -19,9 +19,9 @@ from questline.bulk.schemas import (
     check_team_count,
     nothing_to_create,
 )
-from questline.errors import BadRequest, FieldError, Unprocessable, field_errors
 from questline.teams.schemas import TeamCreate
 from questline.teams.service import name_key
+from questline.web.errors import BadRequest, FieldError, Unprocessable, field_errors
 
 _ITEMS = TypeAdapter(list[TeamCreate])
 _ITEM = TypeAdapter(TeamCreate)

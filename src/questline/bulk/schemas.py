@@ -8,10 +8,10 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from questline.errors import FieldError, PayloadTooLarge, Unprocessable
 from questline.members.batch import Person
-from questline.schemas import text
 from questline.teams.schemas import Tags, TeamName
+from questline.web.errors import FieldError, PayloadTooLarge, Unprocessable
+from questline.web.schemas import text
 
 CSV_COLUMNS = ("team", "email", "givenName", "tags")
 CSV_HEADER = ",".join(CSV_COLUMNS)

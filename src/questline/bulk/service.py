@@ -15,12 +15,12 @@ from collections.abc import Sequence
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.bulk.schemas import BulkPlan, ItemError, PlannedTeam
-from questline.errors import Unprocessable
 from questline.members import batch as members_batch
 from questline.members.service import email_key
 from questline.teams import batch as teams_batch
 from questline.teams import schemas as team_schemas
 from questline.teams.service import name_key
+from questline.web.errors import Unprocessable
 
 
 async def create_teams(

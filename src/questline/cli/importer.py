@@ -27,7 +27,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from questline.bulk import csv_batches
 from questline.bulk.csv_input import parse_csv
 from questline.bulk.schemas import BulkPlan
-from questline.errors import Problem
+from questline.web.errors import Problem
 
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
 ATTEMPTS = 5

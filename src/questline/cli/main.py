@@ -11,7 +11,7 @@ import typer
 from questline.auth.tokens import Role, TokenService
 from questline.cli.importer import import_teams
 from questline.config import Settings
-from questline.db import Database
+from questline.storage.db import Database
 
 app = typer.Typer(
     help="Questline: teams, disciplines, progress and leaderboards.", no_args_is_help=True
@@ -56,7 +56,7 @@ def serve(
 
 
 def _upgrade(settings: Settings) -> None:
-    from questline.migrate import upgrade
+    from questline.storage.migrate import upgrade
 
     upgrade(settings)
 
@@ -102,7 +102,7 @@ def token_create(
 @app.command()
 def demo() -> None:
     """Migrate, load the demo organization when it is empty, print its URL and admin token."""
-    from questline.demo import DEMO_ORG_ID, load_demo
+    from questline.demo.loader import DEMO_ORG_ID, load_demo
 
     settings = Settings()
     _upgrade(settings)

@@ -11,10 +11,10 @@ from pydantic import BaseModel
 from questline.auth.dependencies import CallerDep
 from questline.disciplines import schemas, service
 from questline.disciplines.examples import BASIC_DOCUMENT, FULL_DOCUMENT
-from questline.openapi import problem_responses
-from questline.pagination import PageDep, announce_next_page, split_page
-from questline.paths import DisciplineId
-from questline.routing import SessionDep, TransactionalRoute
+from questline.web.openapi import problem_responses
+from questline.web.pagination import PageDep, announce_next_page, split_page
+from questline.web.paths import DisciplineId
+from questline.web.routing import SessionDep, TransactionalRoute
 
 router = APIRouter(prefix="/discipline", tags=["disciplines"], route_class=TransactionalRoute)
 

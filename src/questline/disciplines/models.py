@@ -16,7 +16,7 @@ import uuid
 from sqlalchemy import Enum, ForeignKey, Index, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from questline.db import Base, UTCDateTime, new_id, utcnow
+from questline.storage.db import Base, UTCDateTime, new_id, utcnow
 
 
 class Color(enum.StrEnum):

@@ -22,7 +22,7 @@ from pydantic.alias_generators import to_pascal
 
 from questline.disciplines.examples import FULL_DOCUMENT
 from questline.disciplines.models import Color
-from questline.schemas import PRINTABLE, InputModel, OutputModel, UtcDateTime, text
+from questline.web.schemas import PRINTABLE, InputModel, OutputModel, UtcDateTime, text
 
 MAX_LEVELS = 100
 MAX_QUESTS = 100

@@ -13,12 +13,12 @@ from sqlalchemy import ColumnElement, Select, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.auth.tokens import Caller, Role
-from questline.db import new_id, utcnow
 from questline.disciplines import schemas, tree
 from questline.disciplines.models import Discipline, Level, Quest, Task
-from questline.errors import FieldError, Forbidden, PreconditionFailed, Unprocessable, not_found
-from questline.pagination import PageRequest, cursor_parts
 from questline.progress import hooks
+from questline.storage.db import new_id, utcnow
+from questline.web.errors import FieldError, Forbidden, PreconditionFailed, Unprocessable, not_found
+from questline.web.pagination import PageRequest, cursor_parts
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,10 +15,10 @@ from typing import Any
 from sqlalchemy import Table, bindparam, delete, insert, literal, select, union_all, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from questline.db import new_id
 from questline.disciplines import schemas
 from questline.disciplines.models import Discipline, Level, Quest, Resource, ResourceOwner, Task
-from questline.errors import FieldError, Unprocessable
+from questline.storage.db import new_id
+from questline.web.errors import FieldError, Unprocessable
 
 Row = Mapping[Any, Any]
 """One node row: a dict when flattened from a document, a ``RowMapping`` when read."""

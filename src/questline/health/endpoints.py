@@ -5,9 +5,9 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel
 from sqlalchemy import text
 
-from questline.errors import ServiceUnavailable
-from questline.openapi import problem_responses
-from questline.routing import app_state
+from questline.web.errors import ServiceUnavailable
+from questline.web.openapi import problem_responses
+from questline.web.state import app_state
 
 router = APIRouter(tags=["operations"])
 

@@ -8,13 +8,13 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request, Response
 
 from questline.auth.dependencies import MemberOf
-from questline.errors import not_found
 from questline.leaderboard import graphs, schemas, service
-from questline.openapi import problem_responses
-from questline.paths import TeamId
-from questline.routing import SessionDep, TransactionalRoute
-from questline.schemas import InputDateTime
 from questline.teams import service as teams_service
+from questline.web.errors import not_found
+from questline.web.openapi import problem_responses
+from questline.web.paths import TeamId
+from questline.web.routing import SessionDep, TransactionalRoute
+from questline.web.schemas import InputDateTime
 
 router = APIRouter(tags=["leaderboard"], route_class=TransactionalRoute)
 

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from questline.errors import FieldError, Unprocessable
 from questline.leaderboard import service as leaderboard
 from questline.progress.models import ScoreEvent
 from questline.teams.models import Team
+from questline.web.errors import FieldError, Unprocessable
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,7 @@ import uuid
 
 from pydantic import Field
 
-from questline.schemas import OutputModel, UtcDateTime
+from questline.web.schemas import OutputModel, UtcDateTime
 
 
 class LeaderboardEntry(OutputModel):

@@ -18,9 +18,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.disciplines.models import Discipline
 from questline.disciplines.service import visible_to
-from questline.errors import not_found
 from questline.progress.models import TaskCompletion
 from questline.teams.models import Team
+from questline.web.errors import not_found
 
 DEFAULT_LIMIT = 100
 MAX_LIMIT = 1000

@@ -10,10 +10,10 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from questline.batching import insert_rows, one_of
-from questline.db import new_id, utcnow
 from questline.members.models import Member
 from questline.members.service import email_key
+from questline.storage.batching import insert_rows, one_of
+from questline.storage.db import new_id, utcnow
 
 
 @dataclass(frozen=True, slots=True)

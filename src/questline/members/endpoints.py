@@ -4,10 +4,10 @@ from fastapi import APIRouter, Request, Response
 
 from questline.auth.dependencies import MemberOf
 from questline.members import schemas, service
-from questline.openapi import problem_responses
-from questline.pagination import PageDep, announce_next_page, split_page
-from questline.paths import MemberId
-from questline.routing import SessionDep, TransactionalRoute
+from questline.web.openapi import problem_responses
+from questline.web.pagination import PageDep, announce_next_page, split_page
+from questline.web.paths import MemberId
+from questline.web.routing import SessionDep, TransactionalRoute
 
 router = APIRouter(prefix="/member", tags=["members"], route_class=TransactionalRoute)
 

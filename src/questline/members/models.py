@@ -6,7 +6,7 @@ import uuid
 from sqlalchemy import ForeignKey, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from questline.db import Base, UTCDateTime, new_id, utcnow
+from questline.storage.db import Base, UTCDateTime, new_id, utcnow
 
 
 class Member(Base):

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import uuid
 
-from questline.schemas import OutputModel, UtcDateTime
+from questline.web.schemas import OutputModel, UtcDateTime
 
 
 class Member(OutputModel):

@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from sqlalchemy import select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from questline.db import insert_ignoring_conflicts, new_id, utcnow
 from questline.members import schemas
 from questline.members.models import Member
-from questline.pagination import PageRequest, cursor_parts
+from questline.storage.db import insert_ignoring_conflicts, new_id, utcnow
 from questline.teams.models import TeamMembership
+from questline.web.pagination import PageRequest, cursor_parts
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +137,7 @@ ALL = PageRequest(limit=None, after=None)
 
 
 async def get_member(session: AsyncSession, *, org_id: uuid.UUID, member_id: uuid.UUID) -> Member:
-    from questline.errors import not_found
+    from questline.web.errors import not_found
 
     member = await session.scalar(
         select(Member).where(Member.organization_id == org_id, Member.id == member_id)

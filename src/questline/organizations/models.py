@@ -5,7 +5,7 @@ import uuid
 
 from sqlalchemy.orm import Mapped, mapped_column
 
-from questline.db import Base, UTCDateTime, utcnow
+from questline.storage.db import Base, UTCDateTime, utcnow
 
 
 class Organization(Base):

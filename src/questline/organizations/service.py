@@ -4,8 +4,8 @@ import uuid
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from questline.db import insert_ignoring_conflicts, utcnow
 from questline.organizations.models import Organization
+from questline.storage.db import insert_ignoring_conflicts, utcnow
 
 
 async def ensure_organization(session: AsyncSession, org_id: uuid.UUID) -> None:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response, status
 
 from questline.auth.dependencies import AdminOf, MemberOf
-from questline.openapi import problem_responses
-from questline.paths import TaskId, TeamId
 from questline.progress import overview, schemas, service
-from questline.routing import SessionDep, TransactionalRoute
 from questline.teams import service as teams_service
+from questline.web.openapi import problem_responses
+from questline.web.paths import TaskId, TeamId
+from questline.web.routing import SessionDep, TransactionalRoute
 
 router = APIRouter(prefix="/team", tags=["progress"], route_class=TransactionalRoute)
 

@@ -13,10 +13,10 @@ from collections.abc import Iterator, Sequence
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from questline.db import utcnow
-from questline.errors import Conflict
 from questline.progress.models import ScoreChange, TaskCompletion
 from questline.progress.scores import Step, apply_steps, lock_teams
+from questline.storage.db import utcnow
+from questline.web.errors import Conflict
 
 CHUNK = 500
 """Task ids per ``IN (…)`` list: far below every backend's bound-parameter limit."""

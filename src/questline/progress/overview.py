@@ -17,12 +17,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.disciplines.models import Discipline, Level, Quest, Task
 from questline.disciplines.service import visible_to
-from questline.errors import not_found
 from questline.leaderboard import service as leaderboard
 from questline.progress import schemas
 from questline.progress.models import ScoreEvent, TaskCompletion
 from questline.teams import service as teams_service
 from questline.teams.models import Team
+from questline.web.errors import not_found
 
 
 @dataclass(frozen=True, slots=True)

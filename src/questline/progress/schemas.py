@@ -4,8 +4,8 @@ import uuid
 
 from pydantic import Field
 
-from questline.schemas import InputDateTime, InputModel, OutputModel, UtcDateTime
 from questline.teams.models import TeamStatus
+from questline.web.schemas import InputDateTime, InputModel, OutputModel, UtcDateTime
 
 
 class ProgressCreate(InputModel):

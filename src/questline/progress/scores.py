@@ -23,8 +23,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.orm.util import identity_key
 
-from questline.db import UTCDateTime, new_id, utcnow
 from questline.progress.models import ScoreChange, ScoreEvent
+from questline.storage.db import UTCDateTime, new_id, utcnow
 from questline.teams.models import Team
 
 _teams = cast(Table, Team.__table__)

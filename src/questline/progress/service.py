@@ -17,15 +17,15 @@ from dataclasses import dataclass
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from questline.db import insert_ignoring_conflicts, utcnow
 from questline.disciplines.models import Discipline, Task
 from questline.disciplines.service import visible_to
-from questline.errors import FieldError, Unprocessable, not_found
 from questline.progress import schemas
 from questline.progress.models import ScoreChange, TaskCompletion
 from questline.progress.scores import Step, apply_steps
+from questline.storage.db import insert_ignoring_conflicts, utcnow
 from questline.teams import service as teams_service
 from questline.teams.models import Team
+from questline.web.errors import FieldError, Unprocessable, not_found
 
 _completions = TaskCompletion.__table__
 CLOCK_SKEW = dt.timedelta(seconds=5)

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from questline.batching import insert_rows, one_of
-from questline.db import new_id, utcnow
+from questline.storage.batching import insert_rows, one_of
+from questline.storage.db import new_id, utcnow
 from questline.teams import schemas
 from questline.teams.models import Team, TeamMembership, TeamStatus
 from questline.teams.service import name_key

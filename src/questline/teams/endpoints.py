@@ -10,11 +10,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from questline.auth.dependencies import AdminOf, MemberOf
 from questline.members import service as members_service
 from questline.members.schemas import Member
-from questline.openapi import problem_responses
-from questline.pagination import PageDep, announce_next_page, split_page
-from questline.paths import MemberId, TeamId
-from questline.routing import SessionDep, TransactionalRoute
 from questline.teams import models, schemas, service
+from questline.web.openapi import problem_responses
+from questline.web.pagination import PageDep, announce_next_page, split_page
+from questline.web.paths import MemberId, TeamId
+from questline.web.routing import SessionDep, TransactionalRoute
 
 router = APIRouter(prefix="/team", tags=["teams"], route_class=TransactionalRoute)
 

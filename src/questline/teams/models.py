@@ -15,7 +15,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from questline.db import Base, UTCDateTime, new_id, utcnow
+from questline.storage.db import Base, UTCDateTime, new_id, utcnow
 
 
 class TeamStatus(enum.StrEnum):

@@ -6,8 +6,8 @@ from typing import Annotated
 from pydantic import AfterValidator, EmailStr, Field
 
 from questline.members.schemas import Member
-from questline.schemas import InputModel, OutputModel, UtcDateTime, text
 from questline.teams.models import TeamStatus
+from questline.web.schemas import InputModel, OutputModel, UtcDateTime, text
 
 MAX_TAGS = 20
 MAX_MEMBERS_ON_CREATE = 1000

@@ -9,13 +9,13 @@ from dataclasses import dataclass
 from sqlalchemy import ColumnElement, Select, delete, func, insert, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from questline.db import insert_ignoring_conflicts, utcnow
-from questline.errors import Conflict, FieldError, PreconditionFailed, Unprocessable, not_found
 from questline.members import service as members_service
 from questline.members.models import Member
-from questline.pagination import PageRequest, cursor_parts
+from questline.storage.db import insert_ignoring_conflicts, utcnow
 from questline.teams import schemas
 from questline.teams.models import Team, TeamMembership, TeamStatus
+from questline.web.errors import Conflict, FieldError, PreconditionFailed, Unprocessable, not_found
+from questline.web.pagination import PageRequest, cursor_parts
 
 
 @dataclass(frozen=True, slots=True)

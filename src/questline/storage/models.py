@@ -1,0 +1,25 @@
+"""Every table, imported once so that ``Base.metadata`` is complete (Alembic, tests)."""
+
+from questline.disciplines.models import Discipline, Level, Quest, Resource, Task
+from questline.members.models import Member
+from questline.organizations.models import Organization
+from questline.progress.models import ScoreEvent, TaskCompletion
+from questline.storage.db import Base
+from questline.teams.models import Team, TeamMembership
+from questline.web.idempotency import IdempotencyRecord
+
+__all__ = [
+    "Base",
+    "Discipline",
+    "IdempotencyRecord",
+    "Level",
+    "Member",
+    "Organization",
+    "Quest",
+    "Resource",
+    "ScoreEvent",
+    "Task",
+    "TaskCompletion",
+    "Team",
+    "TeamMembership",
+]

@@ -1,0 +1,242 @@
+"""ASGI middleware that keeps promises under hostile input and slow dependencies.
+
+* ``SecurityHeadersMiddleware``: browser-facing headers on every response, including
+  the error responses other middleware write.
+* ``JsonDepthMiddleware``: refuses JSON nested deeper than a bound before any parser
+  recurses into it.
+* ``RequestTimeoutMiddleware``: a request still running after the timeout is answered
+  503 and cancelled, so that a stuck lock or query does not hold a client forever.
+
+See docs/reliability.md for the choices.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+
+from starlette.datastructures import MutableHeaders
+from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from questline.web.errors import BadRequest, ServiceUnavailable, problem_from
+
+logger = logging.getLogger("questline.web.hardening")
+
+API_CSP = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+"""API responses are data: nothing in them may load, run or be framed."""
+UI_CSP = (
+    "default-src 'self'; img-src 'self' data:; object-src 'none'; "
+    "frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+)
+"""The dashboard: its own scripts, styles and API only."""
+
+BASE_HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+class SecurityHeadersMiddleware:
+    """Adds ``BASE_HEADERS``, a Content-Security-Policy and, on responses to requests
+    that carry credentials, ``Cache-Control: no-store``.
+
+    A response that sets its own Content-Security-Policy (the docs page, which allows
+    its inline script by hash) keeps it; ``page_policies`` maps path prefixes to
+    policies for whole mounted trees (the dashboard).
+    """
+
+    def __init__(self, app: ASGIApp, *, page_policies: Mapping[str, str] | None = None) -> None:
+        self.app = app
+        self.page_policies = dict(page_policies or {"/ui": UI_CSP})
+
+    def _policy_for(self, path: str) -> str:
+        for prefix, policy in self.page_policies.items():
+            if path == prefix or path.startswith(prefix.rstrip("/") + "/"):
+                return policy
+        return API_CSP
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        authenticated = any(name == b"authorization" for name, _ in scope["headers"])
+        policy = self._policy_for(scope["path"])
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in BASE_HEADERS.items():
+                    headers[name] = value
+                if "content-security-policy" not in headers:
+                    headers["Content-Security-Policy"] = policy
+                if authenticated:
+                    headers["Cache-Control"] = "no-store"
+                    headers.add_vary_header("Authorization")
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def _outside_strings(body: bytes) -> bytes:
+    """The JSON text with its string literals cut out.
+
+    Escaped backslashes, then escaped quotes, are dropped first; every quote left then
+    opens or closes a string, so the pieces between them alternate outside/inside.
+    """
+    unescaped = body.replace(b"\\\\", b"").replace(b'\\"', b"")
+    return b"".join(unescaped.split(b'"')[::2])
+
+
+def json_depth_exceeds(body: bytes, max_depth: int) -> bool:
+    """Whether the JSON text nests arrays/objects deeper than ``max_depth``.
+
+    Runs at C speed even on large bulk bodies: strings are cut out, every byte but
+    brackets is deleted, then the innermost ``[]``/``{}`` pairs are removed, one level a
+    pass, ``max_depth`` times. Pairs still left were deeper. Unbalanced brackets are the
+    parser's to report (400 invalid JSON), unless they open more levels than allowed.
+    """
+    brackets = _outside_strings(body).translate(None, _NOT_BRACKETS)
+    for _ in range(max_depth):
+        # Mark this level's pairs first, so that "{[]}" loses one level, not two.
+        marked = brackets.replace(b"[]", b"\0").replace(b"{}", b"\0")
+        if marked == brackets:
+            break
+        brackets = marked.replace(b"\0", b"")
+    if b"[]" in brackets or b"{}" in brackets:
+        return True
+    return len(brackets) > max_depth
+
+
+def _is_json(scope: Scope) -> bool:
+    for name, value in scope["headers"]:
+        if name == b"content-type":
+            raw: bytes = value
+            media = raw.split(b";", 1)[0].strip().lower()
+            return media == b"application/json" or media.endswith(b"+json")
+    return False
+
+
+class JsonDepthMiddleware:
+    """400 for a JSON body nested deeper than ``max_depth``; runs after the size guard,
+    so the body it buffers is already bounded."""
+
+    def __init__(self, app: ASGIApp, *, max_depth: int) -> None:
+        self.app = app
+        self.max_depth = max_depth
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not _is_json(scope):
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":
+                # The client went away: hand the app the disconnect as it came.
+                await self.app(scope, _replay([], message, receive), send)
+                return
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        if json_depth_exceeds(body, self.max_depth):
+            problem = BadRequest(f"The JSON body is nested deeper than {self.max_depth} levels.")
+            await problem_from(Request(scope), problem)(scope, receive, send)
+            return
+        await self.app(scope, _replay([body], None, receive), send)
+
+
+def _replay(bodies: list[bytes], pending: Message | None, receive: Receive) -> Receive:
+    queue: list[Message] = [{"type": "http.request", "body": b, "more_body": False} for b in bodies]
+    if pending is not None:
+        queue.append(pending)
+
+    async def replayed() -> Message:
+        if queue:
+            return queue.pop(0)
+        return await receive()
+
+    return replayed
+
+
+class RequestTimeoutMiddleware:
+    """503 problem+json when handling takes longer than the timeout.
+
+    The request runs in its own task; at the deadline the client gets its 503 at once
+    and the task is cancelled (its transaction rolls back) in the background, so that a
+    driver that is slow to cancel (SQLite waiting on a lock in a thread) delays nobody.
+    A response that had already started is cut off instead.
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        seconds: float,
+        bulk_seconds: float,
+        bulk_suffixes: tuple[str, ...],
+        cancelled: set[asyncio.Task[None]],
+    ) -> None:
+        self.app = app
+        self.seconds = seconds
+        self.bulk_seconds = bulk_seconds
+        self.bulk_suffixes = bulk_suffixes
+        self.cancelled = cancelled
+        """Timed-out requests still winding down (the app waits for them at shutdown)."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        bulk = scope["path"].rstrip("/").endswith(self.bulk_suffixes)
+        timeout = self.bulk_seconds if bulk else self.seconds
+        state = {"started": False, "timed_out": False}
+
+        async def guarded_send(message: Message) -> None:
+            if state["timed_out"]:
+                return
+            if message["type"] == "http.response.start":
+                state["started"] = True
+            await send(message)
+
+        task = asyncio.ensure_future(self.app(scope, receive, guarded_send))
+        try:
+            done, _ = await asyncio.wait({task}, timeout=timeout)
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        if done:
+            task.result()
+            return
+        state["timed_out"] = True
+        task.cancel()
+        self.cancelled.add(task)
+        task.add_done_callback(self._forget)
+        logger.warning("request timed out after %s s", timeout, extra={"path": scope["path"]})
+        if state["started"]:
+            return
+        problem = ServiceUnavailable(
+            f"The request took longer than {timeout:g} s and was cancelled. Retry it "
+            "shortly (a POST with the same Idempotency-Key is safe to retry).",
+            headers={"Retry-After": "5"},
+        )
+        await problem_from(Request(scope), problem)(scope, receive, send)
+
+    def _forget(self, task: asyncio.Task[None]) -> None:
+        self.cancelled.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            logger.warning("timed-out request ended with %s", type(task.exception()).__name__)
+
+
+async def drain(cancelled: set[asyncio.Task[None]], grace: float) -> bool:
+    """Wait until timed-out requests have rolled back; whether all of them did in time."""
+    if not cancelled:
+        return True
+    _, pending = await asyncio.wait(set(cancelled), timeout=grace)
+    return not pending

@@ -1,0 +1,161 @@
+"""The OpenAPI document's shared parts and the self-hosted API docs (no CDN).
+
+Routes name the problems particular to them with ``problem_responses``; ``install_openapi``
+then completes every operation with the problems that the shared machinery can return
+(authentication, body guards, validation, rate limits, an unreachable database), so that
+the document is true for routes added later too, and a schema-driven fuzzer can hold the
+service to it.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+from typing import Any
+
+import swagger_ui_bundle
+from fastapi import FastAPI
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse
+from fastapi.staticfiles import StaticFiles
+
+from questline.web.errors import PROBLEM_MEDIA_TYPE, ProblemDocument
+
+_DESCRIPTIONS = {
+    400: "Malformed JSON, or JSON nested too deeply.",
+    401: "Missing, expired or invalid bearer token.",
+    403: "The token's role may not do this.",
+    404: "No such resource in the caller's organization.",
+    409: "Conflicts with the current state (e.g. a duplicate name).",
+    412: "`If-Match` does not match the current `ETag`.",
+    413: "The body is larger than allowed.",
+    415: "The body is not JSON.",
+    422: "Invalid input; `errors` names each field.",
+    429: "Too many requests; see `Retry-After` and the `RateLimit-*` headers.",
+    503: "The database is unreachable or the request timed out; see `Retry-After`.",
+}
+_PROBLEM_REF = "#/components/schemas/ProblemDocument"
+_HEADERS = {
+    401: {"WWW-Authenticate": {"schema": {"type": "string"}, "description": "`Bearer`."}},
+    429: {"Retry-After": {"schema": {"type": "integer"}, "description": "Seconds to wait."}},
+    503: {"Retry-After": {"schema": {"type": "integer"}, "description": "Seconds to wait."}},
+}
+_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+UNLIMITED_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+"""Paths the rate limiter leaves alone (kept in step with ``questline.web.ratelimit``)."""
+
+
+def _problem_entry(status: int) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "description": _DESCRIPTIONS[status],
+        "content": {PROBLEM_MEDIA_TYPE: {"schema": {"$ref": _PROBLEM_REF}}},
+    }
+    if status in _HEADERS:
+        entry["headers"] = _HEADERS[status]
+    return entry
+
+
+def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI entries for the problem documents an operation can return."""
+    return {status: _problem_entry(status) for status in statuses}
+
+
+def _shared_problems(path: str, operation: dict[str, Any]) -> set[int]:
+    """The problems that the shared machinery can return for this operation."""
+    statuses: set[int] = set()
+    if path not in UNLIMITED_PATHS:
+        statuses.add(429)
+    if path != "/healthz":
+        statuses.add(503)
+    if operation.get("security"):
+        statuses |= {401, 403}
+    if "requestBody" in operation:
+        statuses |= {400, 413, 415, 422}
+    locations = {p.get("in") for p in operation.get("parameters", [])}
+    if locations & {"query", "header"}:
+        statuses.add(422)
+    if "path" in locations:
+        statuses.add(404)
+    return statuses
+
+
+def _is_fastapi_validation_default(entry: dict[str, Any]) -> bool:
+    schema = entry.get("content", {}).get("application/json", {}).get("schema", {})
+    return bool(schema.get("$ref", "").endswith("/HTTPValidationError"))
+
+
+def complete_problem_responses(document: dict[str, Any]) -> dict[str, Any]:
+    """Add the shared problems to every operation (idempotent; returns ``document``)."""
+    for path, item in document.get("paths", {}).items():
+        for method in _METHODS:
+            operation = item.get(method)
+            if operation is None:
+                continue
+            responses = operation.setdefault("responses", {})
+            for status in sorted(_shared_problems(path, operation)):
+                key = str(status)
+                if key not in responses or _is_fastapi_validation_default(responses[key]):
+                    responses[key] = _problem_entry(status)
+    schemas = document.setdefault("components", {}).setdefault("schemas", {})
+    problem = ProblemDocument.model_json_schema(
+        by_alias=True, ref_template="#/components/schemas/{model}", mode="serialization"
+    )
+    for name, definition in problem.pop("$defs", {}).items():
+        schemas.setdefault(name, definition)
+    schemas.setdefault("ProblemDocument", problem)
+    for default in ("HTTPValidationError", "ValidationError"):  # in this order
+        if f'"#/components/schemas/{default}"' not in json.dumps(document):
+            schemas.pop(default, None)
+    return document
+
+
+def install_openapi(app: FastAPI) -> None:
+    """Serve the completed document at ``/openapi.json`` (and from ``app.openapi()``)."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        return complete_problem_responses(generate())
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _inline_script_hashes(html: str) -> list[str]:
+    scripts = re.findall(r"<script>(.*?)</script>", html, flags=re.DOTALL)
+    return [
+        "'sha256-" + base64.b64encode(hashlib.sha256(s.encode()).digest()).decode() + "'"
+        for s in scripts
+    ]
+
+
+def docs_policy(html: str) -> str:
+    """The docs page's CSP: its own assets, the API, and its one inline script by hash."""
+    scripts = " ".join(["'self'", *_inline_script_hashes(html)])
+    return (
+        f"default-src 'none'; script-src {scripts}; style-src 'self' 'unsafe-inline'; "
+        "img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; "
+        "form-action 'none'"
+    )
+
+
+def mount_docs(app: FastAPI) -> None:
+    """Serve Swagger UI from the package's own copy of its assets."""
+    app.mount(
+        "/docs-assets",
+        StaticFiles(directory=swagger_ui_bundle.swagger_ui_path),
+        name="docs-assets",
+    )
+    page = get_swagger_ui_html(
+        openapi_url="/openapi.json",
+        title="Questline API",
+        swagger_js_url="/docs-assets/swagger-ui-bundle.js",
+        swagger_css_url="/docs-assets/swagger-ui.css",
+        swagger_favicon_url="/docs-assets/favicon-32x32.png",
+    )
+    html = bytes(page.body).decode()
+    policy = docs_policy(html)
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> HTMLResponse:
+        return HTMLResponse(html, headers={"Content-Security-Policy": policy})

@@ -1,0 +1,28 @@
+"""Path ids: a malformed id is a 404 like an unknown one (DESIGN §2), never a 422."""
+
+import uuid
+from typing import Annotated
+
+from fastapi import Depends, Path
+
+from questline.web.errors import not_found
+
+
+def _parser(kind: str, name: str):  # type: ignore[no-untyped-def]
+    # async: FastAPI runs a plain ``def`` dependency in its thread pool, a hand-off per
+    # request that queues under load (bench/load.py showed it).
+    async def parse(
+        raw: Annotated[str, Path(alias=name, description=f"Id of the {kind}")],
+    ) -> uuid.UUID:
+        try:
+            return uuid.UUID(raw)
+        except ValueError:
+            raise not_found(kind) from None
+
+    return parse
+
+
+TeamId = Annotated[uuid.UUID, Depends(_parser("team", "team_id"))]
+MemberId = Annotated[uuid.UUID, Depends(_parser("member", "member_id"))]
+DisciplineId = Annotated[uuid.UUID, Depends(_parser("discipline", "discipline_id"))]
+TaskId = Annotated[uuid.UUID, Depends(_parser("task", "task_id"))]

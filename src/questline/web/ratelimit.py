@@ -1,0 +1,160 @@
+"""Rate limits per caller, as ASGI middleware (docs/reliability.md).
+
+A caller is the ``sub`` and ``org`` of a bearer token that verifies (hashed, never the
+raw token), else the client address: a forged token counts against its sender's
+address, not against a bucket of its own. Each class of route (reads, writes, bulk) has
+its own limit. Counters live in memory (one process) or in Redis when
+``QUESTLINE_RATE_LIMIT_STORAGE`` names one, so that every process enforces one limit.
+
+Every limited response carries ``RateLimit-Limit``, ``RateLimit-Remaining`` and
+``RateLimit-Reset`` (seconds); a refused one is a 429 problem document with
+``Retry-After``. When the counter store fails, requests pass (logged): an outage of
+Redis must not become an outage of the API.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import logging
+import math
+import time
+from dataclasses import dataclass
+
+from limits import RateLimitItem, parse
+from limits.aio.storage import Storage
+from limits.aio.strategies import FixedWindowRateLimiter
+from limits.storage import storage_from_string
+from starlette.datastructures import MutableHeaders
+from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from questline.auth.tokens import TokenService
+from questline.config import Settings
+from questline.web.errors import TooManyRequests, Unauthorized, problem_from
+
+logger = logging.getLogger("questline.web.ratelimit")
+
+EXEMPT_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+"""Probes and scrapes: an orchestrator polling them must never be refused."""
+BULK_SUFFIXES = ("/team/bulk",)
+READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+class RouteClass(enum.StrEnum):
+    READS = "reads"
+    WRITES = "writes"
+    BULK = "bulk"
+
+
+def classify(method: str, path: str) -> RouteClass:
+    if path.rstrip("/").endswith(BULK_SUFFIXES):
+        return RouteClass.BULK
+    return RouteClass.READS if method in READ_METHODS else RouteClass.WRITES
+
+
+def storage_uri(configured: str) -> str:
+    """``redis://…`` → ``async+redis://…``: the middleware runs on the event loop."""
+    return configured if configured.startswith("async+") else f"async+{configured}"
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    allowed: bool
+    limit: int
+    remaining: int
+    reset_seconds: int
+
+    def headers(self) -> dict[str, str]:
+        return {
+            "RateLimit-Limit": str(self.limit),
+            "RateLimit-Remaining": str(self.remaining),
+            "RateLimit-Reset": str(self.reset_seconds),
+        }
+
+
+class RateLimiter:
+    """Counts hits per caller and route class in a fixed window."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.items: dict[RouteClass, RateLimitItem] = {
+            RouteClass.READS: parse(settings.rate_limit_reads),
+            RouteClass.WRITES: parse(settings.rate_limit_writes),
+            RouteClass.BULK: parse(settings.rate_limit_bulk),
+        }
+        uri = storage_uri(settings.rate_limit_storage)
+        options: dict[str, float | str | bool] = {}
+        if "redis" in uri:
+            options = {"implementation": "redispy", "key_prefix": "questline-ratelimit"}
+        storage = storage_from_string(uri, **options)
+        assert isinstance(storage, Storage), uri
+        self.storage = storage
+        self.strategy = FixedWindowRateLimiter(self.storage)
+
+    async def hit(self, route_class: RouteClass, identity: str) -> Verdict:
+        item = self.items[route_class]
+        allowed = await self.strategy.hit(item, route_class.value, identity)
+        stats = await self.strategy.get_window_stats(item, route_class.value, identity)
+        reset = max(1, math.ceil(stats.reset_time - time.time()))
+        return Verdict(allowed, item.amount, stats.remaining, reset)
+
+
+def caller_identity(scope: Scope, tokens: TokenService) -> str:
+    """A stable, non-secret key for who is calling (see the module docstring)."""
+    token = _bearer_token(scope)
+    if token is not None:
+        try:
+            caller = tokens.verify(token)
+        except Unauthorized:
+            pass
+        else:
+            raw = f"{caller.subject}\0{caller.org_id or '-'}"
+            return "token:" + hashlib.sha256(raw.encode()).hexdigest()[:32]
+    client = scope.get("client")
+    return "addr:" + (client[0] if client else "unknown")
+
+
+def _bearer_token(scope: Scope) -> str | None:
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            raw: bytes = value
+            scheme, _, credentials = raw.decode("latin-1").partition(" ")
+            if scheme.lower() == "bearer" and credentials.strip():
+                return credentials.strip()
+    return None
+
+
+class RateLimitMiddleware:
+    def __init__(self, app: ASGIApp, *, limiter: RateLimiter, tokens: TokenService) -> None:
+        self.app = app
+        self.limiter = limiter
+        self.tokens = tokens
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in EXEMPT_PATHS:
+            await self.app(scope, receive, send)
+            return
+        route_class = classify(scope["method"], scope["path"])
+        try:
+            verdict = await self.limiter.hit(route_class, caller_identity(scope, self.tokens))
+        except Exception as exc:  # the counter store is down: let the request pass
+            logger.warning("rate limit store failed; request not limited: %s", type(exc).__name__)
+            await self.app(scope, receive, send)
+            return
+        if not verdict.allowed:
+            problem = TooManyRequests(
+                f"Too many {route_class.value} from this caller; "
+                f"retry in {verdict.reset_seconds} s.",
+                headers={**verdict.headers(), "Retry-After": str(verdict.reset_seconds)},
+            )
+            await problem_from(Request(scope), problem)(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in verdict.headers().items():
+                    headers[name] = value
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)

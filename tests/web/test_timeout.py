@@ -1,0 +1,97 @@
+"""The request timeout: a request stuck behind a database lock that another client holds
+is answered 503 at the deadline, its transaction rolls back, and the service goes on."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+import asyncpg
+import pytest
+
+from questline.config import Settings
+from questline.web.hardening import drain
+from tests.factories import World
+from tests.web.conftest import AppFactory, client_for
+
+pytestmark = pytest.mark.anyio
+
+TIMEOUT = 0.5
+
+
+@asynccontextmanager
+async def team_locked_elsewhere(settings: Settings, team_id: str) -> AsyncIterator[None]:
+    """Another client holds the lock a change of the team needs, until the block ends.
+
+    PostgreSQL: a row lock on the team. SQLite: the database's write lock.
+    """
+    if settings.is_sqlite:
+        connection = sqlite3.connect(settings.data_dir / "questline.db", isolation_level=None)
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        finally:
+            connection.execute("ROLLBACK")
+            connection.close()
+        return
+    url = settings.resolved_database_url.replace("postgresql+asyncpg://", "postgresql://")
+    holder = await asyncpg.connect(url)
+    try:
+        transaction = holder.transaction()
+        await transaction.start()
+        await holder.execute("SELECT 1 FROM teams WHERE id = $1 FOR UPDATE", team_id)
+        try:
+            yield
+        finally:
+            await transaction.rollback()
+    finally:
+        await holder.close()
+
+
+async def test_a_request_stuck_on_a_lock_times_out_with_503_and_changes_nothing(
+    world: World, make_app: AppFactory, settings: Settings
+) -> None:
+    org = world.org()
+    team = await org.create_team("Before")
+    impatient = make_app(request_timeout_seconds=TIMEOUT)
+    async with client_for(impatient) as client:
+        async with team_locked_elsewhere(settings, team["Id"]):
+            started = time.monotonic()
+            with anyio.fail_after(TIMEOUT + 5):  # without the timeout it would wait forever
+                stuck = await client.patch(
+                    f"/team/{team['Id']}", json={"Name": "After"}, headers=org.admin
+                )
+            waited = time.monotonic() - started
+            reads_meanwhile = await client.get("/healthz")
+        assert stuck.status_code == 503, stuck.text
+        assert TIMEOUT <= waited < TIMEOUT + 2
+        assert stuck.headers["content-type"] == "application/problem+json"
+        assert stuck.headers["Retry-After"]
+        assert stuck.json()["requestId"] == stuck.headers["X-Request-Id"]
+        assert "took longer than 0.5 s" in stuck.json()["detail"]
+        assert reads_meanwhile.status_code == 200
+        # Once the lock is gone, the cancelled request finishes rolling back.
+        assert await drain(impatient.state.questline.cancelled_requests, grace=10)
+
+        # The lock is gone: the same process serves, and the timed-out change was undone.
+        unchanged = await client.get(f"/team/{team['Id']}", headers=org.member)
+        assert unchanged.status_code == 200
+        assert unchanged.json()["Name"] == "Before"
+        retried = await client.patch(
+            f"/team/{team['Id']}", json={"Name": "After"}, headers=org.admin
+        )
+        assert retried.status_code == 200, retried.text
+    assert [t["Name"] for t in await org.teams()] == ["After"]
+
+
+async def test_a_fast_request_is_not_touched_by_the_timeout(
+    world: World, make_app: AppFactory
+) -> None:
+    org = world.org()
+    async with client_for(make_app(request_timeout_seconds=TIMEOUT)) as client:
+        created = await client.post("/team", json={"name": "Quick"}, headers=org.admin)
+    assert created.status_code == 201
+    assert [t["Name"] for t in await org.teams()] == ["Quick"]
