@@ -21,15 +21,11 @@ from questline.progress.endpoints import router as progress_router
 from questline.storage.db import Database
 from questline.teams.endpoints import router as teams_router
 from questline.web.errors import CrashGuardMiddleware, install_error_handlers
-from questline.web.hardening import (
-    JsonDepthMiddleware,
-    RequestTimeoutMiddleware,
-    SecurityHeadersMiddleware,
-    drain,
-)
+from questline.web.hardening import RequestTimeoutMiddleware, SecurityHeadersMiddleware, drain
 from questline.web.middleware import AccessLogMiddleware, BodyGuardMiddleware
 from questline.web.openapi import install_openapi, mount_docs
 from questline.web.ratelimit import BULK_SUFFIXES, RateLimiter, RateLimitMiddleware
+from questline.web.server import ConcurrencyLimitMiddleware
 from questline.web.state import AppState
 
 DESCRIPTION = """
@@ -90,15 +86,16 @@ def _add_middleware(app: FastAPI, state: AppState) -> None:
         bulk_suffixes=BULK_SUFFIXES,
         cancelled=state.cancelled_requests,
     )
-    app.add_middleware(JsonDepthMiddleware, max_depth=settings.max_json_depth)
     app.add_middleware(
         BodyGuardMiddleware,
         limit=settings.max_body_bytes,
         bulk_limit=settings.max_bulk_body_bytes,
         bulk_suffixes=BULK_SUFFIXES,
+        body_timeout=settings.server_body_timeout_seconds,
     )
     if settings.rate_limit_enabled:
         app.add_middleware(RateLimitMiddleware, limiter=RateLimiter(settings), tokens=state.tokens)
+    app.add_middleware(ConcurrencyLimitMiddleware, limit=settings.server_max_concurrent_requests)
     app.add_middleware(AccessLogMiddleware)
     app.add_middleware(SecurityHeadersMiddleware)
     app.add_middleware(CorrelationIdMiddleware, header_name="X-Request-Id")

@@ -29,6 +29,10 @@ class Settings(BaseSettings):
     jwt_public_key: str | None = None
     """PEM public key (RS256/ES256) of an identity provider."""
     jwt_jwks_url: str | None = None
+    jwt_jwks_timeout_seconds: float = Field(default=5, gt=0)
+    """A JWKS fetch taking longer fails (the request gets 503; cached keys stay in use)."""
+    jwt_jwks_ttl_seconds: float = Field(default=300, gt=0)
+    """Keys older than this are refreshed in the background while still used."""
     jwt_issuer: str | None = "questline"
     jwt_audience: str | None = "questline"
     jwt_org_claim: str = "org"
@@ -51,6 +55,29 @@ class Settings(BaseSettings):
     """Idle keep-alive connections are closed after this long. Longer than the idle timeout
     of clients and load balancers (httpx 5 s, many balancers 60 s), so that they close
     first: a server closing a connection as a client reuses it fails that request."""
+
+    # The server boundary (questline.web.server; docs/reliability.md "Limits").
+    server_max_request_line_bytes: int = Field(default=8192, ge=256)
+    """Longest request line (method, target, version): 414 past it."""
+    server_max_query_bytes: int = Field(default=4096, ge=64)
+    """Longest query string: 414 past it."""
+    server_max_header_line_bytes: int = Field(default=8192, ge=256)
+    """Longest header line (name and value): 431 past it."""
+    server_max_header_bytes: int = Field(default=32768, ge=1024)
+    """All header lines of a request together: 431 past it."""
+    server_header_timeout_seconds: float = Field(default=10, gt=0)
+    """The request line and headers must arrive within this (408 and close)."""
+    server_body_timeout_seconds: float = Field(default=60, gt=0)
+    """The whole body must arrive within this after the headers (408 and close)."""
+    server_max_connections: int = Field(default=1000, ge=1)
+    """Open connections per worker; past it a request is answered 503 and closed."""
+    server_max_concurrent_requests: int = Field(default=100, ge=1)
+    """Requests handled at once per worker; past it a fast 503 with Retry-After."""
+    trusted_proxies: str = ""
+    """Comma-separated addresses whose ``X-Forwarded-For``/``-Proto`` are believed (none
+    by default: the peer address is the client)."""
+    allowed_hosts: str = "*"
+    """Comma-separated ``Host`` values served (``*``: any); links never use the Host."""
 
     # Rate limits per caller (token sub+org, else client address) and class of route.
     rate_limit_enabled: bool = True

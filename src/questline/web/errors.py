@@ -92,6 +92,10 @@ class PreconditionFailed(Problem):
     status, slug, title = 412, "precondition-failed", "Precondition failed"
 
 
+class RequestTimeout(Problem):
+    status, slug, title = 408, "request-timeout", "Request timeout"
+
+
 class PayloadTooLarge(Problem):
     status, slug, title = 413, "payload-too-large", "Payload too large"
 
