@@ -254,15 +254,13 @@ def test_forwarded_for_is_believed_from_configured_proxies_only(
     }
     default = deployment.server(**limited)
     statuses = [
-        httpx.get(f"{default.url}/team", headers={"X-Forwarded-For": f"203.0.113.{i}"})
-        .status_code
+        httpx.get(f"{default.url}/team", headers={"X-Forwarded-For": f"203.0.113.{i}"}).status_code
         for i in range(5)
     ]
     assert statuses == [401, 401, 401, 429, 429]
     proxied = deployment.server(**limited, QUESTLINE_TRUSTED_PROXIES="127.0.0.1")
     statuses = [
-        httpx.get(f"{proxied.url}/team", headers={"X-Forwarded-For": f"203.0.113.{i}"})
-        .status_code
+        httpx.get(f"{proxied.url}/team", headers={"X-Forwarded-For": f"203.0.113.{i}"}).status_code
         for i in range(5)
     ]
     assert statuses == [401] * 5  # each forwarded client its own bucket, as configured
