@@ -8,6 +8,7 @@ from questline.auth.dependencies import AdminOf, MemberOf
 from questline.progress import overview, schemas, service
 from questline.teams import service as teams_service
 from questline.web.openapi import problem_responses
+from questline.web.pagination import public_url
 from questline.web.paths import TaskId, TeamId
 from questline.web.routing import SessionDep, TransactionalRoute
 
@@ -45,10 +46,11 @@ async def complete_task(
     result = await service.complete_task(session, team=team, data=data)
     if not result.created:
         response.status_code = status.HTTP_200_OK
-    response.headers["Location"] = str(
-        request.url_for(
+    response.headers["Location"] = public_url(
+        request,
+        request.app.url_path_for(
             "get_completion", team_id=str(team_id), task_id=str(result.completion.task_id)
-        )
+        ),
     )
     return service.to_schema(result.completion, result.score)
 

@@ -24,6 +24,9 @@ logger = logging.getLogger("questline.web.errors")
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 TYPE_BASE = "https://questline.dev/problems/"
+MAX_LISTED_ERRORS = 100
+"""A problem document lists at most this many ``errors`` (the first ones) and then gives
+their total as ``errorCount``: an 8 MiB file of bad rows made a 156 MiB answer."""
 
 
 class FieldError(BaseModel):
@@ -43,6 +46,11 @@ class ProblemDocument(BaseModel):
     instance: str
     request_id: str | None = Field(default=None, alias="requestId")
     errors: list[FieldError] | None = None
+    error_count: int | None = Field(
+        default=None,
+        alias="errorCount",
+        description="How many problems there were, when more than the listed ones.",
+    )
 
 
 class Problem(Exception):
@@ -61,6 +69,10 @@ class Problem(Exception):
     ) -> None:
         super().__init__(detail)
         self.detail = detail
+        self.error_count: int | None = None
+        if errors is not None and len(errors) > MAX_LISTED_ERRORS:
+            self.error_count = len(errors)
+            errors = errors[:MAX_LISTED_ERRORS]
         self.errors = list(errors) if errors is not None else None
         self.headers = dict(headers or {})
 
@@ -147,7 +159,11 @@ def problem_response(
     detail: str,
     errors: Sequence[FieldError] | None = None,
     headers: Mapping[str, str] | None = None,
+    error_count: int | None = None,
 ) -> JSONResponse:
+    if errors is not None and len(errors) > MAX_LISTED_ERRORS:
+        error_count = error_count or len(errors)
+        errors = errors[:MAX_LISTED_ERRORS]
     document = ProblemDocument(
         type=TYPE_BASE + slug,
         title=title,
@@ -156,6 +172,7 @@ def problem_response(
         instance=request.url.path,
         request_id=correlation_id.get(),
         errors=list(errors) if errors is not None else None,
+        error_count=error_count,
     )
     return JSONResponse(
         document.model_dump(by_alias=True, exclude_none=True),
@@ -175,6 +192,7 @@ def problem_from(request: Request, problem: Problem) -> JSONResponse:
         detail=problem.detail,
         errors=problem.errors,
         headers=problem.headers,
+        error_count=problem.error_count,
     )
 
 
@@ -197,7 +215,7 @@ async def _handle_problem(request: Request, exc: Exception) -> JSONResponse:
 
 async def _handle_validation(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
-    raw = list(exc.errors())
+    raw = exc.errors()
     if any(error.get("type") == "json_invalid" for error in raw):
         ctx = next(e.get("ctx", {}) for e in raw if e.get("type") == "json_invalid")
         reason = ctx.get("error", "invalid JSON") if isinstance(ctx, dict) else "invalid JSON"
