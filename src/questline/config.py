@@ -21,6 +21,9 @@ class Settings(BaseSettings):
     """Overrides the embedded SQLite file, e.g. ``postgresql+asyncpg://user@host/db``."""
     database_pool_size: int = 10
     database_echo: bool = False
+    database_retry_attempts: int = Field(default=4, ge=1, le=20)
+    """A request whose transaction hits a deadlock or serialization failure (PostgreSQL)
+    is run again, up to this many attempts in all; then 503 with Retry-After."""
 
     # Authentication (DESIGN §3).
     jwt_secret: str | None = None

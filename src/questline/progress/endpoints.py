@@ -40,6 +40,7 @@ async def complete_task(
     201 when this completes it (the team's `Score` grows by the task's points), 200 when
     it was already completed (nothing changes). Archived teams refuse progress (409).
     """
+    await service.hold_discipline_of_task(session, task_id=data.task_id)
     team = await teams_service.get_team(
         session, org_id=tenant.org_id, team_id=team_id, for_update=True
     )

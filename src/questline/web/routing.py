@@ -8,8 +8,11 @@ and replays ``Idempotency-Key`` responses inside that same transaction.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import enum
+import logging
+import random
 from collections.abc import Callable, Coroutine
 from typing import Annotated, Any
 
@@ -18,7 +21,7 @@ from fastapi import Depends, Request, Response
 from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.auth.dependencies import (
@@ -32,9 +35,18 @@ from questline.auth.dependencies import (
 )
 from questline.auth.tokens import Caller, Role
 from questline.web import idempotency
-from questline.web.errors import BadRequest, FieldError, Forbidden, Problem, Unprocessable
+from questline.web.errors import (
+    BadRequest,
+    FieldError,
+    Forbidden,
+    Problem,
+    ServiceUnavailable,
+    Unprocessable,
+)
 from questline.web.hardening import json_depth_exceeds
 from questline.web.state import AppState, RequestState, app_state, request_state
+
+logger = logging.getLogger("questline.web.routing")
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
@@ -150,33 +162,81 @@ class TransactionalRoute(APIRoute):
             refuse_unknown_query_parameters(request, self.query_names)
             await read_checked_body(request)
             state = app_state(request)
-            write = request.method in WRITE_METHODS
-            async with state.db.new_session(write=write) as session:
-                request.state.questline = RequestState(session=session, caller=caller)
+            attempts = state.settings.database_retry_attempts
+            for attempt in range(1, attempts + 1):
                 try:
-                    response = await original(request)
-                    pending = request_state(request).pending_key
-                    if pending is not None and 200 <= response.status_code < 300:
-                        await idempotency.store_response(session, pending, response)
-                    await session.commit()
-                except idempotency.ReplayStoredResponse as replay:
-                    await session.rollback()
-                    return replay.response
-                except (IntegrityError, Problem):
-                    # A concurrent request with the same key may have won meanwhile: its
-                    # team now takes the name this one checked (409/422), or its record
-                    # conflicts with ours. Replay what it stored rather than fail.
-                    await session.rollback()
-                    stored = await _stored_after_race(state, request)
-                    if stored is None:
+                    return await _attempt(request, original, caller)
+                except DBAPIError as exc:
+                    if not is_transient(exc):
                         raise
-                    return stored
-                except BaseException:
-                    await session.rollback()
-                    raise
-            return response
+                    if attempt == attempts:
+                        logger.warning("gave up after %s attempts: %s", attempts, sqlstate_of(exc))
+                        raise ServiceUnavailable(
+                            "The database was too busy with conflicting changes to finish "
+                            "this request; retry it shortly.",
+                            headers={"Retry-After": "1"},
+                        ) from None
+                    logger.info("retrying after %s (attempt %s)", sqlstate_of(exc), attempt)
+                    await asyncio.sleep(random.uniform(0, 0.02 * 2**attempt))
+            raise AssertionError("unreachable")  # pragma: no cover
 
         return handler
+
+
+TRANSIENT_SQLSTATES = frozenset({"40001", "40P01"})
+"""serialization_failure and deadlock_detected: the transaction was rolled back whole
+and may simply be run again."""
+
+
+def sqlstate_of(exc: DBAPIError) -> str | None:
+    code = getattr(exc.orig, "sqlstate", None) or getattr(exc.orig, "pgcode", None)
+    return str(code) if code else None
+
+
+def is_transient(exc: DBAPIError) -> bool:
+    return sqlstate_of(exc) in TRANSIENT_SQLSTATES
+
+
+async def begin_snapshot(session: AsyncSession) -> None:
+    """Reads on PostgreSQL run in one snapshot: ``REPEATABLE READ READ ONLY``, so that a
+    read made of several statements (a graph, a discipline's tree) never mixes states
+    from before and after a concurrent write. SQLite's transactions are snapshots."""
+    if session.get_bind().dialect.name == "postgresql":
+        await session.connection(
+            execution_options={"isolation_level": "REPEATABLE READ", "postgresql_readonly": True}
+        )
+
+
+async def _attempt(request: Request, original: Handler, caller: Caller | None) -> Response:
+    """One run of the endpoint in its own transaction (retried whole on deadlocks)."""
+    state = app_state(request)
+    write = request.method in WRITE_METHODS
+    async with state.db.new_session(write=write) as session:
+        request.state.questline = RequestState(session=session, caller=caller)
+        try:
+            if not write:
+                await begin_snapshot(session)
+            response = await original(request)
+            pending = request_state(request).pending_key
+            if pending is not None and 200 <= response.status_code < 300:
+                await idempotency.store_response(session, pending, response)
+            await session.commit()
+        except idempotency.ReplayStoredResponse as replay:
+            await session.rollback()
+            return replay.response
+        except (IntegrityError, Problem):
+            # A concurrent request with the same key may have won meanwhile: its
+            # team now takes the name this one checked (409/422), or its record
+            # conflicts with ours. Replay what it stored rather than fail.
+            await session.rollback()
+            stored = await _stored_after_race(state, request)
+            if stored is None:
+                raise
+            return stored
+        except BaseException:
+            await session.rollback()
+            raise
+    return response
 
 
 def declared_query_names(dependant: Dependant) -> frozenset[str]:
