@@ -41,7 +41,7 @@ run: setup-runtime
 ## install), and run the whole test suite (SQLite and a harness-started PostgreSQL).
 test: setup
 	$(BIN)/python -m tests.support.system_packages --install
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 lint: setup
 	$(BIN)/ruff check src tests

@@ -3,7 +3,6 @@ guarded page factory and a freshly seeded organization per test."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import pytest
@@ -13,7 +12,7 @@ from tests.conftest import BACKENDS
 from tests.dashboard.browser import CHROMIUM_ARGS, Guard, Pages, chromium_path
 from tests.dashboard.live import LiveServer, live_server
 from tests.dashboard.seed import SeededOrg, seed_org
-from tests.support.postgres import PostgresServer
+from tests.support.postgres import PostgresServer, unique_database_name
 from tests.support.system_packages import CHROMIUM, missing_reason
 
 
@@ -27,7 +26,7 @@ def live(
     url = None
     if backend == "postgresql":
         server: PostgresServer = request.getfixturevalue("postgres_server")
-        url = server.create_database(f"questline_e2e_{os.getpid()}")
+        url = server.create_database(unique_database_name("questline_e2e"))
     with live_server(data_dir, url) as running:
         yield running
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import glob
 import importlib.util
+import itertools
 import os
 import pwd
 import shutil
@@ -79,6 +80,22 @@ def server_user() -> str:
     return "postgres"
 
 
+class ToolFailed(subprocess.CalledProcessError):
+    """A PostgreSQL tool failed; its message says what the tool said."""
+
+    def __str__(self) -> str:
+        return f"{super().__str__()}\n{self.stderr or ''}{self.stdout or ''}".rstrip()
+
+
+_databases = itertools.count(1)
+
+
+def unique_database_name(prefix: str = "questline") -> str:
+    """A database name no other fixture of this run (any xdist worker) uses: session
+    fixtures can be set up again when pytest switches between parametrized backends."""
+    return f"{prefix}_{os.getpid()}_{next(_databases)}"
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -104,7 +121,9 @@ class PostgresServer:
         return argv
 
     def _run(self, argv: list[str]) -> None:
-        subprocess.run(self._as_server_user(argv), check=True, capture_output=True, text=True)
+        done = subprocess.run(self._as_server_user(argv), capture_output=True, text=True)
+        if done.returncode != 0:
+            raise ToolFailed(done.returncode, done.args, done.stdout, done.stderr)
 
     def start(self) -> PostgresServer:
         if os.geteuid() == 0:
