@@ -8,6 +8,7 @@ import sys
 from typing import IO, Any
 
 from asgi_correlation_id import CorrelationIdFilter
+from pythonjsonlogger.core import RESERVED_ATTRS
 from pythonjsonlogger.json import JsonFormatter
 
 QUIET_UNLESS_DEBUG = ("alembic",)
@@ -78,6 +79,7 @@ def make_handler(fmt: str = "auto", stream: IO[str] | None = None) -> logging.Ha
             JsonFormatter(
                 "%(asctime)s %(levelname)s %(name)s %(message)s %(correlation_id)s",
                 rename_fields={"correlation_id": "request_id", "levelname": "level"},
+                reserved_attrs=[*RESERVED_ATTRS, "color_message"],  # uvicorn's ANSI copy
             )
         )
     else:
