@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from questline.bulk.schemas import BulkPlan, ItemError, PlannedTeam
 from questline.members import batch as members_batch
 from questline.members.service import email_key
+from questline.readmodel.versions import bump
 from questline.teams import batch as teams_batch
 from questline.teams import schemas as team_schemas
 from questline.teams.service import name_key
@@ -57,6 +58,7 @@ async def create_teams(
         count_on_commit(session, _CSV_ROWS, sum(len(team.spans) for team in plan.teams))
     else:  # JSON: its items
         count_on_commit(session, _JSON_ROWS, len(plan.teams))
+    await bump(session, org_id)
     return created
 
 
