@@ -1,5 +1,7 @@
 # Questline — the commands of the README. Everything runs inside .venv, installed by uv
-# from uv.lock; uv itself lives in .venv-tools (installed from PyPI with pip, pinned).
+# from uv.lock; uv itself lives in .venv-tools (installed from PyPI with pip, pinned):
+# with the system's pip into a plain directory (no virtualenv to create), or, where
+# Python has no pip, into a virtualenv of its own.
 PYTHON ?= python3
 UV_VERSION := 0.13.8
 VENV := .venv
@@ -21,8 +23,11 @@ export UV_PROJECT_ENVIRONMENT := $(VENV)
 .PHONY: run setup setup-runtime test lint typecheck check format bench bench-quick lock clean
 
 $(UV):
-	test -x $(TOOLS)/bin/python || $(PYTHON) -m venv $(TOOLS)
-	$(TOOLS)/bin/pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check --target $(TOOLS) \
+		uv==$(UV_VERSION) \
+	|| { $(PYTHON) -m venv $(TOOLS) && $(TOOLS)/bin/python -m pip install --quiet \
+		--disable-pip-version-check uv==$(UV_VERSION); }
+	$(UV) --version
 
 ## The runtime set only (what `make run` needs): no test or lint tool.
 setup-runtime: $(UV)
