@@ -49,6 +49,7 @@ test: setup
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 lint: setup
+	$(UV) lock --check --quiet  # uv.lock agrees with pyproject.toml (else: make lock)
 	$(BIN)/ruff check src tests
 	$(BIN)/ruff format --check src tests
 
