@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 
 from asgi_correlation_id import CorrelationIdMiddleware
 from fastapi import FastAPI
+from fastapi.responses import RedirectResponse
 
 from questline import __version__
 from questline.auth.tokens import TokenService
@@ -18,10 +19,12 @@ from questline.health.endpoints import router as health_router
 from questline.leaderboard.endpoints import router as leaderboard_router
 from questline.members.endpoints import router as members_router
 from questline.progress.endpoints import router as progress_router
+from questline.readmodel.model import ReadModel
 from questline.storage.db import Database
 from questline.teams.endpoints import router as teams_router
 from questline.web.errors import CrashGuardMiddleware, install_error_handlers
 from questline.web.hardening import RequestTimeoutMiddleware, SecurityHeadersMiddleware, drain
+from questline.web.head import HeadAsGetMiddleware
 from questline.web.middleware import AccessLogMiddleware, BodyGuardMiddleware
 from questline.web.openapi import install_openapi, mount_docs
 from questline.web.ratelimit import BULK_SUFFIXES, RateLimiter, RateLimitMiddleware
@@ -40,7 +43,13 @@ Errors are RFC 9457 problem documents (`application/problem+json`).
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
-    state = AppState(settings=settings, db=Database(settings), tokens=TokenService(settings))
+    db = Database(settings)
+    state = AppState(
+        settings=settings,
+        db=db,
+        tokens=TokenService(settings),
+        readmodel=ReadModel(db, settings),
+    )
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -68,6 +77,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         leaderboard_router,
     ):
         app.include_router(router)
+    app.add_api_route("/", _to_dashboard, methods=["GET"], include_in_schema=False)
     mount_docs(app)
     mount_dashboard(app)
     install_openapi(app)
@@ -75,9 +85,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     return app
 
 
+async def _to_dashboard() -> RedirectResponse:
+    """``GET /``: the dashboard (a person who types the host lands somewhere useful)."""
+    return RedirectResponse("/ui/", status_code=307)
+
+
 def _add_middleware(app: FastAPI, state: AppState) -> None:
     """The ASGI stack, innermost first: the last one added sees a request first."""
     settings = state.settings
+    app.add_middleware(HeadAsGetMiddleware)  # innermost: the rest see (and log) HEAD
     app.add_middleware(CrashGuardMiddleware)
     app.add_middleware(
         RequestTimeoutMiddleware,

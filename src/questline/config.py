@@ -24,6 +24,11 @@ class Settings(BaseSettings):
     database_retry_attempts: int = Field(default=4, ge=1, le=20)
     """A request whose transaction hits a deadlock or serialization failure (PostgreSQL)
     is run again, up to this many attempts in all; then 503 with Retry-After."""
+    database_listen_url: str | None = None
+    """A direct (not pgbouncer) PostgreSQL URL for the read model's LISTEN connection;
+    default: ``database_url``."""
+    read_model_max_bytes: int = 64 * 1024 * 1024
+    """The read model's cache of ready-to-send bodies, per process (LRU by bytes)."""
 
     # Authentication (DESIGN §3).
     jwt_secret: str | None = None
@@ -91,7 +96,8 @@ class Settings(BaseSettings):
     rate_limit_bulk: str = "20/minute"
 
     log_level: str = "INFO"
-    log_format: Literal["json", "text"] = "json"
+    log_format: Literal["auto", "json", "text"] = "auto"
+    """``auto``: human-readable lines when stderr is a terminal, JSON lines otherwise."""
     public_url: str = "http://127.0.0.1:8000"
 
     @property

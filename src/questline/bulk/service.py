@@ -17,10 +17,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from questline.bulk.schemas import BulkPlan, ItemError, PlannedTeam
 from questline.members import batch as members_batch
 from questline.members.service import email_key
+from questline.readmodel.versions import bump
 from questline.teams import batch as teams_batch
 from questline.teams import schemas as team_schemas
 from questline.teams.service import name_key
 from questline.web.errors import MAX_LISTED_ERRORS, Unprocessable
+from questline.web.metrics import BULK_ROWS_IMPORTED, TEAMS_CREATED, count_on_commit
+
+_CSV_ROWS = BULK_ROWS_IMPORTED.labels("csv")
+_JSON_ROWS = BULK_ROWS_IMPORTED.labels("json")
 
 
 async def create_teams(
@@ -47,7 +52,14 @@ async def create_teams(
         )
         for team in plan.teams
     ]
-    return await teams_batch.insert_teams(session, org_id=org_id, teams=new_teams)
+    created = await teams_batch.insert_teams(session, org_id=org_id, teams=new_teams)
+    count_on_commit(session, TEAMS_CREATED, len(created))
+    if plan.header is not None:  # CSV: its records
+        count_on_commit(session, _CSV_ROWS, sum(len(team.spans) for team in plan.teams))
+    else:  # JSON: its items
+        count_on_commit(session, _JSON_ROWS, len(plan.teams))
+    await bump(session, org_id)
+    return created
 
 
 async def _taken_names(

@@ -22,10 +22,12 @@ from questline.disciplines.service import visible_to
 from questline.progress import schemas
 from questline.progress.models import ScoreChange, TaskCompletion
 from questline.progress.scores import Step, apply_steps
+from questline.readmodel.versions import bump
 from questline.storage.db import insert_ignoring_conflicts, utcnow
 from questline.teams import service as teams_service
 from questline.teams.models import Team
 from questline.web.errors import FieldError, Unprocessable, not_found
+from questline.web.metrics import TASKS_COMPLETED, TASKS_WITHDRAWN, count_on_commit
 
 _completions = TaskCompletion.__table__
 CLOCK_SKEW = dt.timedelta(seconds=5)
@@ -144,6 +146,7 @@ async def complete_task(
     created = inserted.scalar_one_or_none() is not None
     score = team.score
     if created:
+        count_on_commit(session, TASKS_COMPLETED)
         [score] = await apply_steps(
             session,
             steps=[
@@ -158,6 +161,7 @@ async def complete_task(
                 )
             ],
         )
+        await bump(session, team.organization_id)
     completion = await get_completion(session, team=team, task_id=task.id)
     return CompletionResult(completion=completion, created=created, score=score)
 
@@ -182,6 +186,7 @@ async def withdraw_task(session: AsyncSession, *, team: Team, task_id: uuid.UUID
     ).one_or_none()
     if removed is None:
         raise not_found("completion of this task by this team")
+    count_on_commit(session, TASKS_WITHDRAWN)
     [score] = await apply_steps(
         session,
         steps=[
@@ -196,6 +201,7 @@ async def withdraw_task(session: AsyncSession, *, team: Team, task_id: uuid.UUID
             )
         ],
     )
+    await bump(session, team.organization_id)
     return score
 
 

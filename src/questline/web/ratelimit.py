@@ -37,6 +37,7 @@ from questline.web.errors import (
     Unauthorized,
     problem_from,
 )
+from questline.web.metrics import RATE_LIMITED
 
 logger = logging.getLogger("questline.web.ratelimit")
 
@@ -148,6 +149,7 @@ class RateLimitMiddleware:
             await self.app(scope, receive, send)
             return
         if not verdict.allowed:
+            RATE_LIMITED.labels(route_class.value).inc()
             problem = TooManyRequests(
                 f"Too many {route_class.value} from this caller; "
                 f"retry in {verdict.reset_seconds} s.",
