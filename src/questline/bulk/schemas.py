@@ -11,13 +11,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from questline.members.batch import Person
 from questline.teams.schemas import Tags, TeamName
 from questline.web.errors import MAX_LISTED_ERRORS, FieldError, PayloadTooLarge, Unprocessable
-from questline.web.schemas import text
+from questline.web.schemas import normalized_name, text
 
 CSV_COLUMNS = ("team", "email", "givenName", "tags")
 CSV_HEADER = ",".join(CSV_COLUMNS)
 TAG_SEPARATOR = ";"
 
-GivenName = Annotated[str, text(100)]
+GivenName = Annotated[str, text(100), normalized_name(100)]
 
 
 class CsvRow(BaseModel):

@@ -15,6 +15,7 @@ from questline.web.openapi import problem_responses
 from questline.web.pagination import PageDep, announce_next_page, public_url, split_page
 from questline.web.paths import DisciplineId
 from questline.web.routing import SessionDep, TransactionalRoute
+from questline.web.schemas import QueryBoolean
 
 router = APIRouter(prefix="/discipline", tags=["disciplines"], route_class=TransactionalRoute)
 
@@ -24,7 +25,7 @@ EXAMPLES: dict[str, Example] = {
 }
 
 Force = Annotated[
-    bool,
+    QueryBoolean,
     Query(
         description="Also remove tasks that teams completed; their progress is withdrawn "
         "(negative steps in the score history). Without it that is 409."

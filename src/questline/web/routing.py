@@ -258,6 +258,15 @@ def declared_query_names(dependant: Dependant) -> frozenset[str]:
 def refuse_unknown_query_parameters(request: Request, known: frozenset[str]) -> None:
     """422 naming unknown query parameters: ``?limt=5`` must not quietly list everything
     (DESIGN §2: unknown input is rejected, not dropped)."""
+    nul = [name for name, value in request.query_params.multi_items() if "\x00" in name + value]
+    if nul:
+        raise Unprocessable(
+            "A query parameter holds a NUL character; none accepts one.",
+            errors=[
+                FieldError(field=name[:100] or "(empty name)", message="NUL character.")
+                for name in nul[:10]
+            ],
+        )
     unknown = [name for name in dict.fromkeys(request.query_params.keys()) if name not in known]
     if not unknown:
         return
