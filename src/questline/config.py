@@ -84,8 +84,9 @@ class Settings(BaseSettings):
     trusted_proxies: str = ""
     """Comma-separated addresses whose ``X-Forwarded-For``/``-Proto`` are believed (none
     by default: the peer address is the client)."""
-    allowed_hosts: str = "*"
-    """Comma-separated ``Host`` values served (``*``: any); links never use the Host."""
+    allowed_hosts: str = ""
+    """Comma-separated ``Host`` values served (empty or ``*``: any; links never use the
+    Host header, they are built on ``public_url``)."""
 
     # Rate limits per caller (token sub+org, else client address) and class of route.
     rate_limit_enabled: bool = True
@@ -94,6 +95,11 @@ class Settings(BaseSettings):
     rate_limit_reads: str = "1200/minute"
     rate_limit_writes: str = "300/minute"
     rate_limit_bulk: str = "20/minute"
+
+    metrics_token: str | None = None
+    """Bearer token ``/metrics`` asks for; unset: it answers loopback clients only."""
+    idempotency_purge_interval_seconds: float = Field(default=600, gt=0)
+    """How often each process deletes idempotency records older than their TTL."""
 
     log_level: str = "INFO"
     log_format: Literal["auto", "json", "text"] = "auto"
@@ -111,7 +117,10 @@ class Settings(BaseSettings):
         return self.resolved_database_url.startswith("sqlite")
 
     def ensure_data_dir(self) -> Path:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        """The data directory, private to the service's user (0700)."""
+        self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if self.data_dir.stat().st_mode & 0o077:
+            self.data_dir.chmod(0o700)
         return self.data_dir
 
 

@@ -28,9 +28,9 @@ router = APIRouter(prefix="/team", tags=["teams"], route_class=TransactionalRout
 _TEAMS = TypeAdapter(list[Team])
 _CSV_EXAMPLE = (
     f"{CSV_HEADER}\r\n"
-    "Rockets,ada@example.org,Ada,onboarding;2026\r\n"
-    "Rockets,grace@example.org,Grace,\r\n"
-    '"Comets, Inc.",,,onboarding\r\n'
+    "Example Voyagers,ada@example.org,Ada,onboarding;2026\r\n"
+    "Example Voyagers,grace@example.org,Grace,\r\n"
+    '"Example Pathfinders, Inc.",,,onboarding\r\n'
 )
 
 _DESCRIPTION = f"""**Experimental**: the request and response shapes may still change.
@@ -38,8 +38,9 @@ _DESCRIPTION = f"""**Experimental**: the request and response shapes may still c
 Creates many teams in one request, **all or nothing**: when any item is invalid the
 answer is 422 with one `errors` entry per problem, naming the item's index and field
 (`[3].name`, `[0].members[2]`) or the CSV line and column (`line 7: email`), and
-nothing is created. A name used twice in the request (names ignore case) or already
-used in the organization, and an unknown member id, are such problems.
+nothing is created. A name used twice in the request (names ignore case), and an
+unknown member id, are such problems. When the request's only problem is names already
+used in the organization, the answer is 409 listing them.
 
 Two body formats:
 

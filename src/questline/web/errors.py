@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 logger = logging.getLogger("questline.web.errors")
@@ -229,16 +230,35 @@ async def _handle_http(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     titles = {404: "Not found", 405: "Method not allowed"}
     detail = exc.detail if isinstance(exc.detail, str) else "Request failed."
+    headers = dict(exc.headers or {})
     if exc.status_code == 404:
         detail = f"There is no resource at {request.url.path}."
+    if exc.status_code == 405:
+        allowed = allowed_methods(request)
+        headers["Allow"] = ", ".join(allowed)
+        detail = f"{request.method} is not allowed here; use {', '.join(allowed)}."
     return problem_response(
         request,
         status=exc.status_code,
         slug=f"http-{exc.status_code}",
         title=titles.get(exc.status_code, "Request failed"),
         detail=detail,
-        headers=exc.headers,
+        headers=headers,
     )
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route takes at this path (Starlette names only the first
+    route's), found by asking each route whether it takes the request with that method;
+    HEAD wherever GET is."""
+    allowed: list[str] = []
+    for method in ("GET", "POST", "PUT", "PATCH", "DELETE"):
+        scope = {**request.scope, "method": method}
+        if any(route.matches(scope)[0] is Match.FULL for route in request.app.router.routes):
+            allowed.append(method)
+    if "GET" in allowed:
+        allowed.insert(1, "HEAD")
+    return allowed
 
 
 async def _handle_integrity(request: Request, exc: Exception) -> JSONResponse:

@@ -36,7 +36,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
 from questline.config import Settings
-from questline.web.errors import ServiceUnavailable, problem_from
+from questline.web.errors import BadRequest, ServiceUnavailable, problem_from
 
 PROTOCOL_PATH = "questline.web.server:LimitedHttpToolsProtocol"
 
@@ -331,3 +331,27 @@ class ConcurrencyLimitMiddleware:
             await self.app(scope, receive, send)
         finally:
             self.running -= 1
+
+
+class AllowedHostsMiddleware:
+    """400 for a ``Host`` not in ``QUESTLINE_ALLOWED_HOSTS`` (when that is set)."""
+
+    def __init__(self, app: ASGIApp, *, hosts: list[str]) -> None:
+        self.app = app
+        self.hosts = frozenset(h.lower() for h in hosts)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in ConcurrencyLimitMiddleware.EXEMPT:
+            await self.app(scope, receive, send)
+            return
+        host = ""
+        for name, value in scope["headers"]:
+            if name == b"host":
+                host = value.decode("latin-1").lower()
+                break
+        name_only = host if host.endswith("]") else host.rsplit(":", 1)[0]
+        if host not in self.hosts and name_only not in self.hosts:
+            problem = BadRequest("This server does not serve that host name.")
+            await problem_from(Request(scope), problem)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)

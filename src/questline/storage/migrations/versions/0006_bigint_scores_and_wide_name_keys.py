@@ -1,4 +1,4 @@
-"""scores as BIGINT; team name keys wide enough for case folding
+"""scores as BIGINT; team name keys wide enough for case folding; readiness probe row
 
 Scores grow without bound (a team completes tasks of any number of disciplines, each
 task up to 1,000,000 points): ``teams.score`` and ``score_events.score_after`` become
@@ -23,6 +23,13 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
+    # /readyz writes one row here: a database that takes no write is not ready.
+    op.create_table(
+        "health_probe",
+        sa.Column("id", sa.Integer(), nullable=False),
+        sa.Column("checked_at", sa.DateTime(timezone=True), nullable=False),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_health_probe")),
+    )
     if op.get_bind().dialect.name != "postgresql":
         return
     op.alter_column("teams", "score", type_=sa.BigInteger(), existing_nullable=False)
@@ -31,6 +38,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.drop_table("health_probe")
     if op.get_bind().dialect.name != "postgresql":
         return
     op.alter_column("teams", "name_key", type_=sa.String(100), existing_nullable=False)
