@@ -6,6 +6,7 @@ from fastapi import APIRouter, Request, Response, status
 
 from questline.auth.dependencies import AdminOf, MemberOf
 from questline.progress import overview, schemas, service
+from questline.readmodel.http import serve
 from questline.teams import service as teams_service
 from questline.web.openapi import problem_responses
 from questline.web.paths import TaskId, TeamId
@@ -101,7 +102,17 @@ async def withdraw_task(
     response_model=schemas.Overview,
     responses=problem_responses(401, 403, 404),
 )
-async def get_overview(team_id: TeamId, tenant: MemberOf, session: SessionDep) -> schemas.Overview:
+async def get_overview(
+    team_id: TeamId, request: Request, tenant: MemberOf, session: SessionDep
+) -> Response:
     """The team's progress: score, rank, and for every discipline the organization sees
-    (global and its own, by title) the tasks and points done per level and quest."""
-    return await overview.team_overview(session, org_id=tenant.org_id, team_id=team_id)
+    (global and its own, by title) the tasks and points done per level and quest.
+    Send the `ETag` back as `If-None-Match`: 304 while nothing changed."""
+
+    async def build(_version: int) -> tuple[bytes, dict[str, str]]:
+        found = await overview.team_overview(session, org_id=tenant.org_id, team_id=team_id)
+        return found.model_dump_json(by_alias=True).encode(), {}
+
+    return await serve(
+        request, organization_id=tenant.org_id, variant=tenant.caller.role.value, build=build
+    )

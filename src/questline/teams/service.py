@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import ColumnElement, Select, delete, func, insert, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -63,6 +64,52 @@ def member_count_column() -> ColumnElement[int]:
 
 def _teams_query(org_id: uuid.UUID) -> Select[Team, int]:
     return select(Team, member_count_column()).where(Team.organization_id == org_id)
+
+
+TEAM_COLUMNS = (
+    Team.id,
+    Team.name,
+    Team.organization_id,
+    Team.status,
+    Team.tags,
+    Team.score,
+    Team.is_survey_completed,
+    Team.is_admin_team,
+    Team.created_at,
+    Team.name_key,
+)
+
+
+def team_json(row: Any, member_count: int) -> dict[str, Any]:
+    """A ``schemas.Team`` as its JSON object, from a row of ``TEAM_COLUMNS`` (or a Team)."""
+    return {
+        "Id": row.id,
+        "Name": row.name,
+        "OrganizationId": row.organization_id,
+        "Status": row.status.value if isinstance(row.status, TeamStatus) else row.status,
+        "Tags": list(row.tags),
+        "Score": row.score,
+        "IsSurveyCompleted": row.is_survey_completed,
+        "IsAdminTeam": row.is_admin_team,
+        "MemberCount": member_count,
+        "CreatedAt": row.created_at,
+    }
+
+
+async def list_team_rows(
+    session: AsyncSession, *, org_id: uuid.UUID, page: PageRequest
+) -> list[Any]:
+    """``GET /team`` in one Core statement: the team columns and the member count."""
+    query = select(*TEAM_COLUMNS, member_count_column().label("member_count")).where(
+        Team.organization_id == org_id
+    )
+    if page.after is not None:
+        name_after, id_after = cursor_parts(page.after, str, uuid.UUID)
+        query = query.where(tuple_(Team.name_key, Team.id) > (name_after, id_after))
+    query = query.order_by(Team.name_key, Team.id)
+    if page.fetch_size is not None:
+        query = query.limit(page.fetch_size)
+    return list((await session.execute(query)).all())
 
 
 async def list_teams(
