@@ -11,6 +11,7 @@ import enum
 import os
 import secrets
 import tempfile
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,6 +67,11 @@ def load_or_create_secret(settings: Settings) -> str:
     return secret
 
 
+VERIFIED_TOKENS = 10_000
+"""Verified tokens remembered per process (about 4 MB at most)."""
+JWKS_TRUST_SECONDS = 60.0
+
+
 class TokenService:
     """Verifies bearer tokens and mints the embedded default's tokens."""
 
@@ -79,6 +85,11 @@ class TokenService:
             if any(a.startswith("HS") for a in self.algorithms)
             else None
         )
+        self._verified: dict[str, tuple[Caller, float]] = {}
+
+    def keys_rotated(self) -> None:
+        """Forget every verified token: call when the verification keys change."""
+        self._verified.clear()
 
     def mint(
         self,
@@ -112,6 +123,30 @@ class TokenService:
         return jwt.encode(claims, self._secret, algorithm="HS256")
 
     def verify(self, token: str) -> Caller:
+        """The caller of a valid token; 401 otherwise.
+
+        Verified tokens are remembered (at most ``VERIFIED_TOKENS``, oldest dropped first)
+        until their ``exp`` (plus the leeway the check allows), and with keys fetched
+        from a JWKS URL at most ``JWKS_TRUST_SECONDS``, so that a key withdrawn from the
+        set stops working within that time; ``keys_rotated`` forgets them all.
+        A repeated token then costs a dictionary look-up instead of a signature check.
+        """
+        remembered = self._verified.get(token)
+        if remembered is not None:
+            caller, until = remembered
+            if time.time() < until:
+                return caller
+            del self._verified[token]
+        caller, expires = self._verify(token)
+        until = expires + self.settings.jwt_leeway_seconds
+        if self._jwks is not None:
+            until = min(until, time.time() + JWKS_TRUST_SECONDS)
+        if len(self._verified) >= VERIFIED_TOKENS:
+            del self._verified[next(iter(self._verified))]
+        self._verified[token] = (caller, until)
+        return caller
+
+    def _verify(self, token: str) -> tuple[Caller, float]:
         try:
             claims = jwt.decode(
                 token,
@@ -126,7 +161,7 @@ class TokenService:
             raise Unauthorized("The token has expired.") from exc
         except jwt.PyJWTError as exc:
             raise Unauthorized(f"The token is not valid: {exc}.") from exc
-        return self._caller_from(claims)
+        return self._caller_from(claims), float(claims["exp"])
 
     def _verification_key(self, token: str) -> Any:
         if self._jwks is not None:

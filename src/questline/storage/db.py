@@ -100,7 +100,11 @@ class Database:
                 echo=settings.database_echo,
                 pool_size=settings.database_pool_size,
                 max_overflow=settings.database_pool_size,
-                pool_pre_ping=True,
+                # No pre-ping (a SELECT 1 before every checkout): a connection that turns
+                # out dead fails its first statement, the pool drops it, and the request
+                # boundary retries once (``questline.web.routing``).
+                pool_pre_ping=False,
+                pool_recycle=1800,
             )
         self.write_engine = (
             self.engine.execution_options(**{SQLITE_BEGIN_OPTION: "IMMEDIATE"})

@@ -16,7 +16,7 @@ from fastapi import Depends, Request, Response
 from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.auth.dependencies import get_caller
@@ -66,6 +66,17 @@ class TransactionalRoute(APIRoute):
 
         async def handler(request: Request) -> Response:
             refuse_unknown_query_parameters(request, self.query_names)
+            try:
+                return await attempt(request)
+            except DBAPIError as exc:
+                # A pooled connection that died while idle (the database restarted, a
+                # proxy closed it) fails its first statement and is dropped from the
+                # pool; nothing was committed, so the request runs once more.
+                if not exc.connection_invalidated or request_state(request).committing:
+                    raise
+                return await attempt(request)
+
+        async def attempt(request: Request) -> Response:
             state = app_state(request)
             write = request.method in WRITE_METHODS
             async with state.db.new_session(write=write) as session:
@@ -75,6 +86,7 @@ class TransactionalRoute(APIRoute):
                     pending = request_state(request).pending_key
                     if pending is not None and 200 <= response.status_code < 300:
                         await idempotency.store_response(session, pending, response)
+                    request_state(request).committing = True
                     await session.commit()
                 except idempotency.ReplayStoredResponse as replay:
                     await session.rollback()
