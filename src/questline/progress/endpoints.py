@@ -6,11 +6,12 @@ from fastapi import APIRouter, Request, Response, status
 
 from questline.auth.dependencies import AdminOf, MemberOf
 from questline.progress import overview, schemas, service
-from questline.readmodel.http import serve
+from questline.readmodel.http import dumps, serve
 from questline.teams import service as teams_service
 from questline.web.openapi import problem_responses
 from questline.web.paths import TaskId, TeamId
 from questline.web.routing import SessionDep, TransactionalRoute
+from questline.web.state import app_state
 
 router = APIRouter(prefix="/team", tags=["progress"], route_class=TransactionalRoute)
 
@@ -109,9 +110,17 @@ async def get_overview(
     (global and its own, by title) the tasks and points done per level and quest.
     Send the `ETag` back as `If-None-Match`: 304 while nothing changed."""
 
-    async def build(_version: int) -> tuple[bytes, dict[str, str]]:
-        found = await overview.team_overview(session, org_id=tenant.org_id, team_id=team_id)
-        return found.model_dump_json(by_alias=True).encode(), {}
+    readmodel = app_state(request).readmodel
+
+    async def build(version: int) -> tuple[bytes, dict[str, str]]:
+        async def tree() -> list[overview.DisciplineNode]:
+            return await overview.visible_tree(session, org_id=tenant.org_id)
+
+        nodes = await readmodel.memo(tenant.org_id, "tree", version, tree)
+        found = await overview.overview_json(
+            session, org_id=tenant.org_id, team_id=team_id, tree=nodes
+        )
+        return dumps(found), {}
 
     return await serve(
         request, organization_id=tenant.org_id, variant=tenant.caller.role.value, build=build

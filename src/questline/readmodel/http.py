@@ -88,7 +88,7 @@ async def serve(
     if_none_match = request.headers.get("if-none-match")
     version = await readmodel.version(organization_id)
     if version is None:  # no version source: build every time
-        body, headers = await build(0)
+        body, headers = await build(-1)
         return Response(body, media_type=JSON, headers=dict(headers))
     key = _key(request, organization_id, variant)
     entry = readmodel.cache.get(key)
