@@ -75,7 +75,9 @@ async def _per_request(app: Any, path: str, headers: list[Any], n: int) -> float
     return best * 1e6
 
 
-async def _measure(settings: Any, paths: list[str], token: str, n: int, drop: str | None) -> dict[str, float]:
+async def _measure(
+    settings: Any, paths: list[str], token: str, n: int, drop: str | None
+) -> dict[str, float]:
     app = create_app(settings)
     if drop:
         app.user_middleware = [m for m in app.user_middleware if m.cls.__name__ != drop]
@@ -107,7 +109,10 @@ async def _run(args: argparse.Namespace, data_dir: Path) -> None:
         update={"rate_limit_enabled": True, "rate_limit_reads": "100000000/minute"}
     )
     with_limits = await _measure(limited, paths, token, args.requests, None)
-    print(f"{'cost of rate limiting (on)':38}" + "".join(f"{with_limits[p] - base[p]:24.1f}" for p in paths))
+    print(
+        f"{'cost of rate limiting (on)':38}"
+        + "".join(f"{with_limits[p] - base[p]:24.1f}" for p in paths)
+    )
 
 
 def main() -> int:

@@ -84,14 +84,7 @@ async def get_team(
     `If-None-Match` here (304 while nothing changed)."""
 
     async def build(version: int) -> tuple[bytes, dict[str, str]]:
-        team = await service.get_team(session, org_id=tenant.org_id, team_id=team_id)
-        members = await service.team_members(
-            session, org_id=tenant.org_id, team_id=team.id, page=members_service.ALL
-        )
-        described = await members_service.describe(session, org_id=tenant.org_id, members=members)
-        body = service.team_json(team, len(described))
-        body["Members"] = [m.model_dump(by_alias=True) for m in described]
-        etag = service.etag_of(team)
+        body, etag = await service.team_detail_json(session, org_id=tenant.org_id, team_id=team_id)
         # The team's own validator (If-Match compares that part), then the organization's
         # version and the role: members' bodies may differ from admins'.
         role = tenant.caller.role.value[0]
