@@ -13,6 +13,7 @@ from questline.readmodel.http import dumps, serve
 from questline.teams import service as teams_service
 from questline.web.errors import not_found
 from questline.web.openapi import problem_responses
+from questline.web.pagination import public_url
 from questline.web.paths import TeamId
 from questline.web.routing import SessionDep, TransactionalRoute
 from questline.web.schemas import InputDateTime
@@ -98,7 +99,8 @@ async def get_leaderboard(
         headers = {}
         if len(entries) > limit:
             entries = entries[:limit]
-            url = request.url.include_query_params(limit=limit, offset=offset + limit)
+            query = {**request.query_params, "limit": str(limit), "offset": str(offset + limit)}
+            url = public_url(request, request.url.path, query)
             headers["Link"] = f'<{url}>; rel="next"'
         return dumps([entry_json(e) for e in entries]), headers
 

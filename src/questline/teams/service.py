@@ -116,10 +116,11 @@ async def list_team_rows(
 
 
 async def team_detail_json(
-    session: AsyncSession, *, org_id: uuid.UUID, team_id: uuid.UUID
+    session: AsyncSession, *, org_id: uuid.UUID, team_id: uuid.UUID, hide_emails: bool
 ) -> tuple[dict[str, Any], str]:
     """``GET /team/{id}`` in two Core statements: the team, then its members each with
-    all its team ids. Returns the ``schemas.TeamDetail`` JSON object and the team's ETag."""
+    all its team ids. Returns the ``schemas.TeamDetail`` JSON object and the team's ETag.
+    ``hide_emails``: what a caller with the member role sees (``members.as_seen_by``)."""
     team_query, members_query = _detail_queries()
     params = {"org": org_id, "team": team_id}
     team = (await session.execute(team_query, params)).one_or_none()
@@ -135,7 +136,7 @@ async def team_detail_json(
                 {
                     "Id": member_id,
                     "OrganizationId": member_org,
-                    "Email": email,
+                    "Email": None if hide_emails else email,  # members see names only
                     "GivenName": given_name,
                     "TeamIds": [],
                     "CreatedAt": created_at,
