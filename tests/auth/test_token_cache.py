@@ -29,13 +29,13 @@ def test_a_verified_token_is_remembered_until_it_expires(
     assert first.org_id == org
 
     calls: list[str] = []
-    original = service._verify
+    original = service._decode
 
-    def counting(raw: str) -> object:
+    def counting(raw: str, key: object) -> object:
         calls.append(raw)
-        return original(raw)
+        return original(raw, key)
 
-    monkeypatch.setattr(service, "_verify", counting)
+    monkeypatch.setattr(service, "_decode", counting)
     assert service.verify(token) == first
     assert calls == []  # remembered: no signature check
 
