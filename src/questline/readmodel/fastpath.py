@@ -60,9 +60,17 @@ class ReadModelFastPath:
         if version != entry.version:
             await self.app(scope, receive, send)
             return
-        self.readmodel.cache.hits += 1
         etag = entry.etag.encode("latin-1")
-        if if_none_match is not None and etag_matches(if_none_match.decode("latin-1"), entry.etag):
+        matched = if_none_match is not None and etag_matches(
+            if_none_match.decode("latin-1"), entry.etag
+        )
+        if if_none_match is not None and not matched:
+            # A validator that does not match may be one the route refuses (too long,
+            # malformed): the route decides.
+            await self.app(scope, receive, send)
+            return
+        self.readmodel.cache.hits += 1
+        if matched:
             await send(
                 {
                     "type": "http.response.start",

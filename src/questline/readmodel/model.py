@@ -35,7 +35,11 @@ class ReadModel:
         self.source: VersionSource | None
         if db.is_sqlite:
             path = make_url(db.url).database or ""
-            self.source = SqliteSource(path, self.changes) if path not in ("", ":memory:") else None
+            self.source = (
+                SqliteSource(path, self.changes, self.invalidate_all)
+                if path not in ("", ":memory:")
+                else None
+            )
         else:
             listen_url = settings.database_listen_url or db.url
             self.source = PostgresSource(db, listen_url, self.changes, self.invalidate_all)
