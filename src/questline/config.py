@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 SECRET_FILE_NAME = "jwt-secret"
 
@@ -21,6 +21,18 @@ class Settings(BaseSettings):
     """Overrides the embedded SQLite file, e.g. ``postgresql+asyncpg://user@host/db``."""
     database_pool_size: int = 10
     database_echo: bool = False
+    database_transaction_pooler: bool = False
+    """The database URL (and the replica URLs) lead to a transaction pooler (pgbouncer with
+    ``pool_mode = transaction``): no prepared-statement cache, unique statement names."""
+    database_listen_url: str | None = None
+    """A direct session connection to the primary for LISTEN (never through a transaction
+    pooler); default: the database URL."""
+    database_replica_urls: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    """Comma-separated read-only URLs of streaming replicas (hot standbys) for reads."""
+    database_replica_max_lag_seconds: float = 5.0
+    """A replica further behind the primary than this serves no reads (the primary does)."""
+    database_replica_check_seconds: float = 0.2
+    """How often each process compares every replica's replayed WAL with the primary's."""
 
     # Authentication (DESIGN §3).
     jwt_secret: str | None = None
@@ -63,6 +75,17 @@ class Settings(BaseSettings):
     log_level: str = "INFO"
     log_format: Literal["json", "text"] = "json"
     public_url: str = "http://127.0.0.1:8000"
+
+    @field_validator("database_replica_urls", mode="before")
+    @classmethod
+    def _split_urls(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [url.strip() for url in value.split(",") if url.strip()]
+        return value
+
+    @property
+    def resolved_listen_url(self) -> str:
+        return self.database_listen_url or self.resolved_database_url
 
     @property
     def resolved_database_url(self) -> str:

@@ -27,6 +27,7 @@ from sqlalchemy.types import TypeDecorator
 from uuid_utils.compat import uuid7
 
 from questline.config import Settings
+from questline.storage.replicas import ReplicaRouter, RoutingSession
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -92,19 +93,21 @@ class Database:
             )
             _configure_sqlite(self.engine)
         else:
-            self.engine = create_async_engine(
-                self.url,
-                echo=settings.database_echo,
-                pool_size=settings.database_pool_size,
-                max_overflow=settings.database_pool_size,
-                pool_pre_ping=True,
-            )
+            self.engine = postgres_engine(self.url, settings)
         self.write_engine = (
             self.engine.execution_options(**{SQLITE_BEGIN_OPTION: "IMMEDIATE"})
             if self.is_sqlite
             else self.engine
         )
-        self.sessionmaker = async_sessionmaker(self.engine, expire_on_commit=False)
+        self.replicas = ReplicaRouter(
+            settings,
+            self.engine,
+            lambda url: postgres_engine(url, settings),
+            urls=[] if self.is_sqlite else settings.database_replica_urls,
+        )
+        self.sessionmaker = async_sessionmaker(
+            self.engine, expire_on_commit=False, sync_session_class=RoutingSession
+        )
 
     def new_session(self, *, write: bool) -> AsyncSession:
         """A session that begins its transaction on first use.
@@ -127,7 +130,34 @@ class Database:
                 raise
 
     async def dispose(self) -> None:
+        await self.replicas.close()
         await self.engine.dispose()
+
+
+def postgres_engine(url: str, settings: Settings, *, pooled: bool = True) -> AsyncEngine:
+    """An asyncpg engine; behind a transaction pooler (``database_transaction_pooler``)
+    it keeps no prepared statements across transactions and names each one uniquely,
+    since consecutive transactions may run on different server connections (pgbouncer
+    before 1.21 does not track prepared statements; Debian 12 ships 1.18)."""
+    connect_args: dict[str, Any] = {}
+    if pooled and settings.database_transaction_pooler:
+        connect_args = {
+            "statement_cache_size": 0,
+            "prepared_statement_cache_size": 0,
+            "prepared_statement_name_func": _unique_statement_name,
+        }
+    return create_async_engine(
+        url,
+        echo=settings.database_echo,
+        pool_size=settings.database_pool_size,
+        max_overflow=settings.database_pool_size,
+        pool_pre_ping=True,
+        connect_args=connect_args,
+    )
+
+
+def _unique_statement_name() -> str:
+    return f"__questline_{uuid.uuid4().hex}__"
 
 
 def _configure_sqlite(engine: AsyncEngine) -> None:

@@ -20,7 +20,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.auth.dependencies import get_caller
-from questline.web import idempotency
+from questline.web import idempotency, readafter
 from questline.web.errors import FieldError, Problem, Unprocessable
 from questline.web.state import AppState, RequestState, app_state, request_state
 
@@ -70,12 +70,16 @@ class TransactionalRoute(APIRoute):
             write = request.method in WRITE_METHODS
             async with state.db.new_session(write=write) as session:
                 request.state.questline = RequestState(session=session)
+                if not write:
+                    readafter.route_reads(state, session, request)
                 try:
-                    response = await original(request)
+                    response = await readafter.call_endpoint(original, request, session)
                     pending = request_state(request).pending_key
                     if pending is not None and 200 <= response.status_code < 300:
                         await idempotency.store_response(session, pending, response)
                     await session.commit()
+                    if write:
+                        await readafter.after_write(state, request, response)
                 except idempotency.ReplayStoredResponse as replay:
                     await session.rollback()
                     return replay.response

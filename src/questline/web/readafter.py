@@ -1,0 +1,97 @@
+"""Read-your-writes across processes: the ``Questline-Read-After`` header and cookie.
+
+With replicas configured (``questline.storage.replicas``), every successful write
+response carries the primary's WAL position after its commit, as the
+``Questline-Read-After`` response header and a cookie of the same content. A later
+request that sends either back (header first) reads from a replica only once that
+replica has replayed the position, on whichever process it lands. Browsers and HTTP
+clients that keep cookies do this by themselves; other clients copy the header. The
+cookie lives as long as the replica lag bound: after that every replica in use has the
+write anyway. A malformed value sends the read to the primary.
+
+Without replicas nothing here adds a query, a header or a cookie.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import uuid
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from fastapi import Request, Response
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from questline.storage.replicas import UNREACHABLE_LSN, format_lsn, parse_lsn
+from questline.web.state import AppState, RequestState, request_state
+
+HEADER = "Questline-Read-After"
+COOKIE = "questline_read_after"
+
+Handler = Callable[[Request], Coroutine[Any, Any, Response]]
+
+
+def requested_position(request: Request) -> int:
+    """The WAL position the request's reads must see (0: none asked for)."""
+    value = request.headers.get(HEADER) or request.cookies.get(COOKIE)
+    if not value:
+        return 0
+    try:
+        return parse_lsn(value.strip())
+    except ValueError:
+        return UNREACHABLE_LSN
+
+
+def _organization(request: Request) -> uuid.UUID | None:
+    state = getattr(request.state, "questline", None)
+    caller = state.caller if isinstance(state, RequestState) else None
+    return caller.org_id if caller is not None else None
+
+
+def route_reads(state: AppState, session: AsyncSession, request: Request) -> None:
+    """Let this read request's transaction run on a replica when that is safe."""
+    replicas = state.db.replicas
+    if replicas.enabled:
+        replicas.route_reads(session, lambda: _organization(request), requested_position(request))
+
+
+async def call_endpoint(original: Handler, request: Request, session: AsyncSession) -> Response:
+    """Run the endpoint; a read that fails on a replica runs again on the primary."""
+    try:
+        return await original(request)
+    except (DBAPIError, OSError, TimeoutError) as exc:
+        replicas = request.app.state.questline.db.replicas
+        replica = replicas.replica_of(session) if replicas.enabled else None
+        if replica is None:
+            raise
+        if isinstance(exc, OSError | TimeoutError) or getattr(exc, "connection_invalidated", False):
+            replica.mark_down(f"read failed: {type(exc).__name__}")
+        with contextlib.suppress(Exception):
+            await session.rollback()
+        replicas.use_primary(session)
+        caller = request_state(request).caller
+        request.state.questline = RequestState(session=session, caller=caller)
+        return await original(request)
+
+
+async def after_write(state: AppState, request: Request, response: Response) -> None:
+    """After a successful write's commit: remember its position and hand it out."""
+    replicas = state.db.replicas
+    if not replicas.enabled or not 200 <= response.status_code < 300:
+        return
+    position = await replicas.note_write(_organization(request))
+    if position is None:
+        return
+    value = format_lsn(position)
+    response.headers[HEADER] = value
+    response.set_cookie(
+        COOKIE,
+        value,
+        max_age=math.ceil(state.settings.database_replica_max_lag_seconds) + 1,
+        path="/",
+        httponly=True,
+        samesite="lax",
+        secure=state.settings.public_url.startswith("https://"),
+    )
