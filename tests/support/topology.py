@@ -44,6 +44,9 @@ class Cluster:
     standby: StandbyServer | None = None
     bouncer: PgBouncer | None = None
     with_standby: bool = True
+    server_pool_size: int = 20
+    """pgbouncer's server connections per database (the tests make it small, so that
+    client connections share them)."""
 
     def start(self) -> Cluster:
         ensure_tool("pgbouncer", "pgbouncer")
@@ -53,7 +56,10 @@ class Cluster:
             upgrade(self.settings(database_url=self.direct_url))
             if self.with_standby:
                 self.standby = StandbyServer(primary=self.primary).start()
-            self.bouncer = PgBouncer({DATABASE: Target(self.primary.port, DATABASE)}).start()
+            self.bouncer = PgBouncer(
+                {DATABASE: Target(self.primary.port, DATABASE)},
+                settings={"default_pool_size": str(self.server_pool_size)},
+            ).start()
         except BaseException:
             self.close()
             raise
