@@ -69,9 +69,9 @@ class Process:
         router: ReplicaRouter = self.app.state.questline.db.replicas
         return router
 
-    async def wait_replica_usable(self, timeout: float = 30) -> None:
+    async def wait_replica_usable(self, seconds: float = 30) -> None:
         """Until this process's monitor finds the replica current (it starts on first use)."""
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + seconds
         self.router.choose(None)
         while time.monotonic() < deadline:
             replica = self.router.replicas[0]

@@ -153,11 +153,15 @@ async def test_without_the_pooler_setting_asyncpg_statements_break_behind_pgboun
     statement asyncpg prepared and cached in one transaction is gone in the next."""
     settings: Settings = cluster.settings(database_transaction_pooler=False)
     engine = postgres_engine(cluster.pooled_url, settings)
+
+    async def three_transactions() -> None:
+        async with engine.connect() as connection:
+            for _ in range(3):
+                await connection.execute(text("SELECT count(*) FROM teams"))
+                await connection.commit()
+
     try:
         with pytest.raises(DBAPIError, match="prepared statement"):
-            async with engine.connect() as connection:
-                for _ in range(3):
-                    await connection.execute(text("SELECT count(*) FROM teams"))
-                    await connection.commit()
+            await three_transactions()
     finally:
         await engine.dispose()
