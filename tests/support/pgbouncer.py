@@ -36,7 +36,7 @@ POOL_SETTINGS = {
     "server_reset_query_always": "1",
     "server_check_query": "select 1",
     "server_login_retry": "1",
-    "query_wait_timeout": "30",
+    "query_wait_timeout": "5",
     "ignore_startup_parameters": "extra_float_digits",
 }
 """What docs/deploy.md recommends: transaction pooling; ``DISCARD ALL`` after every
