@@ -25,14 +25,16 @@ class Settings(BaseSettings):
     """The database URL (and the replica URLs) lead to a transaction pooler (pgbouncer with
     ``pool_mode = transaction``): no prepared-statement cache, unique statement names."""
     database_listen_url: str | None = None
-    """A direct session connection to the primary for LISTEN (never through a transaction
-    pooler); default: the database URL."""
+    """A direct (not pgbouncer) PostgreSQL URL for the read model's LISTEN connection
+    (LISTEN needs a session of its own); default: ``database_url``."""
     database_replica_urls: Annotated[list[str], NoDecode] = Field(default_factory=list)
     """Comma-separated read-only URLs of streaming replicas (hot standbys) for reads."""
     database_replica_max_lag_seconds: float = 5.0
     """A replica further behind the primary than this serves no reads (the primary does)."""
     database_replica_check_seconds: float = 0.2
     """How often each process compares every replica's replayed WAL with the primary's."""
+    read_model_max_bytes: int = 64 * 1024 * 1024
+    """The read model's cache of ready-to-send bodies, per process (LRU by bytes)."""
 
     # Authentication (DESIGN §3).
     jwt_secret: str | None = None
