@@ -28,6 +28,7 @@ from sqlalchemy.exc import DBAPIError
 
 from questline.config import Settings
 from questline.storage.db import postgres_engine
+from questline.storage.replicas import VERSION_SQL, ReplicaBehind
 from questline.web.readafter import COOKIE, HEADER
 from tests.factories import bearer
 from tests.scale.conftest import Apps, needs_postgres, reads_on
@@ -165,3 +166,46 @@ async def test_without_the_pooler_setting_asyncpg_statements_break_behind_pgboun
             await three_transactions()
     finally:
         await engine.dispose()
+
+
+async def test_a_read_model_entry_is_never_built_from_a_replica_behind_its_version(
+    cluster: Cluster, apps: Apps
+) -> None:
+    """Another process learns a new version from a notification, with no WAL position:
+    the replica must hold that version, else the entry is built on the primary."""
+    writer, other = apps(), apps(database_replica_max_lag_seconds=120)
+    org = uuid.uuid4()
+    admin = bearer(cluster.admin_token(org))
+    first = await writer.client.post("/team", json={"name": "One"}, headers=admin)
+    assert first.status_code == 201, first.text
+    await other.wait_replica_usable()
+    db = other.app.state.questline.db
+
+    async def replica_version() -> int:
+        session = db.new_session(write=False)
+        async with session:
+            other.router.route_reads(session, lambda: org)
+            assert other.router.replica_of(session) is not None
+            return int(await session.scalar(text(VERSION_SQL), {"organization_id": org}) or 0)
+
+    deadline = time.monotonic() + 30
+    while (before := await replica_version()) < 1:
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.05)
+
+    async with replay_paused(cluster):
+        second = await writer.client.post("/team", json={"name": "Two"}, headers=admin)
+        assert second.status_code == 201, second.text
+        async with db.session(write=False) as primary:
+            newest = int(await primary.scalar(text(VERSION_SQL), {"organization_id": org}))
+        assert newest > before
+        assert await replica_version() == before
+        session = db.new_session(write=False)
+        async with session:
+            other.router.route_reads(session, lambda: org)
+            await other.router.require_version(session, org, before)  # the replica has it
+        session = db.new_session(write=False)
+        async with session:
+            other.router.route_reads(session, lambda: org)
+            with pytest.raises(ReplicaBehind):
+                await other.router.require_version(session, org, newest)

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from fastapi import Request, Response
 
 from questline.readmodel.cache import Entry, Key
-from questline.web.state import app_state
+from questline.web.state import app_state, request_state
 
 JSON = "application/json"
 BodyBuilder = Callable[[], Awaitable[tuple[bytes, Mapping[str, str]]]]
@@ -76,6 +76,9 @@ async def serve(
         readmodel.cache.misses += 1
 
         async def build_entry() -> Entry:
+            # On a replica, the entry must be built from at least this version.
+            session = request_state(request).session
+            await app_state(request).db.replicas.require_version(session, organization_id, version)
             body, headers = await build()
             tag = etag(body, version) if etag else version_etag(organization_id, version, variant)
             return Entry(version=version, body=body, etag=tag, headers=tuple(headers.items()))

@@ -7,6 +7,7 @@ services only ``flush()``, never ``commit()``.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -97,6 +98,12 @@ class Database:
             _configure_sqlite(self.engine)
         else:
             self.engine = postgres_engine(self.url, settings)
+            if settings.database_transaction_pooler and not settings.database_listen_url:
+                logging.getLogger("questline.storage").warning(
+                    "QUESTLINE_DATABASE_TRANSACTION_POOLER is set without "
+                    "QUESTLINE_DATABASE_LISTEN_URL: LISTEN through a transaction pooler "
+                    "receives no notifications; give it a direct URL of the primary"
+                )
         self.write_engine = (
             self.engine.execution_options(**{SQLITE_BEGIN_OPTION: "IMMEDIATE"})
             if self.is_sqlite

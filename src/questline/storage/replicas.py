@@ -64,6 +64,9 @@ UNREACHABLE_LSN = 1 << 64
 """A read-after position no replica reaches: the read goes to the primary."""
 MAX_TRACKED_ORGANIZATIONS = 100_000
 
+VERSION_SQL = "SELECT version FROM readmodel_versions WHERE organization_id = :organization_id"
+"""The read model's version of an organization (``questline.readmodel.versions``)."""
+
 CHOICE = "questline_read_choice"
 """``Session.info`` key: a callable deciding (once) where the session's reads run."""
 
@@ -84,6 +87,10 @@ def describe(url: str) -> str:
     """host:port/database of a URL, without credentials (for logs and metrics)."""
     parsed = make_url(url)
     return f"{parsed.host}:{parsed.port or 5432}/{parsed.database}"
+
+
+class ReplicaBehind(Exception):
+    """The replica chosen for a read has not replayed what the read must see."""
 
 
 @dataclass
@@ -180,6 +187,21 @@ class ReplicaRouter:
     def replica_of(session: AsyncSession) -> Replica | None:
         decide = session.info.get(CHOICE)
         return decide() if decide is not None else None
+
+    async def require_version(
+        self, session: AsyncSession, organization_id: uuid.UUID, version: int
+    ) -> None:
+        """Before building a read-model entry at ``version``: if the session reads from a
+        replica, that replica must hold at least that version of the organization (a
+        version learnt from another process's notification carries no WAL position).
+        Raises ``ReplicaBehind`` otherwise; ``call_endpoint`` runs the read again on the
+        primary."""
+        replica = self.replica_of(session)
+        if replica is None or version <= 0:
+            return
+        found = await session.scalar(text(VERSION_SQL), {"organization_id": organization_id})
+        if int(found or 0) < version:
+            raise ReplicaBehind(replica.name)
 
     @staticmethod
     def use_primary(session: AsyncSession) -> None:

@@ -24,7 +24,7 @@ from fastapi import Request, Response
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from questline.storage.replicas import UNREACHABLE_LSN, format_lsn, parse_lsn
+from questline.storage.replicas import UNREACHABLE_LSN, ReplicaBehind, format_lsn, parse_lsn
 from questline.web.state import AppState, RequestState, request_state
 
 HEADER = "Questline-Read-After"
@@ -61,12 +61,15 @@ async def call_endpoint(original: Handler, request: Request, session: AsyncSessi
     """Run the endpoint; a read that fails on a replica runs again on the primary."""
     try:
         return await original(request)
-    except (DBAPIError, OSError, TimeoutError) as exc:
+    except (DBAPIError, OSError, TimeoutError, ReplicaBehind) as exc:
         replicas = request.app.state.questline.db.replicas
         replica = replicas.replica_of(session) if replicas.enabled else None
-        if replica is None:
-            raise
-        if isinstance(exc, OSError | TimeoutError) or getattr(exc, "connection_invalidated", False):
+        if replica is None and not isinstance(exc, ReplicaBehind):
+            raise  # (a build shared with another request can fail on its replica)
+        lost = isinstance(exc, OSError | TimeoutError) or getattr(
+            exc, "connection_invalidated", False
+        )
+        if replica is not None and lost:
             replica.mark_down(f"read failed: {type(exc).__name__}")
         with contextlib.suppress(Exception):
             await session.rollback()
