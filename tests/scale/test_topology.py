@@ -296,3 +296,11 @@ def test_the_promoted_replica_takes_over_after_the_primary_stops(failover: Topol
         names.append(f"N{server.port}")
     for server in servers:
         assert team_names(server.url, admin) == sorted(names)
+
+    # Last step of the procedure: a rolling restart onto the new primary's direct URL
+    # for LISTEN (the old one is gone; meanwhile versions are read through the pool).
+    for index, server in enumerate(servers):
+        server.stop()
+        env = {**server.env, "QUESTLINE_DATABASE_LISTEN_URL": cluster.standby.url(DATABASE)}
+        servers[index] = LiveServer(env=env, log_path=server.log_path).start()
+        assert team_names(servers[index].url, admin) == sorted(names)
