@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run setup test lint typecheck check format bench bench-quick clean
+.PHONY: run setup test lint typecheck check format bench bench-quick bench-scale clean
 
 $(BIN)/questline: pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -45,6 +45,10 @@ bench: setup
 ## The same at 1,000 teams, a few seconds an endpoint (~3 min), for development.
 bench-quick: setup
 	$(BIN)/python bench/run.py --quick $(BENCH_ARGS)
+
+## The scale-out row (docs/deploy.md): reads/s with 1, 2, 3 processes and a replica, ~5 min.
+bench-scale: setup
+	$(BIN)/python bench/scaleout.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) data .pytest_cache .mypy_cache .ruff_cache
