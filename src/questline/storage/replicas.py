@@ -171,14 +171,20 @@ class ReplicaRouter:
         read_after: int = 0,
     ) -> None:
         """Let the session's first statement decide where its transaction runs (the
-        caller's organization is known by then: authentication comes first)."""
+        caller's organization is known by then: authentication comes first; when it is
+        not, ``organization_id`` raises ``LookupError`` and the primary serves)."""
         if not self.enabled:
             return
         chosen: list[Replica | None] = []
 
         def decide() -> Replica | None:
             if not chosen:
-                chosen.append(self.choose(organization_id(), read_after))
+                try:
+                    organization = organization_id()
+                except LookupError:  # no caller yet (a query before authentication)
+                    chosen.append(None)
+                else:
+                    chosen.append(self.choose(organization, read_after))
             return chosen[0]
 
         session.info[CHOICE] = decide

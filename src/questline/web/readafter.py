@@ -45,9 +45,12 @@ def requested_position(request: Request) -> int:
 
 
 def _organization(request: Request) -> uuid.UUID | None:
+    """The caller's organization (None: an operator); LookupError before authentication."""
     state = getattr(request.state, "questline", None)
     caller = state.caller if isinstance(state, RequestState) else None
-    return caller.org_id if caller is not None else None
+    if caller is None:
+        raise LookupError("no caller yet")
+    return caller.org_id
 
 
 def route_reads(state: AppState, session: AsyncSession, request: Request) -> None:
@@ -84,7 +87,11 @@ async def after_write(state: AppState, request: Request, response: Response) -> 
     replicas = state.db.replicas
     if not replicas.enabled or not 200 <= response.status_code < 300:
         return
-    position = await replicas.note_write(_organization(request))
+    try:
+        organization = _organization(request)
+    except LookupError:
+        organization = None  # every organization's reads must see it
+    position = await replicas.note_write(organization)
     if position is None:
         return
     value = format_lsn(position)

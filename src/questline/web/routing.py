@@ -82,6 +82,9 @@ class TransactionalRoute(APIRoute):
                         await readafter.after_write(state, request, response)
                 except idempotency.ReplayStoredResponse as replay:
                     await session.rollback()
+                    # The first response may come from another process: hand out a
+                    # position past it, so that the retrying client reads its write.
+                    await readafter.after_write(state, request, replay.response)
                     return replay.response
                 except (IntegrityError, Problem):
                     # A concurrent request with the same key may have won meanwhile: its
