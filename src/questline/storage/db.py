@@ -23,11 +23,13 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 from sqlalchemy.orm import DeclarativeBase, Session
+from sqlalchemy.pool import Pool
 from sqlalchemy.sql.expression import Insert
 from sqlalchemy.types import TypeDecorator
 from uuid_utils.compat import uuid7
 
 from questline.config import Settings
+from questline.storage.pool import MeteredQueuePool
 from questline.storage.replicas import ReplicaRouter, RoutingSession
 
 NAMING_CONVENTION = {
@@ -93,11 +95,14 @@ class Database:
         if self.is_sqlite:
             settings.ensure_data_dir()
             self.engine = create_async_engine(
-                self.url, echo=settings.database_echo, connect_args={"timeout": 30}
+                self.url,
+                echo=settings.database_echo,
+                connect_args={"timeout": 30},
+                poolclass=MeteredQueuePool,
             )
             _configure_sqlite(self.engine)
         else:
-            self.engine = postgres_engine(self.url, settings)
+            self.engine = postgres_engine(self.url, settings, poolclass=MeteredQueuePool)
             if settings.database_transaction_pooler and not settings.database_listen_url:
                 logging.getLogger("questline.storage").warning(
                     "QUESTLINE_DATABASE_TRANSACTION_POOLER is set without "
@@ -165,7 +170,13 @@ class Database:
         await self.engine.dispose()
 
 
-def postgres_engine(url: str, settings: Settings, *, pooled: bool = True) -> AsyncEngine:
+def postgres_engine(
+    url: str,
+    settings: Settings,
+    *,
+    pooled: bool = True,
+    poolclass: type[Pool] | None = None,
+) -> AsyncEngine:
     """An asyncpg engine; behind a transaction pooler (``database_transaction_pooler``)
     it keeps no prepared statements across transactions and names each one uniquely,
     since consecutive transactions may run on different server connections (pgbouncer
@@ -177,6 +188,7 @@ def postgres_engine(url: str, settings: Settings, *, pooled: bool = True) -> Asy
             "prepared_statement_cache_size": 0,
             "prepared_statement_name_func": _unique_statement_name,
         }
+    options: dict[str, Any] = {"poolclass": poolclass} if poolclass is not None else {}
     return create_async_engine(
         url,
         echo=settings.database_echo,
@@ -184,6 +196,7 @@ def postgres_engine(url: str, settings: Settings, *, pooled: bool = True) -> Asy
         max_overflow=settings.database_pool_size,
         pool_pre_ping=True,
         connect_args=connect_args,
+        **options,
     )
 
 
