@@ -2,7 +2,7 @@
 
 It listens on a free loopback port and forwards each of its databases to a PostgreSQL
 server of the harness. pgbouncer refuses to run as root, so as root it runs as the
-``postgres`` user, like the PostgreSQL servers. ``SIGHUP`` reloads its configuration:
+PostgreSQL servers' user (``postgres``, or ``nobody``). ``SIGHUP`` reloads its configuration:
 ``repoint`` uses that to send a database to another server (a promoted replica).
 
 When ``pgbouncer`` (or another Debian tool the harness needs) is missing, ``ensure_tool``
@@ -13,6 +13,7 @@ with the command that installs it.
 from __future__ import annotations
 
 import os
+import pwd
 import shutil
 import signal
 import socket
@@ -24,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.postgres import free_port
+from tests.support.postgres import free_port, server_user
 
 POOL_SETTINGS = {
     "pool_mode": "transaction",
@@ -50,6 +51,8 @@ def ensure_tool(binary: str, package: str) -> str:
     if found:
         return found
     command = f"apt-get update && apt-get install -y --no-install-recommends {package}"
+    # (tests.support.system_packages installs pgbouncer before `make test`; this covers
+    # a plain pytest run.)
     if os.geteuid() == 0 and shutil.which("apt-get"):
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
         for argv in (
@@ -112,15 +115,16 @@ class PgBouncer:
         (self.root / "userlist.txt").write_text(f'"{self.user}" ""\n')
         self.ini_path.write_text("\n".join(lines) + "\n")
         if os.geteuid() == 0:
+            user = pwd.getpwnam(server_user())
             for path in (self.root, self.ini_path, self.root / "userlist.txt"):
-                shutil.chown(path, "postgres", "postgres")
+                os.chown(path, user.pw_uid, user.pw_gid)
 
     def start(self) -> PgBouncer:
         binary = ensure_tool("pgbouncer", "pgbouncer")
         self._write_config()
         argv = [binary, str(self.ini_path)]
         if os.geteuid() == 0:
-            argv = [binary, "-u", "postgres", str(self.ini_path)]  # it drops root itself
+            argv = [binary, "-u", server_user(), str(self.ini_path)]  # it drops root itself
         self.process = subprocess.Popen(
             argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL
         )

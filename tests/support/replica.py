@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
+import pwd
 import subprocess
 import time
 from dataclasses import dataclass, field
 
 import asyncpg
 
-from tests.support.postgres import PostgresServer
+from tests.support.postgres import PostgresServer, reachable_bin_dir, server_user
 
 REPLICATION_SETTINGS = {
     "wal_level": "replica",
@@ -41,7 +41,9 @@ class StandbyServer(PostgresServer):
     def start(self) -> StandbyServer:
         assert self.primary is not None
         if os.geteuid() == 0:
-            shutil.chown(self.root, "postgres", "postgres")
+            user = pwd.getpwnam(server_user())
+            os.chown(self.root, user.pw_uid, user.pw_gid)
+            self.bin_dir = reachable_bin_dir(self.bin_dir, user.pw_name)
         self.server_settings = {**REPLICATION_SETTINGS, **self.server_settings}
         self._run(
             [

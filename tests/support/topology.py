@@ -138,8 +138,7 @@ class Topology:
     servers: list[LiveServer] = field(default_factory=list)
 
     def start(self, count: int = 3, **env: str) -> Topology:
-        ensure_tool("redis-server", "redis-server")
-        self.redis = RedisServer().start()
+        self.redis = RedisServer().start()  # the system's redis-server, or the wheel's
         for _ in range(count):
             self.add_server(**env)
         return self
