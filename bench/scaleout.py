@@ -22,6 +22,7 @@ import asyncio
 import datetime as dt
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -35,6 +36,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 import asyncpg  # noqa: E402
+import httpx  # noqa: E402
 from tests.support.live import LiveServer  # noqa: E402
 from tests.support.topology import DATABASE, Cluster  # noqa: E402
 
@@ -206,6 +208,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     "errors": measured.error_count,
                 }
                 rows.append(row)
+            shares = _read_targets(servers)
+            for row in rows:
+                if row["config"] == config.name:
+                    row["reads_on_replica"] = shares
                 print(
                     f"  {config.name:42} {name:28} {row['rps']:8.1f} req/s  "
                     f"p50 {row['p50_ms']:6.1f} ms  p99 {row['p99_ms']:7.1f} ms  "
@@ -228,6 +234,20 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def _read_targets(servers: list[LiveServer]) -> float | None:
+    """The share of this configuration's reads that ran on the replica (from /metrics)."""
+    totals = {"primary": 0.0, "replica": 0.0}
+    for server in servers:
+        text = httpx.get(f"{server.url}/metrics", timeout=10).text
+        for target in totals:
+            found = re.search(
+                rf'^questline_database_reads_total\{{target="{target}"\}} (\S+)$', text, re.M
+            )
+            totals[target] += float(found.group(1)) if found else 0.0
+    reads = totals["primary"] + totals["replica"]
+    return round(totals["replica"] / reads, 3) if reads else None
+
+
 async def _seed(engine: Any, teams: int) -> Seeded:
     try:
         return await seed(engine, teams)
@@ -239,17 +259,21 @@ def markdown(result: dict[str, Any]) -> str:
     configs = list(dict.fromkeys(r["config"] for r in result["rows"]))
     endpoints = list(dict.fromkeys(r["endpoint"] for r in result["rows"]))
     lines = [
-        "| Configuration | " + " | ".join(f"`{e}` req/s" for e in endpoints) + " |",
-        "|---|" + "---:|" * len(endpoints),
+        "| Configuration | "
+        + " | ".join(f"`{e}` req/s" for e in endpoints)
+        + " | reads on the replica |",
+        "|---|" + "---:|" * (len(endpoints) + 1),
     ]
     for config in configs:
         cells = []
+        share = next(r for r in result["rows"] if r["config"] == config).get("reads_on_replica")
         for endpoint in endpoints:
             row = next(
                 r for r in result["rows"] if r["config"] == config and r["endpoint"] == endpoint
             )
             cells.append(f"{row['rps']:,.0f}")
-        lines.append(f"| {config} | " + " | ".join(cells) + " |")
+        on_replica = "-" if share is None else f"{share:.0%}"
+        lines.append(f"| {config} | " + " | ".join(cells) + f" | {on_replica} |")
     return "\n".join(lines)
 
 
