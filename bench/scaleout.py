@@ -208,16 +208,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     "errors": measured.error_count,
                 }
                 rows.append(row)
-            shares = _read_targets(servers)
-            for row in rows:
-                if row["config"] == config.name:
-                    row["reads_on_replica"] = shares
                 print(
                     f"  {config.name:42} {name:28} {row['rps']:8.1f} req/s  "
                     f"p50 {row['p50_ms']:6.1f} ms  p99 {row['p99_ms']:7.1f} ms  "
                     f"errors {row['errors']}",
                     flush=True,
                 )
+            share = _read_targets(servers)
+            for done in rows:
+                if done["config"] == config.name:
+                    done["reads_on_replica"] = share
     finally:
         for server in servers:
             server.stop()

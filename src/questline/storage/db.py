@@ -117,7 +117,7 @@ class Database:
         self.replicas = ReplicaRouter(
             settings,
             self.engine,
-            lambda url: postgres_engine(url, settings),
+            lambda url, size: postgres_engine(url, settings, pool_size=size),
             urls=[] if self.is_sqlite else settings.database_replica_urls,
         )
         self.commit_listeners: list[Callable[[dict[Any, int]], None]] = []
@@ -176,6 +176,7 @@ def postgres_engine(
     *,
     pooled: bool = True,
     poolclass: type[Pool] | None = None,
+    pool_size: int | None = None,
 ) -> AsyncEngine:
     """An asyncpg engine; behind a transaction pooler (``database_transaction_pooler``)
     it keeps no prepared statements across transactions and names each one uniquely,
@@ -192,8 +193,8 @@ def postgres_engine(
     return create_async_engine(
         url,
         echo=settings.database_echo,
-        pool_size=settings.database_pool_size,
-        max_overflow=settings.database_pool_size,
+        pool_size=pool_size or settings.database_pool_size,
+        max_overflow=0 if pool_size else settings.database_pool_size,
         pool_pre_ping=True,
         connect_args=connect_args,
         **options,

@@ -121,7 +121,8 @@ class ReplicaRouter:
 
     settings: Settings
     primary: AsyncEngine
-    make_engine: Callable[[str], AsyncEngine]
+    make_engine: Callable[[str, int | None], AsyncEngine]
+    """An engine of a URL, with a pool of the given size (None: the configured one)."""
     urls: list[str] = field(default_factory=list)
     replicas: list[Replica] = field(default_factory=list)
     written: dict[uuid.UUID | None, tuple[int, float]] = field(default_factory=dict)
@@ -133,10 +134,18 @@ class ReplicaRouter:
     samples: collections.deque[tuple[float, int]] = field(default_factory=collections.deque)
     _task: asyncio.Task[None] | None = None
     _turn: itertools.count[int] = field(default_factory=itertools.count)
+    _monitors: dict[str, AsyncEngine] = field(default_factory=dict)
+    """One connection per server for the checks, apart from the requests' pools: a busy
+    pool must not delay the checks (the replicas would look stale just under load)."""
 
     def __post_init__(self) -> None:
         for url in self.urls:
-            self.replicas.append(Replica(url=url, engine=self.make_engine(url), name=describe(url)))
+            replica = Replica(url=url, engine=self.make_engine(url, None), name=describe(url))
+            self.replicas.append(replica)
+            self._monitors[replica.name] = self.make_engine(url, 1)
+        if self.replicas:
+            url = self.primary.url.render_as_string(hide_password=False)
+            self._monitors[""] = self.make_engine(url, 1)
 
     @property
     def enabled(self) -> bool:
@@ -259,7 +268,7 @@ class ReplicaRouter:
         """Sample the primary, then every replica; update what each may serve."""
         timeout = max(1.0, self.settings.database_replica_check_seconds * 5)
         try:
-            async with asyncio.timeout(timeout), self.primary.connect() as connection:
+            async with asyncio.timeout(timeout), self._monitors[""].connect() as connection:
                 value = await connection.scalar(text("SELECT pg_current_wal_lsn()::text"))
             self.samples.append((time.monotonic(), parse_lsn(str(value))))
         except Exception:  # primary down: replicas keep their last state
@@ -272,7 +281,8 @@ class ReplicaRouter:
 
     async def _check_replica(self, replica: Replica, *, seconds: float) -> None:
         try:
-            async with asyncio.timeout(seconds), replica.engine.connect() as connection:
+            monitor = self._monitors[replica.name]
+            async with asyncio.timeout(seconds), monitor.connect() as connection:
                 row = (
                     await connection.execute(
                         text("SELECT pg_is_in_recovery(), pg_last_wal_replay_lsn()::text")
@@ -314,6 +324,8 @@ class ReplicaRouter:
             self._task = None
         for replica in self.replicas:
             await replica.engine.dispose()
+        for engine in self._monitors.values():
+            await engine.dispose()
 
 
 class RoutingSession(Session):
