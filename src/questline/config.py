@@ -22,8 +22,10 @@ class Settings(BaseSettings):
     database_pool_size: int = 10
     database_echo: bool = False
     database_transaction_pooler: bool = False
-    """The database URL (and the replica URLs) lead to a transaction pooler (pgbouncer with
-    ``pool_mode = transaction``): no prepared-statement cache, unique statement names."""
+    """The database URL leads to a transaction pooler (pgbouncer with ``pool_mode =
+    transaction``): no prepared-statement cache, unique statement names."""
+    database_replica_transaction_pooler: bool | None = None
+    """The same for the replica URLs; default: as ``database_transaction_pooler``."""
     database_listen_url: str | None = None
     """A direct (not pgbouncer) PostgreSQL URL for the read model's LISTEN connection
     (LISTEN needs a session of its own); default: ``database_url``."""

@@ -88,6 +88,7 @@ class Cluster:
             "database_transaction_pooler": self.bouncer is not None,
             "database_listen_url": self.direct_url,
             "database_replica_urls": [self.replica_url] if self.standby else [],
+            "database_replica_transaction_pooler": False,  # the replica is direct
             "jwt_secret": self.secret,
             "rate_limit_enabled": False,
             "_env_file": None,
@@ -107,6 +108,7 @@ class Cluster:
         }
         if self.standby is not None:
             env["QUESTLINE_DATABASE_REPLICA_URLS"] = self.replica_url
+            env["QUESTLINE_DATABASE_REPLICA_TRANSACTION_POOLER"] = "false"  # direct
         return env
 
     @property

@@ -117,7 +117,9 @@ class Database:
         self.replicas = ReplicaRouter(
             settings,
             self.engine,
-            lambda url, size: postgres_engine(url, settings, pool_size=size),
+            lambda url, size, replica: postgres_engine(
+                url, settings, pool_size=size, replica=replica
+            ),
             urls=[] if self.is_sqlite else settings.database_replica_urls,
         )
         self.commit_listeners: list[Callable[[dict[Any, int]], None]] = []
@@ -174,16 +176,21 @@ def postgres_engine(
     url: str,
     settings: Settings,
     *,
-    pooled: bool = True,
     poolclass: type[Pool] | None = None,
     pool_size: int | None = None,
+    replica: bool = False,
 ) -> AsyncEngine:
-    """An asyncpg engine; behind a transaction pooler (``database_transaction_pooler``)
-    it keeps no prepared statements across transactions and names each one uniquely,
-    since consecutive transactions may run on different server connections (pgbouncer
-    before 1.21 does not track prepared statements; Debian 12 ships 1.18)."""
+    """An asyncpg engine (of a replica: ``replica``; ``pool_size``: a fixed pool of that
+    size). Behind a transaction pooler (``database_transaction_pooler``, for replicas
+    ``database_replica_transaction_pooler``) it keeps no prepared statements across
+    transactions and names each one uniquely, since consecutive transactions may run on
+    different server connections (pgbouncer before 1.21 does not track prepared
+    statements; Debian 12 ships 1.18)."""
+    behind_pooler = settings.database_transaction_pooler
+    if replica and settings.database_replica_transaction_pooler is not None:
+        behind_pooler = settings.database_replica_transaction_pooler
     connect_args: dict[str, Any] = {}
-    if pooled and settings.database_transaction_pooler:
+    if behind_pooler:
         connect_args = {
             "statement_cache_size": 0,
             "prepared_statement_cache_size": 0,

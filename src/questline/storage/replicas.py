@@ -121,8 +121,9 @@ class ReplicaRouter:
 
     settings: Settings
     primary: AsyncEngine
-    make_engine: Callable[[str, int | None], AsyncEngine]
-    """An engine of a URL, with a pool of the given size (None: the configured one)."""
+    make_engine: Callable[[str, int | None, bool], AsyncEngine]
+    """An engine of a URL, with a pool of the given size (None: the configured one), of
+    a replica (True) or of the primary."""
     urls: list[str] = field(default_factory=list)
     replicas: list[Replica] = field(default_factory=list)
     written: dict[uuid.UUID | None, tuple[int, float]] = field(default_factory=dict)
@@ -140,12 +141,13 @@ class ReplicaRouter:
 
     def __post_init__(self) -> None:
         for url in self.urls:
-            replica = Replica(url=url, engine=self.make_engine(url, None), name=describe(url))
+            engine = self.make_engine(url, None, True)
+            replica = Replica(url=url, engine=engine, name=describe(url))
             self.replicas.append(replica)
-            self._monitors[replica.name] = self.make_engine(url, 1)
+            self._monitors[replica.name] = self.make_engine(url, 1, True)
         if self.replicas:
             url = self.primary.url.render_as_string(hide_password=False)
-            self._monitors[""] = self.make_engine(url, 1)
+            self._monitors[""] = self.make_engine(url, 1, False)
 
     @property
     def enabled(self) -> bool:
