@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import os
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -97,6 +98,7 @@ class Database:
             self.engine = create_async_engine(
                 self.url,
                 echo=settings.database_echo,
+                hide_parameters=True,
                 connect_args={"timeout": 30},
                 poolclass=MeteredQueuePool,
             )
@@ -203,6 +205,7 @@ def postgres_engine(
         pool_size=pool_size or settings.database_pool_size,
         max_overflow=0 if pool_size else settings.database_pool_size,
         pool_pre_ping=True,
+        hide_parameters=True,  # error messages and logs carry no SQL parameters
         connect_args=connect_args,
         **options,
     )
@@ -210,6 +213,19 @@ def postgres_engine(
 
 def _unique_statement_name() -> str:
     return f"__questline_{uuid.uuid4().hex}__"
+
+
+def _make_private(database: str | None) -> None:
+    """The SQLite file and its WAL and shared-memory files: 0600 (owner only)."""
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return
+    for suffix in ("", "-wal", "-shm"):
+        path = database + suffix
+        try:
+            if os.stat(path).st_mode & 0o077:
+                os.chmod(path, 0o600)
+        except FileNotFoundError:
+            continue
 
 
 def _configure_sqlite(engine: AsyncEngine) -> None:
@@ -223,6 +239,7 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA busy_timeout=30000")
         cursor.close()
+        _make_private(engine.url.database)
 
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(conn: Connection) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import math
 import uuid
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from fastapi import Request, Response
@@ -60,9 +60,18 @@ def route_reads(state: AppState, session: AsyncSession, request: Request) -> Non
         replicas.route_reads(session, lambda: _organization(request), requested_position(request))
 
 
-async def call_endpoint(original: Handler, request: Request, session: AsyncSession) -> Response:
-    """Run the endpoint; a read that fails on a replica runs again on the primary."""
+async def call_endpoint(
+    original: Handler,
+    request: Request,
+    session: AsyncSession,
+    *,
+    begin: Callable[[AsyncSession], Awaitable[None]] | None = None,
+) -> Response:
+    """Run the endpoint (after ``begin``, which opens the transaction); a read that fails
+    on a replica runs again, from ``begin``, on the primary."""
     try:
+        if begin is not None:
+            await begin(session)
         return await original(request)
     except (DBAPIError, OSError, TimeoutError, ReplicaBehind) as exc:
         replicas = request.app.state.questline.db.replicas
@@ -79,6 +88,8 @@ async def call_endpoint(original: Handler, request: Request, session: AsyncSessi
         replicas.use_primary(session)
         caller = request_state(request).caller
         request.state.questline = RequestState(session=session, caller=caller)
+        if begin is not None:
+            await begin(session)
         return await original(request)
 
 
