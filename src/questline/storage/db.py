@@ -116,6 +116,15 @@ class Database:
             if self.is_sqlite
             else self.engine
         )
+        # Reads on PostgreSQL: one REPEATABLE READ READ ONLY snapshot, begun by the first
+        # statement (a read answered from the read model begins none).
+        self.read_engine = (
+            self.engine
+            if self.is_sqlite
+            else self.engine.execution_options(
+                isolation_level="REPEATABLE READ", postgresql_readonly=True
+            )
+        )
         self.replicas = ReplicaRouter(
             settings,
             self.engine,
@@ -154,7 +163,7 @@ class Database:
         lock up front, so concurrent writers queue on the busy timeout instead of failing
         on a stale snapshot.
         """
-        return self.sessionmaker(bind=self.write_engine if write else self.engine)
+        return self.sessionmaker(bind=self.write_engine if write else self.read_engine)
 
     @asynccontextmanager
     async def session(self, *, write: bool = True) -> AsyncIterator[AsyncSession]:
@@ -204,7 +213,11 @@ def postgres_engine(
         echo=settings.database_echo,
         pool_size=pool_size or settings.database_pool_size,
         max_overflow=0 if pool_size else settings.database_pool_size,
-        pool_pre_ping=True,
+        # No pre-ping (a SELECT 1 before every checkout): a connection that turns out
+        # dead fails its first statement, the pool drops it, and the request boundary
+        # retries once (``questline.web.routing``).
+        pool_pre_ping=False,
+        pool_recycle=1800,
         hide_parameters=True,  # error messages and logs carry no SQL parameters
         connect_args=connect_args,
         **options,

@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import functools
 import itertools
 import logging
 import re
@@ -103,6 +104,13 @@ class Replica:
     current_as_of: float | None = None
     """Monotonic time at which the replica held everything the primary had written."""
     reason: str = "not checked yet"
+
+    @functools.cached_property
+    def read_engine(self) -> AsyncEngine:
+        """Reads as on the primary: one ``REPEATABLE READ READ ONLY`` snapshot."""
+        return self.engine.execution_options(
+            isolation_level="REPEATABLE READ", postgresql_readonly=True
+        )
 
     def usable(self, now: float, max_lag: float) -> bool:
         return self.up and self.current_as_of is not None and now - self.current_as_of <= max_lag
@@ -338,5 +346,5 @@ class RoutingSession(Session):
         if decide is not None:
             replica = decide()
             if replica is not None:
-                return replica.engine.sync_engine
+                return replica.read_engine.sync_engine
         return super().get_bind(*args, **kwargs)
