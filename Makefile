@@ -20,7 +20,7 @@ export UV_PYTHON_DOWNLOADS := never
 export UV_LINK_MODE := copy
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 
-.PHONY: run setup setup-runtime test lint typecheck check format bench bench-quick lock clean
+.PHONY: run setup setup-runtime test lint typecheck check format bench bench-quick bench-scale lock clean
 
 $(UV):
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check --target $(TOOLS) \
@@ -73,6 +73,10 @@ bench: setup
 ## The same at 1,000 teams, a few seconds an endpoint (~3 min), for development.
 bench-quick: setup
 	$(BIN)/python bench/run.py --quick $(BENCH_ARGS)
+
+## The scale-out row (docs/deploy.md): reads/s with 1, 2, 3 processes and a replica, ~5 min.
+bench-scale: setup
+	$(BIN)/python bench/scaleout.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) $(TOOLS) data .pytest_cache .mypy_cache .ruff_cache

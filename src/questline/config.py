@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 SECRET_FILE_NAME = "jwt-secret"
 
@@ -21,12 +21,23 @@ class Settings(BaseSettings):
     """Overrides the embedded SQLite file, e.g. ``postgresql+asyncpg://user@host/db``."""
     database_pool_size: int = 10
     database_echo: bool = False
+    database_transaction_pooler: bool = False
+    """The database URL leads to a transaction pooler (pgbouncer with ``pool_mode =
+    transaction``): no prepared-statement cache, unique statement names."""
+    database_replica_transaction_pooler: bool | None = None
+    """The same for the replica URLs; default: as ``database_transaction_pooler``."""
     database_retry_attempts: int = Field(default=4, ge=1, le=20)
     """A request whose transaction hits a deadlock or serialization failure (PostgreSQL)
     is run again, up to this many attempts in all; then 503 with Retry-After."""
     database_listen_url: str | None = None
-    """A direct (not pgbouncer) PostgreSQL URL for the read model's LISTEN connection;
-    default: ``database_url``."""
+    """A direct (not pgbouncer) PostgreSQL URL for the read model's LISTEN connection
+    (LISTEN needs a session of its own); default: ``database_url``."""
+    database_replica_urls: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    """Comma-separated read-only URLs of streaming replicas (hot standbys) for reads."""
+    database_replica_max_lag_seconds: float = 5.0
+    """A replica further behind the primary than this serves no reads (the primary does)."""
+    database_replica_check_seconds: float = 0.2
+    """How often each process compares every replica's replayed WAL with the primary's."""
     read_model_max_bytes: int = 64 * 1024 * 1024
     """The read model's cache of ready-to-send bodies, per process (LRU by bytes)."""
 
@@ -105,6 +116,17 @@ class Settings(BaseSettings):
     log_format: Literal["auto", "json", "text"] = "auto"
     """``auto``: human-readable lines when stderr is a terminal, JSON lines otherwise."""
     public_url: str = "http://127.0.0.1:8000"
+
+    @field_validator("database_replica_urls", mode="before")
+    @classmethod
+    def _split_urls(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [url.strip() for url in value.split(",") if url.strip()]
+        return value
+
+    @property
+    def resolved_listen_url(self) -> str:
+        return self.database_listen_url or self.resolved_database_url
 
     @property
     def resolved_database_url(self) -> str:

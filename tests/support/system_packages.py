@@ -43,7 +43,12 @@ CHROMIUM = Need(
     packages=("chromium", "fonts-liberation", "fonts-dejavu-core"),
     paths=("/usr/bin/chromium", "chromium"),
 )
-NEEDS = (CHROMIUM,)
+PGBOUNCER = Need(
+    what="pgbouncer (the scale-out tests, tests/scale)",
+    packages=("pgbouncer",),
+    paths=("/usr/sbin/pgbouncer", "pgbouncer"),
+)
+NEEDS = (CHROMIUM, PGBOUNCER)
 
 
 def apt_command(need: Need, *, sudo: bool) -> str:

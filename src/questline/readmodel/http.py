@@ -16,7 +16,7 @@ from fastapi import Request, Response
 from pydantic import TypeAdapter
 
 from questline.readmodel.cache import Entry, Key
-from questline.web.state import app_state
+from questline.web.state import app_state, request_state
 
 JSON = "application/json"
 BodyBuilder = Callable[[int], Awaitable[tuple[bytes, Mapping[str, str]]]]
@@ -100,6 +100,9 @@ async def serve(
         readmodel.cache.misses += 1
 
         async def build_entry() -> Entry:
+            # On a replica, the entry must be built from at least this version.
+            session = request_state(request).session
+            await app_state(request).db.replicas.require_version(session, organization_id, version)
             body, built_headers = await build(version)
             headers = dict(built_headers)
             tag = headers.pop("ETag", None) or version_etag(organization_id, version, variant)

@@ -7,6 +7,7 @@ services only ``flush()``, never ``commit()``.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import os
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -23,12 +24,14 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 from sqlalchemy.orm import DeclarativeBase, Session
+from sqlalchemy.pool import Pool
 from sqlalchemy.sql.expression import Insert
 from sqlalchemy.types import TypeDecorator
 from uuid_utils.compat import uuid7
 
 from questline.config import Settings
 from questline.storage.pool import MeteredQueuePool
+from questline.storage.replicas import ReplicaRouter, RoutingSession
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -101,19 +104,13 @@ class Database:
             )
             _configure_sqlite(self.engine)
         else:
-            self.engine = create_async_engine(
-                self.url,
-                echo=settings.database_echo,
-                pool_size=settings.database_pool_size,
-                max_overflow=settings.database_pool_size,
-                # No pre-ping (a SELECT 1 before every checkout): a connection that turns
-                # out dead fails its first statement, the pool drops it, and the request
-                # boundary retries once (``questline.web.routing``).
-                pool_pre_ping=False,
-                pool_recycle=1800,
-                hide_parameters=True,  # error messages and logs carry no SQL parameters
-                poolclass=MeteredQueuePool,
-            )
+            self.engine = postgres_engine(self.url, settings, poolclass=MeteredQueuePool)
+            if settings.database_transaction_pooler and not settings.database_listen_url:
+                logging.getLogger("questline.storage").warning(
+                    "QUESTLINE_DATABASE_TRANSACTION_POOLER is set without "
+                    "QUESTLINE_DATABASE_LISTEN_URL: LISTEN through a transaction pooler "
+                    "receives no notifications; give it a direct URL of the primary"
+                )
         self.write_engine = (
             self.engine.execution_options(**{SQLITE_BEGIN_OPTION: "IMMEDIATE"})
             if self.is_sqlite
@@ -128,9 +125,17 @@ class Database:
                 isolation_level="REPEATABLE READ", postgresql_readonly=True
             )
         )
+        self.replicas = ReplicaRouter(
+            settings,
+            self.engine,
+            lambda url, size, replica: postgres_engine(
+                url, settings, pool_size=size, replica=replica
+            ),
+            urls=[] if self.is_sqlite else settings.database_replica_urls,
+        )
         self.commit_listeners: list[Callable[[dict[Any, int]], None]] = []
         self.dispose_hooks: list[Callable[[], Awaitable[None]]] = []
-        session_class = type("QuestlineSession", (Session,), {})
+        session_class = type("QuestlineSession", (RoutingSession,), {})
         event.listen(session_class, "after_commit", self._after_commit)
         event.listen(session_class, "after_rollback", self._after_rollback)
         self.sessionmaker = async_sessionmaker(
@@ -174,7 +179,53 @@ class Database:
     async def dispose(self) -> None:
         for hook in self.dispose_hooks:
             await hook()
+        await self.replicas.close()
         await self.engine.dispose()
+
+
+def postgres_engine(
+    url: str,
+    settings: Settings,
+    *,
+    poolclass: type[Pool] | None = None,
+    pool_size: int | None = None,
+    replica: bool = False,
+) -> AsyncEngine:
+    """An asyncpg engine (of a replica: ``replica``; ``pool_size``: a fixed pool of that
+    size). Behind a transaction pooler (``database_transaction_pooler``, for replicas
+    ``database_replica_transaction_pooler``) it keeps no prepared statements across
+    transactions and names each one uniquely, since consecutive transactions may run on
+    different server connections (pgbouncer before 1.21 does not track prepared
+    statements; Debian 12 ships 1.18)."""
+    behind_pooler = settings.database_transaction_pooler
+    if replica and settings.database_replica_transaction_pooler is not None:
+        behind_pooler = settings.database_replica_transaction_pooler
+    connect_args: dict[str, Any] = {}
+    if behind_pooler:
+        connect_args = {
+            "statement_cache_size": 0,
+            "prepared_statement_cache_size": 0,
+            "prepared_statement_name_func": _unique_statement_name,
+        }
+    options: dict[str, Any] = {"poolclass": poolclass} if poolclass is not None else {}
+    return create_async_engine(
+        url,
+        echo=settings.database_echo,
+        pool_size=pool_size or settings.database_pool_size,
+        max_overflow=0 if pool_size else settings.database_pool_size,
+        # No pre-ping (a SELECT 1 before every checkout): a connection that turns out
+        # dead fails its first statement, the pool drops it, and the request boundary
+        # retries once (``questline.web.routing``).
+        pool_pre_ping=False,
+        pool_recycle=1800,
+        hide_parameters=True,  # error messages and logs carry no SQL parameters
+        connect_args=connect_args,
+        **options,
+    )
+
+
+def _unique_statement_name() -> str:
+    return f"__questline_{uuid.uuid4().hex}__"
 
 
 def _make_private(database: str | None) -> None:

@@ -15,7 +15,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
@@ -279,6 +279,15 @@ async def _handle_database_down(request: Request, exc: Exception) -> JSONRespons
     )
 
 
+async def _handle_driver_error(request: Request, exc: Exception) -> JSONResponse:
+    """A lost connection is the database being unavailable: pgbouncer, for one, closes
+    its clients' connections while it cannot reach PostgreSQL ("server login has been
+    failing"); the driver reports that as a generic error on a closed connection."""
+    if getattr(exc, "connection_invalidated", False):
+        return await _handle_database_down(request, exc)
+    return await _handle_crash(request, exc)
+
+
 async def _handle_crash(request: Request, exc: Exception) -> JSONResponse:
     logger.exception("unhandled error")
     return problem_response(
@@ -330,6 +339,7 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(StarletteHTTPException, _handle_http)
     app.add_exception_handler(IntegrityError, _handle_integrity)
     app.add_exception_handler(OperationalError, _handle_database_down)
+    app.add_exception_handler(DBAPIError, _handle_driver_error)
     app.add_exception_handler(PoolTimeoutError, _handle_database_down)
     app.add_exception_handler(OSError, _handle_database_down)
     app.add_exception_handler(Exception, _handle_crash)

@@ -34,7 +34,7 @@ from questline.auth.dependencies import (
     tenant_member,
 )
 from questline.auth.tokens import Caller, Role
-from questline.web import idempotency
+from questline.web import idempotency, readafter
 from questline.web.errors import (
     BadRequest,
     FieldError,
@@ -228,15 +228,23 @@ async def _attempt(request: Request, original: Handler, caller: Caller | None) -
     write = request.method in WRITE_METHODS
     async with state.db.new_session(write=write) as session:
         request.state.questline = RequestState(session=session, caller=caller)
+        if not write:
+            readafter.route_reads(state, session, request)
         try:
-            response = await original(request)
+            # A read may run on a replica; failing there, it runs again on the primary.
+            response = await readafter.call_endpoint(original, request, session)
             pending = request_state(request).pending_key
             if pending is not None and 200 <= response.status_code < 300:
                 await idempotency.store_response(session, pending, response)
             request_state(request).committing = True
             await session.commit()
+            if write:
+                await readafter.after_write(state, request, response)
         except idempotency.ReplayStoredResponse as replay:
             await session.rollback()
+            # The first response may come from another process: hand out a position
+            # past it, so that the retrying client reads its write.
+            await readafter.after_write(state, request, replay.response)
             return replay.response
         except (IntegrityError, Problem):
             # A concurrent request with the same key may have won meanwhile: its
