@@ -31,6 +31,8 @@ from questline.web.middleware import AccessLogMiddleware, BodyGuardMiddleware
 from questline.web.openapi import install_openapi, mount_docs
 from questline.web.ratelimit import BULK_SUFFIXES, RateLimiter, RateLimitMiddleware
 from questline.web.state import AppState
+from questline.webhooks.dispatcher import Dispatcher
+from questline.webhooks.endpoints import router as webhooks_router
 
 DESCRIPTION = """
 Questline keeps an organization's **teams** of members and its learning **disciplines**
@@ -48,7 +50,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        dispatcher = (
+            Dispatcher(settings, state.db) if settings.webhooks_dispatcher_enabled else None
+        )
+        if dispatcher is not None:
+            dispatcher.start()
         yield
+        if dispatcher is not None:
+            await dispatcher.stop()
         await drain(state.cancelled_requests, grace=10)
         await state.db.dispose()
 
@@ -70,6 +79,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         disciplines_router,
         progress_router,
         leaderboard_router,
+        webhooks_router,
     ):
         app.include_router(router)
     mount_docs(app)

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from questline import events
 from questline.bulk.schemas import BulkPlan, ItemError, PlannedTeam
 from questline.members import batch as members_batch
 from questline.members.service import email_key
@@ -47,7 +48,9 @@ async def create_teams(
         )
         for team in plan.teams
     ]
-    return await teams_batch.insert_teams(session, org_id=org_id, teams=new_teams)
+    created = await teams_batch.insert_teams(session, org_id=org_id, teams=new_teams)
+    await events.record(session, organization_id=org_id, type="bulk.completed", data=created)
+    return created
 
 
 async def _taken_names(
