@@ -220,6 +220,7 @@ class Dispatcher:
                 for hook in hooks
                 if event.type in hook.events
                 and event.organization_id in (hook.organization_id, PLATFORM_ORG)
+                and event.created_at >= hook.created_at
             ]
             if rows:
                 await session.execute(insert(WebhookDelivery), rows)
