@@ -18,6 +18,7 @@ from questline import events
 from questline.bulk.schemas import BulkPlan, ItemError, PlannedTeam
 from questline.members import batch as members_batch
 from questline.members.service import email_key
+from questline.readmodel.versions import bump
 from questline.teams import batch as teams_batch
 from questline.teams import schemas as team_schemas
 from questline.teams.service import name_key
@@ -50,6 +51,7 @@ async def create_teams(
     ]
     created = await teams_batch.insert_teams(session, org_id=org_id, teams=new_teams)
     await events.record(session, organization_id=org_id, type="bulk.completed", data=created)
+    await bump(session, org_id)
     return created
 
 

@@ -17,6 +17,7 @@ from questline.auth.tokens import Caller, Role
 from questline.disciplines import schemas, tree
 from questline.disciplines.models import Discipline, Level, Quest, Task
 from questline.progress import hooks
+from questline.readmodel import versions
 from questline.storage.db import new_id, utcnow
 from questline.web.errors import FieldError, Forbidden, PreconditionFailed, Unprocessable, not_found
 from questline.web.pagination import PageRequest, cursor_parts
@@ -186,6 +187,15 @@ async def read_tree(session: AsyncSession, discipline: Discipline) -> schemas.Di
     return tree.assemble(discipline, await tree.load_rows(session, discipline.id))
 
 
+async def bump_for(session: AsyncSession, org_id: uuid.UUID | None) -> None:
+    """The read model's version of the discipline's organization, or of every
+    organization for a global discipline."""
+    if org_id is None:
+        await versions.bump_all(session)
+    else:
+        await versions.bump(session, org_id)
+
+
 async def create_discipline(
     session: AsyncSession, *, caller: Caller, data: schemas.DisciplineCreate
 ) -> Written:
@@ -210,6 +220,7 @@ async def create_discipline(
     await events.record(
         session, organization_id=org_id, type="discipline.created", data=written.document
     )
+    await bump_for(session, org_id)
     return written
 
 
@@ -266,6 +277,7 @@ async def replace_discipline(
         type="discipline.updated",
         data=document,
     )
+    await bump_for(session, discipline.organization_id)
     return document
 
 
@@ -288,3 +300,4 @@ async def delete_discipline(
         )
     await session.delete(discipline)
     await session.flush()
+    await bump_for(session, discipline.organization_id)

@@ -24,6 +24,7 @@ from questline.disciplines.service import visible_to
 from questline.progress import schemas
 from questline.progress.models import ScoreChange, TaskCompletion
 from questline.progress.scores import Step, apply_steps
+from questline.readmodel.versions import bump
 from questline.storage.db import insert_ignoring_conflicts, utcnow
 from questline.teams import service as teams_service
 from questline.teams.models import Team
@@ -142,6 +143,7 @@ async def complete_task(
                 )
             ],
         )
+        await bump(session, team.organization_id)
     completion = await get_completion(session, team=team, task_id=task.id)
     if created:
         await events.record(
@@ -195,6 +197,7 @@ async def withdraw_task(session: AsyncSession, *, team: Team, task_id: uuid.UUID
         type="progress.withdrawn",
         data=withdrawn(team.id, task_id, removed, score),
     )
+    await bump(session, team.organization_id)
     return score
 
 

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from questline import events
 from questline.members import service as members_service
 from questline.members.models import Member
+from questline.readmodel.versions import bump
 from questline.storage.db import insert_ignoring_conflicts, utcnow
 from questline.teams import schemas
 from questline.teams.models import Team, TeamMembership, TeamStatus
@@ -192,14 +193,24 @@ async def create_team(
             ],
         )
     await _record(session, team, "team.created")
+    await bump(session, org_id)
     return TeamWithCount(team, len(member_ids))
+
+
+def _resource_part(tag: str) -> str:
+    """``"<id>.<version>"`` of an ETag ``GET /team/{id}`` sent as ``"<id>.<version>-<org>"``
+    (its body also shows the members, so that validator also carries the organization's
+    read-model version; ``If-Match`` compares the team's own part)."""
+    if tag.startswith('"') and "-" in tag:
+        return tag.split("-", 1)[0] + '"'
+    return tag
 
 
 def check_if_match(team: Team, if_match: str | None) -> None:
     if if_match is None:
         return
-    tags = [t.strip() for t in if_match.split(",")]
-    if "*" not in tags and etag_of(team) not in tags and f"W/{etag_of(team)}" not in tags:
+    tags = [_resource_part(t.strip().removeprefix("W/")) for t in if_match.split(",")]
+    if "*" not in tags and etag_of(team) not in tags:
         raise PreconditionFailed(
             "The team changed since you read it (If-Match does not match its ETag); "
             "read it again and retry."
@@ -224,6 +235,7 @@ async def update_team(
     team.updated_at = utcnow()
     await session.flush()
     await _record(session, team, "team.updated")
+    await bump(session, team.organization_id)
     return team
 
 
@@ -231,6 +243,7 @@ async def delete_team(session: AsyncSession, *, team: Team) -> None:
     await _record(session, team, "team.deleted")
     await session.delete(team)
     await session.flush()
+    await bump(session, team.organization_id)
 
 
 async def set_admin_flag(session: AsyncSession, *, team: Team, value: bool | None) -> Team:
@@ -240,6 +253,7 @@ async def set_admin_flag(session: AsyncSession, *, team: Team, value: bool | Non
     team.updated_at = utcnow()
     await session.flush()
     await _record(session, team, "team.admin_changed")
+    await bump(session, team.organization_id)
     return team
 
 
@@ -248,6 +262,7 @@ async def set_survey_flag(session: AsyncSession, *, team: Team, value: bool) -> 
     team.updated_at = utcnow()
     await session.flush()
     await _record(session, team, "team.updated")
+    await bump(session, team.organization_id)
     return team
 
 
@@ -284,6 +299,8 @@ async def add_member(
         .returning(TeamMembership.__table__.c.member_id)
     )
     joined = result.scalar_one_or_none() is not None
+    if joined or found.created:
+        await bump(session, team.organization_id)
     if joined:
         await _record_membership(session, team, found.member.id, "member.added")
     return MembershipResult(found.member, found.created, joined)
@@ -300,6 +317,7 @@ async def remove_member(session: AsyncSession, *, team: Team, member_id: uuid.UU
     if not getattr(result, "rowcount", 0):
         raise not_found("member in this team")
     await _record_membership(session, team, member_id, "member.removed")
+    await bump(session, team.organization_id)
 
 
 async def team_members(
