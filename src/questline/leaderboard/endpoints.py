@@ -8,9 +8,9 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request, Response
 
 from questline.auth.dependencies import MemberOf
-from questline.leaderboard import graphs, schemas, service
+from questline.leaderboard import graphs, rankings, schemas, service
 from questline.teams import service as teams_service
-from questline.web.errors import not_found
+from questline.web.errors import FieldError, Unprocessable, not_found
 from questline.web.openapi import problem_responses
 from questline.web.paths import TeamId
 from questline.web.routing import SessionDep, TransactionalRoute
@@ -67,6 +67,27 @@ def _series(series: graphs.Series) -> schemas.Series:
     )
 
 
+async def _around(
+    around: Annotated[
+        str | None,
+        Query(
+            max_length=64,
+            description="A team's id: the `limit` entries centred on it, with true ranks.",
+        ),
+    ] = None,
+) -> uuid.UUID | None:
+    """A malformed team id names no team: 404, like an unknown one."""
+    if around is None:
+        return None
+    try:
+        return uuid.UUID(around)
+    except ValueError:
+        raise not_found("team") from None
+
+
+AroundQuery = Annotated[uuid.UUID | None, Depends(_around)]
+
+
 @router.get(
     "/leaderboard",
     response_model=list[schemas.LeaderboardEntry],
@@ -77,21 +98,42 @@ async def get_leaderboard(
     response: Response,
     tenant: MemberOf,
     session: SessionDep,
-    discipline_id: DisciplineQuery,
+    window: WindowDep,
+    around: AroundQuery,
     limit: Annotated[int, Query(ge=1, le=service.MAX_LIMIT)] = service.DEFAULT_LIMIT,
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
 ) -> list[schemas.LeaderboardEntry]:
     """Teams that are neither admin nor archived, by `Score` (desc), then the time the
     team reached it (earlier first), then `Name`. With `discipline`, by the points
     earned in that discipline; teams with none in it come last, by name. The next page
-    is announced in a `Link` header."""
-    entries = await service.ranking(
-        session, org_id=tenant.org_id, limit=limit + 1, offset=offset, discipline_id=discipline_id
+    is announced in a `Link` header.
+
+    With `from` and/or `to`: by the points of the completions whose `CompletedAt` lies
+    in that window (inclusive; withdrawn completions never count), ties broken by when
+    the team reached its window score, then by name. With `around={teamId}`: the
+    `limit` entries centred on that team (fewer at the edges), with their true ranks
+    (404 for a team of another organization, 422 for an admin or archived team; no
+    `offset`)."""
+    selection = rankings.Selection(
+        start=window.start, end=window.end, discipline_id=window.discipline_id
     )
-    if len(entries) > limit:
-        entries = entries[:limit]
-        url = request.url.include_query_params(limit=limit, offset=offset + limit)
-        response.headers["Link"] = f'<{url}>; rel="next"'
+    if around is not None:
+        if offset:
+            raise Unprocessable(
+                "'offset' does not combine with 'around'.",
+                errors=[FieldError(field="offset", message="Leave it out with 'around'.")],
+            )
+        entries = await rankings.around(
+            session, org_id=tenant.org_id, team_id=around, selection=selection, limit=limit
+        )
+    else:
+        entries = await rankings.ranking(
+            session, org_id=tenant.org_id, selection=selection, limit=limit + 1, offset=offset
+        )
+        if len(entries) > limit:
+            entries = entries[:limit]
+            url = request.url.include_query_params(limit=limit, offset=offset + limit)
+            response.headers["Link"] = f'<{url}>; rel="next"'
     return [
         schemas.LeaderboardEntry(
             rank=e.rank,
