@@ -10,6 +10,7 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from questline.auth.dependencies import MemberOf
 from questline.leaderboard import graphs, rankings, schemas, service
 from questline.teams import service as teams_service
+from questline.web import csvexport
 from questline.web.errors import FieldError, Unprocessable, not_found
 from questline.web.openapi import problem_responses
 from questline.web.paths import TeamId
@@ -91,7 +92,10 @@ AroundQuery = Annotated[uuid.UUID | None, Depends(_around)]
 @router.get(
     "/leaderboard",
     response_model=list[schemas.LeaderboardEntry],
-    responses=problem_responses(401, 403, 404, 422),
+    responses={
+        **csvexport.openapi(schemas.LeaderboardEntry),
+        **problem_responses(401, 403, 404, 422),
+    },
 )
 async def get_leaderboard(
     request: Request,
@@ -102,7 +106,7 @@ async def get_leaderboard(
     around: AroundQuery,
     limit: Annotated[int, Query(ge=1, le=service.MAX_LIMIT)] = service.DEFAULT_LIMIT,
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
-) -> list[schemas.LeaderboardEntry]:
+) -> list[schemas.LeaderboardEntry] | Response:
     """Teams that are neither admin nor archived, by `Score` (desc), then the time the
     team reached it (earlier first), then `Name`. With `discipline`, by the points
     earned in that discipline; teams with none in it come last, by name. The next page
@@ -113,7 +117,9 @@ async def get_leaderboard(
     the team reached its window score, then by name. With `around={teamId}`: the
     `limit` entries centred on that team (fewer at the edges), with their true ranks
     (404 for a team of another organization, 422 for an admin or archived team; no
-    `offset`)."""
+    `offset`).
+
+    With `Accept: text/csv`: the same entries as CSV (an attachment)."""
     selection = rankings.Selection(
         start=window.start, end=window.end, discipline_id=window.discipline_id
     )
@@ -134,7 +140,7 @@ async def get_leaderboard(
             entries = entries[:limit]
             url = request.url.include_query_params(limit=limit, offset=offset + limit)
             response.headers["Link"] = f'<{url}>; rel="next"'
-    return [
+    items = [
         schemas.LeaderboardEntry(
             rank=e.rank,
             team_id=e.team_id,
@@ -145,6 +151,9 @@ async def get_leaderboard(
         )
         for e in entries
     ]
+    if csvexport.wants_csv(request):
+        return csvexport.export(schemas.LeaderboardEntry, items, "leaderboard.csv", response)
+    return items
 
 
 @router.get(

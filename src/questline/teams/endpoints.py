@@ -11,6 +11,7 @@ from questline.auth.dependencies import AdminOf, MemberOf
 from questline.members import service as members_service
 from questline.members.schemas import Member
 from questline.teams import models, schemas, service
+from questline.web import csvexport
 from questline.web.openapi import problem_responses
 from questline.web.pagination import PageDep, announce_next_page, split_page
 from questline.web.paths import MemberId, TeamId
@@ -32,15 +33,23 @@ def _location(request: Request, team_id: object) -> str:
     return str(request.url_for("get_team", team_id=str(team_id)))
 
 
-@router.get("", response_model=list[schemas.Team], responses=problem_responses(401, 403, 422))
+@router.get(
+    "",
+    response_model=list[schemas.Team],
+    responses={**csvexport.openapi(schemas.Team), **problem_responses(401, 403, 422)},
+)
 async def list_teams(
     request: Request, response: Response, tenant: MemberOf, session: SessionDep, page: PageDep
-) -> list[schemas.Team]:
-    """Every team of the caller's organization, by name (opt-in paging: `limit`, `after`)."""
+) -> list[schemas.Team] | Response:
+    """Every team of the caller's organization, by name (opt-in paging: `limit`, `after`).
+    With `Accept: text/csv`: the same teams as CSV (`Tags` joined with `;`)."""
     rows = await service.list_teams(session, org_id=tenant.org_id, page=page)
     rows, more = split_page(rows, page)
     announce_next_page(request, response, page, service.cursor_of(rows[-1].team) if more else None)
-    return [service.to_schema(row.team, row.member_count) for row in rows]
+    teams = [service.to_schema(row.team, row.member_count) for row in rows]
+    if csvexport.wants_csv(request):
+        return csvexport.export(schemas.Team, teams, "teams.csv", response)
+    return teams
 
 
 @router.post(
