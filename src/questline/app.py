@@ -106,6 +106,7 @@ def _add_middleware(app: FastAPI, state: AppState) -> None:
         bulk_seconds=settings.bulk_request_timeout_seconds,
         bulk_suffixes=BULK_SUFFIXES,
         cancelled=state.cancelled_requests,
+        unbounded_suffixes=("/leaderboard/stream",),
     )
     app.add_middleware(JsonDepthMiddleware, max_depth=settings.max_json_depth)
     app.add_middleware(

@@ -85,8 +85,14 @@ class Settings(BaseSettings):
     events_retention_days: int = 30
     """Events and deliveries older than this are purged."""
 
+    shutdown_grace_seconds: int = 10
+    """On SIGTERM, requests still open after this long (event streams) are cancelled."""
+
     # The live leaderboard (GET /leaderboard/stream).
     stream_heartbeat_seconds: float = 15
+    stream_max_seconds: float = 3600
+    """A stream ends after this long; the client reconnects (with ``Last-Event-ID``),
+    which spreads streams over the processes behind a balancer again."""
     stream_min_interval_seconds: float = 0.25
     stream_max_per_organization: int = 200
     stream_max_per_process: int = 2000

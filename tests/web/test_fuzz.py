@@ -96,7 +96,9 @@ def fuzz_target(migrated_settings: Settings) -> Iterator[FuzzTarget]:
     """One seeded organization and app per backend, shared by the operations: state that
     earlier operations leave behind (renamed, archived, flagged teams) is fuzzed too;
     deletions draw from their own pool so that the kept ids keep resolving."""
-    settings = migrated_settings.model_copy(update={"rate_limit_enabled": False})
+    settings = migrated_settings.model_copy(
+        update={"rate_limit_enabled": False, "stream_max_seconds": 0.05}
+    )
     seeded = anyio.run(_seed, settings)
     app = create_app(settings)
     schema = schemathesis.openapi.from_asgi("/openapi.json", app, config=CONFIG)

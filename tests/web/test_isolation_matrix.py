@@ -179,6 +179,7 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     # Leaderboard and graphs.
     ("GET", "/leaderboard"): read(scoped=False),
     ("GET", "/leaderboard/graph"): read(scoped=False),
+    ("GET", "/leaderboard/stream"): read(scoped=False, snapshot=False),
     ("GET", "/team/{team_id}/graph"): read(scoped=True),
     # Webhooks (admin only, reads too).
     ("POST", "/webhook"): write(
@@ -196,6 +197,12 @@ EXPECTED: dict[tuple[str, str], Expect] = {
 }
 """Add the routes of disciplines, progress, leaderboard, bulk and the dashboard here as
 they land on main (the completeness test names each one that is missing)."""
+
+
+@pytest.fixture
+def settings(migrated_settings: Settings) -> Settings:
+    """Event streams end at once here (the in-process client reads whole bodies)."""
+    return migrated_settings.model_copy(update={"stream_max_seconds": 0.05})
 
 
 def _app_routes(app: FastAPI) -> list[tuple[str, str]]:

@@ -52,6 +52,7 @@ def serve(
         log_config=None,
         proxy_headers=True,
         timeout_keep_alive=settings.keep_alive_seconds,
+        timeout_graceful_shutdown=settings.shutdown_grace_seconds,
     )
 
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
+from starlette.background import BackgroundTask
 
 from questline.auth.dependencies import MemberOf
-from questline.leaderboard import graphs, rankings, schemas, service
+from questline.leaderboard import graphs, rankings, schemas, service, stream
 from questline.teams import service as teams_service
 from questline.web import csvexport
 from questline.web.errors import FieldError, Unprocessable, not_found
@@ -16,6 +17,7 @@ from questline.web.openapi import problem_responses
 from questline.web.paths import TeamId
 from questline.web.routing import SessionDep, TransactionalRoute
 from questline.web.schemas import InputDateTime
+from questline.web.state import app_state
 
 router = APIRouter(tags=["leaderboard"], route_class=TransactionalRoute)
 
@@ -154,6 +156,65 @@ async def get_leaderboard(
     if csvexport.wants_csv(request):
         return csvexport.export(schemas.LeaderboardEntry, items, "leaderboard.csv", response)
     return items
+
+
+@router.get(
+    "/leaderboard/stream",
+    status_code=200,
+    response_class=stream.EventStream,
+    responses={
+        200: {
+            "description": "Server-Sent Events: `event: leaderboard`, `id:` the version, "
+            "`data:` the JSON of `GET /leaderboard`; `: heartbeat` comments.",
+            "content": {
+                stream.MEDIA_TYPE: {
+                    "schema": {"type": "string"},
+                    "example": 'event: leaderboard\nid: 42\ndata: [{"Rank":1,"TeamId":'
+                    '"0190…","Name":"Rockets","Score":120,"TasksCompleted":9,'
+                    '"ReachedAt":"2026-11-22T10:00:00Z"}]\n\n: heartbeat\n\n',
+                }
+            },
+        },
+        **problem_responses(401, 403, 404, 422, 503),
+    },
+)
+async def stream_leaderboard(
+    request: Request,
+    tenant: MemberOf,
+    session: SessionDep,
+    discipline_id: DisciplineQuery,
+    limit: Annotated[int, Query(ge=1, le=service.MAX_LIMIT)] = service.DEFAULT_LIMIT,
+    last_event_id: Annotated[
+        str | None,
+        Header(
+            alias="Last-Event-ID",
+            max_length=32,
+            description="The `id` of the last event received: resume without a repeat.",
+        ),
+    ] = None,
+) -> Response:
+    """The live leaderboard (any role): first an event `leaderboard` carrying exactly
+    the JSON of `GET /leaderboard` for the same `discipline` and `limit`, then one after
+    each change that alters it (coalesced: at most one per 250 ms). `id:` is the
+    organization's version; send it back as `Last-Event-ID` when reconnecting to get
+    the current leaderboard only if it changed meanwhile. A `: heartbeat` comment every
+    15 s keeps idle connections open. Streams are capped per organization and per
+    server process: 503 with `Retry-After` beyond."""
+    if discipline_id is not None:
+        await service.ensure_discipline_visible(
+            session, org_id=tenant.org_id, discipline_id=discipline_id
+        )
+    state = app_state(request)
+    registry = stream.registry_of(request.app)
+    registry.acquire(tenant.org_id, state.settings)
+    content = stream.events(
+        db=state.db,
+        readmodel=state.readmodel,
+        settings=state.settings,
+        query=stream.Query(org_id=tenant.org_id, discipline_id=discipline_id, limit=limit),
+        last_event_id=stream.parse_last_event_id(last_event_id),
+    )
+    return stream.EventStream(content, BackgroundTask(registry.release, tenant.org_id))
 
 
 @router.get(

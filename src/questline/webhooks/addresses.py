@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+RESOLVE_SECONDS = 5
 
 
 class UnsafeUrl(ValueError):
@@ -70,7 +71,10 @@ async def resolve(host: str, port: int) -> list[IPAddress]:
         pass
     loop = asyncio.get_running_loop()
     try:
-        infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        async with asyncio.timeout(RESOLVE_SECONDS):
+            infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except TimeoutError as exc:
+        raise UnsafeUrl(f"The host {host!r} did not resolve in time.") from exc
     except (OSError, UnicodeError) as exc:
         raise UnsafeUrl(f"The host {host!r} does not resolve.") from exc
     found: list[IPAddress] = []
