@@ -377,3 +377,24 @@ async def test_two_dispatchers_never_send_one_delivery_twice(
     requests = hook_receiver.wait_for(30)
     ids = [r.headers["webhook-id"] for r in requests]
     assert len(ids) == len(set(ids)) == 30
+
+
+async def test_global_discipline_events_reach_every_subscribed_organization(
+    world: World, app_state: AppState, hook_receiver: Receiver
+) -> None:
+    from tests.factories import bearer
+
+    first, second = world.org(), world.org()
+    await subscribe(first, hook_receiver.url, ["discipline.created"])
+    await subscribe(second, hook_receiver.url, ["discipline.created"])
+    await subscribe(world.org(), hook_receiver.url, ["team.created"])
+    created = await world.client.post(
+        "/discipline",
+        json={"Title": "Global", "Description": "For all"},
+        headers=bearer(world.operator_token()),
+    )
+    assert created.status_code == 201
+    await drain(app_state)
+    requests = hook_receiver.wait_for(2)
+    assert len(requests) == 2
+    assert all(r.json()["data"] == created.json() for r in requests)

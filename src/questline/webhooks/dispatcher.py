@@ -186,7 +186,14 @@ class Dispatcher:
     def _locking(self, query: Any) -> Any:
         return query if self.db.is_sqlite else query.with_for_update(skip_locked=True)
 
+    async def _any(self, query: Any) -> bool:
+        """A cheap read first: an idle pass takes no write lock (SQLite has one)."""
+        async with self.db.session(write=False) as session:
+            return await session.scalar(query.limit(1)) is not None
+
     async def fan_out(self) -> int:
+        if not await self._any(select(Event.id).where(Event.pending.is_(True))):
+            return 0
         async with self.db.session(write=True) as session:
             pending = list(
                 (
@@ -231,6 +238,12 @@ class Dispatcher:
     async def claim(self) -> list[Attempt]:
         now = utcnow()
         lease = dt.timedelta(seconds=self.settings.webhooks_timeout_seconds) + LEASE_MARGIN
+        due_now = select(WebhookDelivery.id).where(
+            WebhookDelivery.status == DeliveryStatus.PENDING,
+            WebhookDelivery.next_attempt_at <= now,
+        )
+        if not await self._any(due_now):
+            return []
         async with self.db.session(write=True) as session:
             due = list(
                 (
