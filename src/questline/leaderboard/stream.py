@@ -34,6 +34,7 @@ from starlette.types import Receive, Scope, Send
 
 from questline.config import Settings
 from questline.leaderboard import schemas, service
+from questline.readmodel.cache import Entry
 from questline.readmodel.model import ReadModel
 from questline.storage.db import Database
 from questline.web.errors import ServiceUnavailable
@@ -110,6 +111,22 @@ async def snapshot(db: Database, query: Query) -> bytes:
     )
 
 
+async def shared_snapshot(readmodel: ReadModel, db: Database, query: Query, version: int) -> bytes:
+    """The snapshot at ``version``, built once for every stream of the process with the
+    same parameters (the read model's cache and its single flight per key/version):
+    a change costs one query per distinct (discipline, limit), not one per stream."""
+    wanted = f"discipline={query.discipline_id or ''}&limit={query.limit}".encode()
+    key = (query.org_id, "stream", "/leaderboard/stream", wanted, b"")
+    cached = readmodel.cache.get(key)
+    if cached is not None and cached.version == version:
+        return cached.body
+
+    async def build() -> Entry:
+        return Entry(version=version, body=await snapshot(db, query), etag="")
+
+    return (await readmodel.load(key, version, build)).body
+
+
 def event(version: int, body: bytes) -> bytes:
     return b"event: leaderboard\nid: " + str(version).encode() + b"\ndata: " + body + b"\n\n"
 
@@ -129,7 +146,7 @@ async def events(
     last_body: bytes | None = None
     last_sent = 0.0
     if last_event_id is None or last_event_id != version:
-        last_body = await snapshot(db, query)
+        last_body = await shared_snapshot(readmodel, db, query, version)
         yield event(version, last_body)
         last_sent = time.monotonic()
     else:
@@ -149,7 +166,7 @@ async def events(
         if wait > 0:
             await asyncio.sleep(wait)  # coalesce: what changes meanwhile goes in one event
         version = max(newest, await readmodel.version(query.org_id) or 0)
-        body = await snapshot(db, query)
+        body = await shared_snapshot(readmodel, db, query, version)
         if body == last_body:
             continue  # the change did not alter this leaderboard
         last_body, last_sent = body, time.monotonic()
