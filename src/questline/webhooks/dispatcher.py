@@ -366,11 +366,22 @@ class Dispatcher:
                     )
                 ).all()
             }
+            deliveries = {
+                d.id: d
+                for d in (
+                    await session.scalars(
+                        select(WebhookDelivery).where(
+                            WebhookDelivery.organization_id.in_(
+                                {o.attempt.organization_id for o in outcomes}
+                            ),
+                            WebhookDelivery.id.in_([o.attempt.delivery_id for o in outcomes]),
+                        )
+                    )
+                ).all()
+            }
             for outcome in outcomes:
                 attempt = outcome.attempt
-                delivery = await session.get(
-                    WebhookDelivery, (attempt.organization_id, attempt.delivery_id)
-                )
+                delivery = deliveries.get(attempt.delivery_id)
                 hook = hooks.get((attempt.organization_id, attempt.webhook_id))
                 if delivery is None or hook is None:
                     continue  # deleted meanwhile
