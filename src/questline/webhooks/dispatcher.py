@@ -28,25 +28,22 @@ import asyncio
 import contextlib
 import datetime as dt
 import fcntl
-import json
 import logging
 import random
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-import httpx
 from sqlalchemy import and_, delete, insert, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from questline import __version__, events
+from questline import events
 from questline.config import Settings
 from questline.events.models import PLATFORM_ORG, Event
 from questline.storage.db import Database, new_id, utcnow
-from questline.webhooks import addresses, signing
 from questline.webhooks.models import DeliveryStatus, Webhook, WebhookDelivery
+from questline.webhooks.sending import Attempt, Outcome, Sender, body_of, message_id, rfc3339
 from questline.webhooks.service import signing_secrets
 
 logger = logging.getLogger("questline.webhooks")
@@ -55,41 +52,6 @@ FANOUT_BATCH = 200
 CLAIM_BATCH = 100
 LEASE_MARGIN = dt.timedelta(seconds=30)
 PURGE_EVERY = dt.timedelta(hours=1)
-
-
-@dataclass(frozen=True, slots=True)
-class Attempt:
-    organization_id: uuid.UUID
-    delivery_id: uuid.UUID
-    webhook_id: uuid.UUID
-    url: str
-    secrets: list[str]
-    msg_id: str
-    body: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    attempt: Attempt
-    status_code: int | None
-    error: str | None
-
-    @property
-    def ok(self) -> bool:
-        return self.status_code is not None and 200 <= self.status_code < 300
-
-
-def rfc3339(value: dt.datetime) -> str:
-    return value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
-
-
-def message_id(event_id: uuid.UUID) -> str:
-    return f"msg_{event_id.hex}"
-
-
-def body_of(event: Event) -> bytes:
-    document = {"type": event.type, "timestamp": rfc3339(event.created_at), "data": event.payload}
-    return json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def backoff(settings: Settings, attempts: int) -> dt.timedelta:
@@ -106,7 +68,7 @@ class Dispatcher:
         self._task: asyncio.Task[None] | None = None
         self._remove_listener: Any = None
         self._lock_file: IO[bytes] | None = None
-        self._client: httpx.AsyncClient | None = None
+        self.sender = Sender(settings)
         self._last_purge: dt.datetime | None = None
 
     # Life cycle -------------------------------------------------------------------
@@ -130,9 +92,7 @@ class Dispatcher:
         await self.close()
 
     async def close(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        await self.sender.close()
         if self._lock_file is not None:
             self._lock_file.close()
             self._lock_file = None
@@ -178,7 +138,7 @@ class Dispatcher:
         fanned = await self.fan_out()
         attempts = await self.claim()
         if attempts:
-            outcomes = await self.send_all(attempts)
+            outcomes = await self.sender.send_all(attempts)
             await self.record(outcomes)
         await self._purge_now_and_then()
         return fanned >= FANOUT_BATCH or len(attempts) >= CLAIM_BATCH
@@ -290,60 +250,6 @@ class Dispatcher:
                 )
             return attempts
 
-    def _http(self) -> httpx.AsyncClient:
-        if self._client is None:
-            self._client = httpx.AsyncClient(
-                timeout=self.settings.webhooks_timeout_seconds,
-                follow_redirects=False,
-                trust_env=False,
-                limits=httpx.Limits(max_connections=self.settings.webhooks_concurrency),
-            )
-        return self._client
-
-    async def send_all(self, attempts: Sequence[Attempt]) -> list[Outcome]:
-        gate = asyncio.Semaphore(self.settings.webhooks_concurrency)
-
-        async def one(attempt: Attempt) -> Outcome:
-            async with gate:
-                return await self.send(attempt)
-
-        return list(await asyncio.gather(*(one(a) for a in attempts)))
-
-    async def send(self, attempt: Attempt) -> Outcome:
-        try:
-            async with asyncio.timeout(self.settings.webhooks_timeout_seconds):
-                target = await addresses.check(
-                    attempt.url, allow_private=self.settings.webhooks_allow_private_urls
-                )
-                timestamp = int(utcnow().timestamp())
-                headers = {
-                    "content-type": "application/json",
-                    "user-agent": f"Questline-Webhooks/{__version__}",
-                    "host": _host_header(attempt.url),
-                    **signing.headers(
-                        attempt.secrets,
-                        msg_id=attempt.msg_id,
-                        timestamp=timestamp,
-                        body=attempt.body,
-                    ),
-                }
-                request = self._http().build_request(
-                    "POST",
-                    addresses.pinned_url(target),
-                    content=attempt.body,
-                    headers=headers,
-                    extensions={"sni_hostname": target.host},
-                )
-                response = await self._http().send(request, stream=True)
-                await response.aclose()
-                return Outcome(attempt, response.status_code, None)
-        except addresses.UnsafeUrl as exc:
-            return Outcome(attempt, None, str(exc)[:500])
-        except TimeoutError:
-            return Outcome(attempt, None, "The receiver did not answer in time.")
-        except httpx.HTTPError as exc:
-            return Outcome(attempt, None, f"{type(exc).__name__}: {exc}"[:500])
-
     async def record(self, outcomes: Sequence[Outcome]) -> None:
         now = utcnow()
         async with self.db.session(write=True) as session:
@@ -438,10 +344,6 @@ class Dispatcher:
 
 def _lock(query: Any, is_sqlite: bool) -> Any:
     return query if is_sqlite else query.with_for_update()
-
-
-def _host_header(url: str) -> str:
-    return httpx.URL(url).netloc.decode("ascii")
 
 
 async def _subscribers(session: AsyncSession, org_ids: set[uuid.UUID]) -> list[Webhook]:
