@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 from typing import Annotated
 
@@ -16,7 +17,6 @@ from questline.web.errors import FieldError, Unprocessable, not_found
 from questline.web.openapi import problem_responses
 from questline.web.paths import TeamId
 from questline.web.routing import SessionDep, TransactionalRoute
-from questline.web.schemas import InputDateTime
 from questline.web.state import app_state
 
 router = APIRouter(tags=["leaderboard"], route_class=TransactionalRoute)
@@ -45,18 +45,47 @@ async def _discipline(
 DisciplineQuery = Annotated[uuid.UUID | None, Depends(_discipline)]
 
 
+RFC3339 = r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$"
+"""A date-time with seconds and an offset: not a number (pydantic would read ``0.2`` as
+a Unix time), not a date alone."""
+
+
 async def _window(
     discipline_id: DisciplineQuery,
     start: Annotated[
-        InputDateTime | None,
-        Query(alias="from", description="Start of the window (RFC 3339 with offset)."),
+        str | None,
+        Query(
+            alias="from",
+            pattern=RFC3339,
+            description="Start of the window (RFC 3339 with offset).",
+            json_schema_extra={"format": "date-time"},
+        ),
     ] = None,
     end: Annotated[
-        InputDateTime | None,
-        Query(alias="to", description="End of the window (RFC 3339 with offset)."),
+        str | None,
+        Query(
+            alias="to",
+            pattern=RFC3339,
+            description="End of the window (RFC 3339 with offset).",
+            json_schema_extra={"format": "date-time"},
+        ),
     ] = None,
 ) -> graphs.Window:
-    return graphs.Window(start=start, end=end, discipline_id=discipline_id)
+    return graphs.Window(
+        start=_instant(start, "from"), end=_instant(end, "to"), discipline_id=discipline_id
+    )
+
+
+def _instant(value: str | None, field: str) -> dt.datetime | None:
+    if value is None:
+        return None
+    try:
+        return dt.datetime.fromisoformat(value.upper().replace("Z", "+00:00")).astimezone(dt.UTC)
+    except ValueError:
+        raise Unprocessable(
+            f"'{field}' is not a valid date-time.",
+            errors=[FieldError(field=field, message="An RFC 3339 date-time with an offset.")],
+        ) from None
 
 
 WindowDep = Annotated[graphs.Window, Depends(_window)]
@@ -168,7 +197,18 @@ async def get_leaderboard(
             "`data:` the JSON of `GET /leaderboard`; `: heartbeat` comments.",
             "content": {
                 stream.MEDIA_TYPE: {
-                    "schema": {"type": "string"},
+                    "schema": {
+                        "type": "object",
+                        "description": "One message of the stream.",
+                        "properties": {
+                            "event": {"type": "string", "enum": ["leaderboard"]},
+                            "id": {"type": "string", "description": "The version."},
+                            "data": {
+                                "type": "string",
+                                "description": "The JSON array of `GET /leaderboard`.",
+                            },
+                        },
+                    },
                     "example": 'event: leaderboard\nid: 42\ndata: [{"Rank":1,"TeamId":'
                     '"0190…","Name":"Rockets","Score":120,"TasksCompleted":9,'
                     '"ReachedAt":"2026-11-22T10:00:00Z"}]\n\n: heartbeat\n\n',
