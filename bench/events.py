@@ -56,6 +56,7 @@ def env_for(data_dir: Path, url: str | None, **extra: str) -> dict[str, str]:
         "QUESTLINE_RATE_LIMIT_ENABLED": "false",
         "QUESTLINE_STREAM_MAX_PER_ORGANIZATION": "100000",
         "QUESTLINE_STREAM_MAX_PER_PROCESS": "100000",
+        "QUESTLINE_SERVER_MAX_CONNECTIONS": "5000",
         "QUESTLINE_WEBHOOKS_ALLOW_PRIVATE_URLS": "true",
         "QUESTLINE_WEBHOOKS_POLL_SECONDS": "0.2",
         **extra,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -19,20 +21,18 @@ from questline.health.endpoints import router as health_router
 from questline.leaderboard.endpoints import router as leaderboard_router
 from questline.members.endpoints import router as members_router
 from questline.progress.endpoints import router as progress_router
+from questline.readmodel.fastpath import ReadModelFastPath
 from questline.readmodel.model import ReadModel
 from questline.storage.db import Database
 from questline.teams.endpoints import router as teams_router
+from questline.web import idempotency
 from questline.web.errors import CrashGuardMiddleware, install_error_handlers
-from questline.web.hardening import (
-    JsonDepthMiddleware,
-    RequestTimeoutMiddleware,
-    SecurityHeadersMiddleware,
-    drain,
-)
+from questline.web.hardening import RequestTimeoutMiddleware, SecurityHeadersMiddleware, drain
 from questline.web.head import HeadAsGetMiddleware
 from questline.web.middleware import AccessLogMiddleware, BodyGuardMiddleware
 from questline.web.openapi import install_openapi, mount_docs
 from questline.web.ratelimit import BULK_SUFFIXES, RateLimiter, RateLimitMiddleware
+from questline.web.server import AllowedHostsMiddleware, ConcurrencyLimitMiddleware
 from questline.web.state import AppState
 from questline.webhooks.dispatcher import Dispatcher
 from questline.webhooks.endpoints import router as webhooks_router
@@ -64,9 +64,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
         if dispatcher is not None:
             dispatcher.start()
-        yield
-        if dispatcher is not None:
-            await dispatcher.stop()
+        purger = asyncio.get_running_loop().create_task(idempotency.purge_periodically(state))
+        try:
+            yield
+        finally:
+            purger.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await purger
+            if dispatcher is not None:
+                await dispatcher.stop()
         await drain(state.cancelled_requests, grace=10)
         await state.db.dispose()
 
@@ -107,7 +113,9 @@ async def _to_dashboard() -> RedirectResponse:
 def _add_middleware(app: FastAPI, state: AppState) -> None:
     """The ASGI stack, innermost first: the last one added sees a request first."""
     settings = state.settings
-    app.add_middleware(HeadAsGetMiddleware)  # innermost: the rest see (and log) HEAD
+    hosts = [h.strip() for h in settings.allowed_hosts.split(",") if h.strip()]
+    app.add_middleware(ReadModelFastPath, readmodel=state.readmodel, tokens=state.tokens)
+    app.add_middleware(HeadAsGetMiddleware)  # the rest see (and log) HEAD
     app.add_middleware(CrashGuardMiddleware)
     app.add_middleware(
         RequestTimeoutMiddleware,
@@ -117,15 +125,18 @@ def _add_middleware(app: FastAPI, state: AppState) -> None:
         cancelled=state.cancelled_requests,
         unbounded_suffixes=("/leaderboard/stream",),
     )
-    app.add_middleware(JsonDepthMiddleware, max_depth=settings.max_json_depth)
     app.add_middleware(
         BodyGuardMiddleware,
         limit=settings.max_body_bytes,
         bulk_limit=settings.max_bulk_body_bytes,
         bulk_suffixes=BULK_SUFFIXES,
+        body_timeout=settings.server_body_timeout_seconds,
     )
     if settings.rate_limit_enabled:
         app.add_middleware(RateLimitMiddleware, limiter=RateLimiter(settings), tokens=state.tokens)
+    app.add_middleware(ConcurrencyLimitMiddleware, limit=settings.server_max_concurrent_requests)
     app.add_middleware(AccessLogMiddleware)
+    if hosts and "*" not in hosts:
+        app.add_middleware(AllowedHostsMiddleware, hosts=hosts)
     app.add_middleware(SecurityHeadersMiddleware)
     app.add_middleware(CorrelationIdMiddleware, header_name="X-Request-Id")

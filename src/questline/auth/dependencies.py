@@ -33,15 +33,12 @@ class Tenant:
         return self.caller.role is Role.ADMIN
 
 
-async def get_caller(
-    request: Request,
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)],
-) -> Caller:
-    if credentials is None:
+async def authenticate(request: Request, token: str | None) -> Caller:
+    """The verified caller of a bearer token (its organization recorded once)."""
+    if token is None:
         raise Unauthorized("Send a bearer token: 'Authorization: Bearer <JWT>'.")
     state = app_state(request)
-    caller = state.tokens.verify(credentials.credentials)
-    request_state(request).caller = caller
+    caller = await state.tokens.verify_async(token)
     if caller.org_id is not None and caller.org_id not in state.known_orgs:
         # Its own short write transaction: a read request stays a pure read, and the
         # row exists (committed) before anything of the organization refers to it.
@@ -51,19 +48,39 @@ async def get_caller(
     return caller
 
 
+async def get_caller(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)],
+) -> Caller:
+    state = request_state(request)
+    if state.caller is not None:  # authorized by the route before the body was read
+        return state.caller
+    caller = await authenticate(request, credentials.credentials if credentials else None)
+    state.caller = caller
+    return caller
+
+
 CallerDep = Annotated[Caller, Depends(get_caller)]
 
 
-async def tenant_member(caller: CallerDep) -> Tenant:
+def require_member(caller: Caller) -> Tenant:
     if caller.org_id is None:
         raise Forbidden("This operation acts inside an organization; operator tokens have none.")
     return Tenant(org_id=caller.org_id, caller=caller)
 
 
-async def tenant_admin(caller: CallerDep) -> Tenant:
+def require_admin(caller: Caller) -> Tenant:
     if caller.role is not Role.ADMIN or caller.org_id is None:
         raise Forbidden("This operation needs an organization admin token.")
     return Tenant(org_id=caller.org_id, caller=caller)
+
+
+async def tenant_member(caller: CallerDep) -> Tenant:
+    return require_member(caller)
+
+
+async def tenant_admin(caller: CallerDep) -> Tenant:
+    return require_admin(caller)
 
 
 MemberOf = Annotated[Tenant, Depends(tenant_member)]

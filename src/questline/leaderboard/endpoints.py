@@ -11,10 +11,12 @@ from starlette.background import BackgroundTask
 
 from questline.auth.dependencies import MemberOf
 from questline.leaderboard import graphs, rankings, schemas, service, stream
+from questline.readmodel.http import dumps, serve
 from questline.teams import service as teams_service
 from questline.web import csvexport
 from questline.web.errors import FieldError, Unprocessable, not_found
 from questline.web.openapi import problem_responses
+from questline.web.pagination import public_url
 from questline.web.paths import TeamId
 from questline.web.routing import SessionDep, TransactionalRoute
 from questline.web.state import app_state
@@ -137,11 +139,12 @@ async def get_leaderboard(
     around: AroundQuery,
     limit: Annotated[int, Query(ge=1, le=service.MAX_LIMIT)] = service.DEFAULT_LIMIT,
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
-) -> list[schemas.LeaderboardEntry] | Response:
+) -> Response:
     """Teams that are neither admin nor archived, by `Score` (desc), then the time the
     team reached it (earlier first), then `Name`. With `discipline`, by the points
     earned in that discipline; teams with none in it come last, by name. The next page
-    is announced in a `Link` header.
+    is announced in a `Link` header. Send the `ETag` back as `If-None-Match`: 304 while
+    nothing changed.
 
     With `from` and/or `to`: by the points of the completions whose `CompletedAt` lies
     in that window (inclusive; withdrawn completions never count), ties broken by when
@@ -154,37 +157,63 @@ async def get_leaderboard(
     selection = rankings.Selection(
         start=window.start, end=window.end, discipline_id=window.discipline_id
     )
-    if around is not None:
-        if offset:
-            raise Unprocessable(
-                "'offset' does not combine with 'around'.",
-                errors=[FieldError(field="offset", message="Leave it out with 'around'.")],
+
+    async def page() -> tuple[list[service.Entry], dict[str, str]]:
+        if around is not None:
+            if offset:
+                raise Unprocessable(
+                    "'offset' does not combine with 'around'.",
+                    errors=[FieldError(field="offset", message="Leave it out with 'around'.")],
+                )
+            found = await rankings.around(
+                session, org_id=tenant.org_id, team_id=around, selection=selection, limit=limit
             )
-        entries = await rankings.around(
-            session, org_id=tenant.org_id, team_id=around, selection=selection, limit=limit
-        )
-    else:
-        entries = await rankings.ranking(
+            return found, {}
+        found = await rankings.ranking(
             session, org_id=tenant.org_id, selection=selection, limit=limit + 1, offset=offset
         )
-        if len(entries) > limit:
-            entries = entries[:limit]
-            url = request.url.include_query_params(limit=limit, offset=offset + limit)
-            response.headers["Link"] = f'<{url}>; rel="next"'
-    items = [
-        schemas.LeaderboardEntry(
-            rank=e.rank,
-            team_id=e.team_id,
-            name=e.name,
-            score=e.score,
-            tasks_completed=e.tasks_completed,
-            reached_at=e.reached_at,
-        )
-        for e in entries
-    ]
+        headers = {}
+        if len(found) > limit:
+            found = found[:limit]
+            query = {**request.query_params, "limit": str(limit), "offset": str(offset + limit)}
+            url = public_url(request, request.url.path, query)
+            headers["Link"] = f'<{url}>; rel="next"'
+        return found, headers
+
     if csvexport.wants_csv(request):
+        entries, headers = await page()
+        response.headers.update(headers)
+        items = [schemas.LeaderboardEntry.model_validate(entry_json(e)) for e in entries]
         return csvexport.export(schemas.LeaderboardEntry, items, "leaderboard.csv", response)
-    return items
+
+    async def build(_version: int) -> tuple[bytes, dict[str, str]]:
+        entries, headers = await page()
+        return dumps([entry_json(e) for e in entries]), headers
+
+    return await serve(
+        request, organization_id=tenant.org_id, variant=tenant.caller.role.value, build=build
+    )
+
+
+def entry_json(entry: service.Entry) -> dict[str, object]:
+    """A ``schemas.LeaderboardEntry`` as its JSON object (tests check the two agree)."""
+    return {
+        "Rank": entry.rank,
+        "TeamId": entry.team_id,
+        "Name": entry.name,
+        "Score": entry.score,
+        "TasksCompleted": entry.tasks_completed,
+        "ReachedAt": entry.reached_at,
+    }
+
+
+def series_json(series: graphs.Series) -> dict[str, object]:
+    """A ``schemas.Series`` as its JSON object."""
+    return {
+        "TeamId": series.team_id,
+        "Name": series.name,
+        "Points": [{"At": p.at, "Score": p.score} for p in series.points],
+    }
 
 
 @router.get(
@@ -263,15 +292,23 @@ async def stream_leaderboard(
     responses=problem_responses(401, 403, 404, 422),
 )
 async def get_leaderboard_graph(
+    request: Request,
     tenant: MemberOf,
     session: SessionDep,
     window: WindowDep,
     top: Annotated[int, Query(ge=1, le=MAX_TOP, description="How many teams.")] = 10,
-) -> list[schemas.Series]:
+) -> Response:
     """The top teams' cumulative score over time, in rank order: a step function that
     starts at 0 (or at the value just before `from`), one point per change."""
-    found = await graphs.top_series(session, org_id=tenant.org_id, top=top, window=window)
-    return [_series(s) for s in found]
+    window.check()
+
+    async def build(_version: int) -> tuple[bytes, dict[str, str]]:
+        found = await graphs.top_series(session, org_id=tenant.org_id, top=top, window=window)
+        return dumps([series_json(s) for s in found]), {}
+
+    return await serve(
+        request, organization_id=tenant.org_id, variant=tenant.caller.role.value, build=build
+    )
 
 
 @router.get(

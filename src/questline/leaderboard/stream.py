@@ -27,19 +27,18 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from pydantic import TypeAdapter
 from starlette.background import BackgroundTask
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from questline.config import Settings
-from questline.leaderboard import schemas, service
+from questline.leaderboard import service
 from questline.readmodel.cache import Entry
+from questline.readmodel.http import dumps
 from questline.readmodel.model import ReadModel
 from questline.storage.db import Database
 from questline.web.errors import ServiceUnavailable
 
-_ENTRIES = TypeAdapter(list[schemas.LeaderboardEntry])
 MEDIA_TYPE = "text/event-stream"
 
 
@@ -95,19 +94,18 @@ async def snapshot(db: Database, query: Query) -> bytes:
         entries = await service.ranking(
             session, org_id=query.org_id, limit=query.limit, discipline_id=query.discipline_id
         )
-    return _ENTRIES.dump_json(
+    return dumps(
         [
-            schemas.LeaderboardEntry(
-                rank=e.rank,
-                team_id=e.team_id,
-                name=e.name,
-                score=e.score,
-                tasks_completed=e.tasks_completed,
-                reached_at=e.reached_at,
-            )
+            {
+                "Rank": e.rank,
+                "TeamId": e.team_id,
+                "Name": e.name,
+                "Score": e.score,
+                "TasksCompleted": e.tasks_completed,
+                "ReachedAt": e.reached_at,
+            }
             for e in entries
-        ],
-        by_alias=True,
+        ]
     )
 
 

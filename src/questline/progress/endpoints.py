@@ -6,11 +6,14 @@ from fastapi import APIRouter, Request, Response, status
 
 from questline.auth.dependencies import AdminOf, MemberOf
 from questline.progress import overview, schemas, service
+from questline.readmodel.http import dumps, serve
 from questline.teams import service as teams_service
 from questline.web import csvexport
 from questline.web.openapi import problem_responses
+from questline.web.pagination import public_url
 from questline.web.paths import TaskId, TeamId
 from questline.web.routing import SessionDep, TransactionalRoute
+from questline.web.state import app_state
 
 router = APIRouter(prefix="/team", tags=["progress"], route_class=TransactionalRoute)
 
@@ -40,16 +43,18 @@ async def complete_task(
     201 when this completes it (the team's `Score` grows by the task's points), 200 when
     it was already completed (nothing changes). Archived teams refuse progress (409).
     """
+    await service.hold_discipline_of_task(session, task_id=data.task_id)
     team = await teams_service.get_team(
         session, org_id=tenant.org_id, team_id=team_id, for_update=True
     )
     result = await service.complete_task(session, team=team, data=data)
     if not result.created:
         response.status_code = status.HTTP_200_OK
-    response.headers["Location"] = str(
-        request.url_for(
+    response.headers["Location"] = public_url(
+        request,
+        request.app.url_path_for(
             "get_completion", team_id=str(team_id), task_id=str(result.completion.task_id)
-        )
+        ),
     )
     return service.to_schema(result.completion, result.score)
 
@@ -105,7 +110,25 @@ async def withdraw_task(
     response_model=schemas.Overview,
     responses=problem_responses(401, 403, 404),
 )
-async def get_overview(team_id: TeamId, tenant: MemberOf, session: SessionDep) -> schemas.Overview:
+async def get_overview(
+    team_id: TeamId, request: Request, tenant: MemberOf, session: SessionDep
+) -> Response:
     """The team's progress: score, rank, and for every discipline the organization sees
-    (global and its own, by title) the tasks and points done per level and quest."""
-    return await overview.team_overview(session, org_id=tenant.org_id, team_id=team_id)
+    (global and its own, by title) the tasks and points done per level and quest.
+    Send the `ETag` back as `If-None-Match`: 304 while nothing changed."""
+
+    readmodel = app_state(request).readmodel
+
+    async def build(version: int) -> tuple[bytes, dict[str, str]]:
+        async def tree() -> list[overview.DisciplineNode]:
+            return await overview.visible_tree(session, org_id=tenant.org_id)
+
+        nodes = await readmodel.memo(tenant.org_id, "tree", version, tree)
+        found = await overview.overview_json(
+            session, org_id=tenant.org_id, team_id=team_id, tree=nodes
+        )
+        return dumps(found), {}
+
+    return await serve(
+        request, organization_id=tenant.org_id, variant=tenant.caller.role.value, build=build
+    )

@@ -7,6 +7,7 @@ services only ``flush()``, never ``commit()``.
 from __future__ import annotations
 
 import datetime as dt
+import os
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -94,6 +95,7 @@ class Database:
             self.engine = create_async_engine(
                 self.url,
                 echo=settings.database_echo,
+                hide_parameters=True,
                 connect_args={"timeout": 30},
                 poolclass=MeteredQueuePool,
             )
@@ -104,13 +106,27 @@ class Database:
                 echo=settings.database_echo,
                 pool_size=settings.database_pool_size,
                 max_overflow=settings.database_pool_size,
-                pool_pre_ping=True,
+                # No pre-ping (a SELECT 1 before every checkout): a connection that turns
+                # out dead fails its first statement, the pool drops it, and the request
+                # boundary retries once (``questline.web.routing``).
+                pool_pre_ping=False,
+                pool_recycle=1800,
+                hide_parameters=True,  # error messages and logs carry no SQL parameters
                 poolclass=MeteredQueuePool,
             )
         self.write_engine = (
             self.engine.execution_options(**{SQLITE_BEGIN_OPTION: "IMMEDIATE"})
             if self.is_sqlite
             else self.engine
+        )
+        # Reads on PostgreSQL: one REPEATABLE READ READ ONLY snapshot, begun by the first
+        # statement (a read answered from the read model begins none).
+        self.read_engine = (
+            self.engine
+            if self.is_sqlite
+            else self.engine.execution_options(
+                isolation_level="REPEATABLE READ", postgresql_readonly=True
+            )
         )
         self.commit_listeners: list[Callable[[dict[Any, int]], None]] = []
         self.dispose_hooks: list[Callable[[], Awaitable[None]]] = []
@@ -142,7 +158,7 @@ class Database:
         lock up front, so concurrent writers queue on the busy timeout instead of failing
         on a stale snapshot.
         """
-        return self.sessionmaker(bind=self.write_engine if write else self.engine)
+        return self.sessionmaker(bind=self.write_engine if write else self.read_engine)
 
     @asynccontextmanager
     async def session(self, *, write: bool = True) -> AsyncIterator[AsyncSession]:
@@ -161,6 +177,19 @@ class Database:
         await self.engine.dispose()
 
 
+def _make_private(database: str | None) -> None:
+    """The SQLite file and its WAL and shared-memory files: 0600 (owner only)."""
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return
+    for suffix in ("", "-wal", "-shm"):
+        path = database + suffix
+        try:
+            if os.stat(path).st_mode & 0o077:
+                os.chmod(path, 0o600)
+        except FileNotFoundError:
+            continue
+
+
 def _configure_sqlite(engine: AsyncEngine) -> None:
     @event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -172,6 +201,7 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA busy_timeout=30000")
         cursor.close()
+        _make_private(engine.url.database)
 
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(conn: Connection) -> None:

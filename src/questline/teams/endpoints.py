@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Header, Request, Response, status
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -10,10 +10,17 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from questline.auth.dependencies import AdminOf, MemberOf
 from questline.members import service as members_service
 from questline.members.schemas import Member
+from questline.readmodel.http import dumps, serve
 from questline.teams import models, schemas, service
 from questline.web import csvexport
 from questline.web.openapi import problem_responses
-from questline.web.pagination import PageDep, announce_next_page, split_page
+from questline.web.pagination import (
+    BoundedPageDep,
+    PageDep,
+    announce_next_page,
+    public_url,
+    split_page,
+)
 from questline.web.paths import MemberId, TeamId
 from questline.web.routing import SessionDep, TransactionalRoute
 
@@ -30,7 +37,7 @@ async def _changed_team(
 
 
 def _location(request: Request, team_id: object) -> str:
-    return str(request.url_for("get_team", team_id=str(team_id)))
+    return public_url(request, request.app.url_path_for("get_team", team_id=str(team_id)))
 
 
 @router.get(
@@ -39,17 +46,33 @@ def _location(request: Request, team_id: object) -> str:
     responses={**csvexport.openapi(schemas.Team), **problem_responses(401, 403, 422)},
 )
 async def list_teams(
-    request: Request, response: Response, tenant: MemberOf, session: SessionDep, page: PageDep
-) -> list[schemas.Team] | Response:
+    request: Request, tenant: MemberOf, session: SessionDep, page: PageDep
+) -> Response:
     """Every team of the caller's organization, by name (opt-in paging: `limit`, `after`).
-    With `Accept: text/csv`: the same teams as CSV (`Tags` joined with `;`)."""
-    rows = await service.list_teams(session, org_id=tenant.org_id, page=page)
-    rows, more = split_page(rows, page)
-    announce_next_page(request, response, page, service.cursor_of(rows[-1].team) if more else None)
-    teams = [service.to_schema(row.team, row.member_count) for row in rows]
+    Send the `ETag` back as `If-None-Match`: 304 while nothing changed. With
+    `Accept: text/csv`: the same teams as CSV (`Tags` joined with `;`)."""
+
+    async def team_page() -> tuple[list[Any], dict[str, str]]:
+        rows = await service.list_team_rows(session, org_id=tenant.org_id, page=page)
+        rows, more = split_page(rows, page)
+        scratch = Response()
+        last = [rows[-1].name_key, str(rows[-1].id)] if more else None
+        announce_next_page(request, scratch, page, last)
+        headers = {"Link": scratch.headers["link"]} if "link" in scratch.headers else {}
+        return rows, headers
+
     if csvexport.wants_csv(request):
-        return csvexport.export(schemas.Team, teams, "teams.csv", response)
-    return teams
+        rows, headers = await team_page()
+        teams = [schemas.Team.model_validate(service.team_json(r, r.member_count)) for r in rows]
+        return csvexport.response(schemas.Team, teams, filename="teams.csv", headers=headers)
+
+    async def build(_version: int) -> tuple[bytes, dict[str, str]]:
+        rows, headers = await team_page()
+        return dumps([service.team_json(row, row.member_count) for row in rows]), headers
+
+    return await serve(
+        request, organization_id=tenant.org_id, variant=tenant.caller.role.value, build=build
+    )
 
 
 @router.post(
@@ -76,17 +99,27 @@ async def create_team(
     "/{team_id}", response_model=schemas.TeamDetail, responses=problem_responses(401, 403, 404)
 )
 async def get_team(
-    team_id: TeamId, response: Response, tenant: MemberOf, session: SessionDep
-) -> schemas.TeamDetail:
-    """One team with its members."""
-    team = await service.get_team(session, org_id=tenant.org_id, team_id=team_id)
-    members = await service.team_members(
-        session, org_id=tenant.org_id, team_id=team.id, page=members_service.ALL
+    team_id: TeamId, request: Request, tenant: MemberOf, session: SessionDep
+) -> Response:
+    """One team with its members. Its `ETag` also serves as `If-Match` on changes, and as
+    `If-None-Match` here (304 while nothing changed)."""
+
+    async def build(version: int) -> tuple[bytes, dict[str, str]]:
+        body, etag = await service.team_detail_json(
+            session, org_id=tenant.org_id, team_id=team_id, hide_emails=not tenant.is_admin
+        )
+        # The team's own validator (If-Match compares that part), then the organization's
+        # version and the role: members' bodies may differ from admins'.
+        role = tenant.caller.role.value[0]
+        return dumps(body), {"ETag": f'{etag[:-1]}-{version}{role}"'}
+
+    return await serve(
+        request,
+        organization_id=tenant.org_id,
+        variant=tenant.caller.role.value,
+        build=build,
+        own_etag=True,
     )
-    described = await members_service.describe(session, org_id=tenant.org_id, members=members)
-    response.headers["ETag"] = service.etag_of(team)
-    base = service.to_schema(team, len(described))
-    return schemas.TeamDetail(**base.model_dump(), members=described)
 
 
 @router.patch(
@@ -140,9 +173,10 @@ async def list_team_members(
     response: Response,
     tenant: MemberOf,
     session: SessionDep,
-    page: PageDep,
+    page: BoundedPageDep,
 ) -> list[Member]:
-    """The team's members, by e-mail (opt-in paging)."""
+    """The team's members, by e-mail; paged (`limit`, default 100, at most 1000; the next
+    page in the `Link` header). Members (role `member`) see names, not e-mails."""
     team = await service.get_team(session, org_id=tenant.org_id, team_id=team_id)
     rows = list(
         await service.team_members(session, org_id=tenant.org_id, team_id=team.id, page=page)
@@ -151,7 +185,8 @@ async def list_team_members(
     announce_next_page(
         request, response, page, members_service.cursor_of(rows[-1]) if more else None
     )
-    return await members_service.describe(session, org_id=tenant.org_id, members=rows)
+    described = await members_service.describe(session, org_id=tenant.org_id, members=rows)
+    return members_service.as_seen_by(tenant, described)
 
 
 @router.post(
@@ -179,8 +214,8 @@ async def add_member(
     )
     if not result.membership_created:
         response.status_code = status.HTTP_200_OK
-    response.headers["Location"] = str(
-        request.url_for("get_member", member_id=str(result.member.id))
+    response.headers["Location"] = public_url(
+        request, request.app.url_path_for("get_member", member_id=str(result.member.id))
     )
     [described] = await members_service.describe(
         session, org_id=tenant.org_id, members=[result.member]
