@@ -34,6 +34,8 @@ from questline.web.openapi import install_openapi, mount_docs
 from questline.web.ratelimit import BULK_SUFFIXES, RateLimiter, RateLimitMiddleware
 from questline.web.server import AllowedHostsMiddleware, ConcurrencyLimitMiddleware
 from questline.web.state import AppState
+from questline.webhooks.dispatcher import Dispatcher
+from questline.webhooks.endpoints import router as webhooks_router
 
 DESCRIPTION = """
 Questline keeps an organization's **teams** of members and its learning **disciplines**
@@ -57,6 +59,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        dispatcher = (
+            Dispatcher(settings, state.db) if settings.webhooks_dispatcher_enabled else None
+        )
+        if dispatcher is not None:
+            dispatcher.start()
         purger = asyncio.get_running_loop().create_task(idempotency.purge_periodically(state))
         try:
             yield
@@ -64,6 +71,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             purger.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await purger
+            if dispatcher is not None:
+                await dispatcher.stop()
         await drain(state.cancelled_requests, grace=10)
         await state.db.dispose()
 
@@ -85,6 +94,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         disciplines_router,
         progress_router,
         leaderboard_router,
+        webhooks_router,
     ):
         app.include_router(router)
     app.add_api_route("/", _to_dashboard, methods=["GET"], include_in_schema=False)
@@ -113,6 +123,7 @@ def _add_middleware(app: FastAPI, state: AppState) -> None:
         bulk_seconds=settings.bulk_request_timeout_seconds,
         bulk_suffixes=BULK_SUFFIXES,
         cancelled=state.cancelled_requests,
+        unbounded_suffixes=("/leaderboard/stream",),
     )
     app.add_middleware(
         BodyGuardMiddleware,

@@ -112,6 +112,42 @@ class Settings(BaseSettings):
     idempotency_purge_interval_seconds: float = Field(default=600, gt=0)
     """How often each process deletes idempotency records older than their TTL."""
 
+    # Webhooks (docs/webhooks.md).
+    webhooks_allow_private_urls: bool = False
+    """Allow webhook URLs that resolve to loopback, private or link-local addresses."""
+    webhooks_dispatcher_enabled: bool = True
+    """Run the delivery dispatcher in this process (off for API-only processes)."""
+    webhooks_retry_base_seconds: float = 5
+    """The first retry waits this long; each next one twice as long, with jitter."""
+    webhooks_max_attempts: int = 15
+    """Attempts per delivery (15 at a 5 s base: retries over about 23 hours)."""
+    webhooks_timeout_seconds: float = 10
+    """Per attempt: connecting, sending and reading the answer."""
+    webhooks_disable_after_seconds: float = 3 * 24 * 3600
+    """A webhook whose every attempt failed for this long is disabled."""
+    webhooks_poll_seconds: float = 1.0
+    """How often the dispatcher looks for work committed by other processes."""
+    webhooks_concurrency: int = 16
+    """Deliveries in flight at once, per process."""
+    events_retention_days: int = 30
+    """Events and deliveries older than this are purged."""
+
+    shutdown_grace_seconds: int = 10
+    """On SIGTERM, requests still open after this long (event streams) are cancelled."""
+
+    # The live leaderboard (GET /leaderboard/stream).
+    stream_heartbeat_seconds: float = 15
+    stream_max_seconds: float = 3600
+    """A stream ends after this long; the client reconnects (with ``Last-Event-ID``),
+    which spreads streams over the processes behind a balancer again."""
+    stream_min_interval_seconds: float = 0.25
+    stream_max_per_organization: int = 200
+    stream_max_per_process: int = 500
+    """Keep it below ``server_max_connections``: every stream holds a connection."""
+    stream_poll_seconds: float = 0.5
+    """How often a process looks for changes made by other processes (SQLite, and
+    PostgreSQL without LISTEN)."""
+
     log_level: str = "INFO"
     log_format: Literal["auto", "json", "text"] = "auto"
     """``auto``: human-readable lines when stderr is a terminal, JSON lines otherwise."""

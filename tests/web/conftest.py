@@ -17,6 +17,13 @@ from tests.support.redis import RedisServer
 AppFactory = Callable[..., FastAPI]
 
 
+@pytest.fixture
+def settings(migrated_settings: Settings) -> Settings:
+    """Event streams end at once here: the in-process client reads whole bodies, and the
+    route walks (isolation matrix, HEAD) include ``GET /leaderboard/stream``."""
+    return migrated_settings.model_copy(update={"stream_max_seconds": 0.05})
+
+
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[RedisServer]:
     server = RedisServer().start()

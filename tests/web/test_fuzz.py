@@ -104,6 +104,7 @@ def fuzz_target(migrated_settings: Settings) -> Iterator[FuzzTarget]:
             "rate_limit_reads": "1000000/minute",
             "rate_limit_writes": "1000000/minute",
             "rate_limit_bulk": "1000000/minute",
+            "stream_max_seconds": 0.05,
         }
     )
     seeded = anyio.run(_seed, settings)

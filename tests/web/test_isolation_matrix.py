@@ -25,6 +25,9 @@ import jwt
 import pytest
 from fastapi import FastAPI
 
+from questline.config import Settings
+from questline.storage.db import Database
+from questline.webhooks.dispatcher import Dispatcher
 from tests.factories import Org, World, bearer, unique
 from tests.support.routes import route_table
 from tests.web.seeding import seed_organization
@@ -93,6 +96,27 @@ def write(
     )
 
 
+def admin_read(*, scoped: bool) -> Expect:
+    """Admin-only reads (webhooks): members get 403 like on a write."""
+    return Expect(
+        {
+            "anonymous": 401,
+            "forged": 401,
+            "stranger": 404 if scoped else 200,
+            "member": 403,
+            "operator": 403,
+            "admin": 200,
+        },
+        snapshot=True,
+    )
+
+
+PUBLIC_HOOK = "https://93.184.215.14/hook"
+"""A public address (no DNS needed): private ones are refused by default."""
+OTHER_HOOK = "https://93.184.215.15/elsewhere"
+"""What other callers subscribe (not the owner's values, which must not leak)."""
+
+
 def _new_member(_: Resolved) -> dict[str, str]:
     return {"email": f"{unique('iso')}@example.org", "givenName": "Iso"}
 
@@ -156,7 +180,21 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     # Leaderboard and graphs.
     ("GET", "/leaderboard"): read(scoped=False),
     ("GET", "/leaderboard/graph"): read(scoped=False),
+    ("GET", "/leaderboard/stream"): read(scoped=False, snapshot=False),
     ("GET", "/team/{team_id}/graph"): read(scoped=True),
+    # Webhooks (admin only, reads too).
+    ("POST", "/webhook"): write(
+        201, scoped=False, body=lambda _: {"url": OTHER_HOOK, "events": ["team.deleted"]}
+    ),
+    ("GET", "/webhook"): admin_read(scoped=False),
+    ("GET", "/webhook/{webhook_id}"): admin_read(scoped=True),
+    ("PATCH", "/webhook/{webhook_id}"): write(
+        200, scoped=True, body=lambda _: {"Description": "changed"}
+    ),
+    ("DELETE", "/webhook/{webhook_id}"): write(204, scoped=True),
+    ("POST", "/webhook/{webhook_id}/secret"): write(200, scoped=True),
+    ("GET", "/webhook/{webhook_id}/deliveries"): admin_read(scoped=True),
+    ("POST", "/webhook/{webhook_id}/deliveries/{delivery_id}/retry"): write(202, scoped=True),
 }
 """Add the routes of disciplines, progress, leaderboard, bulk and the dashboard here as
 they land on main (the completeness test names each one that is missing)."""
@@ -197,7 +235,25 @@ class Resolved:
         return url
 
 
-async def _resolve(org: Org, paths: dict[str, Any]) -> Resolved:
+async def _seed_webhook(org: Org, resolved: Resolved, db: Database | None) -> None:
+    """A webhook with one delivery (fanned out, not sent: no dispatcher runs here;
+    without ``db``, no delivery)."""
+    hook = await org.client.post(
+        "/webhook", json={"url": PUBLIC_HOOK, "events": ["team.created"]}, headers=org.admin
+    )
+    assert hook.status_code == 201, hook.text
+    resolved.ids["webhook_id"] = hook.json()["Id"]
+    if db is None:
+        return
+    await org.create_team()
+    await Dispatcher(Settings(_env_file=None), db).fan_out()
+    deliveries = await org.client.get(f"/webhook/{hook.json()['Id']}/deliveries", headers=org.admin)
+    [delivery] = deliveries.json()
+    resolved.ids["webhook_id"] = hook.json()["Id"]
+    resolved.ids["delivery_id"] = delivery["Id"]
+
+
+async def _resolve(org: Org, paths: dict[str, Any], db: Database | None = None) -> Resolved:
     seeded = await seed_organization(org, paths, teams=2)
     team_id = seeded.kept["teams"][0]
     detail = await org.client.get(f"/team/{team_id}", headers=org.admin)
@@ -212,6 +268,8 @@ async def _resolve(org: Org, paths: dict[str, Any]) -> Resolved:
         resolved.discipline_document = document.json()
     if seeded.kept.get("tasks"):
         resolved.ids["task_id"], resolved.open_task_id = seeded.kept["tasks"][:2]
+    if "post" in paths.get("/webhook", {}):
+        await _seed_webhook(org, resolved, db)
     return resolved
 
 
@@ -278,7 +336,7 @@ async def test_every_caller_gets_its_status_and_the_owner_is_untouched(
     owner, stranger = world.org(), world.org()
     await stranger.create_team()
     paths = app.openapi()["paths"]
-    resolved = await _resolve(owner, paths)
+    resolved = await _resolve(owner, paths, world.db)
     headers = {
         "anonymous": {},
         "forged": bearer(_forged_token(owner)),
@@ -312,7 +370,7 @@ async def test_every_caller_gets_its_status_and_the_owner_is_untouched(
 async def test_the_owner_admin_succeeds_on_every_route(app: FastAPI, world: World) -> None:
     """The positive control: every request of the matrix is one the owner may make."""
     owner = world.org()
-    resolved = await _resolve(owner, app.openapi()["paths"])
+    resolved = await _resolve(owner, app.openapi()["paths"], world.db)
     failures: list[str] = []
     for key in sorted(EXPECTED, key=_order):
         expect = EXPECTED[key]

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from questline import events
 from questline.bulk.schemas import BulkPlan, ItemError, PlannedTeam
 from questline.members import batch as members_batch
 from questline.members.service import email_key
@@ -60,6 +61,7 @@ async def create_teams(
         for team in plan.teams
     ]
     created = await teams_batch.insert_teams(session, org_id=org_id, teams=new_teams)
+    await events.record(session, organization_id=org_id, type="bulk.completed", data=created)
     count_on_commit(session, TEAMS_CREATED, len(created))
     if plan.header is not None:  # CSV: its records
         count_on_commit(session, _CSV_ROWS, sum(len(team.spans) for team in plan.teams))

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from sqlalchemy import ColumnElement, Select, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from questline import events
 from questline.auth.tokens import Caller, Role
 from questline.disciplines import schemas, tree
 from questline.disciplines.models import Discipline, Level, Quest, Task
@@ -215,8 +216,12 @@ async def create_discipline(
     session.add(discipline)
     await session.flush()
     await tree.insert_rows(session, rows)
+    written = Written(discipline, tree.assemble(discipline, rows))
+    await events.record(
+        session, organization_id=org_id, type="discipline.created", data=written.document
+    )
     await bump_for(session, org_id)
-    return Written(discipline, tree.assemble(discipline, rows))
+    return written
 
 
 def _check_read_only_fields(discipline: Discipline, data: schemas.DisciplineReplace) -> None:
@@ -265,14 +270,27 @@ async def replace_discipline(
     discipline.color = data.color
     discipline.updated_at = utcnow()
     await session.flush()  # bumps the version (the ETag)
+    document = tree.assemble(discipline, rows)
+    await events.record(
+        session,
+        organization_id=discipline.organization_id,
+        type="discipline.updated",
+        data=document,
+    )
     await bump_for(session, discipline.organization_id)
-    return tree.assemble(discipline, rows)
+    return document
 
 
 async def delete_discipline(
     session: AsyncSession, *, discipline: Discipline, if_match: str | None, force: bool
 ) -> None:
     check_if_match(discipline, if_match)
+    await events.record(
+        session,
+        organization_id=discipline.organization_id,
+        type="discipline.deleted",
+        data=await read_tree(session, discipline),
+    )
     task_ids = (
         await session.scalars(select(Task.id).where(Task.discipline_id == discipline.id))
     ).all()

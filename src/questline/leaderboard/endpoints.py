@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
+from starlette.background import BackgroundTask
 
 from questline.auth.dependencies import MemberOf
-from questline.leaderboard import graphs, schemas, service
+from questline.leaderboard import graphs, rankings, schemas, service, stream
 from questline.readmodel.http import dumps, serve
 from questline.teams import service as teams_service
-from questline.web.errors import not_found
+from questline.web import csvexport
+from questline.web.errors import FieldError, Unprocessable, not_found
 from questline.web.openapi import problem_responses
 from questline.web.pagination import public_url
 from questline.web.paths import TeamId
 from questline.web.routing import SessionDep, TransactionalRoute
-from questline.web.schemas import InputDateTime
+from questline.web.state import app_state
 
 router = APIRouter(tags=["leaderboard"], route_class=TransactionalRoute)
 
@@ -44,18 +47,47 @@ async def _discipline(
 DisciplineQuery = Annotated[uuid.UUID | None, Depends(_discipline)]
 
 
+RFC3339 = r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$"
+"""A date-time with seconds and an offset: not a number (pydantic would read ``0.2`` as
+a Unix time), not a date alone."""
+
+
 async def _window(
     discipline_id: DisciplineQuery,
     start: Annotated[
-        InputDateTime | None,
-        Query(alias="from", description="Start of the window (RFC 3339 with offset)."),
+        str | None,
+        Query(
+            alias="from",
+            pattern=RFC3339,
+            description="Start of the window (RFC 3339 with offset).",
+            json_schema_extra={"format": "date-time"},
+        ),
     ] = None,
     end: Annotated[
-        InputDateTime | None,
-        Query(alias="to", description="End of the window (RFC 3339 with offset)."),
+        str | None,
+        Query(
+            alias="to",
+            pattern=RFC3339,
+            description="End of the window (RFC 3339 with offset).",
+            json_schema_extra={"format": "date-time"},
+        ),
     ] = None,
 ) -> graphs.Window:
-    return graphs.Window(start=start, end=end, discipline_id=discipline_id)
+    return graphs.Window(
+        start=_instant(start, "from"), end=_instant(end, "to"), discipline_id=discipline_id
+    )
+
+
+def _instant(value: str | None, field: str) -> dt.datetime | None:
+    if value is None:
+        return None
+    try:
+        return dt.datetime.fromisoformat(value.upper().replace("Z", "+00:00")).astimezone(dt.UTC)
+    except ValueError:
+        raise Unprocessable(
+            f"'{field}' is not a valid date-time.",
+            errors=[FieldError(field=field, message="An RFC 3339 date-time with an offset.")],
+        ) from None
 
 
 WindowDep = Annotated[graphs.Window, Depends(_window)]
@@ -69,16 +101,42 @@ def _series(series: graphs.Series) -> schemas.Series:
     )
 
 
+async def _around(
+    around: Annotated[
+        str | None,
+        Query(
+            max_length=64,
+            description="A team's id: the `limit` entries centred on it, with true ranks.",
+        ),
+    ] = None,
+) -> uuid.UUID | None:
+    """A malformed team id names no team: 404, like an unknown one."""
+    if around is None:
+        return None
+    try:
+        return uuid.UUID(around)
+    except ValueError:
+        raise not_found("team") from None
+
+
+AroundQuery = Annotated[uuid.UUID | None, Depends(_around)]
+
+
 @router.get(
     "/leaderboard",
     response_model=list[schemas.LeaderboardEntry],
-    responses=problem_responses(401, 403, 404, 422),
+    responses={
+        **csvexport.openapi(schemas.LeaderboardEntry),
+        **problem_responses(401, 403, 404, 422),
+    },
 )
 async def get_leaderboard(
     request: Request,
+    response: Response,
     tenant: MemberOf,
     session: SessionDep,
-    discipline_id: DisciplineQuery,
+    window: WindowDep,
+    around: AroundQuery,
     limit: Annotated[int, Query(ge=1, le=service.MAX_LIMIT)] = service.DEFAULT_LIMIT,
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
 ) -> Response:
@@ -86,22 +144,50 @@ async def get_leaderboard(
     team reached it (earlier first), then `Name`. With `discipline`, by the points
     earned in that discipline; teams with none in it come last, by name. The next page
     is announced in a `Link` header. Send the `ETag` back as `If-None-Match`: 304 while
-    nothing changed."""
+    nothing changed.
 
-    async def build(_version: int) -> tuple[bytes, dict[str, str]]:
-        entries = await service.ranking(
-            session,
-            org_id=tenant.org_id,
-            limit=limit + 1,
-            offset=offset,
-            discipline_id=discipline_id,
+    With `from` and/or `to`: by the points of the completions whose `CompletedAt` lies
+    in that window (inclusive; withdrawn completions never count), ties broken by when
+    the team reached its window score, then by name. With `around={teamId}`: the
+    `limit` entries centred on that team (fewer at the edges), with their true ranks
+    (404 for a team of another organization, 422 for an admin or archived team; no
+    `offset`).
+
+    With `Accept: text/csv`: the same entries as CSV (an attachment)."""
+    selection = rankings.Selection(
+        start=window.start, end=window.end, discipline_id=window.discipline_id
+    )
+
+    async def page() -> tuple[list[service.Entry], dict[str, str]]:
+        if around is not None:
+            if offset:
+                raise Unprocessable(
+                    "'offset' does not combine with 'around'.",
+                    errors=[FieldError(field="offset", message="Leave it out with 'around'.")],
+                )
+            found = await rankings.around(
+                session, org_id=tenant.org_id, team_id=around, selection=selection, limit=limit
+            )
+            return found, {}
+        found = await rankings.ranking(
+            session, org_id=tenant.org_id, selection=selection, limit=limit + 1, offset=offset
         )
         headers = {}
-        if len(entries) > limit:
-            entries = entries[:limit]
+        if len(found) > limit:
+            found = found[:limit]
             query = {**request.query_params, "limit": str(limit), "offset": str(offset + limit)}
             url = public_url(request, request.url.path, query)
             headers["Link"] = f'<{url}>; rel="next"'
+        return found, headers
+
+    if csvexport.wants_csv(request):
+        entries, headers = await page()
+        response.headers.update(headers)
+        items = [schemas.LeaderboardEntry.model_validate(entry_json(e)) for e in entries]
+        return csvexport.export(schemas.LeaderboardEntry, items, "leaderboard.csv", response)
+
+    async def build(_version: int) -> tuple[bytes, dict[str, str]]:
+        entries, headers = await page()
         return dumps([entry_json(e) for e in entries]), headers
 
     return await serve(
@@ -128,6 +214,76 @@ def series_json(series: graphs.Series) -> dict[str, object]:
         "Name": series.name,
         "Points": [{"At": p.at, "Score": p.score} for p in series.points],
     }
+
+
+@router.get(
+    "/leaderboard/stream",
+    status_code=200,
+    response_class=stream.EventStream,
+    responses={
+        200: {
+            "description": "Server-Sent Events: `event: leaderboard`, `id:` the version, "
+            "`data:` the JSON of `GET /leaderboard`; `: heartbeat` comments.",
+            "content": {
+                stream.MEDIA_TYPE: {
+                    "schema": {
+                        "type": "object",
+                        "description": "One message of the stream.",
+                        "properties": {
+                            "event": {"type": "string", "enum": ["leaderboard"]},
+                            "id": {"type": "string", "description": "The version."},
+                            "data": {
+                                "type": "string",
+                                "description": "The JSON array of `GET /leaderboard`.",
+                            },
+                        },
+                    },
+                    "example": 'event: leaderboard\nid: 42\ndata: [{"Rank":1,"TeamId":'
+                    '"0190…","Name":"Rockets","Score":120,"TasksCompleted":9,'
+                    '"ReachedAt":"2026-11-22T10:00:00Z"}]\n\n: heartbeat\n\n',
+                }
+            },
+        },
+        **problem_responses(401, 403, 404, 422, 503),
+    },
+)
+async def stream_leaderboard(
+    request: Request,
+    tenant: MemberOf,
+    session: SessionDep,
+    discipline_id: DisciplineQuery,
+    limit: Annotated[int, Query(ge=1, le=service.MAX_LIMIT)] = service.DEFAULT_LIMIT,
+    last_event_id: Annotated[
+        str | None,
+        Header(
+            alias="Last-Event-ID",
+            max_length=32,
+            description="The `id` of the last event received: resume without a repeat.",
+        ),
+    ] = None,
+) -> Response:
+    """The live leaderboard (any role): first an event `leaderboard` carrying exactly
+    the JSON of `GET /leaderboard` for the same `discipline` and `limit`, then one after
+    each change that alters it (coalesced: at most one per 250 ms). `id:` is the
+    organization's version; send it back as `Last-Event-ID` when reconnecting to get
+    the current leaderboard only if it changed meanwhile. A `: heartbeat` comment every
+    15 s keeps idle connections open. Streams are capped per organization and per
+    server process: 503 with `Retry-After` beyond."""
+    if discipline_id is not None:
+        await service.ensure_discipline_visible(
+            session, org_id=tenant.org_id, discipline_id=discipline_id
+        )
+    state = app_state(request)
+    registry = stream.registry_of(request.app)
+    registry.acquire(tenant.org_id, state.settings)
+    content = stream.events(
+        db=state.db,
+        readmodel=state.readmodel,
+        settings=state.settings,
+        query=stream.Query(org_id=tenant.org_id, discipline_id=discipline_id, limit=limit),
+        last_event_id=stream.parse_last_event_id(last_event_id),
+    )
+    return stream.EventStream(content, BackgroundTask(registry.release, tenant.org_id))
 
 
 @router.get(

@@ -8,6 +8,7 @@ from questline.auth.dependencies import AdminOf, MemberOf
 from questline.progress import overview, schemas, service
 from questline.readmodel.http import dumps, serve
 from questline.teams import service as teams_service
+from questline.web import csvexport
 from questline.web.openapi import problem_responses
 from questline.web.pagination import public_url
 from questline.web.paths import TaskId, TeamId
@@ -61,14 +62,17 @@ async def complete_task(
 @router.get(
     "/{team_id}/progress",
     response_model=list[schemas.Completion],
-    responses=problem_responses(401, 403, 404),
+    responses={**csvexport.openapi(schemas.Completion), **problem_responses(401, 403, 404)},
 )
 async def list_completions(
-    team_id: TeamId, tenant: MemberOf, session: SessionDep
-) -> list[schemas.Completion]:
-    """The tasks the team completed, oldest first."""
+    team_id: TeamId, request: Request, response: Response, tenant: MemberOf, session: SessionDep
+) -> list[schemas.Completion] | Response:
+    """The tasks the team completed, oldest first. With `Accept: text/csv`: as CSV."""
     team = await teams_service.get_team(session, org_id=tenant.org_id, team_id=team_id)
-    return [service.to_schema(c) for c in await service.list_completions(session, team=team)]
+    done = [service.to_schema(c) for c in await service.list_completions(session, team=team)]
+    if csvexport.wants_csv(request):
+        return csvexport.export(schemas.Completion, done, f"team-{team.id}-progress.csv", response)
+    return done
 
 
 @router.get(

@@ -13,6 +13,8 @@ from collections.abc import Iterator, Sequence
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from questline import events
+from questline.progress import schemas
 from questline.progress.models import ScoreChange, TaskCompletion
 from questline.progress.scores import Step, apply_steps, lock_teams
 from questline.storage.db import utcnow
@@ -104,4 +106,27 @@ async def before_tasks_removed(
         ]
     # Per team, withdraw in the order the tasks were completed (a stable history).
     removed_rows.sort(key=lambda r: (r[1].organization_id, r[1].team_id, r[0], r[1].task_id))
-    await apply_steps(session, steps=[step for _, step in removed_rows])
+    scores = await apply_steps(session, steps=[step for _, step in removed_rows])
+    await _record_withdrawals(session, removed_rows, scores)
+
+
+async def _record_withdrawals(
+    session: AsyncSession, removed: list[tuple[dt.datetime, Step]], scores: Sequence[int]
+) -> None:
+    """One ``progress.withdrawn`` event per completion taken back, in its organization."""
+    by_org: dict[uuid.UUID, list[schemas.Completion]] = {}
+    for (completed_at, step), score in zip(removed, scores, strict=True):
+        by_org.setdefault(step.organization_id, []).append(
+            schemas.Completion(
+                team_id=step.team_id,
+                task_id=step.task_id,
+                discipline_id=step.discipline_id,
+                points=-step.delta,
+                completed_at=completed_at,
+                score=score,
+            )
+        )
+    for org_id, items in by_org.items():
+        await events.record_many(
+            session, organization_id=org_id, type="progress.withdrawn", items=items
+        )

@@ -13,10 +13,12 @@ import datetime as dt
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from questline import events
 from questline.disciplines.models import Discipline, Task
 from questline.disciplines.service import visible_to
 from questline.progress import schemas
@@ -163,6 +165,13 @@ async def complete_task(
         )
         await bump(session, team.organization_id)
     completion = await get_completion(session, team=team, task_id=task.id)
+    if created:
+        await events.record(
+            session,
+            organization_id=team.organization_id,
+            type="progress.completed",
+            data=to_schema(completion, score),
+        )
     return CompletionResult(completion=completion, created=created, score=score)
 
 
@@ -181,7 +190,9 @@ async def withdraw_task(session: AsyncSession, *, team: Team, task_id: uuid.UUID
                 TaskCompletion.team_id == team.id,
                 TaskCompletion.task_id == task_id,
             )
-            .returning(TaskCompletion.discipline_id, TaskCompletion.points)
+            .returning(
+                TaskCompletion.discipline_id, TaskCompletion.points, TaskCompletion.completed_at
+            )
         )
     ).one_or_none()
     if removed is None:
@@ -201,8 +212,28 @@ async def withdraw_task(session: AsyncSession, *, team: Team, task_id: uuid.UUID
             )
         ],
     )
+    await events.record(
+        session,
+        organization_id=team.organization_id,
+        type="progress.withdrawn",
+        data=withdrawn(team.id, task_id, removed, score),
+    )
     await bump(session, team.organization_id)
     return score
+
+
+def withdrawn(
+    team_id: uuid.UUID, task_id: uuid.UUID, removed: Any, score: int
+) -> schemas.Completion:
+    """A withdrawn completion as the API described it, with the team's new score."""
+    return schemas.Completion(
+        team_id=team_id,
+        task_id=task_id,
+        discipline_id=removed.discipline_id,
+        points=removed.points,
+        completed_at=removed.completed_at,
+        score=score,
+    )
 
 
 def to_schema(completion: TaskCompletion, score: int | None = None) -> schemas.Completion:

@@ -42,6 +42,9 @@ class ReadModelFastPath:
                 host = value
             elif name == b"if-none-match":
                 if_none_match = value
+            elif name == b"accept" and b"csv" in value.lower():
+                token = None  # CSV export (web/csvexport.py): never the cached JSON
+                break
         if token is None or token[:7].lower() != b"bearer ":
             await self.app(scope, receive, send)
             return

@@ -1,6 +1,7 @@
 """Every table, imported once so that ``Base.metadata`` is complete (Alembic, tests)."""
 
 from questline.disciplines.models import Discipline, Level, Quest, Resource, Task
+from questline.events.models import Event
 from questline.members.models import Member
 from questline.organizations.models import Organization
 from questline.progress.models import ScoreEvent, TaskCompletion
@@ -8,10 +9,12 @@ from questline.readmodel.models import ReadModelVersion
 from questline.storage.db import Base
 from questline.teams.models import Team, TeamMembership
 from questline.web.idempotency import IdempotencyRecord
+from questline.webhooks.models import Webhook, WebhookDelivery
 
 __all__ = [
     "Base",
     "Discipline",
+    "Event",
     "IdempotencyRecord",
     "Level",
     "Member",
@@ -24,4 +27,6 @@ __all__ = [
     "TaskCompletion",
     "Team",
     "TeamMembership",
+    "Webhook",
+    "WebhookDelivery",
 ]

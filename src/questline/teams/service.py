@@ -12,6 +12,7 @@ from sqlalchemy import ColumnElement, Select, bindparam, delete, func, insert, s
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
+from questline import events
 from questline.members import service as members_service
 from questline.members.models import Member
 from questline.readmodel.versions import bump
@@ -231,6 +232,28 @@ async def with_count(session: AsyncSession, team: Team) -> TeamWithCount:
     return TeamWithCount(team, count)
 
 
+async def _record(session: AsyncSession, team: Team, type: str) -> None:
+    """The outbox event of a change of ``team``: the team as the API returns it."""
+    count = await count_members(session, org_id=team.organization_id, team_id=team.id)
+    await events.record(
+        session, organization_id=team.organization_id, type=type, data=to_schema(team, count)
+    )
+
+
+async def _record_membership(
+    session: AsyncSession, team: Team, member_id: uuid.UUID, type: str
+) -> None:
+    """``member.added`` / ``member.removed``: the team's id and the member as returned."""
+    member = await members_service.get_member(
+        session, org_id=team.organization_id, member_id=member_id
+    )
+    [described] = await members_service.describe(
+        session, org_id=team.organization_id, members=[member]
+    )
+    data = {"TeamId": team.id, "Member": described}
+    await events.record(session, organization_id=team.organization_id, type=type, data=data)
+
+
 async def _ensure_name_free(
     session: AsyncSession, *, org_id: uuid.UUID, name: str, except_id: uuid.UUID | None = None
 ) -> None:
@@ -286,6 +309,7 @@ async def create_team(
                 for m in member_ids
             ],
         )
+    await _record(session, team, "team.created")
     count_on_commit(session, TEAMS_CREATED)
     await bump(session, org_id)
     return TeamWithCount(team, len(member_ids))
@@ -328,11 +352,13 @@ async def update_team(
         team.refresh_ranking_flag()
     team.updated_at = utcnow()
     await session.flush()
+    await _record(session, team, "team.updated")
     await bump(session, team.organization_id)
     return team
 
 
 async def delete_team(session: AsyncSession, *, team: Team) -> None:
+    await _record(session, team, "team.deleted")
     await session.delete(team)
     await session.flush()
     await bump(session, team.organization_id)
@@ -344,6 +370,7 @@ async def set_admin_flag(session: AsyncSession, *, team: Team, value: bool | Non
     team.refresh_ranking_flag()
     team.updated_at = utcnow()
     await session.flush()
+    await _record(session, team, "team.admin_changed")
     await bump(session, team.organization_id)
     return team
 
@@ -352,6 +379,7 @@ async def set_survey_flag(session: AsyncSession, *, team: Team, value: bool) -> 
     team.is_survey_completed = value
     team.updated_at = utcnow()
     await session.flush()
+    await _record(session, team, "team.updated")
     await bump(session, team.organization_id)
     return team
 
@@ -391,6 +419,8 @@ async def add_member(
     joined = result.scalar_one_or_none() is not None
     if joined or found.created:
         await bump(session, team.organization_id)
+    if joined:
+        await _record_membership(session, team, found.member.id, "member.added")
     return MembershipResult(found.member, found.created, joined)
 
 
@@ -404,6 +434,7 @@ async def remove_member(session: AsyncSession, *, team: Team, member_id: uuid.UU
     )
     if not getattr(result, "rowcount", 0):
         raise not_found("member in this team")
+    await _record_membership(session, team, member_id, "member.removed")
     await bump(session, team.organization_id)
 
 

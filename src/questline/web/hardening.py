@@ -182,8 +182,11 @@ class RequestTimeoutMiddleware:
         bulk_seconds: float,
         bulk_suffixes: tuple[str, ...],
         cancelled: set[asyncio.Task[None]],
+        unbounded_suffixes: tuple[str, ...] = (),
     ) -> None:
         self.app = app
+        self.unbounded_suffixes = unbounded_suffixes
+        """Long-lived responses (event streams) that no timeout applies to."""
         self.seconds = seconds
         self.bulk_seconds = bulk_seconds
         self.bulk_suffixes = bulk_suffixes
@@ -191,7 +194,7 @@ class RequestTimeoutMiddleware:
         """Timed-out requests still winding down (the app waits for them at shutdown)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or scope["path"].endswith(self.unbounded_suffixes):
             await self.app(scope, receive, send)
             return
         bulk = scope["path"].rstrip("/").endswith(self.bulk_suffixes)

@@ -89,6 +89,8 @@ def uvicorn_options(settings: Settings, *, host: str, port: int, workers: int) -
         "proxy_headers": bool(proxies),
         "forwarded_allow_ips": proxies or [],
         "timeout_keep_alive": limits.keep_alive_seconds,
+        # Open event streams never finish by themselves: cut them on shutdown.
+        "timeout_graceful_shutdown": settings.shutdown_grace_seconds,
         # uvicorn's own cap counts connections and running requests together; ours are
         # finer (the protocol counts connections, the middleware requests), this is a
         # backstop above both.
@@ -306,9 +308,11 @@ def _limits_for(config: Config) -> ServerLimits:
 
 class ConcurrencyLimitMiddleware:
     """A fast 503 (``Retry-After: 1``) when this worker already handles as many requests
-    as it takes; probes (``/healthz``, ``/readyz``) are always answered."""
+    as it takes; probes (``/healthz``, ``/readyz``) are always answered. Event streams
+    are not counted: they stay open for long and have caps of their own
+    (``QUESTLINE_STREAM_MAX_PER_PROCESS``)."""
 
-    EXEMPT = frozenset({"/healthz", "/readyz"})
+    EXEMPT = frozenset({"/healthz", "/readyz", "/leaderboard/stream"})
 
     def __init__(self, app: ASGIApp, *, limit: int) -> None:
         self.app = app

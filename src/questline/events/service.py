@@ -1,0 +1,111 @@
+"""Recording events inside the transaction of the change they describe."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from pydantic import BaseModel
+from sqlalchemy import event as sa_event
+from sqlalchemy import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
+
+from questline.events.models import PLATFORM_ORG, Event
+from questline.storage.db import new_id, utcnow
+
+EVENT_TYPES = (
+    "team.created",
+    "team.updated",
+    "team.deleted",
+    "team.admin_changed",
+    "member.added",
+    "member.removed",
+    "progress.completed",
+    "progress.withdrawn",
+    "discipline.created",
+    "discipline.updated",
+    "discipline.deleted",
+    "bulk.completed",
+)
+_SESSION_FLAG = "questline_events_recorded"
+
+_listeners: set[Callable[[], None]] = set()
+_listeners_lock = threading.Lock()
+
+
+def as_payload(data: Any) -> Any:
+    """The JSON the API returns for ``data`` (pydantic models by their wire names)."""
+    if isinstance(data, BaseModel):
+        return data.model_dump(mode="json", by_alias=True)
+    if isinstance(data, dict):
+        return {key: as_payload(value) for key, value in data.items()}
+    if isinstance(data, list | tuple):
+        return [as_payload(item) for item in data]
+    if isinstance(data, uuid.UUID):
+        return str(data)
+    return data
+
+
+async def record(
+    session: AsyncSession, *, organization_id: uuid.UUID | None, type: str, data: Any
+) -> None:
+    """Append an event to the outbox, in ``session``'s transaction.
+
+    ``organization_id=None`` is a global discipline's event: every organization's
+    webhooks that subscribe to its type receive it.
+    """
+    await record_many(session, organization_id=organization_id, type=type, items=[data])
+
+
+async def record_many(
+    session: AsyncSession, *, organization_id: uuid.UUID | None, type: str, items: Iterable[Any]
+) -> None:
+    if type not in EVENT_TYPES:
+        raise ValueError(f"unknown event type {type!r}")
+    now = utcnow()
+    rows = [
+        {
+            "organization_id": organization_id or PLATFORM_ORG,
+            "id": new_id(),
+            "type": type,
+            "payload": as_payload(item),
+            "created_at": now,
+            "pending": True,
+        }
+        for item in items
+    ]
+    if not rows:
+        return
+    await session.execute(insert(Event), rows)
+    session.info[_SESSION_FLAG] = True
+
+
+def on_committed(listener: Callable[[], None]) -> Callable[[], None]:
+    """Call ``listener`` after every commit that recorded events (in this process);
+    returns the function that removes it. Listeners must be quick and thread-safe."""
+    with _listeners_lock:
+        _listeners.add(listener)
+
+    def remove() -> None:
+        with _listeners_lock:
+            _listeners.discard(listener)
+
+    return remove
+
+
+@sa_event.listens_for(Session, "after_commit")
+def _after_commit(session: Session) -> None:
+    if not session.info.pop(_SESSION_FLAG, False):
+        return
+    with _listeners_lock:
+        listeners = list(_listeners)
+    for listener in listeners:
+        listener()
+
+
+@sa_event.listens_for(Session, "after_rollback")
+def _after_rollback(session: Session) -> None:
+    session.info.pop(_SESSION_FLAG, None)

@@ -1,0 +1,1 @@
+"""Signed webhooks (Standard Webhooks): subscriptions, deliveries and the dispatcher."""

@@ -1,0 +1,373 @@
+"""The delivery dispatcher: outbox events → signed HTTP POSTs, at least once.
+
+Every server process runs one (``Dispatcher.start`` in the app's lifespan). A pass:
+
+1. **Fan out** pending events into one delivery row per subscribed, enabled webhook,
+   and mark them done — one write transaction.
+2. **Claim** due deliveries: ``FOR UPDATE SKIP LOCKED`` on PostgreSQL, so processes
+   never take the same row; on SQLite the write transaction holds the database's one
+   write lock, and a file lock in the data directory keeps one dispatcher per
+   machine. Claiming counts the attempt and moves ``next_attempt_at`` past the
+   attempt's timeout (a lease): a process that dies mid-attempt leaves the delivery
+   to be retried, with the same ``webhook-id``, once the lease is over.
+3. **Send** outside any transaction, concurrently (``webhooks_concurrency``), each
+   attempt bounded by ``webhooks_timeout_seconds``, to the address checked just before.
+4. **Record** the outcomes: 2xx succeeds; anything else waits
+   ``base * 2^(attempts-1)`` (+0 to 25 % jitter) or fails for good after
+   ``webhooks_max_attempts``; a webhook failing for ``webhooks_disable_after_seconds``
+   is disabled, with the reason in ``DisabledReason``.
+
+A commit that recorded events wakes this process's dispatcher at once; work committed
+by other processes is found by polling every ``webhooks_poll_seconds``. Requests never
+wait for any of this.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import fcntl
+import logging
+import random
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from sqlalchemy import and_, delete, insert, or_, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from questline import events
+from questline.config import Settings
+from questline.events.models import PLATFORM_ORG, Event
+from questline.storage.db import Database, new_id, utcnow
+from questline.webhooks.models import DeliveryStatus, Webhook, WebhookDelivery
+from questline.webhooks.sending import Attempt, Outcome, Sender, body_of, message_id, rfc3339
+from questline.webhooks.service import signing_secrets
+
+logger = logging.getLogger("questline.webhooks")
+
+FANOUT_BATCH = 200
+CLAIM_BATCH = 100
+LEASE_MARGIN = dt.timedelta(seconds=30)
+PURGE_EVERY = dt.timedelta(hours=1)
+
+
+def backoff(settings: Settings, attempts: int) -> dt.timedelta:
+    """The wait after the ``attempts``-th failed attempt: base, 2 x base, 4 x base, ..."""
+    seconds = settings.webhooks_retry_base_seconds * 2 ** max(attempts - 1, 0)
+    return dt.timedelta(seconds=seconds * random.uniform(1.0, 1.25))
+
+
+class Dispatcher:
+    def __init__(self, settings: Settings, db: Database) -> None:
+        self.settings = settings
+        self.db = db
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._remove_listener: Any = None
+        self._lock_file: IO[bytes] | None = None
+        self.sender = Sender(settings)
+        self._last_purge: dt.datetime | None = None
+
+    # Life cycle -------------------------------------------------------------------
+
+    def start(self) -> None:
+        loop = asyncio.get_running_loop()
+
+        def committed() -> None:
+            loop.call_soon_threadsafe(self._wake.set)
+
+        self._remove_listener = events.on_committed(committed)
+        self._task = asyncio.create_task(self._run(), name="questline-webhooks")
+
+    async def stop(self) -> None:
+        if self._remove_listener is not None:
+            self._remove_listener()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self.close()
+
+    async def close(self) -> None:
+        await self.sender.close()
+        if self._lock_file is not None:
+            self._lock_file.close()
+            self._lock_file = None
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    async def _run(self) -> None:
+        while not self._may_dispatch():  # noqa: ASYNC110 - polling a file lock
+            await asyncio.sleep(max(self.settings.webhooks_poll_seconds, 5))
+        while True:
+            try:
+                busy = await self.run_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                logger.exception("webhook dispatch pass failed")
+                busy = False
+            if busy:
+                continue
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.settings.webhooks_poll_seconds)
+
+    def _may_dispatch(self) -> bool:
+        """On SQLite, one dispatcher per database file (a lock beside it)."""
+        if not self.db.is_sqlite or self._lock_file is not None:
+            return True
+        path = Path(self.settings.ensure_data_dir()) / "webhooks-dispatcher.lock"
+        handle = path.open("ab")
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            return False
+        self._lock_file = handle
+        return True
+
+    # One pass -----------------------------------------------------------------------
+
+    async def run_once(self) -> bool:
+        """Fan out, claim, send, record. True when there may be more work right now."""
+        fanned = await self.fan_out()
+        attempts = await self.claim()
+        if attempts:
+            outcomes = await self.sender.send_all(attempts)
+            await self.record(outcomes)
+        await self._purge_now_and_then()
+        return fanned >= FANOUT_BATCH or len(attempts) >= CLAIM_BATCH
+
+    def _locking(self, query: Any) -> Any:
+        return query if self.db.is_sqlite else query.with_for_update(skip_locked=True)
+
+    async def _any(self, query: Any) -> bool:
+        """A cheap read first: an idle pass takes no write lock (SQLite has one)."""
+        async with self.db.session(write=False) as session:
+            return await session.scalar(query.limit(1)) is not None
+
+    async def fan_out(self) -> int:
+        if not await self._any(select(Event.id).where(Event.pending.is_(True))):
+            return 0
+        async with self.db.session(write=True) as session:
+            pending = list(
+                (
+                    await session.scalars(
+                        self._locking(
+                            select(Event)
+                            .where(Event.pending.is_(True))
+                            .order_by(Event.id)
+                            .limit(FANOUT_BATCH)
+                        )
+                    )
+                ).all()
+            )
+            if not pending:
+                return 0
+            hooks = await _subscribers(session, {e.organization_id for e in pending})
+            now = utcnow()
+            rows = [
+                {
+                    "organization_id": hook.organization_id,
+                    "id": new_id(),
+                    "webhook_id": hook.id,
+                    "event_id": event.id,
+                    "event_type": event.type,
+                    "status": DeliveryStatus.PENDING,
+                    "attempts": 0,
+                    "next_attempt_at": now,
+                    "created_at": now,
+                }
+                for event in pending
+                for hook in hooks
+                if event.type in hook.events
+                and event.organization_id in (hook.organization_id, PLATFORM_ORG)
+                and event.created_at >= hook.created_at
+            ]
+            if rows:
+                await session.execute(insert(WebhookDelivery), rows)
+            for event in pending:
+                event.pending = False
+            return len(pending)
+
+    async def claim(self) -> list[Attempt]:
+        now = utcnow()
+        lease = dt.timedelta(seconds=self.settings.webhooks_timeout_seconds) + LEASE_MARGIN
+        due_now = select(WebhookDelivery.id).where(
+            WebhookDelivery.status == DeliveryStatus.PENDING,
+            WebhookDelivery.next_attempt_at <= now,
+        )
+        if not await self._any(due_now):
+            return []
+        async with self.db.session(write=True) as session:
+            due = list(
+                (
+                    await session.scalars(
+                        self._locking(
+                            select(WebhookDelivery)
+                            .where(
+                                WebhookDelivery.status == DeliveryStatus.PENDING,
+                                WebhookDelivery.next_attempt_at <= now,
+                            )
+                            .order_by(WebhookDelivery.next_attempt_at)
+                            .limit(CLAIM_BATCH)
+                        )
+                    )
+                ).all()
+            )
+            if not due:
+                return []
+            hooks = await _webhooks(session, due)
+            found = await _events(session, due)
+            attempts: list[Attempt] = []
+            for delivery in due:
+                hook = hooks.get((delivery.organization_id, delivery.webhook_id))
+                event = found.get(delivery.event_id)
+                if hook is None or not hook.enabled or event is None:
+                    delivery.status = DeliveryStatus.FAILED
+                    delivery.last_error = (
+                        "The webhook is disabled." if event is not None else "The event expired."
+                    )
+                    continue
+                delivery.attempts += 1
+                delivery.last_attempt_at = now
+                delivery.next_attempt_at = now + lease
+                attempts.append(
+                    Attempt(
+                        organization_id=delivery.organization_id,
+                        delivery_id=delivery.id,
+                        webhook_id=hook.id,
+                        url=hook.url,
+                        secrets=signing_secrets(hook, now),
+                        msg_id=message_id(event.id),
+                        body=body_of(event),
+                    )
+                )
+            return attempts
+
+    async def record(self, outcomes: Sequence[Outcome]) -> None:
+        now = utcnow()
+        async with self.db.session(write=True) as session:
+            keys = sorted({(o.attempt.organization_id, o.attempt.webhook_id) for o in outcomes})
+            hooks = {
+                (h.organization_id, h.id): h
+                for h in (
+                    await session.scalars(
+                        _lock(
+                            select(Webhook).where(
+                                or_(
+                                    *(
+                                        and_(Webhook.organization_id == o, Webhook.id == i)
+                                        for o, i in keys
+                                    )
+                                )
+                            ),
+                            self.db.is_sqlite,
+                        )
+                    )
+                ).all()
+            }
+            deliveries = {
+                d.id: d
+                for d in (
+                    await session.scalars(
+                        select(WebhookDelivery).where(
+                            WebhookDelivery.organization_id.in_(
+                                {o.attempt.organization_id for o in outcomes}
+                            ),
+                            WebhookDelivery.id.in_([o.attempt.delivery_id for o in outcomes]),
+                        )
+                    )
+                ).all()
+            }
+            for outcome in outcomes:
+                attempt = outcome.attempt
+                delivery = deliveries.get(attempt.delivery_id)
+                hook = hooks.get((attempt.organization_id, attempt.webhook_id))
+                if delivery is None or hook is None:
+                    continue  # deleted meanwhile
+                self._apply(delivery, hook, outcome, now)
+
+    def _apply(
+        self, delivery: WebhookDelivery, hook: Webhook, outcome: Outcome, now: dt.datetime
+    ) -> None:
+        delivery.last_status_code = outcome.status_code
+        delivery.last_attempt_at = now
+        if outcome.ok:
+            delivery.status = DeliveryStatus.SUCCEEDED
+            delivery.last_error = None
+            hook.failing_since = None
+            return
+        delivery.last_error = outcome.error or f"The receiver answered {outcome.status_code}."
+        if hook.failing_since is None:
+            hook.failing_since = now
+        failing_for = (now - hook.failing_since).total_seconds()
+        if hook.enabled and failing_for >= self.settings.webhooks_disable_after_seconds:
+            hook.enabled = False
+            hook.disabled_reason = (
+                f"Disabled at {rfc3339(now)}: every delivery failed since "
+                f"{rfc3339(hook.failing_since)}. Fix the receiver, then PATCH Enabled=true."
+            )
+            hook.updated_at = now
+            logger.warning(
+                "webhook disabled after failing since %s",
+                rfc3339(hook.failing_since),
+                extra={"webhook_id": str(hook.id), "organization_id": str(hook.organization_id)},
+            )
+        if not hook.enabled or delivery.attempts >= self.settings.webhooks_max_attempts:
+            delivery.status = DeliveryStatus.FAILED
+        else:
+            delivery.next_attempt_at = now + backoff(self.settings, delivery.attempts)
+
+    async def _purge_now_and_then(self) -> None:
+        now = utcnow()
+        if self._last_purge is not None and now - self._last_purge < PURGE_EVERY:
+            return
+        self._last_purge = now
+        horizon = now - dt.timedelta(days=self.settings.events_retention_days)
+        async with self.db.session(write=True) as session:
+            await session.execute(
+                delete(WebhookDelivery).where(
+                    WebhookDelivery.created_at < horizon,
+                    WebhookDelivery.status != DeliveryStatus.PENDING,
+                )
+            )
+            await session.execute(
+                delete(Event).where(Event.created_at < horizon, Event.pending.is_(False))
+            )
+
+
+def _lock(query: Any, is_sqlite: bool) -> Any:
+    return query if is_sqlite else query.with_for_update()
+
+
+async def _subscribers(session: AsyncSession, org_ids: set[uuid.UUID]) -> list[Webhook]:
+    query = select(Webhook).where(Webhook.enabled.is_(True))
+    if PLATFORM_ORG not in org_ids:
+        query = query.where(Webhook.organization_id.in_(org_ids))
+    return list((await session.scalars(query)).all())
+
+
+async def _webhooks(
+    session: AsyncSession, due: Sequence[WebhookDelivery]
+) -> dict[tuple[uuid.UUID, uuid.UUID], Webhook]:
+    ids = {d.webhook_id for d in due}
+    orgs = {d.organization_id for d in due}
+    rows = await session.scalars(
+        select(Webhook).where(Webhook.organization_id.in_(orgs), Webhook.id.in_(ids))
+    )
+    return {(h.organization_id, h.id): h for h in rows.all()}
+
+
+async def _events(session: AsyncSession, due: Sequence[WebhookDelivery]) -> dict[uuid.UUID, Event]:
+    ids = {d.event_id for d in due}
+    orgs = {d.organization_id for d in due} | {PLATFORM_ORG}
+    rows = await session.scalars(
+        select(Event).where(Event.organization_id.in_(orgs), Event.id.in_(ids))
+    )
+    return {e.id: e for e in rows.all()}

@@ -1,0 +1,96 @@
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field
+
+from questline.web.schemas import InputModel, OutputModel, UtcDateTime, text
+from questline.webhooks.models import DeliveryStatus
+
+EventType = Literal[
+    "team.created",
+    "team.updated",
+    "team.deleted",
+    "team.admin_changed",
+    "member.added",
+    "member.removed",
+    "progress.completed",
+    "progress.withdrawn",
+    "discipline.created",
+    "discipline.updated",
+    "discipline.deleted",
+    "bulk.completed",
+]
+
+
+def _dedupe(values: list[str]) -> list[str]:
+    return list(dict.fromkeys(values))
+
+
+EventTypes = Annotated[list[EventType], Field(min_length=1, max_length=12), AfterValidator(_dedupe)]
+Url = Annotated[str, text(2048)]
+Description = Annotated[str, text(500)]
+
+
+class WebhookCreate(InputModel):
+    url: Url = Field(description="Absolute http(s) URL of a public address.")
+    events: EventTypes = Field(description="The event types to send.")
+    description: Description | None = None
+
+
+class WebhookUpdate(InputModel):
+    """``PATCH /webhook/{id}``: only the fields given change."""
+
+    url: Url | None = Field(default=None, alias="Url")
+    events: EventTypes | None = Field(default=None, alias="Events")
+    enabled: bool | None = Field(
+        default=None, alias="Enabled", description="`true` re-enables a disabled webhook."
+    )
+    description: Description | None = Field(default=None, alias="Description")
+
+
+class Webhook(OutputModel):
+    id: uuid.UUID
+    organization_id: uuid.UUID
+    url: str
+    events: list[str]
+    description: str | None
+    enabled: bool
+    disabled_reason: str | None = Field(
+        description="Why the service disabled the webhook (null when enabled or disabled "
+        "by an admin)."
+    )
+    failing_since: UtcDateTime | None = Field(
+        description="The first failed attempt since the last success."
+    )
+    previous_secret_expires_at: UtcDateTime | None = Field(
+        description="Until then, the secret before the last rotation signs too."
+    )
+    created_at: UtcDateTime
+    updated_at: UtcDateTime
+
+
+class WebhookWithSecret(Webhook):
+    secret: str = Field(description="The signing secret (`whsec_…`): shown only here.")
+
+
+class SecretRotated(OutputModel):
+    secret: str = Field(description="The new signing secret: shown only here.")
+    previous_secret_expires_at: UtcDateTime = Field(
+        description="The old secret keeps signing (alongside the new one) until then."
+    )
+
+
+class Delivery(OutputModel):
+    id: uuid.UUID
+    webhook_id: uuid.UUID
+    event_id: uuid.UUID = Field(description="`webhook-id` is `msg_` + this, on every attempt.")
+    event: str = Field(description="The event type.")
+    status: DeliveryStatus
+    attempts: int
+    last_status_code: int | None
+    last_attempt_at: UtcDateTime | None
+    last_error: str | None
+    next_attempt_at: UtcDateTime | None = Field(description="When Pending: the next attempt.")
+    created_at: UtcDateTime

@@ -1,0 +1,129 @@
+"""Sending one attempt: the body, the Standard Webhooks headers, the HTTP POST.
+
+Each attempt re-checks the URL's address (``addresses.check``) and connects to the
+address it checked; the whole attempt is bounded by ``webhooks_timeout_seconds``; the
+answer's body is never read (only its status matters).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import httpx
+
+from questline import __version__
+from questline.config import Settings
+from questline.events.models import Event
+from questline.storage.db import utcnow
+from questline.webhooks import addresses, signing
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    organization_id: uuid.UUID
+    delivery_id: uuid.UUID
+    webhook_id: uuid.UUID
+    url: str
+    secrets: list[str]
+    msg_id: str
+    body: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    attempt: Attempt
+    status_code: int | None
+    error: str | None
+
+    @property
+    def ok(self) -> bool:
+        return self.status_code is not None and 200 <= self.status_code < 300
+
+
+def rfc3339(value: dt.datetime) -> str:
+    return value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
+
+
+def message_id(event_id: uuid.UUID) -> str:
+    return f"msg_{event_id.hex}"
+
+
+def body_of(event: Event) -> bytes:
+    document = {"type": event.type, "timestamp": rfc3339(event.created_at), "data": event.payload}
+    return json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+class Sender:
+    """The HTTP side of a dispatcher (one connection pool per process)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._client: httpx.AsyncClient | None = None
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(
+                timeout=self.settings.webhooks_timeout_seconds,
+                follow_redirects=False,
+                trust_env=False,
+                limits=httpx.Limits(max_connections=self.settings.webhooks_concurrency),
+            )
+        return self._client
+
+    async def send_all(self, attempts: Sequence[Attempt]) -> list[Outcome]:
+        gate = asyncio.Semaphore(self.settings.webhooks_concurrency)
+
+        async def one(attempt: Attempt) -> Outcome:
+            async with gate:
+                return await self.send(attempt)
+
+        return list(await asyncio.gather(*(one(a) for a in attempts)))
+
+    async def send(self, attempt: Attempt) -> Outcome:
+        try:
+            async with asyncio.timeout(self.settings.webhooks_timeout_seconds):
+                target = await addresses.check(
+                    attempt.url, allow_private=self.settings.webhooks_allow_private_urls
+                )
+                timestamp = int(utcnow().timestamp())
+                headers = {
+                    "content-type": "application/json",
+                    "user-agent": f"Questline-Webhooks/{__version__}",
+                    "host": _host_header(attempt.url),
+                    **signing.headers(
+                        attempt.secrets,
+                        msg_id=attempt.msg_id,
+                        timestamp=timestamp,
+                        body=attempt.body,
+                    ),
+                }
+                request = self._http().build_request(
+                    "POST",
+                    addresses.pinned_url(target),
+                    content=attempt.body,
+                    headers=headers,
+                    extensions={"sni_hostname": target.host},
+                )
+                response = await self._http().send(request, stream=True)
+                await response.aclose()
+                return Outcome(attempt, response.status_code, None)
+        except addresses.UnsafeUrl as exc:
+            return Outcome(attempt, None, str(exc)[:500])
+        except TimeoutError:
+            return Outcome(attempt, None, "The receiver did not answer in time.")
+        except httpx.HTTPError as exc:
+            return Outcome(attempt, None, f"{type(exc).__name__}: {exc}"[:500])
+
+
+def _host_header(url: str) -> str:
+    return httpx.URL(url).netloc.decode("ascii")

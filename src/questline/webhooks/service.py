@@ -1,0 +1,194 @@
+"""Webhook rules: subscriptions, secret rotation, the deliveries list and manual retry."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import Sequence
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from questline.storage.db import utcnow
+from questline.web.errors import FieldError, Unprocessable, not_found
+from questline.web.pagination import PageRequest, cursor_parts
+from questline.webhooks import addresses, schemas, signing
+from questline.webhooks.models import DeliveryStatus, Webhook, WebhookDelivery
+
+SECRET_OVERLAP = dt.timedelta(hours=24)
+"""After a rotation the old secret keeps signing, alongside the new one, this long."""
+
+
+async def check_url(url: str, *, allow_private: bool) -> None:
+    try:
+        await addresses.check(url, allow_private=allow_private)
+    except addresses.UnsafeUrl as exc:
+        raise Unprocessable(str(exc), errors=[FieldError(field="url", message=str(exc))]) from exc
+
+
+def to_schema(webhook: Webhook) -> schemas.Webhook:
+    return schemas.Webhook(
+        id=webhook.id,
+        organization_id=webhook.organization_id,
+        url=webhook.url,
+        events=list(webhook.events),
+        description=webhook.description,
+        enabled=webhook.enabled,
+        disabled_reason=webhook.disabled_reason,
+        failing_since=webhook.failing_since,
+        previous_secret_expires_at=_overlap_end(webhook, utcnow()),
+        created_at=webhook.created_at,
+        updated_at=webhook.updated_at,
+    )
+
+
+def _overlap_end(webhook: Webhook, now: dt.datetime) -> dt.datetime | None:
+    expires = webhook.previous_secret_expires_at
+    if webhook.previous_secret is None or expires is None or expires <= now:
+        return None
+    return expires
+
+
+def signing_secrets(webhook: Webhook, now: dt.datetime) -> list[str]:
+    """The secrets that sign an attempt now: the current one, and the previous one
+    during the 24 hours after a rotation."""
+    found = [webhook.secret]
+    if _overlap_end(webhook, now) is not None and webhook.previous_secret:
+        found.append(webhook.previous_secret)
+    return found
+
+
+async def create_webhook(
+    session: AsyncSession, *, org_id: uuid.UUID, data: schemas.WebhookCreate, allow_private: bool
+) -> Webhook:
+    await check_url(data.url, allow_private=allow_private)
+    now = utcnow()
+    webhook = Webhook(
+        organization_id=org_id,
+        url=data.url,
+        events=list(data.events),
+        description=data.description,
+        enabled=True,
+        secret=signing.new_secret(),
+        created_at=now,
+        updated_at=now,
+    )
+    session.add(webhook)
+    await session.flush()
+    return webhook
+
+
+async def list_webhooks(session: AsyncSession, *, org_id: uuid.UUID) -> Sequence[Webhook]:
+    rows = await session.scalars(
+        select(Webhook).where(Webhook.organization_id == org_id).order_by(Webhook.id)
+    )
+    return rows.all()
+
+
+async def get_webhook(
+    session: AsyncSession, *, org_id: uuid.UUID, webhook_id: uuid.UUID, for_update: bool = False
+) -> Webhook:
+    query = select(Webhook).where(Webhook.organization_id == org_id, Webhook.id == webhook_id)
+    if for_update:
+        query = query.with_for_update()
+    webhook = await session.scalar(query)
+    if webhook is None:
+        raise not_found("webhook")
+    return webhook
+
+
+async def update_webhook(
+    session: AsyncSession, *, webhook: Webhook, data: schemas.WebhookUpdate, allow_private: bool
+) -> Webhook:
+    if data.url is not None and data.url != webhook.url:
+        await check_url(data.url, allow_private=allow_private)
+        webhook.url = data.url
+    if data.events is not None:
+        webhook.events = list(data.events)
+    if "description" in data.model_fields_set:
+        webhook.description = data.description
+    if data.enabled is not None:
+        webhook.enabled = data.enabled
+        if data.enabled:
+            webhook.disabled_reason = None
+            webhook.failing_since = None
+    webhook.updated_at = utcnow()
+    await session.flush()
+    return webhook
+
+
+async def delete_webhook(session: AsyncSession, *, webhook: Webhook) -> None:
+    await session.delete(webhook)
+    await session.flush()
+
+
+async def rotate_secret(session: AsyncSession, *, webhook: Webhook) -> schemas.SecretRotated:
+    now = utcnow()
+    webhook.previous_secret = webhook.secret
+    webhook.previous_secret_expires_at = now + SECRET_OVERLAP
+    webhook.secret = signing.new_secret()
+    webhook.updated_at = now
+    await session.flush()
+    return schemas.SecretRotated(
+        secret=webhook.secret, previous_secret_expires_at=webhook.previous_secret_expires_at
+    )
+
+
+def delivery_schema(delivery: WebhookDelivery) -> schemas.Delivery:
+    pending = delivery.status is DeliveryStatus.PENDING
+    return schemas.Delivery(
+        id=delivery.id,
+        webhook_id=delivery.webhook_id,
+        event_id=delivery.event_id,
+        event=delivery.event_type,
+        status=delivery.status,
+        attempts=delivery.attempts,
+        last_status_code=delivery.last_status_code,
+        last_attempt_at=delivery.last_attempt_at,
+        last_error=delivery.last_error,
+        next_attempt_at=delivery.next_attempt_at if pending else None,
+        created_at=delivery.created_at,
+    )
+
+
+async def list_deliveries(
+    session: AsyncSession, *, webhook: Webhook, page: PageRequest
+) -> list[WebhookDelivery]:
+    """The webhook's deliveries, newest first (keyset paging on the time-ordered id)."""
+    query = select(WebhookDelivery).where(
+        WebhookDelivery.organization_id == webhook.organization_id,
+        WebhookDelivery.webhook_id == webhook.id,
+    )
+    if page.after is not None:
+        (before_id,) = cursor_parts(page.after, uuid.UUID)
+        query = query.where(WebhookDelivery.id < before_id)
+    query = query.order_by(WebhookDelivery.id.desc())
+    if page.fetch_size is not None:
+        query = query.limit(page.fetch_size)
+    return list((await session.scalars(query)).all())
+
+
+async def get_delivery(
+    session: AsyncSession, *, webhook: Webhook, delivery_id: uuid.UUID
+) -> WebhookDelivery:
+    delivery = await session.scalar(
+        select(WebhookDelivery)
+        .where(
+            WebhookDelivery.organization_id == webhook.organization_id,
+            WebhookDelivery.webhook_id == webhook.id,
+            WebhookDelivery.id == delivery_id,
+        )
+        .with_for_update()
+    )
+    if delivery is None:
+        raise not_found("delivery")
+    return delivery
+
+
+async def retry_delivery(session: AsyncSession, *, delivery: WebhookDelivery) -> WebhookDelivery:
+    """Send again as soon as the dispatcher can, with the same ``webhook-id``. A
+    delivery already pending keeps its place (its next attempt moves to now)."""
+    delivery.status = DeliveryStatus.PENDING
+    delivery.next_attempt_at = utcnow()
+    await session.flush()
+    return delivery
