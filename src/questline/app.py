@@ -9,6 +9,7 @@ from asgi_correlation_id import CorrelationIdMiddleware
 from fastapi import FastAPI
 
 from questline import __version__
+from questline.auth.endpoints import router as auth_router
 from questline.auth.tokens import TokenService
 from questline.bulk.endpoints import router as bulk_router
 from questline.config import Settings
@@ -64,6 +65,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     for router in (
         health_router,
+        auth_router,
         bulk_router,  # before the teams router's /team/{team_id} routes
         teams_router,
         members_router,

@@ -1,5 +1,6 @@
 """Every table, imported once so that ``Base.metadata`` is complete (Alembic, tests)."""
 
+from questline.auth.models import DashboardSession, SigninCode
 from questline.disciplines.models import Discipline, Level, Quest, Resource, Task
 from questline.members.models import Member
 from questline.organizations.models import Organization
@@ -10,6 +11,7 @@ from questline.web.idempotency import IdempotencyRecord
 
 __all__ = [
     "Base",
+    "DashboardSession",
     "Discipline",
     "IdempotencyRecord",
     "Level",
@@ -18,6 +20,7 @@ __all__ = [
     "Quest",
     "Resource",
     "ScoreEvent",
+    "SigninCode",
     "Task",
     "TaskCompletion",
     "Team",
