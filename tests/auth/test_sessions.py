@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from typing import Any
 
 import httpx
 import pytest
@@ -38,7 +39,7 @@ async def _code(
         )
 
 
-async def _sign_in(client: httpx.AsyncClient, code: str) -> dict[str, str]:
+async def _sign_in(client: httpx.AsyncClient, code: str) -> dict[str, Any]:
     response = await client.post("/auth/session", json={"Code": code})
     assert response.status_code == 201, response.text
     return dict(response.json())
