@@ -1,43 +1,30 @@
 import { describe, expect, it } from 'vitest';
-import { apiBase, randomUuid } from './api';
-import { decodeClaims, isAdminToken, isExpired, normalizeToken, tokenFromHash } from './auth';
+import { apiBase, nextLink, randomUuid, stripOrigin } from './api';
+import { credentialFromHash, credentialFromInput } from './auth';
 import { colorClass, describeProblem, localInputToIso, parseTags, safeHttpUrl, timeTickLabel, timeTicks, toStepPoints } from './format';
 import { parseRoute } from './router';
 
-function jwt(payload: object): string {
-  const enc = (o: object) =>
-    btoa(String.fromCharCode(...new TextEncoder().encode(JSON.stringify(o))))
-      .replace(/\+/g, '-')
-      .replace(/\//g, '_')
-      .replace(/=+$/, '');
-  return `${enc({ alg: 'HS256', typ: 'JWT' })}.${enc(payload)}.c2ln`;
-}
-
 describe('auth', () => {
-  it('decodes claims and recognises admin tokens', () => {
-    const admin = jwt({ sub: 'a', org: 'o', role: 'admin' });
-    expect(decodeClaims(admin)?.role).toBe('admin');
-    expect(isAdminToken(admin)).toBe(true);
-    expect(isAdminToken(jwt({ role: 'member' }))).toBe(false);
-    expect(isAdminToken('not-a-jwt')).toBe(false);
-    expect(decodeClaims('a.b.c')).toBeNull();
+  it('takes a code or a token from the fragment only', () => {
+    expect(credentialFromHash('#code=abcDEF123_-xyz')).toEqual({ Code: 'abcDEF123_-xyz' });
+    expect(credentialFromHash('#token=abc.def.ghi&x=1')).toEqual({ IdToken: 'abc.def.ghi' });
+    expect(credentialFromHash('#/leaderboard')).toBeNull();
+    expect(credentialFromHash('#code=')).toBeNull();
   });
-  it('reads non-ASCII claims', () => {
-    expect(decodeClaims(jwt({ sub: 'Zoë' }))?.sub).toBe('Zoë');
+  it('reads what is pasted: a link, a code or a token', () => {
+    expect(credentialFromInput(' http://h/ui/#code=abcdefghijklmnop ')).toEqual({ Code: 'abcdefghijklmnop' });
+    expect(credentialFromInput('Bearer abc.def.ghi\n')).toEqual({ IdToken: 'abc.def.ghi' });
+    expect(credentialFromInput('abcdefghijklmnopqrstu')).toEqual({ Code: 'abcdefghijklmnopqrstu' });
+    expect(credentialFromInput('short')).toBeNull();
+    expect(credentialFromInput('')).toBeNull();
   });
-  it('knows expiry', () => {
-    expect(isExpired({ exp: 10 }, 20_000)).toBe(true);
-    expect(isExpired({ exp: 100 }, 20_000)).toBe(false);
-    expect(isExpired({}, 20_000)).toBe(false);
-  });
-  it('takes the token from the fragment only', () => {
-    expect(tokenFromHash('#token=abc.def.ghi')).toBe('abc.def.ghi');
-    expect(tokenFromHash('#token=abc.def.ghi&x=1')).toBe('abc.def.ghi');
-    expect(tokenFromHash('#/leaderboard')).toBeNull();
-    expect(tokenFromHash('#token=')).toBeNull();
-  });
-  it('normalises pasted tokens', () => {
-    expect(normalizeToken('  Bearer abc.def.ghi\n')).toBe('abc.def.ghi');
+});
+
+describe('api', () => {
+  it('follows Link headers below the base', () => {
+    expect(nextLink('<http://h/q/team?limit=2&after=x>; rel="next"')).toBe('http://h/q/team?limit=2&after=x');
+    expect(nextLink(null)).toBeNull();
+    expect(stripOrigin('http://h/q/team?limit=2&after=x', '/q')).toBe('/team?limit=2&after=x');
   });
 });
 

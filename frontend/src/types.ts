@@ -147,3 +147,23 @@ export interface Problem {
   requestId?: string;
   errors?: { field?: string; message?: string }[];
 }
+
+/** `GET /auth/session`: the signed-in dashboard session. */
+export interface SessionInfo {
+  Subject: string;
+  Role: string;
+  OrganizationId: string;
+  Email: string | null;
+  TeamIds: string[];
+  ExpiresAt: string;
+  CsrfToken: string;
+}
+
+export interface Completion {
+  TeamId: string;
+  TaskId: string;
+  DisciplineId: string;
+  Points: number;
+  CompletedAt: string;
+  Score: number | null;
+}
