@@ -153,7 +153,7 @@ export function renderDisciplineEditor(ctx: Ctx, id: string | null): void {
         const label = `resource ${i + 1} of ${ownerLabel}`;
         return h(
           'fieldset',
-          { class: 'editor-node resource', 'data-path': p, 'data-testid': 'editor-resource' },
+          { class: 'editor-node ed-resource', 'data-path': p, 'data-testid': 'editor-resource' },
           h('legend', null, `Resource ${i + 1}`),
           h(
             'div',
@@ -196,7 +196,7 @@ export function renderDisciplineEditor(ctx: Ctx, id: string | null): void {
           const lp = `Levels[${li}]`;
           return h(
             'li',
-            { class: 'editor-node level card', 'data-path': lp, 'data-testid': 'editor-level' },
+            { class: 'editor-node ed-level card', 'data-path': lp, 'data-testid': 'editor-level' },
             h('h2', { class: 'h3' }, `Level ${li + 1}`),
             field(`${lp}.Title`, `Level ${li + 1} title`, level.Title, (v) => (level.Title = v)),
             field(`${lp}.Description`, 'Description', level.Description, (v) => (level.Description = v), { multiline: true }),
@@ -210,7 +210,7 @@ export function renderDisciplineEditor(ctx: Ctx, id: string | null): void {
                 const ql = `quest ${qi + 1} of level ${li + 1}`;
                 return h(
                   'li',
-                  { class: 'editor-node quest', 'data-path': qp, 'data-testid': 'editor-quest' },
+                  { class: 'editor-node ed-quest', 'data-path': qp, 'data-testid': 'editor-quest' },
                   h('h3', { class: 'h4' }, `Quest ${qi + 1}`),
                   field(`${qp}.Title`, `Quest ${qi + 1} title`, quest.Title, (v) => (quest.Title = v)),
                   field(`${qp}.Description`, 'Description', quest.Description, (v) => (quest.Description = v), { multiline: true }),
@@ -224,7 +224,7 @@ export function renderDisciplineEditor(ctx: Ctx, id: string | null): void {
                       const tl = `task ${ti + 1} of ${ql}`;
                       return h(
                         'li',
-                        { class: 'editor-node task', 'data-path': tp, 'data-testid': 'editor-task' },
+                        { class: 'editor-node ed-task', 'data-path': tp, 'data-testid': 'editor-task' },
                         h(
                           'div',
                           { class: 'row' },
