@@ -27,6 +27,24 @@ export interface Ctx {
 const errorEl = (): HTMLElement => document.getElementById('error') as HTMLElement;
 const noticeEl = (): HTMLElement => document.getElementById('notice') as HTMLElement;
 
+let flashed: string | null = null;
+
+/** Go to `hash` and show `message` on the page that opens there. */
+export function navigateWithNotice(hash: string, message: string): void {
+  flashed = message;
+  if (window.location.hash === hash) {
+    notify(message);
+    flashed = null;
+  } else window.location.hash = hash;
+}
+
+/** The notice a navigation carried, once. */
+export function takeFlash(): string | null {
+  const message = flashed;
+  flashed = null;
+  return message;
+}
+
 export function clearMessages(): void {
   const err = errorEl();
   err.hidden = true;

@@ -2,7 +2,7 @@
 import './style.css';
 import { Api, ApiError } from './api';
 import { takeCredentialFromLocation, type Credential } from './auth';
-import { clearMessages, createDisciplineCache, notify, showError, type Ctx } from './context';
+import { clearMessages, createDisciplineCache, notify, showError, takeFlash, type Ctx } from './context';
 import { h } from './dom';
 import { describeProblem } from './format';
 import { parseRoute, type RouteName } from './router';
@@ -107,6 +107,8 @@ function render(signInMessage: string | null = null): void {
   cleanups = [];
   const mine = ++generation;
   clearMessages();
+  const flash = takeFlash();
+  if (flash) notify(flash);
   renderSession();
   renderNav();
 

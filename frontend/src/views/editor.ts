@@ -4,7 +4,7 @@
 // shown next to the input they name.
 
 import { ApiError } from '../api';
-import { busy, handleError, type Ctx } from '../context';
+import { busy, handleError, navigateWithNotice, type Ctx } from '../context';
 import { h, replaceChildren } from '../dom';
 import { describeProblem } from '../format';
 import { disciplineHref } from '../router';
@@ -323,14 +323,12 @@ export function renderDisciplineEditor(ctx: Ctx, id: string | null): void {
           if (!ctx.isCurrent()) return;
           etag = res.etag;
           ctx.refreshDisciplines();
-          window.location.hash = disciplineHref(id);
-          ctx.notify(`Discipline “${res.data.Title}” saved.`);
+          navigateWithNotice(disciplineHref(id), `Discipline “${res.data.Title}” saved.`);
         } else {
           const res = await ctx.api.createDiscipline(body);
           if (!ctx.isCurrent()) return;
           ctx.refreshDisciplines();
-          window.location.hash = disciplineHref(res.data.Id);
-          ctx.notify(`Discipline “${res.data.Title}” created.`);
+          navigateWithNotice(disciplineHref(res.data.Id), `Discipline “${res.data.Title}” created.`);
         }
       } catch (err) {
         if (err instanceof ApiError && err.status === 422 && err.problem?.errors?.length) {
@@ -395,8 +393,7 @@ export function deleteDisciplineControl(ctx: Ctx, d: Discipline, etag: string | 
         await ctx.api.deleteDiscipline(d.Id, etag, force.checked);
         if (!ctx.isCurrent()) return;
         ctx.refreshDisciplines();
-        window.location.hash = '#/disciplines';
-        ctx.notify(`Discipline “${d.Title}” deleted.`);
+        navigateWithNotice('#/disciplines', `Discipline “${d.Title}” deleted.`);
       } catch (err) {
         if (err instanceof ApiError && err.status === 409) {
           ctx.showError(new Error(`${describeProblem(err.status, err.problem, err.message).summary} To delete it anyway, tick “Delete with its progress”.`));

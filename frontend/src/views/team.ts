@@ -1,7 +1,7 @@
 import { createGraph } from '../chart';
 import { h, progressBar, tableWrap, replaceChildren } from '../dom';
 import { ApiError } from '../api';
-import { busy, handleError, type Ctx } from '../context';
+import { busy, handleError, navigateWithNotice, type Ctx } from '../context';
 import { colorClass, formatDateTime, formatNumber, formatPercent, localInputToIso, parseTags } from '../format';
 import { disciplineHref } from '../router';
 import type { Completion, Discipline, DisciplineProgress, Member, Overview, Task } from '../types';
@@ -398,8 +398,7 @@ export function renderTeam(ctx: Ctx, teamId: string): void {
         try {
           await ctx.api.deleteTeam(teamId, teamEtag);
           if (!ctx.isCurrent()) return;
-          window.location.hash = '#/teams';
-          ctx.notify(`Team “${teamName}” deleted.`);
+          navigateWithNotice('#/teams', `Team “${teamName}” deleted.`);
         } catch (err) {
           if (!staleMessage(err)) handleError(ctx, err);
         }
