@@ -92,6 +92,7 @@ def teams_select(dialect: Dialect, teams: int) -> Select[Any]:
             literal("Active").label("status"),
             json_sql(dialect, concat('["bench", "group-', n % 10, '"]')).label("tags"),
             last.c.score_after.label("score"),
+            literal(COMPLETIONS_PER_TEAM).label("tasks_completed"),
             reached.label("score_reached_at"),
             ((n % 3) == 0).label("is_survey_completed"),
             admin.label("is_admin_team"),

@@ -19,6 +19,7 @@ from questline.health.endpoints import router as health_router
 from questline.leaderboard.endpoints import router as leaderboard_router
 from questline.members.endpoints import router as members_router
 from questline.progress.endpoints import router as progress_router
+from questline.readmodel.model import ReadModel
 from questline.storage.db import Database
 from questline.teams.endpoints import router as teams_router
 from questline.web.errors import CrashGuardMiddleware, install_error_handlers
@@ -45,7 +46,13 @@ Errors are RFC 9457 problem documents (`application/problem+json`).
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
-    state = AppState(settings=settings, db=Database(settings), tokens=TokenService(settings))
+    db = Database(settings)
+    state = AppState(
+        settings=settings,
+        db=db,
+        tokens=TokenService(settings),
+        readmodel=ReadModel(db, settings),
+    )
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:

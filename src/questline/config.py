@@ -21,6 +21,11 @@ class Settings(BaseSettings):
     """Overrides the embedded SQLite file, e.g. ``postgresql+asyncpg://user@host/db``."""
     database_pool_size: int = 10
     database_echo: bool = False
+    database_listen_url: str | None = None
+    """A direct (not pgbouncer) PostgreSQL URL for the read model's LISTEN connection;
+    default: ``database_url``."""
+    read_model_max_bytes: int = 64 * 1024 * 1024
+    """The read model's cache of ready-to-send bodies, per process (LRU by bytes)."""
 
     # Authentication (DESIGN §3).
     jwt_secret: str | None = None

@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from questline.bulk.schemas import BulkPlan, ItemError, PlannedTeam
 from questline.members import batch as members_batch
 from questline.members.service import email_key
+from questline.readmodel.versions import bump
 from questline.teams import batch as teams_batch
 from questline.teams import schemas as team_schemas
 from questline.teams.service import name_key
@@ -47,7 +48,9 @@ async def create_teams(
         )
         for team in plan.teams
     ]
-    return await teams_batch.insert_teams(session, org_id=org_id, teams=new_teams)
+    created = await teams_batch.insert_teams(session, org_id=org_id, teams=new_teams)
+    await bump(session, org_id)
+    return created
 
 
 async def _taken_names(

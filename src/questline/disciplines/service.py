@@ -16,6 +16,7 @@ from questline.auth.tokens import Caller, Role
 from questline.disciplines import schemas, tree
 from questline.disciplines.models import Discipline, Level, Quest, Task
 from questline.progress import hooks
+from questline.readmodel import versions
 from questline.storage.db import new_id, utcnow
 from questline.web.errors import FieldError, Forbidden, PreconditionFailed, Unprocessable, not_found
 from questline.web.pagination import PageRequest, cursor_parts
@@ -185,6 +186,15 @@ async def read_tree(session: AsyncSession, discipline: Discipline) -> schemas.Di
     return tree.assemble(discipline, await tree.load_rows(session, discipline.id))
 
 
+async def bump_for(session: AsyncSession, org_id: uuid.UUID | None) -> None:
+    """The read model's version of the discipline's organization, or of every
+    organization for a global discipline."""
+    if org_id is None:
+        await versions.bump_all(session)
+    else:
+        await versions.bump(session, org_id)
+
+
 async def create_discipline(
     session: AsyncSession, *, caller: Caller, data: schemas.DisciplineCreate
 ) -> Written:
@@ -205,6 +215,7 @@ async def create_discipline(
     session.add(discipline)
     await session.flush()
     await tree.insert_rows(session, rows)
+    await bump_for(session, org_id)
     return Written(discipline, tree.assemble(discipline, rows))
 
 
@@ -254,6 +265,7 @@ async def replace_discipline(
     discipline.color = data.color
     discipline.updated_at = utcnow()
     await session.flush()  # bumps the version (the ETag)
+    await bump_for(session, discipline.organization_id)
     return tree.assemble(discipline, rows)
 
 
@@ -270,3 +282,4 @@ async def delete_discipline(
         )
     await session.delete(discipline)
     await session.flush()
+    await bump_for(session, discipline.organization_id)

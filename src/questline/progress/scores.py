@@ -67,6 +67,7 @@ async def _add_to_score(
     organization_id: uuid.UUID,
     team_id: uuid.UUID,
     delta: int,
+    completions: int,
     at: dt.datetime,
 ) -> int:
     """Apply ``delta`` atomically; returns the score after it."""
@@ -82,11 +83,18 @@ async def _add_to_score(
         .where(_teams.c.organization_id == organization_id, _teams.c.id == team_id)
         .values(
             score=_teams.c.score + delta,
+            tasks_completed=_teams.c.tasks_completed + completions,
             version=_teams.c.version + 1,
             score_reached_at=reached,
             updated_at=utcnow(),
         )
-        .returning(_teams.c.score, _teams.c.version, _teams.c.score_reached_at, _teams.c.updated_at)
+        .returning(
+            _teams.c.score,
+            _teams.c.tasks_completed,
+            _teams.c.version,
+            _teams.c.score_reached_at,
+            _teams.c.updated_at,
+        )
     )
     row = result.one()
     _refresh_loaded_team(session, (organization_id, team_id), row._asdict())
@@ -102,15 +110,22 @@ async def apply_steps(session: AsyncSession, *, steps: Sequence[Step]) -> list[i
     if not steps:
         return []
     totals: dict[tuple[uuid.UUID, uuid.UUID], int] = {}
+    counts: dict[tuple[uuid.UUID, uuid.UUID], int] = {}
     latest: dict[tuple[uuid.UUID, uuid.UUID], dt.datetime] = {}
     for step in steps:
         key = (step.organization_id, step.team_id)
         totals[key] = totals.get(key, 0) + step.delta
+        counts[key] = counts.get(key, 0) + (1 if step.kind is ScoreChange.COMPLETED else -1)
         latest[key] = max(latest.get(key, step.at), step.at)
     running: dict[tuple[uuid.UUID, uuid.UUID], int] = {}
     for key, total in totals.items():
         after = await _add_to_score(
-            session, organization_id=key[0], team_id=key[1], delta=total, at=latest[key]
+            session,
+            organization_id=key[0],
+            team_id=key[1],
+            delta=total,
+            completions=counts[key],
+            at=latest[key],
         )
         running[key] = after - total
     scores_after: list[int] = []

@@ -22,6 +22,7 @@ from questline.disciplines.service import visible_to
 from questline.progress import schemas
 from questline.progress.models import ScoreChange, TaskCompletion
 from questline.progress.scores import Step, apply_steps
+from questline.readmodel.versions import bump
 from questline.storage.db import insert_ignoring_conflicts, utcnow
 from questline.teams import service as teams_service
 from questline.teams.models import Team
@@ -140,6 +141,7 @@ async def complete_task(
                 )
             ],
         )
+        await bump(session, team.organization_id)
     completion = await get_completion(session, team=team, task_id=task.id)
     return CompletionResult(completion=completion, created=created, score=score)
 
@@ -178,6 +180,7 @@ async def withdraw_task(session: AsyncSession, *, team: Team, task_id: uuid.UUID
             )
         ],
     )
+    await bump(session, team.organization_id)
     return score
 
 

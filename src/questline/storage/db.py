@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import (
     async_sessionmaker,
     create_async_engine,
 )
-from sqlalchemy.orm import DeclarativeBase
+from sqlalchemy.orm import DeclarativeBase, Session
 from sqlalchemy.sql.expression import Insert
 from sqlalchemy.types import TypeDecorator
 from uuid_utils.compat import uuid7
@@ -37,6 +37,9 @@ NAMING_CONVENTION = {
 }
 
 SQLITE_BEGIN_OPTION = "questline_sqlite_begin"
+COMMIT_NOTES_KEY = "questline_readmodel_bumps"
+"""``session.info`` key of what a transaction changed (``questline.readmodel.versions``):
+handed to ``Database.on_commit`` listeners after the commit, dropped on rollback."""
 
 
 class Base(DeclarativeBase):
@@ -104,7 +107,28 @@ class Database:
             if self.is_sqlite
             else self.engine
         )
-        self.sessionmaker = async_sessionmaker(self.engine, expire_on_commit=False)
+        self.commit_listeners: list[Callable[[dict[Any, int]], None]] = []
+        self.dispose_hooks: list[Callable[[], Awaitable[None]]] = []
+        session_class = type("QuestlineSession", (Session,), {})
+        event.listen(session_class, "after_commit", self._after_commit)
+        event.listen(session_class, "after_rollback", self._after_rollback)
+        self.sessionmaker = async_sessionmaker(
+            self.engine, expire_on_commit=False, sync_session_class=session_class
+        )
+
+    def on_commit(self, listener: Callable[[dict[Any, int]], None]) -> None:
+        """Call ``listener`` with a transaction's notes right after it commits."""
+        self.commit_listeners.append(listener)
+
+    def _after_commit(self, session: Session) -> None:
+        notes = session.info.pop(COMMIT_NOTES_KEY, None)
+        if notes:
+            for listener in self.commit_listeners:
+                listener(notes)
+
+    @staticmethod
+    def _after_rollback(session: Session) -> None:
+        session.info.pop(COMMIT_NOTES_KEY, None)
 
     def new_session(self, *, write: bool) -> AsyncSession:
         """A session that begins its transaction on first use.
@@ -127,6 +151,8 @@ class Database:
                 raise
 
     async def dispose(self) -> None:
+        for hook in self.dispose_hooks:
+            await hook()
         await self.engine.dispose()
 
 

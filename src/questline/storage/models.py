@@ -5,6 +5,7 @@ from questline.disciplines.models import Discipline, Level, Quest, Resource, Tas
 from questline.members.models import Member
 from questline.organizations.models import Organization
 from questline.progress.models import ScoreEvent, TaskCompletion
+from questline.readmodel.models import ReadModelVersion
 from questline.storage.db import Base
 from questline.teams.models import Team, TeamMembership
 from questline.web.idempotency import IdempotencyRecord
@@ -18,6 +19,7 @@ __all__ = [
     "Member",
     "Organization",
     "Quest",
+    "ReadModelVersion",
     "Resource",
     "ScoreEvent",
     "SigninCode",

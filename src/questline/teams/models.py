@@ -42,6 +42,8 @@ class Team(Base):
     )
     tags: Mapped[list[str]] = mapped_column(JSON, default=list)
     score: Mapped[int] = mapped_column(default=0)
+    tasks_completed: Mapped[int] = mapped_column(default=0, server_default="0")
+    """The team's current completions, kept beside the score (no count per ranked row)."""
     score_reached_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     """When the team reached its current score: the leaderboard's tie-breaker."""
     is_survey_completed: Mapped[bool] = mapped_column(default=False)

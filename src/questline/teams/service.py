@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.members import service as members_service
 from questline.members.models import Member
+from questline.readmodel.versions import bump
 from questline.storage.db import insert_ignoring_conflicts, utcnow
 from questline.teams import schemas
 from questline.teams.models import Team, TeamMembership, TeamStatus
@@ -168,14 +169,24 @@ async def create_team(
                 for m in member_ids
             ],
         )
+    await bump(session, org_id)
     return TeamWithCount(team, len(member_ids))
+
+
+def _resource_part(tag: str) -> str:
+    """``"<id>.<version>"`` of an ETag ``GET /team/{id}`` sent as ``"<id>.<version>-<org>"``
+    (its body also shows the members, so that validator also carries the organization's
+    read-model version; ``If-Match`` compares the team's own part)."""
+    if tag.startswith('"') and "-" in tag:
+        return tag.split("-", 1)[0] + '"'
+    return tag
 
 
 def check_if_match(team: Team, if_match: str | None) -> None:
     if if_match is None:
         return
-    tags = [t.strip() for t in if_match.split(",")]
-    if "*" not in tags and etag_of(team) not in tags and f"W/{etag_of(team)}" not in tags:
+    tags = [_resource_part(t.strip().removeprefix("W/")) for t in if_match.split(",")]
+    if "*" not in tags and etag_of(team) not in tags:
         raise PreconditionFailed(
             "The team changed since you read it (If-Match does not match its ETag); "
             "read it again and retry."
@@ -199,12 +210,14 @@ async def update_team(
         team.refresh_ranking_flag()
     team.updated_at = utcnow()
     await session.flush()
+    await bump(session, team.organization_id)
     return team
 
 
 async def delete_team(session: AsyncSession, *, team: Team) -> None:
     await session.delete(team)
     await session.flush()
+    await bump(session, team.organization_id)
 
 
 async def set_admin_flag(session: AsyncSession, *, team: Team, value: bool | None) -> Team:
@@ -213,6 +226,7 @@ async def set_admin_flag(session: AsyncSession, *, team: Team, value: bool | Non
     team.refresh_ranking_flag()
     team.updated_at = utcnow()
     await session.flush()
+    await bump(session, team.organization_id)
     return team
 
 
@@ -220,6 +234,7 @@ async def set_survey_flag(session: AsyncSession, *, team: Team, value: bool) -> 
     team.is_survey_completed = value
     team.updated_at = utcnow()
     await session.flush()
+    await bump(session, team.organization_id)
     return team
 
 
@@ -256,6 +271,8 @@ async def add_member(
         .returning(TeamMembership.__table__.c.member_id)
     )
     joined = result.scalar_one_or_none() is not None
+    if joined or found.created:
+        await bump(session, team.organization_id)
     return MembershipResult(found.member, found.created, joined)
 
 
@@ -269,6 +286,7 @@ async def remove_member(session: AsyncSession, *, team: Team, member_id: uuid.UU
     )
     if not getattr(result, "rowcount", 0):
         raise not_found("member in this team")
+    await bump(session, team.organization_id)
 
 
 async def team_members(

@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.auth.tokens import Caller, TokenService
 from questline.config import Settings
+from questline.readmodel.model import ReadModel
 from questline.storage.db import Database
 from questline.web import idempotency
 
@@ -28,6 +29,7 @@ class AppState:
     settings: Settings
     db: Database
     tokens: TokenService
+    readmodel: ReadModel
     known_orgs: set[uuid.UUID] = field(default_factory=set)
     cancelled_requests: set[asyncio.Task[None]] = field(default_factory=set)
     """Requests past their timeout, still rolling back (see ``questline.web.hardening``)."""

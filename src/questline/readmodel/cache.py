@@ -1,0 +1,78 @@
+"""A bounded LRU of ready-to-send response bodies, measured in bytes."""
+
+from __future__ import annotations
+
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass
+
+Key = tuple[uuid.UUID, str, str, bytes, bytes]
+"""(organization, variant (the caller's role), path, query string, host)."""
+
+ENTRY_OVERHEAD = 400
+"""Bytes counted per entry beyond its body and headers (key, object headers)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    version: int
+    """The organization's version known before the body was built (never newer than
+    the data it was built from, so a later version always replaces it)."""
+    body: bytes
+    etag: str
+    headers: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def size(self) -> int:
+        return len(self.body) + sum(len(k) + len(v) for k, v in self.headers) + ENTRY_OVERHEAD
+
+
+class ByteLRU:
+    """Least recently used entries go first once the bodies exceed ``max_bytes``.
+
+    An entry larger than a quarter of the bound is not kept (a 100,000-team list would
+    push everything else out); it is built for each request instead.
+    """
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max(0, max_bytes)
+        self.bytes = 0
+        self.hits = 0
+        self.misses = 0
+        self._entries: OrderedDict[Key, Entry] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: Key) -> Entry | None:
+        entry = self._entries.get(key)
+        if entry is not None:
+            self._entries.move_to_end(key)
+        return entry
+
+    def put(self, key: Key, entry: Entry) -> bool:
+        """Keep ``entry`` unless it is too large or older than the one kept."""
+        current = self._entries.get(key)
+        if current is not None and current.version > entry.version:
+            return False
+        size = entry.size
+        if size > self.max_bytes // 4:
+            if current is not None:
+                self._remove(key)
+            return False
+        if current is not None:
+            self._remove(key)
+        self._entries[key] = entry
+        self.bytes += size
+        while self.bytes > self.max_bytes and self._entries:
+            oldest = next(iter(self._entries))
+            self._remove(oldest)
+        return True
+
+    def _remove(self, key: Key) -> None:
+        entry = self._entries.pop(key)
+        self.bytes -= entry.size
+
+    def clear(self) -> None:
+        self._entries.clear()
+        self.bytes = 0

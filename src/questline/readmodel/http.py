@@ -1,0 +1,93 @@
+"""Serving a read from the read model: ``ETag``, ``If-None-Match`` → 304, bytes as kept.
+
+An endpoint hands ``serve`` a function that builds the body (JSON bytes, orjson or
+pydantic-core) with the request's session. On a hit nothing touches the database: the
+route's session was never used, so no transaction was opened.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+
+from fastapi import Request, Response
+
+from questline.readmodel.cache import Entry, Key
+from questline.web.state import app_state
+
+JSON = "application/json"
+BodyBuilder = Callable[[], Awaitable[tuple[bytes, Mapping[str, str]]]]
+
+
+def version_etag(organization_id: uuid.UUID, version: int, variant: str) -> str:
+    """A strong validator of everything the organization's reads return at ``version``."""
+    return f'"{organization_id.hex[:12]}.{version}.{variant}"'
+
+
+def etag_matches(if_none_match: str, etag: str) -> bool:
+    if if_none_match.strip() == "*":
+        return True
+    return any(
+        tag.strip().removeprefix("W/") == etag for tag in if_none_match.split(",") if tag.strip()
+    )
+
+
+def not_modified(etag: str) -> Response:
+    return Response(status_code=304, headers={"ETag": etag})
+
+
+def _key(request: Request, organization_id: uuid.UUID, variant: str) -> Key:
+    scope = request.scope
+    host = b""
+    for name, value in scope["headers"]:
+        if name == b"host":
+            host = value
+            break
+    return (organization_id, variant, scope["path"], scope["query_string"], host)
+
+
+async def serve(
+    request: Request,
+    *,
+    organization_id: uuid.UUID,
+    variant: str,
+    build: BodyBuilder,
+    etag: Callable[[bytes, int], str] | None = None,
+) -> Response:
+    """The response of a cached read.
+
+    ``variant`` separates bodies that differ for the same URL (the caller's role).
+    ``etag`` computes an entry's ETag from its body and version when the resource has
+    its own validator (a team's ``If-Match`` ETag); by default it is the version's.
+    """
+    readmodel = app_state(request).readmodel
+    if_none_match = request.headers.get("if-none-match")
+    version = await readmodel.version(organization_id)
+    if version is None:  # no version source: build every time
+        body, headers = await build()
+        return Response(body, media_type=JSON, headers=dict(headers))
+    key = _key(request, organization_id, variant)
+    entry = readmodel.cache.get(key)
+    if entry is None or entry.version != version:
+        if etag is None and if_none_match is not None:
+            current = version_etag(organization_id, version, variant)
+            if etag_matches(if_none_match, current):
+                return not_modified(current)
+        readmodel.cache.misses += 1
+
+        async def build_entry() -> Entry:
+            body, headers = await build()
+            tag = etag(body, version) if etag else version_etag(organization_id, version, variant)
+            return Entry(version=version, body=body, etag=tag, headers=tuple(headers.items()))
+
+        entry = await readmodel.load(key, version, build_entry)
+    else:
+        readmodel.cache.hits += 1
+    if if_none_match is not None and etag_matches(if_none_match, entry.etag):
+        return not_modified(entry.etag)
+    response = Response(entry.body, media_type=JSON)
+    raw = response.raw_headers
+    raw.append((b"etag", entry.etag.encode("latin-1")))
+    for name, value in entry.headers:
+        raw.append((name.lower().encode("latin-1"), value.encode("latin-1")))
+    return response

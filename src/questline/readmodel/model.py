@@ -1,0 +1,91 @@
+"""The read model of one process: versions, the byte cache, and building on a miss."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from sqlalchemy import make_url
+
+from questline.config import Settings
+from questline.readmodel.cache import ByteLRU, Entry, Key
+from questline.readmodel.changes import Changes
+from questline.readmodel.sources import PostgresSource, SqliteSource, VersionSource
+from questline.storage.db import Database
+
+Build = Callable[[], Awaitable[Entry]]
+
+
+class ReadModel:
+    """What is read far more than written, kept as ready-to-send bytes.
+
+    ``version(org)`` is the organization's newest committed version as this process
+    knows it (see ``questline.readmodel.sources`` for how fresh that is); an entry is
+    served only when it was built at exactly that version. Commits in this process
+    advance the version before the committing request answers (read-your-writes).
+    """
+
+    def __init__(self, db: Database, settings: Settings) -> None:
+        self.db = db
+        self.cache = ByteLRU(settings.read_model_max_bytes)
+        self.changes = Changes(self.version)
+        self.source: VersionSource | None
+        if db.is_sqlite:
+            path = make_url(db.url).database or ""
+            self.source = SqliteSource(path, self.changes) if path not in ("", ":memory:") else None
+        else:
+            listen_url = settings.database_listen_url or db.url
+            self.source = PostgresSource(db, listen_url, self.changes, self.invalidate_all)
+        self._inflight: dict[tuple[Key, int], asyncio.Future[Entry]] = {}
+        db.on_commit(self._committed)
+        db.dispose_hooks.append(self.stop)
+
+    async def version(self, organization_id: uuid.UUID) -> int | None:
+        if self.source is None:
+            return self.changes.known(organization_id) or 0
+        return await self.source.current(organization_id)
+
+    def _committed(self, notes: dict[Any, int]) -> None:
+        if None in notes:
+            self.invalidate_all()
+        for organization_id, version in notes.items():
+            if organization_id is not None:
+                self.changes.advance(organization_id, version)
+
+    def invalidate_all(self) -> None:
+        self.cache.clear()
+        self.changes.forget_all()
+        if self.source is not None:
+            self.source.forget_all()
+
+    async def load(self, key: Key, version: int, build: Build) -> Entry:
+        """The entry of ``key`` at ``version``: built once however many ask at once."""
+        flight = (key, version)
+        running = self._inflight.get(flight)
+        if running is not None:
+            await asyncio.wait({running})
+            if not running.cancelled():
+                return running.result()
+        future: asyncio.Future[Entry] = asyncio.get_running_loop().create_future()
+        self._inflight[flight] = future
+        try:
+            entry = await build()
+        except BaseException as exc:
+            if isinstance(exc, asyncio.CancelledError):
+                future.cancel()
+            else:
+                future.set_exception(exc)
+                future.exception()  # retrieved: waiters re-raise it themselves
+            raise
+        finally:
+            if self._inflight.get(flight) is future:
+                del self._inflight[flight]
+        self.cache.put(key, entry)
+        future.set_result(entry)
+        return entry
+
+    async def stop(self) -> None:
+        if self.source is not None:
+            await self.source.stop()

@@ -1,0 +1,291 @@
+"""Where a process learns an organization's committed version.
+
+PostgreSQL — ``PostgresSource``: one dedicated connection per process (a direct one,
+``QUESTLINE_DATABASE_LISTEN_URL``) that ``LISTEN``s on ``questline_changes``. Every
+bump's ``pg_notify`` reaches it at commit. Reading a version is then a dictionary look-up,
+with two rules that make the 100 ms bound hard rather than hopeful:
+
+* **confirmation** — the source notes when the last round trip on the listening
+  connection *started*. PostgreSQL delivers a notification before the answer to any
+  query sent after the notifying commit, so every commit before that moment is known.
+  A read serves from memory only while that moment is less than ``STALE_AFTER``
+  (90 ms) old; past ``REFRESH_AFTER`` (40 ms) a round trip is started in the background,
+  so under steady traffic no request waits for one, and an overloaded process (whose
+  notifications could sit unread in its socket) waits for one instead of serving stale.
+* **health** — while the connection is down (and until it is back and has re-read
+  what it tracks), every read asks the database for the version through the pool.
+  Nothing is trusted across a reconnect.
+
+SQLite — ``SqliteSource``: a private ``sqlite3`` connection to the same file asks
+``PRAGMA data_version`` on every read (about a microsecond: it changes when any other
+connection — any process — committed), and re-reads the organization's version row
+only when it changed. Another process's commit is therefore seen by the next read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import sqlite3
+import uuid
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import asyncpg
+from sqlalchemy import make_url, select
+
+from questline.readmodel.changes import Changes
+from questline.readmodel.models import ReadModelVersion
+from questline.readmodel.versions import ALL, CHANNEL
+from questline.storage.db import Database
+
+log = logging.getLogger(__name__)
+
+STALE_AFTER = 0.09
+REFRESH_AFTER = 0.04
+ROUND_TRIP_TIMEOUT = 2.0
+FIRST_CONNECT_WAIT = 2.0
+
+
+class VersionSource(Protocol):
+    async def current(self, organization_id: uuid.UUID) -> int | None: ...
+
+    def forget_all(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+async def read_through_pool(db: Database, organization_id: uuid.UUID) -> int:
+    async with db.engine.connect() as connection:
+        found = await connection.scalar(
+            select(ReadModelVersion.version).where(
+                ReadModelVersion.organization_id == organization_id
+            )
+        )
+    return int(found or 0)
+
+
+class SqliteSource:
+    def __init__(self, path: str, changes: Changes) -> None:
+        self.path = path
+        self.changes = changes
+        self._connection: sqlite3.Connection | None = None
+        self._data_version: int | None = None
+        self._checked: dict[uuid.UUID, int] = {}
+
+    def _open(self) -> sqlite3.Connection:
+        connection = sqlite3.connect(
+            f"file:{self.path}?mode=ro",
+            uri=True,
+            timeout=0.2,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+        self._connection = connection
+        self._data_version = None
+        return connection
+
+    async def current(self, organization_id: uuid.UUID) -> int | None:
+        try:
+            connection = self._connection or self._open()
+            data_version = connection.execute("PRAGMA data_version").fetchone()[0]
+            if data_version != self._data_version:
+                self._data_version = data_version
+                self._checked.clear()
+            version = self._checked.get(organization_id)
+            if version is None:
+                row = connection.execute(
+                    "SELECT version FROM readmodel_versions WHERE organization_id = ?",
+                    (organization_id.hex,),
+                ).fetchone()
+                version = int(row[0]) if row else 0
+                self._checked[organization_id] = version
+        except sqlite3.Error:
+            log.warning("read model: SQLite version check failed; reading uncached", exc_info=True)
+            await self.stop()
+            return None
+        return self.changes.advance(organization_id, version)
+
+    def forget_all(self) -> None:
+        self._checked.clear()
+
+    async def stop(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+        self._checked.clear()
+
+
+def asyncpg_dsn(url: str) -> str:
+    parsed = make_url(url)
+    return parsed.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+class PostgresSource:
+    def __init__(
+        self,
+        db: Database,
+        listen_url: str,
+        changes: Changes,
+        on_everything_changed: Callable[[], None],
+    ) -> None:
+        self.db = db
+        self.dsn = asyncpg_dsn(listen_url)
+        self.changes = changes
+        self.on_everything_changed = on_everything_changed
+        self.healthy = False
+        self.reconnects = 0
+        self._connection: Any = None
+        self._lock = asyncio.Lock()
+        self._tracked: set[uuid.UUID] = set()
+        self._confirmed_at = 0.0
+        self._epoch = 0
+        self._task: asyncio.Task[None] | None = None
+        self._refresh: asyncio.Task[None] | None = None
+        self._ready = asyncio.Event()
+        self._stopping = False
+
+    # -- the listening connection -------------------------------------------------
+    def _start(self) -> None:
+        if self._task is None and not self._stopping:
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        delay = 0.05
+        loop = asyncio.get_running_loop()
+        while not self._stopping:
+            lost = asyncio.Event()
+            try:
+                connection = await asyncpg.connect(self.dsn, timeout=5)
+            except (OSError, asyncpg.PostgresError, TimeoutError):
+                log.warning("read model: cannot connect to LISTEN; retrying", exc_info=True)
+                self._ready.set()  # readers fall back to the pool meanwhile
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 2.0)
+                continue
+            connection.add_termination_listener(lambda _c, lost=lost: lost.set())
+            try:
+                started = loop.time()
+                await connection.add_listener(CHANNEL, self._on_notify)
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
+                await _close(connection)
+                continue
+            self._connection = connection
+            self._epoch += 1
+            self._tracked.clear()
+            self._confirmed_at = started
+            self.healthy = True
+            self.reconnects += 1
+            delay = 0.05
+            self._ready.set()
+            await lost.wait()
+            self.healthy = False
+            self._connection = None
+            self._tracked.clear()
+            await _close(connection)
+
+    def _on_notify(self, _connection: Any, _pid: int, _channel: str, payload: object) -> None:
+        payload = str(payload)
+        if payload == ALL:
+            self.on_everything_changed()
+            return
+        organization, _, version = payload.partition(":")
+        try:
+            self.changes.advance(uuid.UUID(organization), int(version))
+        except ValueError:
+            log.warning("read model: ignored notification %r", payload)
+
+    def _lose(self) -> None:
+        """The connection stopped answering: drop it (the run loop reconnects)."""
+        self.healthy = False
+        self._tracked.clear()
+        connection = self._connection
+        if connection is not None:
+            connection.terminate()
+
+    async def _round_trip(self, query: str, *args: object) -> Any:
+        loop = asyncio.get_running_loop()
+        async with self._lock:
+            connection = self._connection
+            if connection is None or not self.healthy:
+                raise ConnectionError("not listening")
+            started = loop.time()
+            try:
+                result = await connection.fetchval(query, *args, timeout=ROUND_TRIP_TIMEOUT)
+            except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+                self._lose()
+                raise ConnectionError("lost the listening connection") from exc
+            self._confirmed_at = max(self._confirmed_at, started)
+            return result
+
+    async def _confirm(self) -> None:
+        with contextlib.suppress(ConnectionError):
+            await self._round_trip("SELECT 1")
+
+    def _refresh_in_background(self) -> None:
+        if self._refresh is None or self._refresh.done():
+            self._refresh = asyncio.get_running_loop().create_task(self._confirm())
+
+    # -- reading a version --------------------------------------------------------
+    async def current(self, organization_id: uuid.UUID) -> int | None:
+        if self._task is None:
+            self._start()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._ready.wait(), FIRST_CONNECT_WAIT)
+        if self.healthy:
+            age = asyncio.get_running_loop().time() - self._confirmed_at
+            if age > STALE_AFTER:
+                if self._refresh is not None and not self._refresh.done():
+                    await asyncio.shield(self._refresh)
+                else:
+                    await self._confirm()
+            elif age > REFRESH_AFTER:
+                self._refresh_in_background()
+        if self.healthy and organization_id in self._tracked:
+            known = self.changes.known(organization_id)
+            if known is not None:
+                return known
+        if self.healthy:
+            epoch = self._epoch
+            try:
+                found = await self._round_trip(
+                    "SELECT version FROM readmodel_versions WHERE organization_id = $1",
+                    organization_id,
+                )
+            except ConnectionError:
+                pass
+            else:
+                if self.healthy and epoch == self._epoch:
+                    self._tracked.add(organization_id)
+                return self.changes.advance(organization_id, int(found or 0))
+        found = await read_through_pool(self.db, organization_id)
+        return self.changes.advance(organization_id, found)
+
+    @property
+    def server_pid(self) -> int | None:
+        """The listening backend's process id (tests terminate it)."""
+        connection = self._connection
+        return None if connection is None else int(connection.get_server_pid())
+
+    def forget_all(self) -> None:
+        self._tracked.clear()
+
+    async def stop(self) -> None:
+        self._stopping = True
+        for task in (self._task, self._refresh):
+            if task is not None and not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+        connection, self._connection = self._connection, None
+        self.healthy = False
+        if connection is not None:
+            await _close(connection)
+
+
+async def _close(connection: Any) -> None:
+    try:
+        await asyncio.wait_for(connection.close(), 2)
+    except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError):
+        connection.terminate()

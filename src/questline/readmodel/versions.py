@@ -1,0 +1,86 @@
+"""Bumping an organization's read-model version inside a write transaction.
+
+Every write that changes what the read model serves calls ``bump(session, org_id)``
+once, as late as it can in its transaction (the increment locks the organization's
+version row until the commit, so keeping it last keeps that lock short and the lock
+order the same everywhere). On PostgreSQL the same statement issues
+``pg_notify('questline_changes', '<org>:<version>')``: delivered to every listening
+process at commit, never for a rolled-back transaction.
+
+The versions bumped are recorded on the session; ``Database`` hands them to the read
+model right after the commit (read-your-writes in the writer's process), see
+``questline.storage.db.Database.on_commit``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, cast
+
+from sqlalchemy import Table, Text, func, literal, select, true
+from sqlalchemy import cast as sql_cast
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from questline.organizations.models import Organization
+from questline.readmodel.models import ReadModelVersion
+from questline.storage.db import COMMIT_NOTES_KEY
+
+CHANNEL = "questline_changes"
+ALL = "*"
+"""The notification payload of a change seen by every organization (a global discipline)."""
+BUMPS_KEY = COMMIT_NOTES_KEY
+"""``session.info`` key: ``{org_id: version}`` bumped in the current transaction; the
+key ``None`` means every organization."""
+
+_versions = cast(Table, ReadModelVersion.__table__)
+_organizations = cast(Table, Organization.__table__)
+
+
+def _insert(dialect: str) -> Any:
+    return (postgresql.insert if dialect == "postgresql" else sqlite.insert)(_versions)
+
+
+async def bump(session: AsyncSession, organization_id: uuid.UUID) -> int:
+    """One more version for the organization, in the session's transaction; returns it."""
+    dialect = session.get_bind().dialect.name
+    upsert = _insert(dialect).values(organization_id=organization_id, version=1)
+    upsert = upsert.on_conflict_do_update(
+        index_elements=[_versions.c.organization_id],
+        set_={"version": _versions.c.version + 1},
+    ).returning(_versions.c.version)
+    if dialect == "postgresql":
+        bumped = upsert.cte("bumped")
+        payload = literal(f"{organization_id}:") + sql_cast(bumped.c.version, Text)
+        statement: Any = select(bumped.c.version, func.pg_notify(CHANNEL, payload))
+    else:
+        statement = upsert
+    version = int((await session.execute(statement)).scalar_one())
+    bumps: dict[uuid.UUID | None, int] = session.info.setdefault(BUMPS_KEY, {})
+    bumps[organization_id] = max(bumps.get(organization_id, 0), version)
+    return version
+
+
+async def bump_all(session: AsyncSession) -> None:
+    """One more version for every organization: a change to a global discipline."""
+    dialect = session.get_bind().dialect.name
+    rows = select(_organizations.c.id, literal(1)).where(true())
+    upsert = (
+        _insert(dialect)
+        .from_select(["organization_id", "version"], rows)
+        .on_conflict_do_update(
+            index_elements=[_versions.c.organization_id],
+            set_={"version": _versions.c.version + 1},
+        )
+    )
+    await session.execute(upsert)
+    if dialect == "postgresql":
+        await session.execute(select(func.pg_notify(CHANNEL, ALL)))
+    session.info.setdefault(BUMPS_KEY, {})[None] = 0
+
+
+async def read_version(session: AsyncSession, organization_id: uuid.UUID) -> int:
+    found = await session.scalar(
+        select(_versions.c.version).where(_versions.c.organization_id == organization_id)
+    )
+    return int(found or 0)
