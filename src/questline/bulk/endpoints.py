@@ -12,6 +12,7 @@ from questline.bulk import service
 from questline.bulk.csv_input import parse_csv
 from questline.bulk.json_input import parse_json
 from questline.bulk.schemas import CSV_HEADER
+from questline.readmodel import versions
 from questline.teams.schemas import Team
 from questline.web.errors import UnsupportedMediaType
 from questline.web.openapi import problem_responses
@@ -118,6 +119,7 @@ async def create_teams_in_bulk(
     if dry_run:
         # Everything was checked and written as the import would; none of it is kept.
         await session.rollback()
+        session.info.pop(versions.BUMPS_KEY, None)  # no change to announce
         request_state(request).pending_key = None
     return Response(
         content=_TEAMS.dump_json(created, by_alias=True),
