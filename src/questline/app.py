@@ -31,6 +31,7 @@ from questline.web.hardening import (
 )
 from questline.web.middleware import AccessLogMiddleware, BodyGuardMiddleware
 from questline.web.openapi import install_openapi, mount_docs
+from questline.web.problems import router as problems_router
 from questline.web.ratelimit import BULK_SUFFIXES, RateLimiter, RateLimitMiddleware
 from questline.web.state import AppState
 
@@ -79,11 +80,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         disciplines_router,
         progress_router,
         leaderboard_router,
+        problems_router,
     ):
         app.include_router(router)
     mount_docs(app)
     mount_dashboard(app)
-    install_openapi(app)
+    install_openapi(app, settings.public_url)
     _add_middleware(app, state)
     return app
 
