@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { apiBase, nextLink, randomUuid, stripOrigin } from './api';
 import { credentialFromHash, credentialFromInput } from './auth';
-import { colorClass, describeProblem, localInputToIso, parseTags, safeHttpUrl, timeTickLabel, timeTicks, toStepPoints } from './format';
+import { colorClass, describeProblem, localInputToIso, parseTags, safeHttpUrl, toStepPoints } from './format';
 import { parseRoute } from './router';
 
 describe('auth', () => {
@@ -86,38 +86,3 @@ describe('api and router', () => {
   });
 });
 
-describe('time axis ticks', () => {
-  const HOUR = 3_600_000;
-  const DAY = 24 * HOUR;
-  const min = new Date(2026, 10, 20, 7, 13).getTime(); // local time: the assertions hold in any zone
-  it('puts day ticks on local midnights, one label per day', () => {
-    const { step, values } = timeTicks(min, min + 6 * DAY, 7);
-    expect(step).toBe(DAY);
-    expect(values).toHaveLength(6);
-    for (const v of values) expect(new Date(v).getHours()).toBe(0);
-    expect(values.every((v) => v >= min && v <= min + 6 * DAY)).toBe(true);
-    const labels = values.map((v) => timeTickLabel(v, step));
-    expect(new Set(labels).size).toBe(labels.length);
-  });
-  it('puts sub-day ticks on whole hours that divide the day, dated at midnight', () => {
-    const { step, values } = timeTicks(min, min + 2 * DAY, 7);
-    expect(step).toBe(12 * HOUR);
-    expect(values.length).toBeLessThanOrEqual(7);
-    for (const v of values) {
-      const hours = new Date(v).getHours();
-      expect([0, 12]).toContain(hours);
-      // "21 Nov" at midnight, "12:00" (or "12 PM", by locale) in between.
-      expect(timeTickLabel(v, step)).toBe(timeTickLabel(v, hours === 0 ? DAY : HOUR));
-    }
-    expect(values.some((v) => new Date(v).getHours() === 0)).toBe(true);
-  });
-  it('never gives more ticks than asked for', () => {
-    for (const span of [HOUR / 2, 5 * HOUR, 30 * HOUR, 9 * DAY, 90 * DAY, 800 * DAY]) {
-      for (const count of [4, 7]) expect(timeTicks(min, min + span, count).values.length).toBeLessThanOrEqual(count);
-    }
-  });
-  it('gives none for an empty range', () => {
-    expect(timeTicks(min, min, 7).values).toEqual([]);
-    expect(timeTicks(Number.NaN, min, 7).values).toEqual([]);
-  });
-});
