@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, Route, expect
 
 from questline.auth.tokens import Role
 from tests.dashboard.browser import Pages
@@ -425,3 +425,35 @@ def test_the_leaderboard_pages_beyond_fifty_and_the_graph_says_when_empty(
     expect(page.locator("[data-testid=graph-empty]")).to_contain_text("Widen the window")
     page.locator("#graph-reset").click()
     expect(page.locator("[data-testid=graph-empty]")).to_be_hidden()
+
+
+@one_backend
+def test_the_leaderboard_refresh_is_conditional_and_keeps_rows_on_304(
+    pages: Pages, live: LiveServer, org: SeededOrg
+) -> None:
+    """The live refresh sends If-None-Match with the ETag it holds and keeps its rows on
+    a 304. (The service's reads get ETags with the read model; here the browser's view
+    of the server adds one, so that the page's side is tested on its own.)"""
+    page = pages.open()
+    sent: list[str | None] = []
+
+    def conditional(route: Route) -> None:
+        tag = route.request.headers.get("if-none-match")
+        sent.append(tag)
+        if tag == '"lb-1"':
+            route.fulfill(status=304, headers={"ETag": '"lb-1"'})
+            return
+        response = route.fetch()
+        route.fulfill(response=response, headers={**response.headers, "etag": '"lb-1"'})
+
+    page.route("**/leaderboard?*", conditional)
+    sign_in(page, live, org)
+    expect(page.locator("#leaderboard-table")).to_have_attribute("data-etag", '"lb-1"')
+    with page.expect_response(
+        lambda r: "/leaderboard?" in r.url and r.status == 304, timeout=15_000
+    ):
+        pass
+    assert sent[0] is None
+    assert sent[-1] == '"lb-1"'
+    assert leaderboard_ids(page) == org.ranked_by_score
+    expect(page.locator("#leaderboard-updated")).to_contain_text("Updated")
