@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import datetime as dt
 import uuid
 from typing import Any
@@ -10,10 +11,13 @@ import httpx
 import pytest
 from fastapi import FastAPI
 from sqlalchemy import update
+from typer.testing import CliRunner
 
 from questline.auth import sessions
 from questline.auth.models import DashboardSession
 from questline.auth.tokens import Role
+from questline.cli.main import app as cli
+from questline.config import Settings
 from questline.web.state import AppState
 from tests.factories import World
 
@@ -197,3 +201,28 @@ async def test_without_a_cookie_the_session_is_401(client: httpx.AsyncClient) ->
     client.cookies.set(sessions.SESSION_COOKIE, "nope")
     unknown = await client.get("/auth/session")
     assert unknown.status_code == 401
+
+
+async def test_questline_signin_link_prints_a_working_one_time_link(
+    client: httpx.AsyncClient, settings: Settings, world: World
+) -> None:
+    org = world.org()
+    env = {
+        "QUESTLINE_DATA_DIR": str(settings.data_dir),
+        "QUESTLINE_PUBLIC_URL": "http://questline.test",
+    }
+    if settings.database_url:
+        env["QUESTLINE_DATABASE_URL"] = settings.database_url
+    args = ["signin-link", "--org", str(org.id), "--role", "member", "--email", "a@example.org"]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        result = pool.submit(CliRunner().invoke, cli, args, env=env).result()
+    assert result.exit_code == 0, result.output
+    link = result.output.strip().splitlines()[-1]
+    assert link.startswith("http://questline.test/ui/#code=")
+    info = await _sign_in(client, link.split("#code=")[1])
+    assert (info["Role"], info["Email"]) == ("member", "a@example.org")
+
+    refused = CliRunner().invoke(cli, ["signin-link", "--org", "nope"], env=env)
+    assert refused.exit_code != 0
+    operator = CliRunner().invoke(cli, ["signin-link", "--org", str(org.id), "--role", "operator"])
+    assert operator.exit_code != 0
