@@ -199,9 +199,6 @@ def polish_document(document: dict[str, Any], public_url: str) -> dict[str, Any]
             operation = item.get(method)
             if operation is None:
                 continue
-            for parameter in operation.get("parameters", []):
-                if parameter.get("name") in ("from", "to"):
-                    _mark_date_time(parameter.get("schema", {}))
             body = operation.get("requestBody", {}).get("content", {}).get("application/json")
             if body is not None and "example" not in body and "examples" not in body:
                 name, many = _component(body.get("schema", {}))
