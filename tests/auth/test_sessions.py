@@ -63,6 +63,13 @@ async def test_a_code_signs_in_once_and_the_cookie_reads_and_writes(
     cookie = client.cookies.get(sessions.SESSION_COOKIE)
     assert cookie
 
+    # Another site's page cannot sign a browser in (login CSRF).
+    other = await _code(app_state, org.id)
+    cross = await client.post(
+        "/auth/session", json={"Code": other}, headers={"Origin": "https://evil.example"}
+    )
+    assert cross.status_code == 403
+
     # The code was spent.
     again = await client.post("/auth/session", json={"Code": code})
     assert again.status_code == 401

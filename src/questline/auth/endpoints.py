@@ -111,6 +111,8 @@ async def create_session(
     (an identity provider's ID token) for the session cookie `questline_session`
     (HttpOnly, SameSite=Strict, Secure over HTTPS). The body repeats `GET /auth/session`."""
     state = app_state(request)
+    # No page of another site may sign a browser in (to an account of its choosing).
+    sessions.check_origin(request, state.settings)
     async with state.db.session(write=True) as session:
         if data.code is not None:
             grant = await sessions.exchange_code(session, settings=state.settings, code=data.code)

@@ -209,6 +209,11 @@ def check_csrf(request: Request, row: DashboardSession, settings: Settings) -> N
             f"A change made with the dashboard's session cookie needs the session's CSRF "
             f"token in the {CSRF_HEADER} header (GET /auth/session returns it)."
         )
+    check_origin(request, settings)
+
+
+def check_origin(request: Request, settings: Settings) -> None:
+    """A browser's ``Origin``, when sent, must be the service's own."""
     origin = request.headers.get("origin")
     if origin is not None:
         allowed = {_origin_of(str(request.base_url)), _origin_of(settings.public_url)}
