@@ -1,5 +1,5 @@
-"""Fixtures of the browser tests: a live server per backend, Chromium per module, a
-guarded page factory and a freshly seeded organization per test."""
+"""Fixtures of the browser tests: one live server per backend and one Chromium for the
+whole run, a guarded page factory and a freshly seeded organization per test."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from tests.dashboard.seed import SeededOrg, seed_org
 from tests.support.postgres import PostgresServer
 
 
-@pytest.fixture(scope="module", params=BACKENDS)
+@pytest.fixture(scope="session", params=BACKENDS)
 def live(
     tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> Iterator[LiveServer]:
@@ -31,7 +31,7 @@ def live(
         yield running
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def browser() -> Iterator[Browser]:
     path = chromium_path()
     if path is None:
