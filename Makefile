@@ -1,31 +1,55 @@
-# Questline — the commands of the README. Everything runs inside .venv.
+# Questline — the commands of the README. Everything runs inside .venv, installed by uv
+# from uv.lock; uv itself lives in .venv-tools (installed from PyPI with pip, pinned):
+# with the system's pip into a plain directory (no virtualenv to create), or, where
+# Python has no pip, into a virtualenv of its own.
 PYTHON ?= python3
+UV_VERSION := 0.13.8
 VENV := .venv
 BIN := $(VENV)/bin
+TOOLS := .venv-tools
+UV := $(TOOLS)/bin/uv
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# Test workers (pytest-xdist): "auto" = one per core.
+TEST_WORKERS ?= auto
 
-.PHONY: run setup test lint typecheck check format bench bench-quick clean
+# uv uses this machine's Python (never downloads one) and copies from its cache (which
+# may sit on another file system than the checkout).
+export UV_PYTHON := $(PYTHON)
+export UV_PYTHON_DOWNLOADS := never
+export UV_LINK_MODE := copy
+export UV_PROJECT_ENVIRONMENT := $(VENV)
 
-$(BIN)/questline: pyproject.toml requirements.lock
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -r requirements.lock
-	$(BIN)/pip install --quiet --no-deps -e .
-	touch $(BIN)/questline
+.PHONY: run setup setup-runtime test lint typecheck check format bench bench-quick lock clean
 
-setup: $(BIN)/questline
+$(UV):
+	$(PYTHON) -m pip install --quiet --disable-pip-version-check --target $(TOOLS) \
+		uv==$(UV_VERSION) \
+	|| { $(PYTHON) -m venv $(TOOLS) && $(TOOLS)/bin/python -m pip install --quiet \
+		--disable-pip-version-check uv==$(UV_VERSION); }
+	$(UV) --version
+
+## The runtime set only (what `make run` needs): no test or lint tool.
+setup-runtime: $(UV)
+	$(UV) sync --frozen --quiet --no-dev --inexact
+
+## Everything: the runtime set and the dev group (test and lint tools).
+setup: $(UV)
+	$(UV) sync --frozen --quiet
 
 ## Set up, migrate, load the demo when empty, print the token and URL, serve on 127.0.0.1:8000.
-run: setup
+run: setup-runtime
 	QUESTLINE_PUBLIC_URL=$${QUESTLINE_PUBLIC_URL:-http://$(HOST):$(PORT)} $(BIN)/questline demo
 	$(BIN)/questline serve --host $(HOST) --port $(PORT)
 
-## Set up and run the whole test suite (SQLite and a harness-started PostgreSQL).
+## Set up, install what only the OS ships (Chromium, as root; otherwise say what to
+## install), and run the whole test suite (SQLite and a harness-started PostgreSQL).
 test: setup
-	$(BIN)/python -m pytest
+	$(BIN)/python -m tests.support.system_packages --install
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 lint: setup
+	$(UV) lock --check --quiet  # uv.lock agrees with pyproject.toml (else: make lock)
 	$(BIN)/ruff check src tests
 	$(BIN)/ruff format --check src tests
 
@@ -38,6 +62,10 @@ format: setup
 	$(BIN)/ruff format src tests
 	$(BIN)/ruff check --fix src tests
 
+## Re-resolve uv.lock after a change of pyproject.toml's dependencies.
+lock: $(UV)
+	$(UV) lock
+
 ## Benchmarks (BENCHMARKS.md): SQLite and PostgreSQL at 1,000, 10,000 and 100,000 teams, ~20 min.
 bench: setup
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
@@ -47,4 +75,4 @@ bench-quick: setup
 	$(BIN)/python bench/run.py --quick $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) data .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(TOOLS) data .pytest_cache .mypy_cache .ruff_cache

@@ -24,7 +24,7 @@ from questline.storage.migrate import upgrade
 from questline.web.state import AppState
 from tests.factories import World
 from tests.support.database import empty_all_tables
-from tests.support.postgres import PostgresServer
+from tests.support.postgres import PostgresServer, unique_database_name
 
 BACKENDS = [
     b.strip()
@@ -79,7 +79,7 @@ def migrated_settings(
     data_dir: Path = tmp_path_factory.mktemp(f"data-{backend}")
     if backend == "postgresql":
         server: PostgresServer = request.getfixturevalue("postgres_server")
-        url = server.create_database(f"questline_{os.getpid()}")
+        url = server.create_database(unique_database_name())
         settings = Settings(data_dir=data_dir, database_url=url, **TEST_SETTINGS)
     else:
         settings = Settings(data_dir=data_dir, **TEST_SETTINGS)

@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 
 from asgi_correlation_id import CorrelationIdMiddleware
 from fastapi import FastAPI
+from fastapi.responses import RedirectResponse
 
 from questline import __version__
 from questline.auth.endpoints import router as auth_router
@@ -29,6 +30,7 @@ from questline.web.hardening import (
     SecurityHeadersMiddleware,
     drain,
 )
+from questline.web.head import HeadAsGetMiddleware
 from questline.web.middleware import AccessLogMiddleware, BodyGuardMiddleware
 from questline.web.openapi import install_openapi, mount_docs
 from questline.web.problems import router as problems_router
@@ -83,6 +85,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         problems_router,
     ):
         app.include_router(router)
+    app.add_api_route("/", _to_dashboard, methods=["GET"], include_in_schema=False)
     mount_docs(app)
     mount_dashboard(app)
     install_openapi(app, settings.public_url)
@@ -90,9 +93,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     return app
 
 
+async def _to_dashboard() -> RedirectResponse:
+    """``GET /``: the dashboard (a person who types the host lands somewhere useful)."""
+    return RedirectResponse("/ui/", status_code=307)
+
+
 def _add_middleware(app: FastAPI, state: AppState) -> None:
     """The ASGI stack, innermost first: the last one added sees a request first."""
     settings = state.settings
+    app.add_middleware(HeadAsGetMiddleware)  # innermost: the rest see (and log) HEAD
     app.add_middleware(CrashGuardMiddleware)
     app.add_middleware(
         RequestTimeoutMiddleware,

@@ -69,7 +69,8 @@ class Settings(BaseSettings):
     rate_limit_bulk: str = "20/minute"
 
     log_level: str = "INFO"
-    log_format: Literal["json", "text"] = "json"
+    log_format: Literal["auto", "json", "text"] = "auto"
+    """``auto``: human-readable lines when stderr is a terminal, JSON lines otherwise."""
     public_url: str = "http://127.0.0.1:8000"
 
     @property

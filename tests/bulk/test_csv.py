@@ -217,3 +217,17 @@ async def test_member_token_is_403_for_csv(world: World) -> None:
     response = await post_csv(org, "team,email,givenName,tags\r\nA,,,\r\n", headers=org.member)
     assert response.status_code == 403
     assert await org.teams() == []
+
+
+async def test_header_names_ignore_spaces_underscores_and_hyphens(world: World) -> None:
+    org = world.org()
+    body = "Team Name,E-mail,Given Name,TAGS\r\nRed,ada@example.org,Ada,x\r\n"
+    refused = await post_csv(org, body.encode())
+    assert refused.status_code == 422, "'Team Name' is not 'team': no guessing beyond spelling"
+    body = "Team,E_mail,Given Name,TAGS\r\nRed,ada@example.org,Ada,x\r\n"
+    response = await post_csv(org, body.encode())
+    assert response.status_code == 201, response.text
+    assert [(t["Name"], t["MemberCount"], t["Tags"]) for t in response.json()] == [
+        ("Red", 1, ["x"])
+    ]
+    assert [m["GivenName"] for m in await members_of(org)] == ["Ada"]

@@ -178,3 +178,55 @@ async def test_a_member_token_is_refused_and_nothing_is_created(
     assert "403" in done.stderr
     assert done.stdout == ""
     assert await org.teams() == []
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_skip_existing_leaves_existing_teams_alone_and_reports_them(
+    world: World, server: LiveServer, tmp_path: Path
+) -> None:
+    org = world.org()
+    red = await org.create_team("RED", tags=["kept"])  # the file says "Red": same name
+    path = write(tmp_path, COHORT)
+
+    refused = await asyncio.to_thread(run_import, path, server, org.admin_token)
+    assert refused.returncode == 1, "without the option an existing name is a conflict"
+
+    done = await asyncio.to_thread(
+        run_import, path, server, org.admin_token, "--skip-existing", "--batch-size", "2"
+    )
+    assert done.returncode == 0, done.stderr + server.log_text()
+    assert "skipped: Red (exists)" in done.stderr
+    assert "created 4 teams in 2 request(s); skipped 1 that exist." in done.stderr
+    assert [line.split("\t")[1] for line in done.stdout.splitlines()] == [
+        "Blue",
+        "Green",
+        "Yellow",
+        "Purple",
+    ]
+    assert sorted(await team_names(org)) == ["Blue", "Green", "Purple", "RED", "Yellow"]
+    kept = (await world.client.get(f"/team/{red['Id']}", headers=org.admin)).json()
+    assert kept["Tags"] == ["kept"]
+    assert kept["Members"] == []
+
+
+def test_headers_match_whatever_the_case_spacing_or_underscores(tmp_path: Path) -> None:
+    for header in (
+        "Team,E-mail,Given Name,Tags",
+        "team,email,given_name,tags",
+        "TEAM, EMAIL ,givenName,TAGS",
+        "tags,given name,team,e_mail",
+    ):
+        columns = [c.strip() for c in header.split(",")]
+        row = {"team": "Red", "email": "ada@example.org", "givenname": "Ada", "tags": "x"}
+        values = [
+            row[c.replace(" ", "").replace("_", "").replace("-", "").lower()] for c in columns
+        ]
+        path = write(tmp_path, f"{header}\r\n{','.join(values)}\r\n")
+        result = runner.invoke(cli, ["import", str(path), "--dry-run"])
+        assert result.exit_code == 0, (header, result.output)
+        assert "1 teams, 1 rows, no problems found" in result.output
+    plan = parse_csv(b"Team,E-mail,Given Name,Tags\r\nRed,ada@example.org,Ada,x\r\n", max_teams=9)
+    assert [(t.name, [p.given_name for p in t.people], t.tags) for t in plan.teams] == [
+        ("Red", ["Ada"], ["x"])
+    ]

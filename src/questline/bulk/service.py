@@ -22,6 +22,10 @@ from questline.teams import batch as teams_batch
 from questline.teams import schemas as team_schemas
 from questline.teams.service import name_key
 from questline.web.errors import Unprocessable
+from questline.web.metrics import BULK_ROWS_IMPORTED, TEAMS_CREATED, count_on_commit
+
+_CSV_ROWS = BULK_ROWS_IMPORTED.labels("csv")
+_JSON_ROWS = BULK_ROWS_IMPORTED.labels("json")
 
 
 async def create_teams(
@@ -49,6 +53,11 @@ async def create_teams(
         for team in plan.teams
     ]
     created = await teams_batch.insert_teams(session, org_id=org_id, teams=new_teams)
+    count_on_commit(session, TEAMS_CREATED, len(created))
+    if plan.header is not None:  # CSV: its records
+        count_on_commit(session, _CSV_ROWS, sum(len(team.spans) for team in plan.teams))
+    else:  # JSON: its items
+        count_on_commit(session, _JSON_ROWS, len(plan.teams))
     await bump(session, org_id)
     return created
 

@@ -8,6 +8,11 @@
    replays the batches that went through instead of creating them twice.
 3. Print the created teams (tab-separated: id, name, member count) on stdout; progress
    and problems go to stderr. Exit status 1 on any problem.
+
+``--skip-existing`` first lists the organization's teams (``GET /team``, paged) and
+leaves out of the requests every team of the file whose name (ignoring case) exists;
+each one is reported on stderr (``skipped: Red (exists)``). Without it, such a team is
+refused by the server as a conflict (409) and nothing of its batch is created.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -27,6 +32,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from questline.bulk import csv_batches
 from questline.bulk.csv_input import parse_csv
 from questline.bulk.schemas import BulkPlan
+from questline.teams.service import name_key
 from questline.web.errors import Problem
 
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
@@ -38,6 +44,35 @@ class ImportReport:
     created: list[dict[str, Any]] = field(default_factory=list)
     replayed_batches: int = 0
     batches: int = 0
+    skipped: list[str] = field(default_factory=list)
+    """Teams of the file left alone because their name exists (``--skip-existing``)."""
+
+
+TEAM_PAGE = 1000
+
+
+def existing_team_names(client: httpx.Client) -> set[str]:
+    """The organization's team names (by ``name_key``), following the ``Link`` pages."""
+    names: set[str] = set()
+    url: str | None = f"/team?limit={TEAM_PAGE}"
+    while url:
+        response = client.get(url)
+        if response.status_code != 200:
+            try:
+                detail = response.json().get("detail")
+            except ValueError:
+                detail = None
+            raise ImportFailed(detail or f"listing the teams: HTTP {response.status_code}")
+        names.update(name_key(team["Name"]) for team in response.json())
+        url = response.links.get("next", {}).get("url")
+    return names
+
+
+def without_existing(plan: BulkPlan, existing: set[str]) -> tuple[BulkPlan, list[str]]:
+    """The plan less the teams whose name exists; the names left out, in file order."""
+    kept = [t for t in plan.teams if name_key(t.name) not in existing]
+    skipped = [t.name for t in plan.teams if name_key(t.name) in existing]
+    return replace(plan, teams=kept), skipped
 
 
 class ImportFailed(Exception):
@@ -186,6 +221,10 @@ def import_teams(
     ] = 1000,
     dry_run: Annotated[bool, typer.Option(help="Check the file only; send nothing.")] = False,
     timeout: Annotated[float, typer.Option(help="Seconds to wait for each request.")] = 300.0,
+    skip_existing: Annotated[
+        bool,
+        typer.Option(help="Leave alone (and report) the teams whose name exists already."),
+    ] = False,
 ) -> None:
     """Create the teams of a CSV file: header team,email,givenName,tags; a row a member.
 
@@ -208,15 +247,23 @@ def import_teams(
         with httpx.Client(
             base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=timeout
         ) as client:
+            skipped: list[str] = []
+            if skip_existing:
+                plan, skipped = without_existing(plan, existing_team_names(client))
+                for name in skipped:
+                    console.print(f"skipped: {name} (exists)", highlight=False, markup=False)
             report = send(client, plan, batch_size=batch_size, console=console)
+            report.skipped = skipped
     except ImportFailed as failed:
         _print_created(failed.report)
         raise typer.Exit(1) from None
     _print_created(report)
     replayed = f", {report.replayed_batches} replayed from an earlier run"
+    skipped_note = f"; skipped {len(report.skipped)} that exist"
     console.print(
         f"created {len(report.created)} teams in {report.batches} request(s)"
-        f"{replayed if report.replayed_batches else ''}.",
+        f"{replayed if report.replayed_batches else ''}"
+        f"{skipped_note if report.skipped else ''}.",
         highlight=False,
     )
 

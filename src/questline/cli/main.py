@@ -8,7 +8,9 @@ from typing import Annotated
 
 import typer
 
+from questline import __version__
 from questline.auth.tokens import Role, TokenService
+from questline.cli.backup import backup_command, restore_command
 from questline.cli.importer import import_teams
 from questline.config import Settings
 from questline.storage.db import Database
@@ -21,6 +23,26 @@ token_app = typer.Typer(help="Token commands.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(token_app, name="token")
 app.command("import")(import_teams)
+app.command("backup")(backup_command)
+app.command("restore")(restore_command)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"questline {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version."
+        ),
+    ] = False,
+) -> None:
+    """Questline: teams, disciplines, progress and leaderboards."""
 
 
 @app.command()
@@ -62,10 +84,19 @@ def _upgrade(settings: Settings) -> None:
 
 
 @db_app.command("upgrade")
-def db_upgrade() -> None:
+def db_upgrade(
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Log each migration as it runs.")
+    ] = False,
+) -> None:
     """Apply the database migrations (creates the SQLite file when needed)."""
+    from questline.logging_setup import configure_logging
+    from questline.storage.migrate import upgrade
+
     settings = Settings()
-    _upgrade(settings)
+    if verbose:
+        configure_logging("INFO", settings.log_format)
+    upgrade(settings, verbose=verbose or None)
     typer.echo(f"database at head: {_redacted(settings.resolved_database_url)}")
 
 

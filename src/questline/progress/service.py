@@ -27,6 +27,7 @@ from questline.storage.db import insert_ignoring_conflicts, utcnow
 from questline.teams import service as teams_service
 from questline.teams.models import Team
 from questline.web.errors import FieldError, Unprocessable, not_found
+from questline.web.metrics import TASKS_COMPLETED, TASKS_WITHDRAWN, count_on_commit
 
 _completions = TaskCompletion.__table__
 CLOCK_SKEW = dt.timedelta(seconds=5)
@@ -127,6 +128,7 @@ async def complete_task(
     created = inserted.scalar_one_or_none() is not None
     score = team.score
     if created:
+        count_on_commit(session, TASKS_COMPLETED)
         [score] = await apply_steps(
             session,
             steps=[
@@ -166,6 +168,7 @@ async def withdraw_task(session: AsyncSession, *, team: Team, task_id: uuid.UUID
     ).one_or_none()
     if removed is None:
         raise not_found("completion of this task by this team")
+    count_on_commit(session, TASKS_WITHDRAWN)
     [score] = await apply_steps(
         session,
         steps=[

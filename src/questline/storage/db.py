@@ -27,6 +27,7 @@ from sqlalchemy.types import TypeDecorator
 from uuid_utils.compat import uuid7
 
 from questline.config import Settings
+from questline.storage.pool import MeteredQueuePool
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -91,7 +92,10 @@ class Database:
         if self.is_sqlite:
             settings.ensure_data_dir()
             self.engine = create_async_engine(
-                self.url, echo=settings.database_echo, connect_args={"timeout": 30}
+                self.url,
+                echo=settings.database_echo,
+                connect_args={"timeout": 30},
+                poolclass=MeteredQueuePool,
             )
             _configure_sqlite(self.engine)
         else:
@@ -101,6 +105,7 @@ class Database:
                 pool_size=settings.database_pool_size,
                 max_overflow=settings.database_pool_size,
                 pool_pre_ping=True,
+                poolclass=MeteredQueuePool,
             )
         self.write_engine = (
             self.engine.execution_options(**{SQLITE_BEGIN_OPTION: "IMMEDIATE"})

@@ -19,7 +19,14 @@ def alembic_config(settings: Settings) -> Config:
     return config
 
 
-def upgrade(settings: Settings, revision: str = "head") -> None:
+def upgrade(settings: Settings, revision: str = "head", *, verbose: bool | None = None) -> None:
+    """Migrate to ``revision``. Alembic's line per migration is logged only when
+    ``verbose`` (by default: at log level DEBUG)."""
+    from questline.logging_setup import quiet_migrations
+
+    if verbose is None:
+        verbose = settings.log_level.upper() == "DEBUG"
+    quiet_migrations(verbose=verbose)
     if settings.is_sqlite:
         settings.ensure_data_dir()
     command.upgrade(alembic_config(settings), revision)

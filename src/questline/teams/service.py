@@ -16,6 +16,7 @@ from questline.storage.db import insert_ignoring_conflicts, utcnow
 from questline.teams import schemas
 from questline.teams.models import Team, TeamMembership, TeamStatus
 from questline.web.errors import Conflict, FieldError, PreconditionFailed, Unprocessable, not_found
+from questline.web.metrics import TEAMS_CREATED, count_on_commit
 from questline.web.pagination import PageRequest, cursor_parts
 
 
@@ -169,6 +170,7 @@ async def create_team(
                 for m in member_ids
             ],
         )
+    count_on_commit(session, TEAMS_CREATED)
     await bump(session, org_id)
     return TeamWithCount(team, len(member_ids))
 

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from questline.storage.db import Base, UTCDateTime, utcnow
 from questline.web.errors import Unprocessable
+from questline.web.metrics import IDEMPOTENT_REPLAYS
 
 HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
@@ -124,6 +125,7 @@ async def load_record(session: AsyncSession, pending: PendingKey) -> Idempotency
 
 
 def replay(record: IdempotencyRecord) -> Response:
+    IDEMPOTENT_REPLAYS.inc()
     headers: dict[str, Any] = dict(record.headers)
     headers[REPLAYED_HEADER] = "true"
     media_type = headers.pop("content-type", None)

@@ -32,6 +32,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from questline.auth.tokens import TokenService
 from questline.config import Settings
 from questline.web.errors import TooManyRequests, Unauthorized, problem_from
+from questline.web.metrics import RATE_LIMITED
 
 logger = logging.getLogger("questline.web.ratelimit")
 
@@ -142,6 +143,7 @@ class RateLimitMiddleware:
             await self.app(scope, receive, send)
             return
         if not verdict.allowed:
+            RATE_LIMITED.labels(route_class.value).inc()
             problem = TooManyRequests(
                 f"Too many {route_class.value} from this caller; "
                 f"retry in {verdict.reset_seconds} s.",

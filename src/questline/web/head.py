@@ -1,0 +1,36 @@
+"""``HEAD`` wherever ``GET`` is answered (RFC 9110 §9.3.2): the same status and headers,
+no body.
+
+The request goes through as a ``GET`` (so every ``GET`` route, mounted files and the
+API alike, answers it with the same checks: authentication, ETags, 304s), and the
+response body is dropped. The response is complete as soon as its headers are out, so a
+stream (an event stream) ends there instead of running for a client that reads nothing.
+"""
+
+from __future__ import annotations
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+
+class HeadAsGetMiddleware:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "HEAD":
+            await self.app(scope, receive, send)
+            return
+        done = False
+
+        async def send_without_body(message: Message) -> None:
+            nonlocal done
+            if done:
+                return
+            if message["type"] == "http.response.start":
+                await send(message)
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+                done = True
+                return
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, send_without_body)

@@ -1,0 +1,63 @@
+"""The business counters of ``/metrics`` and how services bump them cheaply.
+
+A service calls :func:`count_on_commit` inside its transaction; the count is applied
+when that transaction commits (a request that fails and rolls back counts nothing) and
+dropped when it rolls back. The cost on a hot path is one list append in
+``session.info`` and, at commit, one ``Counter.inc`` per call.
+
+Counters that are not tied to a transaction (a replayed response, a refused request)
+are bumped directly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prometheus_client import Counter
+from sqlalchemy import event
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
+
+TEAMS_CREATED = Counter(
+    "questline_teams_created", "Teams created, one by one (POST /team) and in bulk"
+)
+TASKS_COMPLETED = Counter(
+    "questline_tasks_completed", "Task completions recorded (a repeated completion is not)"
+)
+TASKS_WITHDRAWN = Counter("questline_tasks_withdrawn", "Task completions withdrawn")
+BULK_ROWS_IMPORTED = Counter(
+    "questline_bulk_rows_imported",
+    "Rows of successful POST /team/bulk requests: CSV records, or JSON team items",
+    ["format"],
+)
+IDEMPOTENT_REPLAYS = Counter(
+    "questline_idempotent_replays",
+    "Responses replayed for a repeated Idempotency-Key instead of running the request again",
+)
+RATE_LIMITED = Counter(
+    "questline_rate_limited_requests",
+    "Requests refused with 429 by the rate limiter, by class of route",
+    ["route_class"],
+)
+
+_PENDING = "questline.metrics.pending"
+
+
+def count_on_commit(session: AsyncSession | Session, counter: Any, amount: float = 1) -> None:
+    """Add ``amount`` to ``counter`` (a Counter or a labelled child) when the session's
+    transaction commits."""
+    if amount:
+        session.info.setdefault(_PENDING, []).append((counter, amount))
+
+
+@event.listens_for(Session, "after_commit")
+def _apply(session: Session) -> None:
+    pending = session.info.pop(_PENDING, None)
+    if pending:
+        for counter, amount in pending:
+            counter.inc(amount)
+
+
+@event.listens_for(Session, "after_rollback")
+def _drop(session: Session) -> None:
+    session.info.pop(_PENDING, None)
