@@ -1,5 +1,7 @@
-"""Fixtures of the browser tests: one live server per backend and one Chromium for the
-whole run, a guarded page factory and a freshly seeded organization per test."""
+"""Fixtures of the browser tests: one live server per backend for the whole run,
+Chromium per module (Playwright's sync API keeps an event loop running in the thread
+while it is open: past the module it would break the tests that call asyncio.run in
+the same worker), a guarded page factory and a freshly seeded organization per test."""
 
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ def live(
         yield running
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     path = chromium_path()
     if path is None:
