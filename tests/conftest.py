@@ -37,6 +37,23 @@ TEST_SETTINGS: dict[str, Any] = {"_env_file": None, "rate_limit_enabled": False}
 """Rate limits are off in tests unless a test turns them on (tests/web does)."""
 
 
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """Which servers and browser this run uses (the system's, or the lock's wheels)."""
+    from tests.support import postgres, redis, system_packages
+
+    try:
+        pg = str(postgres.find_bin_dir())
+    except RuntimeError as exc:
+        pg = f"none ({exc})"
+    browser = system_packages.missing_reason(system_packages.CHROMIUM) or "present"
+    return [
+        f"backends: {', '.join(BACKENDS)}",
+        f"postgresql binaries: {pg}",
+        f"redis-server: {redis.find_binary() or 'none'}",
+        f"chromium: {browser}",
+    ]
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests marked ``postgres_only`` are not collected for SQLite (rather than skipped)."""
     kept: list[pytest.Item] = []

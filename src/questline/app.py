@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -23,18 +25,15 @@ from questline.progress.endpoints import router as progress_router
 from questline.readmodel.model import ReadModel
 from questline.storage.db import Database
 from questline.teams.endpoints import router as teams_router
+from questline.web import idempotency
 from questline.web.errors import CrashGuardMiddleware, install_error_handlers
-from questline.web.hardening import (
-    JsonDepthMiddleware,
-    RequestTimeoutMiddleware,
-    SecurityHeadersMiddleware,
-    drain,
-)
+from questline.web.hardening import RequestTimeoutMiddleware, SecurityHeadersMiddleware, drain
 from questline.web.head import HeadAsGetMiddleware
 from questline.web.middleware import AccessLogMiddleware, BodyGuardMiddleware
 from questline.web.openapi import install_openapi, mount_docs
 from questline.web.problems import router as problems_router
 from questline.web.ratelimit import BULK_SUFFIXES, RateLimiter, RateLimitMiddleware
+from questline.web.server import AllowedHostsMiddleware, ConcurrencyLimitMiddleware
 from questline.web.state import AppState
 
 DESCRIPTION = """
@@ -59,7 +58,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        yield
+        purger = asyncio.get_running_loop().create_task(idempotency.purge_periodically(state))
+        try:
+            yield
+        finally:
+            purger.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await purger
         await drain(state.cancelled_requests, grace=10)
         await state.db.dispose()
 
@@ -101,6 +106,7 @@ async def _to_dashboard() -> RedirectResponse:
 def _add_middleware(app: FastAPI, state: AppState) -> None:
     """The ASGI stack, innermost first: the last one added sees a request first."""
     settings = state.settings
+    hosts = [h.strip() for h in settings.allowed_hosts.split(",") if h.strip()]
     app.add_middleware(HeadAsGetMiddleware)  # innermost: the rest see (and log) HEAD
     app.add_middleware(CrashGuardMiddleware)
     app.add_middleware(
@@ -110,15 +116,18 @@ def _add_middleware(app: FastAPI, state: AppState) -> None:
         bulk_suffixes=BULK_SUFFIXES,
         cancelled=state.cancelled_requests,
     )
-    app.add_middleware(JsonDepthMiddleware, max_depth=settings.max_json_depth)
     app.add_middleware(
         BodyGuardMiddleware,
         limit=settings.max_body_bytes,
         bulk_limit=settings.max_bulk_body_bytes,
         bulk_suffixes=BULK_SUFFIXES,
+        body_timeout=settings.server_body_timeout_seconds,
     )
     if settings.rate_limit_enabled:
         app.add_middleware(RateLimitMiddleware, limiter=RateLimiter(settings), tokens=state.tokens)
+    app.add_middleware(ConcurrencyLimitMiddleware, limit=settings.server_max_concurrent_requests)
     app.add_middleware(AccessLogMiddleware)
+    if hosts and "*" not in hosts:
+        app.add_middleware(AllowedHostsMiddleware, hosts=hosts)
     app.add_middleware(SecurityHeadersMiddleware)
     app.add_middleware(CorrelationIdMiddleware, header_name="X-Request-Id")

@@ -21,6 +21,9 @@ class Settings(BaseSettings):
     """Overrides the embedded SQLite file, e.g. ``postgresql+asyncpg://user@host/db``."""
     database_pool_size: int = 10
     database_echo: bool = False
+    database_retry_attempts: int = Field(default=4, ge=1, le=20)
+    """A request whose transaction hits a deadlock or serialization failure (PostgreSQL)
+    is run again, up to this many attempts in all; then 503 with Retry-After."""
     database_listen_url: str | None = None
     """A direct (not pgbouncer) PostgreSQL URL for the read model's LISTEN connection;
     default: ``database_url``."""
@@ -34,6 +37,10 @@ class Settings(BaseSettings):
     jwt_public_key: str | None = None
     """PEM public key (RS256/ES256) of an identity provider."""
     jwt_jwks_url: str | None = None
+    jwt_jwks_timeout_seconds: float = Field(default=5, gt=0)
+    """A JWKS fetch taking longer fails (the request gets 503; cached keys stay in use)."""
+    jwt_jwks_ttl_seconds: float = Field(default=300, gt=0)
+    """Keys older than this are refreshed in the background while still used."""
     jwt_issuer: str | None = "questline"
     jwt_audience: str | None = "questline"
     jwt_org_claim: str = "org"
@@ -60,6 +67,30 @@ class Settings(BaseSettings):
     of clients and load balancers (httpx 5 s, many balancers 60 s), so that they close
     first: a server closing a connection as a client reuses it fails that request."""
 
+    # The server boundary (questline.web.server; docs/reliability.md "Limits").
+    server_max_request_line_bytes: int = Field(default=8192, ge=256)
+    """Longest request line (method, target, version): 414 past it."""
+    server_max_query_bytes: int = Field(default=4096, ge=64)
+    """Longest query string: 414 past it."""
+    server_max_header_line_bytes: int = Field(default=8192, ge=256)
+    """Longest header line (name and value): 431 past it."""
+    server_max_header_bytes: int = Field(default=32768, ge=1024)
+    """All header lines of a request together: 431 past it."""
+    server_header_timeout_seconds: float = Field(default=10, gt=0)
+    """The request line and headers must arrive within this (408 and close)."""
+    server_body_timeout_seconds: float = Field(default=60, gt=0)
+    """The whole body must arrive within this after the headers (408 and close)."""
+    server_max_connections: int = Field(default=1000, ge=1)
+    """Open connections per worker; past it a request is answered 503 and closed."""
+    server_max_concurrent_requests: int = Field(default=100, ge=1)
+    """Requests handled at once per worker; past it a fast 503 with Retry-After."""
+    trusted_proxies: str = ""
+    """Comma-separated addresses whose ``X-Forwarded-For``/``-Proto`` are believed (none
+    by default: the peer address is the client)."""
+    allowed_hosts: str = ""
+    """Comma-separated ``Host`` values served (empty or ``*``: any; links never use the
+    Host header, they are built on ``public_url``)."""
+
     # Rate limits per caller (token sub+org, else client address) and class of route.
     rate_limit_enabled: bool = True
     rate_limit_storage: str = "memory://"
@@ -67,6 +98,11 @@ class Settings(BaseSettings):
     rate_limit_reads: str = "1200/minute"
     rate_limit_writes: str = "300/minute"
     rate_limit_bulk: str = "20/minute"
+
+    metrics_token: str | None = None
+    """Bearer token ``/metrics`` asks for; unset: it answers loopback clients only."""
+    idempotency_purge_interval_seconds: float = Field(default=600, gt=0)
+    """How often each process deletes idempotency records older than their TTL."""
 
     log_level: str = "INFO"
     log_format: Literal["auto", "json", "text"] = "auto"
@@ -84,7 +120,10 @@ class Settings(BaseSettings):
         return self.resolved_database_url.startswith("sqlite")
 
     def ensure_data_dir(self) -> Path:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        """The data directory, private to the service's user (0700)."""
+        self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if self.data_dir.stat().st_mode & 0o077:
+            self.data_dir.chmod(0o700)
         return self.data_dir
 
 

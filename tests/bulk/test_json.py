@@ -52,7 +52,7 @@ async def test_creates_teams_in_input_order_with_members_and_tags(world: World) 
     assert all(t["OrganizationId"] == str(org.id) and t["Status"] == "Active" for t in created)
     assert all(t["Score"] == 0 and t["IsAdminTeam"] is False for t in created)
     assert sorted(await team_names(org)) == sorted([*before, "Zebras", "Antelopes", "Mice"])
-    detail = await world.client.get(f"/team/{created[0]['Id']}", headers=org.member)
+    detail = await world.client.get(f"/team/{created[0]['Id']}", headers=org.admin)
     assert {m["Email"] for m in detail.json()["Members"]} == {
         "ada@example.org",
         "grace@example.org",

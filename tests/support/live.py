@@ -43,7 +43,7 @@ class LiveServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, *, timeout: float = 60) -> LiveServer:
+    def start(self, *, timeout: float = 120) -> LiveServer:
         argv = [
             *questline_command(),
             "serve",
@@ -65,7 +65,7 @@ class LiveServer:
         self.wait_healthy(timeout)
         return self
 
-    def wait_healthy(self, timeout: float = 60) -> None:
+    def wait_healthy(self, timeout: float = 120) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process is not None and self.process.poll() is not None:

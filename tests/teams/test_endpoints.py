@@ -159,7 +159,10 @@ async def test_add_member_creates_then_reports_existing_membership(world: World)
     assert sorted(joined.json()["TeamIds"]) == sorted([team["Id"], other["Id"]])
     listed = await world.client.get(f"/team/{team['Id']}/members", headers=org.member)
     assert [m["Id"] for m in listed.json()] == [member["Id"]]
-    one = await world.client.get(f"/member/{member['Id']}", headers=org.member)
+    as_member = await world.client.get(f"/member/{member['Id']}", headers=org.member)
+    assert as_member.json()["Email"] is None  # members see names, not e-mails
+    assert as_member.json()["GivenName"] == "Ada"
+    one = await world.client.get(f"/member/{member['Id']}", headers=org.admin)
     assert one.status_code == 200
     assert one.json()["Email"] == "Ada@example.org"
 
@@ -216,10 +219,10 @@ async def test_member_list_pages_by_email(world: World) -> None:
     team = await org.create_team()
     for letter in "cab":
         await org.add_member(team["Id"], email=f"{letter}@example.org")
-    first = await world.client.get("/member?limit=2", headers=org.member)
+    first = await world.client.get("/member?limit=2", headers=org.admin)
     assert [m["Email"] for m in first.json()] == ["a@example.org", "b@example.org"]
     link = first.headers["Link"]
-    second = await world.client.get(link[1 : link.index(">")], headers=org.member)
+    second = await world.client.get(link[1 : link.index(">")], headers=org.admin)
     assert [m["Email"] for m in second.json()] == ["c@example.org"]
     assert "Link" not in second.headers
 

@@ -45,14 +45,13 @@ async def caller_from_cookie(request: Request, cookie: str) -> Caller:
     return sessions.caller_of(row)
 
 
-async def get_caller(
-    request: Request,
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)],
-) -> Caller:
+async def authenticate(request: Request, token: str | None) -> Caller:
+    """The verified caller of a bearer token, or else of the dashboard's session cookie
+    (its organization recorded once). A bearer token wins: API clients never depend on
+    a cookie they may carry."""
     state = app_state(request)
-    if credentials is not None:
-        # A bearer token wins: API clients never depend on a cookie they may carry.
-        caller = state.tokens.verify(credentials.credentials)
+    if token is not None:
+        caller = await state.tokens.verify_async(token)
     elif cookie := request.cookies.get(sessions.SESSION_COOKIE):
         caller = await caller_from_cookie(request, cookie)
     else:
@@ -60,7 +59,6 @@ async def get_caller(
             "Send a bearer token: 'Authorization: Bearer <JWT>' "
             "(or sign in to the dashboard at /ui/)."
         )
-    request_state(request).caller = caller
     if caller.org_id is not None and caller.org_id not in state.known_orgs:
         # Its own short write transaction: a read request stays a pure read, and the
         # row exists (committed) before anything of the organization refers to it.
@@ -70,19 +68,39 @@ async def get_caller(
     return caller
 
 
+async def get_caller(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)],
+) -> Caller:
+    state = request_state(request)
+    if state.caller is not None:  # authorized by the route before the body was read
+        return state.caller
+    caller = await authenticate(request, credentials.credentials if credentials else None)
+    state.caller = caller
+    return caller
+
+
 CallerDep = Annotated[Caller, Depends(get_caller)]
 
 
-async def tenant_member(caller: CallerDep) -> Tenant:
+def require_member(caller: Caller) -> Tenant:
     if caller.org_id is None:
         raise Forbidden("This operation acts inside an organization; operator tokens have none.")
     return Tenant(org_id=caller.org_id, caller=caller)
 
 
-async def tenant_admin(caller: CallerDep) -> Tenant:
+def require_admin(caller: Caller) -> Tenant:
     if caller.role is not Role.ADMIN or caller.org_id is None:
         raise Forbidden("This operation needs an organization admin token.")
     return Tenant(org_id=caller.org_id, caller=caller)
+
+
+async def tenant_member(caller: CallerDep) -> Tenant:
+    return require_member(caller)
+
+
+async def tenant_admin(caller: CallerDep) -> Tenant:
+    return require_admin(caller)
 
 
 MemberOf = Annotated[Tenant, Depends(tenant_member)]

@@ -18,6 +18,7 @@ from typing import Any
 
 import jwt
 
+from questline.auth.jwks import JwksCache, key_id_of
 from questline.config import SECRET_FILE_NAME, Settings
 from questline.web.errors import Unauthorized
 
@@ -43,11 +44,11 @@ class Caller:
 
 def load_or_create_secret(settings: Settings) -> str:
     """The HS256 secret: configured, or kept in the data directory (created once)."""
-    if settings.jwt_secret:
-        return settings.jwt_secret
+    if settings.jwt_secret is not None:
+        return _long_enough(settings.jwt_secret, "QUESTLINE_JWT_SECRET")
     path: Path = settings.ensure_data_dir() / SECRET_FILE_NAME
     try:
-        return path.read_text().strip()
+        return _long_enough(path.read_text().strip(), str(path))
     except FileNotFoundError:
         pass
     secret = secrets.token_urlsafe(48)
@@ -66,13 +67,37 @@ def load_or_create_secret(settings: Settings) -> str:
     return secret
 
 
+MIN_SECRET_BYTES = 32
+
+
+class WeakSecret(ValueError):
+    """The HS256 secret is shorter than ``MIN_SECRET_BYTES``: refused at start."""
+
+
+def _long_enough(secret: str, where: str) -> str:
+    if len(secret.encode()) < MIN_SECRET_BYTES:
+        raise WeakSecret(
+            f"The JWT signing secret in {where} is {len(secret.encode())} bytes; "
+            f"use at least {MIN_SECRET_BYTES} (e.g. `openssl rand -base64 48`)."
+        )
+    return secret
+
+
 class TokenService:
     """Verifies bearer tokens and mints the embedded default's tokens."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.algorithms = [a for a in settings.jwt_algorithms if a.lower() != "none"]
-        self._jwks = jwt.PyJWKClient(settings.jwt_jwks_url) if settings.jwt_jwks_url else None
+        self._jwks = (
+            JwksCache(
+                settings.jwt_jwks_url,
+                timeout=settings.jwt_jwks_timeout_seconds,
+                ttl=settings.jwt_jwks_ttl_seconds,
+            )
+            if settings.jwt_jwks_url
+            else None
+        )
         self._public_key = settings.jwt_public_key
         self._secret = (
             load_or_create_secret(settings)
@@ -111,11 +136,20 @@ class TokenService:
             claims["aud"] = self.settings.jwt_audience
         return jwt.encode(claims, self._secret, algorithm="HS256")
 
+    async def verify_async(self, token: str) -> Caller:
+        """``verify``, fetching an identity provider's key without blocking the loop."""
+        if self._jwks is not None:
+            return self._decode(token, await self._jwks.key_for(key_id_of(token)))
+        return self.verify(token)
+
     def verify(self, token: str) -> Caller:
+        return self._decode(token, self._verification_key(token))
+
+    def _decode(self, token: str, key: Any) -> Caller:
         try:
             claims = jwt.decode(
                 token,
-                key=self._verification_key(token),
+                key=key,
                 algorithms=self.algorithms,
                 audience=self.settings.jwt_audience,
                 issuer=self.settings.jwt_issuer,
@@ -129,11 +163,11 @@ class TokenService:
         return self._caller_from(claims)
 
     def _verification_key(self, token: str) -> Any:
-        if self._jwks is not None:
-            try:
-                return self._jwks.get_signing_key_from_jwt(token).key
-            except jwt.PyJWTError as exc:
-                raise Unauthorized(f"The token is not valid: {exc}.") from exc
+        if self._jwks is not None:  # no I/O here: only keys already fetched
+            key = self._jwks.cached_key(key_id_of(token))
+            if key is None:
+                raise Unauthorized("The token is not valid: its signing key is not known yet.")
+            return key
         if self._public_key is not None:
             return self._public_key
         return self._secret

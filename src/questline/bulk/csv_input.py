@@ -27,10 +27,12 @@ from questline.bulk.schemas import (
     TAG_SEPARATOR,
     BulkPlan,
     CsvRow,
+    ErrorLog,
     ItemError,
     LineSpan,
     PlannedTeam,
     check_team_count,
+    first_problems,
     nothing_to_create,
 )
 from questline.members.batch import Person
@@ -88,12 +90,14 @@ def parse_csv(body: bytes, *, max_teams: int) -> BulkPlan:
         len({name_key(r.values["team"].strip()) for r in records if r.values["team"].strip()}),
         max_teams=max_teams,
     )
-    builder = _TeamBuilder(errors=errors)
+    builder = _TeamBuilder()
     for record in records:
         builder.add(record)
+    listed, total = first_problems(errors, builder.errors)
     return BulkPlan(
         teams=list(builder.teams.values()),
-        errors=sorted(builder.errors, key=lambda e: e.position),
+        errors=listed,
+        error_total=total,
         text=text,
         header=header,
     )
@@ -104,7 +108,7 @@ def read_records(text: str) -> tuple[LineSpan, list[Record], list[ItemError]]:
     header: LineSpan | None = None
     columns: dict[str, int] = {}
     records: list[Record] = []
-    errors: list[ItemError] = []
+    errors = ErrorLog()
     for span, cells in _physical_records(text):
         if not any(cell.strip() for cell in cells):
             continue
@@ -187,7 +191,7 @@ class _TeamBuilder:
     """Folds valid rows into teams, collecting every problem with its line."""
 
     teams: dict[str, PlannedTeam] = field(default_factory=dict)
-    errors: list[ItemError] = field(default_factory=list)
+    errors: ErrorLog = field(default_factory=ErrorLog)
     _emails: dict[str, set[str]] = field(default_factory=dict)
     _tags: dict[str, set[str]] = field(default_factory=dict)
     _flagged: set[tuple[str, str]] = field(default_factory=set)
@@ -199,10 +203,10 @@ class _TeamBuilder:
 
     def add(self, record: Record) -> None:
         line = record.span.first
-        known_problems = len(self.errors)
+        known_problems = self.errors.total
         row = self._row(record, line)
         email = self._email(record.values["email"].strip(), line)
-        if row is None or len(self.errors) > known_problems:
+        if row is None or self.errors.total > known_problems:
             return
         if row.email is not None and row.given_name is None:
             self.error(line, "givenName", "Give the member's given name with the e-mail.")

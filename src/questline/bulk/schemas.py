@@ -10,14 +10,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from questline.members.batch import Person
 from questline.teams.schemas import Tags, TeamName
-from questline.web.errors import FieldError, PayloadTooLarge, Unprocessable
-from questline.web.schemas import text
+from questline.web.errors import MAX_LISTED_ERRORS, FieldError, PayloadTooLarge, Unprocessable
+from questline.web.schemas import normalized_name, text
 
 CSV_COLUMNS = ("team", "email", "givenName", "tags")
 CSV_HEADER = ",".join(CSV_COLUMNS)
 TAG_SEPARATOR = ";"
 
-GivenName = Annotated[str, text(100)]
+GivenName = Annotated[str, text(100), normalized_name(100)]
 
 
 class CsvRow(BaseModel):
@@ -45,6 +45,28 @@ class ItemError:
 
     def as_field_error(self) -> FieldError:
         return FieldError(field=self.field, message=self.message)
+
+
+class ErrorLog(list[ItemError]):
+    """Keeps the first ``keep`` problems in the order they are found, counts them all:
+    a file of a million bad rows must not become a million objects and a 156 MiB answer."""
+
+    def __init__(self, keep: int = MAX_LISTED_ERRORS) -> None:
+        super().__init__()
+        self.keep = keep
+        self.total = 0
+
+    def append(self, error: ItemError) -> None:
+        self.total += 1
+        if len(self) < self.keep:
+            super().append(error)
+
+
+def first_problems(*logs: list[ItemError]) -> tuple[list[ItemError], int]:
+    """The first problems by position across logs (each in position order), and the total."""
+    merged = sorted((e for log in logs for e in log), key=lambda e: e.position)
+    total = sum(log.total if isinstance(log, ErrorLog) else len(log) for log in logs)
+    return merged[:MAX_LISTED_ERRORS], total
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,10 +104,17 @@ class BulkPlan:
 
     teams: list[PlannedTeam]
     errors: list[ItemError]
+    """The first problems (at most ``MAX_LISTED_ERRORS``), in position order."""
+    error_total: int = -1
+    """How many problems there are in all (``-1``: as many as listed)."""
     text: str = ""
     """CSV: the decoded file (the import command cuts its batches from it)."""
     header: LineSpan | None = None
     """CSV: the lines of the header record."""
+
+    @property
+    def problem_count(self) -> int:
+        return len(self.errors) if self.error_total < 0 else self.error_total
 
 
 def check_team_count(count: int, *, max_teams: int) -> None:

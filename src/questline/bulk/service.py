@@ -21,7 +21,7 @@ from questline.readmodel.versions import bump
 from questline.teams import batch as teams_batch
 from questline.teams import schemas as team_schemas
 from questline.teams.service import name_key
-from questline.web.errors import Unprocessable
+from questline.web.errors import MAX_LISTED_ERRORS, Conflict, Unprocessable
 from questline.web.metrics import BULK_ROWS_IMPORTED, TEAMS_CREATED, count_on_commit
 
 _CSV_ROWS = BULK_ROWS_IMPORTED.labels("csv")
@@ -32,11 +32,18 @@ async def create_teams(
     session: AsyncSession, *, org_id: uuid.UUID, plan: BulkPlan
 ) -> list[team_schemas.Team]:
     """Create every team of the plan, or raise 422 naming every problem and write nothing."""
-    errors = list(plan.errors)
-    errors += await _taken_names(session, org_id=org_id, teams=plan.teams)
-    errors += await _unknown_members(session, org_id=org_id, teams=plan.teams)
+    taken = await _taken_names(session, org_id=org_id, teams=plan.teams)
+    unknown = await _unknown_members(session, org_id=org_id, teams=plan.teams)
+    if taken and not unknown and plan.problem_count == 0:
+        # The request is fine in itself; it conflicts with the organization's state.
+        noun = "name is" if len(taken) == 1 else "names are"
+        raise Conflict(
+            f"{len(taken)} team {noun} already used in your organization; nothing was created.",
+            errors=[e.as_field_error() for e in sorted(taken, key=lambda e: e.position)],
+        )
+    errors = [*plan.errors, *taken, *unknown]
     if errors:
-        raise _report(errors)
+        raise _report(errors, unlisted=plan.problem_count - len(plan.errors))
     ids_by_email = await members_batch.find_or_create_many(
         session, org_id=org_id, people=[p for team in plan.teams for p in team.people]
     )
@@ -102,10 +109,16 @@ async def _unknown_members(
     return errors
 
 
-def _report(errors: list[ItemError]) -> Unprocessable:
+def _report(errors: list[ItemError], *, unlisted: int = 0) -> Unprocessable:
+    """422 listing the first problems by position, with the total count."""
     errors.sort(key=lambda e: e.position)
-    noun = "problem" if len(errors) == 1 else "problems"
-    return Unprocessable(
-        f"{len(errors)} {noun} in the request; nothing was created.",
-        errors=[e.as_field_error() for e in errors],
+    total = len(errors) + unlisted
+    noun = "problem" if total == 1 else "problems"
+    listed = errors[:MAX_LISTED_ERRORS]
+    shown = "" if total == len(listed) else f" (the first {len(listed)} are listed)"
+    problem = Unprocessable(
+        f"{total} {noun} in the request{shown}; nothing was created.",
+        errors=[e.as_field_error() for e in listed],
     )
+    problem.error_count = total if shown else None
+    return problem

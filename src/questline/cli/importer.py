@@ -95,7 +95,8 @@ def check_file(data: bytes, console: Console) -> BulkPlan:
     if plan.errors:
         _print_problem(
             console,
-            f"{len(plan.errors)} problem(s) in the file; nothing was sent.",
+            f"{plan.problem_count} problem(s) in the file (the first {len(plan.errors)} "
+            "shown); nothing was sent.",
             [(e.field, e.message) for e in plan.errors],
         )
         raise ImportFailed("the file has problems")

@@ -64,17 +64,9 @@ def serve(
     if settings.is_sqlite and workers > 1:
         typer.echo("SQLite serves from one process; use PostgreSQL for several workers.", err=True)
         workers = 1
-    uvicorn.run(
-        "questline.app:create_app",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        access_log=False,
-        log_config=None,
-        proxy_headers=True,
-        timeout_keep_alive=settings.keep_alive_seconds,
-    )
+    from questline.web.server import uvicorn_options
+
+    uvicorn.run(**uvicorn_options(settings, host=host, port=port, workers=workers))
 
 
 def _upgrade(settings: Settings) -> None:

@@ -12,9 +12,10 @@ from questline.auth.dependencies import CallerDep
 from questline.disciplines import schemas, service
 from questline.disciplines.examples import BASIC_DOCUMENT, FULL_DOCUMENT
 from questline.web.openapi import problem_responses
-from questline.web.pagination import PageDep, announce_next_page, split_page
+from questline.web.pagination import PageDep, announce_next_page, public_url, split_page
 from questline.web.paths import DisciplineId
 from questline.web.routing import SessionDep, TransactionalRoute
+from questline.web.schemas import QueryBoolean
 
 router = APIRouter(prefix="/discipline", tags=["disciplines"], route_class=TransactionalRoute)
 
@@ -24,7 +25,7 @@ EXAMPLES: dict[str, Example] = {
 }
 
 Force = Annotated[
-    bool,
+    QueryBoolean,
     Query(
         description="Also remove tasks that teams completed; their progress is withdrawn "
         "(negative steps in the score history). Without it that is 409."
@@ -49,7 +50,9 @@ def _json(model: BaseModel, *, status_code: int = 200, headers: dict[str, str]) 
 
 
 def _location(request: Request, discipline_id: Any) -> str:
-    return str(request.url_for("get_discipline", discipline_id=str(discipline_id)))
+    return public_url(
+        request, request.app.url_path_for("get_discipline", discipline_id=str(discipline_id))
+    )
 
 
 @router.get(

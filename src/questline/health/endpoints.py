@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import hmac
 from collections.abc import Iterator
 
 from fastapi import APIRouter, Request, Response
@@ -9,9 +10,9 @@ from prometheus_client.registry import Collector
 from pydantic import BaseModel
 from sqlalchemy import text
 
-from questline.storage.db import Database
+from questline.storage.db import Database, utcnow
 from questline.storage.pool import pool_status
-from questline.web.errors import ServiceUnavailable
+from questline.web.errors import NotFound, ServiceUnavailable
 from questline.web.openapi import problem_responses
 from questline.web.state import app_state
 
@@ -28,24 +29,48 @@ async def healthz() -> Health:
     return Health(status="ok")
 
 
+PROBE_WRITE = text(
+    "INSERT INTO health_probe (id, checked_at) VALUES (1, :at) "
+    "ON CONFLICT (id) DO UPDATE SET checked_at = excluded.checked_at"
+)
+
+
 @router.get("/readyz", response_model=Health, responses=problem_responses(503))
 async def readyz(request: Request) -> Health:
-    """Readiness: the database answers."""
+    """Readiness: the database accepts a write (one row of ``health_probe``, committed):
+    a full disk, a read-only file or a read-only replica is not ready."""
     db = app_state(request).db
     try:
-        async with db.engine.connect() as connection:
-            await connection.execute(text("SELECT 1"))
+        async with db.session(write=True) as session:
+            await session.execute(PROBE_WRITE, {"at": utcnow()})
     except Exception as exc:
         raise ServiceUnavailable(
-            "The database is not reachable.", headers={"Retry-After": "5"}
+            "The database does not accept writes right now.", headers={"Retry-After": "5"}
         ) from exc
     return Health(status="ready")
+
+
+LOOPBACK = frozenset({"127.0.0.1", "::1"})
+
+
+def _may_scrape(request: Request) -> bool:
+    """With ``QUESTLINE_METRICS_TOKEN``: that bearer token, from anywhere. Without it: the
+    loopback interface only (a scraper beside the process); others get 404."""
+    token = app_state(request).settings.metrics_token
+    if token:
+        scheme, _, given = request.headers.get("authorization", "").partition(" ")
+        return scheme.lower() == "bearer" and hmac.compare_digest(
+            given.strip().encode(), token.encode()
+        )
+    return request.client is not None and request.client.host in LOOPBACK
 
 
 @router.get("/metrics", include_in_schema=False)
 async def metrics(request: Request) -> Response:
     """Prometheus metrics of this process: requests and latency, the business counters
     (``questline.web.metrics``), and the database pool of this application."""
+    if not _may_scrape(request):
+        raise NotFound(f"There is no resource at {request.url.path}.")
     pool = CollectorRegistry(auto_describe=False)
     pool.register(PoolCollector(app_state(request).db))
     return Response(generate_latest() + generate_latest(pool), media_type=CONTENT_TYPE_LATEST)

@@ -12,6 +12,7 @@ from questline.leaderboard import graphs, schemas, service
 from questline.teams import service as teams_service
 from questline.web.errors import not_found
 from questline.web.openapi import problem_responses
+from questline.web.pagination import public_url
 from questline.web.paths import TeamId
 from questline.web.routing import SessionDep, TransactionalRoute
 from questline.web.schemas import InputDateTime
@@ -90,7 +91,8 @@ async def get_leaderboard(
     )
     if len(entries) > limit:
         entries = entries[:limit]
-        url = request.url.include_query_params(limit=limit, offset=offset + limit)
+        query = {**request.query_params, "limit": str(limit), "offset": str(offset + limit)}
+        url = public_url(request, request.url.path, query)
         response.headers["Link"] = f'<{url}>; rel="next"'
     return [
         schemas.LeaderboardEntry(

@@ -6,6 +6,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from sqlalchemy import select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -21,6 +22,18 @@ from questline.web.pagination import PageRequest, cursor_parts
 class FoundMember:
     member: Member
     created: bool
+
+
+def as_seen_by(viewer: _Viewer, members: list[schemas.Member]) -> list[schemas.Member]:
+    """What a caller may see of members: admins everything; members names, not e-mails."""
+    if viewer.is_admin:
+        return members
+    return [member.model_copy(update={"email": None}) for member in members]
+
+
+class _Viewer(Protocol):
+    @property
+    def is_admin(self) -> bool: ...
 
 
 def email_key(email: str) -> str:

@@ -8,6 +8,7 @@ from questline.auth.dependencies import AdminOf, MemberOf
 from questline.progress import overview, schemas, service
 from questline.teams import service as teams_service
 from questline.web.openapi import problem_responses
+from questline.web.pagination import public_url
 from questline.web.paths import TaskId, TeamId
 from questline.web.routing import SessionDep, TransactionalRoute
 
@@ -39,16 +40,18 @@ async def complete_task(
     201 when this completes it (the team's `Score` grows by the task's points), 200 when
     it was already completed (nothing changes). Archived teams refuse progress (409).
     """
+    await service.hold_discipline_of_task(session, task_id=data.task_id)
     team = await teams_service.get_team(
         session, org_id=tenant.org_id, team_id=team_id, for_update=True
     )
     result = await service.complete_task(session, team=team, data=data)
     if not result.created:
         response.status_code = status.HTTP_200_OK
-    response.headers["Location"] = str(
-        request.url_for(
+    response.headers["Location"] = public_url(
+        request,
+        request.app.url_path_for(
             "get_completion", team_id=str(team_id), task_id=str(result.completion.task_id)
-        )
+        ),
     )
     return service.to_schema(result.completion, result.score)
 

@@ -13,7 +13,7 @@ import datetime as dt
 import enum
 import uuid
 
-from sqlalchemy import Enum, ForeignKey, ForeignKeyConstraint, Index
+from sqlalchemy import BigInteger, Enum, ForeignKey, ForeignKeyConstraint, Index
 from sqlalchemy.orm import Mapped, mapped_column
 
 from questline.storage.db import Base, UTCDateTime, new_id, utcnow
@@ -85,7 +85,7 @@ class ScoreEvent(Base):
         )
     )
     delta: Mapped[int]
-    score_after: Mapped[int]
+    score_after: Mapped[int] = mapped_column(BigInteger)
     """The team's score right after this change was applied (in the order applied)."""
     at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
     """When the change counts on the graph: the completion time, or the withdrawal time."""

@@ -48,6 +48,24 @@ class CompletionResult:
     score: int
 
 
+async def hold_discipline_of_task(session: AsyncSession, *, task_id: uuid.UUID) -> None:
+    """Share-lock the discipline of ``task_id`` (PostgreSQL) *before* the team is locked.
+
+    The global lock order is discipline, then teams (sorted), then completions: a
+    discipline replaced or deleted with ``force`` holds its row ``FOR UPDATE`` while it
+    locks the affected teams, so a completion must not hold its team while it waits for
+    the discipline (the deadlock of the report). Holding the discipline first also means
+    no completion of its tasks can appear while it is being replaced ("teams discovered
+    late"). An unknown task locks nothing; ``find_task`` answers 404 afterwards.
+    """
+    await session.execute(
+        select(Discipline.id)
+        .join(Task, Task.discipline_id == Discipline.id)
+        .where(Task.id == task_id)
+        .with_for_update(key_share=True, of=Discipline)
+    )
+
+
 async def find_task(session: AsyncSession, *, org_id: uuid.UUID, task_id: uuid.UUID) -> TaskRef:
     """The task, when its discipline is visible to the organization; else 404."""
     row = (

@@ -7,6 +7,7 @@ services only ``flush()``, never ``commit()``.
 from __future__ import annotations
 
 import datetime as dt
+import os
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -94,6 +95,7 @@ class Database:
             self.engine = create_async_engine(
                 self.url,
                 echo=settings.database_echo,
+                hide_parameters=True,
                 connect_args={"timeout": 30},
                 poolclass=MeteredQueuePool,
             )
@@ -105,6 +107,7 @@ class Database:
                 pool_size=settings.database_pool_size,
                 max_overflow=settings.database_pool_size,
                 pool_pre_ping=True,
+                hide_parameters=True,  # error messages and logs carry no SQL parameters
                 poolclass=MeteredQueuePool,
             )
         self.write_engine = (
@@ -161,6 +164,19 @@ class Database:
         await self.engine.dispose()
 
 
+def _make_private(database: str | None) -> None:
+    """The SQLite file and its WAL and shared-memory files: 0600 (owner only)."""
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return
+    for suffix in ("", "-wal", "-shm"):
+        path = database + suffix
+        try:
+            if os.stat(path).st_mode & 0o077:
+                os.chmod(path, 0o600)
+        except FileNotFoundError:
+            continue
+
+
 def _configure_sqlite(engine: AsyncEngine) -> None:
     @event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -172,6 +188,7 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA busy_timeout=30000")
         cursor.close()
+        _make_private(engine.url.database)
 
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(conn: Connection) -> None:

@@ -12,7 +12,13 @@ from questline.members import service as members_service
 from questline.members.schemas import Member
 from questline.teams import models, schemas, service
 from questline.web.openapi import problem_responses
-from questline.web.pagination import PageDep, announce_next_page, split_page
+from questline.web.pagination import (
+    BoundedPageDep,
+    PageDep,
+    announce_next_page,
+    public_url,
+    split_page,
+)
 from questline.web.paths import MemberId, TeamId
 from questline.web.routing import SessionDep, TransactionalRoute
 
@@ -29,7 +35,7 @@ async def _changed_team(
 
 
 def _location(request: Request, team_id: object) -> str:
-    return str(request.url_for("get_team", team_id=str(team_id)))
+    return public_url(request, request.app.url_path_for("get_team", team_id=str(team_id)))
 
 
 @router.get("", response_model=list[schemas.Team], responses=problem_responses(401, 403, 422))
@@ -74,7 +80,9 @@ async def get_team(
     members = await service.team_members(
         session, org_id=tenant.org_id, team_id=team.id, page=members_service.ALL
     )
-    described = await members_service.describe(session, org_id=tenant.org_id, members=members)
+    described = members_service.as_seen_by(
+        tenant, await members_service.describe(session, org_id=tenant.org_id, members=members)
+    )
     response.headers["ETag"] = service.etag_of(team)
     base = service.to_schema(team, len(described))
     return schemas.TeamDetail(**base.model_dump(), members=described)
@@ -131,9 +139,10 @@ async def list_team_members(
     response: Response,
     tenant: MemberOf,
     session: SessionDep,
-    page: PageDep,
+    page: BoundedPageDep,
 ) -> list[Member]:
-    """The team's members, by e-mail (opt-in paging)."""
+    """The team's members, by e-mail; paged (`limit`, default 100, at most 1000; the next
+    page in the `Link` header). Members (role `member`) see names, not e-mails."""
     team = await service.get_team(session, org_id=tenant.org_id, team_id=team_id)
     rows = list(
         await service.team_members(session, org_id=tenant.org_id, team_id=team.id, page=page)
@@ -142,7 +151,8 @@ async def list_team_members(
     announce_next_page(
         request, response, page, members_service.cursor_of(rows[-1]) if more else None
     )
-    return await members_service.describe(session, org_id=tenant.org_id, members=rows)
+    described = await members_service.describe(session, org_id=tenant.org_id, members=rows)
+    return members_service.as_seen_by(tenant, described)
 
 
 @router.post(
@@ -170,8 +180,8 @@ async def add_member(
     )
     if not result.membership_created:
         response.status_code = status.HTTP_200_OK
-    response.headers["Location"] = str(
-        request.url_for("get_member", member_id=str(result.member.id))
+    response.headers["Location"] = public_url(
+        request, request.app.url_path_for("get_member", member_id=str(result.member.id))
     )
     [described] = await members_service.describe(
         session, org_id=tenant.org_id, members=[result.member]

@@ -6,6 +6,7 @@ import uuid
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Enum,
     ForeignKey,
     ForeignKeyConstraint,
@@ -32,7 +33,8 @@ class Team(Base):
     )
     id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=new_id)
     name: Mapped[str] = mapped_column(String(100))
-    name_key: Mapped[str] = mapped_column(String(100))
+    name_key: Mapped[str] = mapped_column(String(300))
+    """The case-folded name (up to 3 characters a character: 'ß' folds to 'ss')."""
     """The name lower-cased: unique per organization, and the list order."""
     status: Mapped[TeamStatus] = mapped_column(
         Enum(
@@ -41,7 +43,8 @@ class Team(Base):
         default=TeamStatus.ACTIVE,
     )
     tags: Mapped[list[str]] = mapped_column(JSON, default=list)
-    score: Mapped[int] = mapped_column(default=0)
+    score: Mapped[int] = mapped_column(BigInteger, default=0)
+    """Up to 9,223,372,036,854,775,807 (BIGINT); a task is worth at most 1,000,000."""
     tasks_completed: Mapped[int] = mapped_column(default=0, server_default="0")
     """The team's current completions, kept beside the score (no count per ranked row)."""
     score_reached_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)

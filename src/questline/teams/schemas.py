@@ -7,13 +7,24 @@ from pydantic import AfterValidator, EmailStr, Field
 
 from questline.members.schemas import Member
 from questline.teams.models import TeamStatus
-from questline.web.schemas import InputModel, OutputModel, UtcDateTime, text
+from questline.web.schemas import (
+    InputModel,
+    OutputModel,
+    StrictBoolean,
+    UtcDateTime,
+    fits_when_case_folded,
+    normalized_name,
+    text,
+)
 
 MAX_TAGS = 20
+NAME_KEY_LENGTH = 300
 MAX_MEMBERS_ON_CREATE = 1000
 
-TeamName = Annotated[str, text(100)]
-Tag = Annotated[str, text(50)]
+TeamName = Annotated[str, text(100), normalized_name(100), fits_when_case_folded(NAME_KEY_LENGTH)]
+"""NFKC-normalized (a fullwidth R is a plain R), no invisible characters, 1 to 100
+characters after normalization; its case-folded key fits ``teams.name_key``."""
+Tag = Annotated[str, text(50), normalized_name(50)]
 
 
 def _dedupe_tags(tags: list[str]) -> list[str]:
@@ -44,16 +55,16 @@ class TeamUpdate(InputModel):
 
 
 class AdminFlag(InputModel):
-    is_admin_team: bool = Field(alias="IsAdminTeam")
+    is_admin_team: StrictBoolean = Field(alias="IsAdminTeam")
 
 
 class SurveyFlag(InputModel):
-    is_survey_completed: bool = Field(default=True, alias="IsSurveyCompleted")
+    is_survey_completed: StrictBoolean = Field(default=True, alias="IsSurveyCompleted")
 
 
 class MemberAdd(InputModel):
     email: Annotated[EmailStr, Field(max_length=320)]
-    given_name: Annotated[str, text(100)] = Field(alias="givenName")
+    given_name: Annotated[str, text(100), normalized_name(100)] = Field(alias="givenName")
 
 
 class Team(OutputModel):

@@ -9,11 +9,13 @@ record conflicts, its transaction rolls back, and it replays the first one's res
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import hashlib
+import logging
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import Request, Response
 from sqlalchemy import JSON, LargeBinary, String, delete, select
@@ -23,6 +25,11 @@ from sqlalchemy.orm import Mapped, mapped_column
 from questline.storage.db import Base, UTCDateTime, utcnow
 from questline.web.errors import Unprocessable
 from questline.web.metrics import IDEMPOTENT_REPLAYS
+
+if TYPE_CHECKING:
+    from questline.web.state import AppState
+
+logger = logging.getLogger("questline.web.idempotency")
 
 HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
@@ -139,3 +146,21 @@ async def purge_expired(session: AsyncSession, *, ttl: dt.timedelta) -> int:
         delete(IdempotencyRecord).where(IdempotencyRecord.created_at < utcnow() - ttl)
     )
     return int(getattr(result, "rowcount", 0) or 0)
+
+
+async def purge_periodically(state: AppState) -> None:
+    """Delete expired records every ``QUESTLINE_IDEMPOTENCY_PURGE_INTERVAL_SECONDS`` (each
+    process; the deletes are idempotent). Started by the application's lifespan."""
+    settings = state.settings
+    ttl = dt.timedelta(hours=settings.idempotency_ttl_hours)
+    while True:
+        try:
+            async with state.db.session(write=True) as session:
+                purged = await purge_expired(session, ttl=ttl)
+            if purged:
+                logger.info("purged %s expired idempotency records", purged)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the database is down: try again next time
+            logger.warning("idempotency purge failed: %s", type(exc).__name__)
+        await asyncio.sleep(settings.idempotency_purge_interval_seconds)

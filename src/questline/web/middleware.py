@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import Any
@@ -10,7 +11,13 @@ from prometheus_client import Counter, Histogram
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from questline.web.errors import PayloadTooLarge, Problem, UnsupportedMediaType, problem_from
+from questline.web.errors import (
+    PayloadTooLarge,
+    Problem,
+    RequestTimeout,
+    UnsupportedMediaType,
+    problem_from,
+)
 
 access_logger = logging.getLogger("questline.access")
 
@@ -51,19 +58,30 @@ def _is_json(media_type: str) -> bool:
 
 
 class BodyGuardMiddleware:
-    """413 for bodies over the limit (declared or streamed), 415 for non-JSON bodies.
+    """413 for bodies over the limit (declared or streamed), 415 for non-JSON bodies, 408
+    for a body that does not arrive within ``body_timeout`` seconds.
 
-    Routes listed in ``csv_paths`` (by suffix) also accept ``text/csv`` and get the
-    larger ``bulk_limit``.
+    The declared length and media type are checked at once; the body itself is *not*
+    read here: it is read when the route asks for it, after authorization
+    (``questline.web.routing``), through a ``receive`` that counts its bytes and watches
+    the deadline (raising ``PayloadTooLarge`` or ``RequestTimeout``). Routes listed in
+    ``bulk_suffixes`` also accept ``text/csv`` and get the larger ``bulk_limit``.
     """
 
     def __init__(
-        self, app: ASGIApp, *, limit: int, bulk_limit: int, bulk_suffixes: tuple[str, ...]
+        self,
+        app: ASGIApp,
+        *,
+        limit: int,
+        bulk_limit: int,
+        bulk_suffixes: tuple[str, ...],
+        body_timeout: float = 60,
     ) -> None:
         self.app = app
         self.limit = limit
         self.bulk_limit = bulk_limit
         self.bulk_suffixes = bulk_suffixes
+        self.body_timeout = body_timeout
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] not in BODY_METHODS:
@@ -86,46 +104,47 @@ class BodyGuardMiddleware:
                 problem = UnsupportedMediaType(
                     f"Send the body as {accepted} (got {media or 'no Content-Type'})."
                 )
-        if problem is None:
-            body, too_large = await _read_body(receive, limit)
-            if too_large:
-                problem = PayloadTooLarge(too_large_message(limit))
         if problem is not None:
             response = problem_from(Request(scope), problem)
             await response(scope, receive, send)
             return
-        await self.app(scope, _replaying(body, receive), send)
+        await self.app(scope, _bounded(receive, limit, self.body_timeout), send)
 
 
-async def _read_body(receive: Receive, limit: int) -> tuple[bytes, bool]:
-    """The whole body, read up to ``limit`` bytes (a chunked body declares no length)."""
-    chunks: list[bytes] = []
+def _bounded(receive: Receive, limit: int, timeout: float) -> Receive:
+    """``receive`` that refuses more than ``limit`` body bytes (413) and a body still
+    incomplete ``timeout`` seconds after it was first asked for (408)."""
     size = 0
-    while True:
-        message = await receive()
+    deadline: float | None = None
+    finished = False
+
+    async def bounded() -> Message:
+        nonlocal size, deadline, finished
+        if finished:
+            return await receive()
+        loop = asyncio.get_running_loop()
+        if deadline is None:
+            deadline = loop.time() + timeout
+        try:
+            async with asyncio.timeout_at(deadline):
+                message = await receive()
+        except TimeoutError:
+            finished = True
+            raise RequestTimeout(
+                f"The body did not arrive within {timeout:g} s; send it faster.",
+                headers={"Connection": "close"},
+            ) from None
         if message["type"] != "http.request":
-            return b"", False
-        chunk = message.get("body", b"")
-        size += len(chunk)
+            return message
+        size += len(message.get("body", b""))
         if size > limit:
-            return b"", True
-        chunks.append(chunk)
+            finished = True
+            raise PayloadTooLarge(too_large_message(limit), headers={"Connection": "close"})
         if not message.get("more_body", False):
-            return b"".join(chunks), False
+            finished = True
+        return message
 
-
-def _replaying(body: bytes, receive: Receive) -> Receive:
-    """Hand the buffered body to the app, then pass on what comes next (disconnects)."""
-    sent = False
-
-    async def wrapped() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return wrapped
+    return bounded
 
 
 class AccessLogMiddleware:

@@ -6,9 +6,12 @@ Lists stay JSON arrays; the next page is announced in an RFC 8288 ``Link`` heade
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 import json
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
+from urllib.parse import urlencode
 
 from fastapi import Depends, Query, Request, Response
 
@@ -32,53 +35,132 @@ class PageRequest:
 def cursor_parts(values: list[Any], *converters: Any) -> tuple[Any, ...]:
     """Convert a decoded cursor's values, e.g. ``cursor_parts(v, str, uuid.UUID)``."""
     if len(values) != len(converters):
-        raise Unprocessable("The 'after' cursor is not one this service issued.")
+        raise Unprocessable(NOT_ISSUED)
     try:
         return tuple(convert(value) for convert, value in zip(converters, values, strict=True))
     except (TypeError, ValueError) as exc:
-        raise Unprocessable("The 'after' cursor is not one this service issued.") from exc
+        raise Unprocessable(NOT_ISSUED) from exc
 
 
-def encode_cursor(values: list[Any]) -> str:
-    raw = json.dumps(values, separators=(",", ":"), default=str).encode()
+NOT_ISSUED = "The 'after' cursor is not one this service issued; use a Link header's."
+MAC_BYTES = 12
+
+
+def _cursor_key(request: Request) -> bytes:
+    """A key derived from the service's signing secret: every worker and restart agrees."""
+    key: bytes | None = getattr(request.app.state, "questline_cursor_key", None)
+    if key is None:
+        from questline.auth.tokens import load_or_create_secret
+        from questline.web.state import app_state
+
+        secret = load_or_create_secret(app_state(request).settings)
+        key = hmac.new(secret.encode(), b"questline paging cursor v1", hashlib.sha256).digest()
+        request.app.state.questline_cursor_key = key
+    return key
+
+
+def _b64(raw: bytes) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def decode_cursor(cursor: str) -> list[Any]:
+def encode_cursor(values: list[Any], key: bytes) -> str:
+    """``payload.mac``: the key values as JSON, and an HMAC over them (opaque, tamper-proof)."""
+    raw = json.dumps(values, separators=(",", ":"), default=str).encode()
+    mac = hmac.new(key, raw, hashlib.sha256).digest()[:MAC_BYTES]
+    return f"{_b64(raw)}.{_b64(mac)}"
+
+
+def decode_cursor(cursor: str, key: bytes) -> list[Any]:
+    """The values of a cursor this service issued; 422 for anything else."""
+    payload, _, mac = cursor.partition(".")
     try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        values = json.loads(base64.urlsafe_b64decode(padded.encode()))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise Unprocessable("The 'after' cursor is not one this service issued.") from exc
+        raw = base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))
+        given = base64.urlsafe_b64decode(mac + "=" * (-len(mac) % 4))
+    except (ValueError, UnicodeEncodeError) as exc:
+        raise Unprocessable(NOT_ISSUED) from exc
+    expected = hmac.new(key, raw, hashlib.sha256).digest()[:MAC_BYTES]
+    if not hmac.compare_digest(given, expected):
+        raise Unprocessable(NOT_ISSUED)
+    try:
+        values = json.loads(raw)
+    except ValueError as exc:  # pragma: no cover - we signed it, so we wrote it
+        raise Unprocessable(NOT_ISSUED) from exc
     if not isinstance(values, list):
-        raise Unprocessable("The 'after' cursor is not one this service issued.")
+        raise Unprocessable(NOT_ISSUED)
     return values
 
 
+CURSOR_DESCRIPTION = "Cursor from the previous page's `Link` header (opaque, signed)."
+CURSOR_PATTERN = r"^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$"
+
+
 async def page_request(
+    request: Request,
     limit: Annotated[
         int | None, Query(ge=1, le=MAX_LIMIT, description="Page size; omit for every item.")
     ] = None,
     after: Annotated[
-        str | None, Query(max_length=512, description="Cursor from the previous page's Link.")
+        str | None,
+        Query(max_length=512, pattern=CURSOR_PATTERN, description=CURSOR_DESCRIPTION),
     ] = None,
 ) -> PageRequest:
-    if after is not None and limit is None:
-        raise Unprocessable("'after' needs 'limit'.")
-    return PageRequest(limit=limit, after=decode_cursor(after) if after else None)
+    """Opt-in paging: without ``limit``, every item (after the cursor, if one is given)."""
+    return PageRequest(
+        limit=limit, after=decode_cursor(after, _cursor_key(request)) if after else None
+    )
 
 
 PageDep = Annotated[PageRequest, Depends(page_request)]
+
+DEFAULT_PAGE_SIZE = 100
+
+
+async def bounded_page_request(
+    request: Request,
+    limit: Annotated[
+        int,
+        Query(
+            ge=1,
+            le=MAX_LIMIT,
+            description=f"Page size (default {DEFAULT_PAGE_SIZE}, at most {MAX_LIMIT}); "
+            "the next page is in the `Link` header.",
+        ),
+    ] = DEFAULT_PAGE_SIZE,
+    after: Annotated[
+        str | None,
+        Query(max_length=512, pattern=CURSOR_PATTERN, description=CURSOR_DESCRIPTION),
+    ] = None,
+) -> PageRequest:
+    """Always paged: lists outside the seed's contract never answer with every row."""
+    return PageRequest(
+        limit=limit, after=decode_cursor(after, _cursor_key(request)) if after else None
+    )
+
+
+BoundedPageDep = Annotated[PageRequest, Depends(bounded_page_request)]
 
 
 def announce_next_page(
     request: Request, response: Response, page: PageRequest, last_key: list[Any] | None
 ) -> None:
-    """Set ``Link: <…?limit=n&after=…>; rel="next"`` when there is a next page."""
+    """Set ``Link: <…?limit=n&after=…>; rel="next"`` when there is a next page.
+
+    The link is built on the configured public URL (``QUESTLINE_PUBLIC_URL``), never on
+    the request's ``Host`` header, which any client can set."""
     if page.limit is None or last_key is None:
         return
-    url = request.url.include_query_params(limit=page.limit, after=encode_cursor(last_key))
+    query = dict(request.query_params)
+    query.update(limit=str(page.limit), after=encode_cursor(last_key, _cursor_key(request)))
+    url = public_url(request, request.url.path, query)
     response.headers["Link"] = f'<{url}>; rel="next"'
+
+
+def public_url(request: Request, path: str, query: dict[str, str] | None = None) -> str:
+    """An absolute URL of this service, on its configured public address."""
+    from questline.web.state import app_state
+
+    base = app_state(request).settings.public_url.rstrip("/")
+    return base + path + (f"?{urlencode(query)}" if query else "")
 
 
 def split_page(rows: list[T], page: PageRequest) -> tuple[list[T], bool]:

@@ -31,7 +31,12 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from questline.auth.tokens import TokenService
 from questline.config import Settings
-from questline.web.errors import TooManyRequests, Unauthorized, problem_from
+from questline.web.errors import (
+    ServiceUnavailable,
+    TooManyRequests,
+    Unauthorized,
+    problem_from,
+)
 from questline.web.metrics import RATE_LIMITED
 
 logger = logging.getLogger("questline.web.ratelimit")
@@ -100,13 +105,13 @@ class RateLimiter:
         return Verdict(allowed, item.amount, stats.remaining, reset)
 
 
-def caller_identity(scope: Scope, tokens: TokenService) -> str:
+async def caller_identity(scope: Scope, tokens: TokenService) -> str:
     """A stable, non-secret key for who is calling (see the module docstring)."""
     token = _bearer_token(scope)
     if token is not None:
         try:
-            caller = tokens.verify(token)
-        except Unauthorized:
+            caller = await tokens.verify_async(token)
+        except (Unauthorized, ServiceUnavailable):
             pass
         else:
             raw = f"{caller.subject}\0{caller.org_id or '-'}"
@@ -137,7 +142,8 @@ class RateLimitMiddleware:
             return
         route_class = classify(scope["method"], scope["path"])
         try:
-            verdict = await self.limiter.hit(route_class, caller_identity(scope, self.tokens))
+            identity = await caller_identity(scope, self.tokens)
+            verdict = await self.limiter.hit(route_class, identity)
         except Exception as exc:  # the counter store is down: let the request pass
             logger.warning("rate limit store failed; request not limited: %s", type(exc).__name__)
             await self.app(scope, receive, send)

@@ -8,23 +8,48 @@ and replays ``Idempotency-Key`` responses inside that same transaction.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
+import enum
+import logging
+import random
 from collections.abc import Callable, Coroutine
 from typing import Annotated, Any
 
+import anyio
 from fastapi import Depends, Request, Response
 from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from questline.auth.dependencies import get_caller
+from questline.auth.dependencies import (
+    authenticate,
+    bearer_scheme,
+    get_caller,
+    require_admin,
+    require_member,
+    tenant_admin,
+    tenant_member,
+)
+from questline.auth.tokens import Caller, Role
 from questline.web import idempotency
-from questline.web.errors import FieldError, Problem, Unprocessable
+from questline.web.errors import (
+    BadRequest,
+    FieldError,
+    Forbidden,
+    Problem,
+    ServiceUnavailable,
+    Unprocessable,
+)
+from questline.web.hardening import json_depth_exceeds
 from questline.web.state import AppState, RequestState, app_state, request_state
 
+logger = logging.getLogger("questline.web.routing")
+
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 
 async def get_session(request: Request) -> AsyncSession:
@@ -52,6 +77,73 @@ async def idempotency_guard(request: Request) -> None:
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
 
 
+class Access(enum.Enum):
+    """Who may call a route, read from its dependencies (checked before the body)."""
+
+    ANYONE = "anyone"
+    CALLER = "caller"
+    """Any valid token."""
+    WRITER = "writer"
+    """A write with any valid token: admins and operators (the service checks more)."""
+    MEMBER = "member"
+    ADMIN = "admin"
+
+
+def required_access(dependant: Dependant, methods: set[str]) -> Access:
+    calls: set[Any] = set()
+    stack = [dependant]
+    while stack:
+        current = stack.pop()
+        stack.extend(current.dependencies)
+        calls.add(current.call)
+    if tenant_admin in calls:
+        return Access.ADMIN
+    if tenant_member in calls:
+        return Access.MEMBER
+    if get_caller in calls:
+        return Access.WRITER if methods & WRITE_METHODS else Access.CALLER
+    return Access.ANYONE
+
+
+async def authorize(request: Request, access: Access) -> Caller | None:
+    """Token, organization and role, before anything reads the body (docs/reliability.md)."""
+    if access is Access.ANYONE:
+        return None
+    credentials = await bearer_scheme(request)
+    caller = await authenticate(request, credentials.credentials if credentials else None)
+    if access is Access.ADMIN:
+        require_admin(caller)
+    elif access is Access.MEMBER:
+        require_member(caller)
+    elif access is Access.WRITER and caller.role is Role.MEMBER:
+        raise Forbidden("This operation needs an organization admin (or operator) token.")
+    return caller
+
+
+DEPTH_CHECK_INLINE_BYTES = 64 * 1024
+"""Bodies up to this size get their JSON depth checked on the event loop (microseconds);
+larger ones in a worker thread."""
+
+
+async def read_checked_body(request: Request) -> None:
+    """Read the body (bounded by the body guard's ``receive``) and refuse JSON nested
+    deeper than the limit, off the event loop when the body is large. The body is kept
+    on the request, so FastAPI and the idempotency check read it again for free."""
+    if request.method not in BODY_METHODS:
+        return
+    body = await request.body()
+    media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if not body or not (media == "application/json" or media.endswith("+json")):
+        return
+    max_depth = app_state(request).settings.max_json_depth
+    if len(body) <= DEPTH_CHECK_INLINE_BYTES:
+        too_deep = json_depth_exceeds(body, max_depth)
+    else:
+        too_deep = await anyio.to_thread.run_sync(json_depth_exceeds, body, max_depth)
+    if too_deep:
+        raise BadRequest(f"The JSON body is nested deeper than {max_depth} levels.")
+
+
 class TransactionalRoute(APIRoute):
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
         methods = {m.upper() for m in kwargs.get("methods") or []}
@@ -60,40 +152,91 @@ class TransactionalRoute(APIRoute):
             kwargs["dependencies"] = [*(kwargs.get("dependencies") or []), *extra]
         super().__init__(path, endpoint, **kwargs)
         self.query_names = declared_query_names(self.dependant)
+        self.access = required_access(self.dependant, methods)
 
     def get_route_handler(self) -> Handler:
         original = super().get_route_handler()
 
         async def handler(request: Request) -> Response:
+            caller = await authorize(request, self.access)
             refuse_unknown_query_parameters(request, self.query_names)
+            await read_checked_body(request)
             state = app_state(request)
-            write = request.method in WRITE_METHODS
-            async with state.db.new_session(write=write) as session:
-                request.state.questline = RequestState(session=session)
+            attempts = state.settings.database_retry_attempts
+            for attempt in range(1, attempts + 1):
                 try:
-                    response = await original(request)
-                    pending = request_state(request).pending_key
-                    if pending is not None and 200 <= response.status_code < 300:
-                        await idempotency.store_response(session, pending, response)
-                    await session.commit()
-                except idempotency.ReplayStoredResponse as replay:
-                    await session.rollback()
-                    return replay.response
-                except (IntegrityError, Problem):
-                    # A concurrent request with the same key may have won meanwhile: its
-                    # team now takes the name this one checked (409/422), or its record
-                    # conflicts with ours. Replay what it stored rather than fail.
-                    await session.rollback()
-                    stored = await _stored_after_race(state, request)
-                    if stored is None:
+                    return await _attempt(request, original, caller)
+                except DBAPIError as exc:
+                    if not is_transient(exc):
                         raise
-                    return stored
-                except BaseException:
-                    await session.rollback()
-                    raise
-            return response
+                    if attempt == attempts:
+                        logger.warning("gave up after %s attempts: %s", attempts, sqlstate_of(exc))
+                        raise ServiceUnavailable(
+                            "The database was too busy with conflicting changes to finish "
+                            "this request; retry it shortly.",
+                            headers={"Retry-After": "1"},
+                        ) from None
+                    logger.info("retrying after %s (attempt %s)", sqlstate_of(exc), attempt)
+                    await asyncio.sleep(random.uniform(0, 0.02 * 2**attempt))
+            raise AssertionError("unreachable")  # pragma: no cover
 
         return handler
+
+
+TRANSIENT_SQLSTATES = frozenset({"40001", "40P01"})
+"""serialization_failure and deadlock_detected: the transaction was rolled back whole
+and may simply be run again."""
+
+
+def sqlstate_of(exc: DBAPIError) -> str | None:
+    code = getattr(exc.orig, "sqlstate", None) or getattr(exc.orig, "pgcode", None)
+    return str(code) if code else None
+
+
+def is_transient(exc: DBAPIError) -> bool:
+    return sqlstate_of(exc) in TRANSIENT_SQLSTATES
+
+
+async def begin_snapshot(session: AsyncSession) -> None:
+    """Reads on PostgreSQL run in one snapshot: ``REPEATABLE READ READ ONLY``, so that a
+    read made of several statements (a graph, a discipline's tree) never mixes states
+    from before and after a concurrent write. SQLite's transactions are snapshots."""
+    if session.get_bind().dialect.name == "postgresql":
+        await session.connection(
+            execution_options={"isolation_level": "REPEATABLE READ", "postgresql_readonly": True}
+        )
+
+
+async def _attempt(request: Request, original: Handler, caller: Caller | None) -> Response:
+    """One run of the endpoint in its own transaction (retried whole on deadlocks)."""
+    state = app_state(request)
+    write = request.method in WRITE_METHODS
+    async with state.db.new_session(write=write) as session:
+        request.state.questline = RequestState(session=session, caller=caller)
+        try:
+            if not write:
+                await begin_snapshot(session)
+            response = await original(request)
+            pending = request_state(request).pending_key
+            if pending is not None and 200 <= response.status_code < 300:
+                await idempotency.store_response(session, pending, response)
+            await session.commit()
+        except idempotency.ReplayStoredResponse as replay:
+            await session.rollback()
+            return replay.response
+        except (IntegrityError, Problem):
+            # A concurrent request with the same key may have won meanwhile: its
+            # team now takes the name this one checked (409/422), or its record
+            # conflicts with ours. Replay what it stored rather than fail.
+            await session.rollback()
+            stored = await _stored_after_race(state, request)
+            if stored is None:
+                raise
+            return stored
+        except BaseException:
+            await session.rollback()
+            raise
+    return response
 
 
 def declared_query_names(dependant: Dependant) -> frozenset[str]:
@@ -115,6 +258,15 @@ def declared_query_names(dependant: Dependant) -> frozenset[str]:
 def refuse_unknown_query_parameters(request: Request, known: frozenset[str]) -> None:
     """422 naming unknown query parameters: ``?limt=5`` must not quietly list everything
     (DESIGN §2: unknown input is rejected, not dropped)."""
+    nul = [name for name, value in request.query_params.multi_items() if "\x00" in name + value]
+    if nul:
+        raise Unprocessable(
+            "A query parameter holds a NUL character; none accepts one.",
+            errors=[
+                FieldError(field=name[:100] or "(empty name)", message="NUL character.")
+                for name in nul[:10]
+            ],
+        )
     unknown = [name for name in dict.fromkeys(request.query_params.keys()) if name not in known]
     if not unknown:
         return

@@ -7,14 +7,18 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
+import unicodedata
 from typing import Annotated, Any
 
 from pydantic import (
     AfterValidator,
     AwareDatetime,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     PlainSerializer,
+    Strict,
     StringConstraints,
     model_validator,
 )
@@ -83,9 +87,88 @@ def text(max_length: int) -> StringConstraints:
     )
 
 
+REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+"""In names: control, format (zero-width, bidi overrides, byte order marks), surrogate,
+private-use and unassigned characters, and line/paragraph separators."""
+
+
+def normalized_name(max_length: int) -> AfterValidator:
+    """After ``text(n)``: NFKC (a fullwidth R becomes a plain R), refuse invisible
+    characters, and count the length again on the normalized text."""
+
+    def normalize(value: str) -> str:
+        normalized = unicodedata.normalize("NFKC", value).strip()
+        for char in normalized:
+            if unicodedata.category(char) in REFUSED_CATEGORIES and char not in "\t\n\r":
+                raise ValueError(
+                    f"Names may not hold invisible or control characters (U+{ord(char):04X})."
+                )
+        if not normalized:
+            raise ValueError("The name is empty once normalized (NFKC) and trimmed.")
+        if len(normalized) > max_length:
+            raise ValueError(
+                f"At most {max_length} characters once normalized (NFKC); "
+                f"this one has {len(normalized)}."
+            )
+        return normalized
+
+    return AfterValidator(normalize)
+
+
+def fits_when_case_folded(max_length: int) -> AfterValidator:
+    def check(value: str) -> str:
+        if len(value.casefold()) > max_length:
+            raise ValueError(
+                f"At most {max_length} characters when compared ignoring case "
+                f"('ß' counts as 'ss'); this one has {len(value.casefold())}."
+            )
+        return value
+
+    return AfterValidator(check)
+
+
+RFC3339 = re.compile(
+    r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:[Zz]|[+-]\d{2}:\d{2})$"
+)
+
+
+def _rfc3339_string(value: Any) -> Any:
+    """Timestamps only as RFC 3339 strings: not numbers (``to=0.5`` is no timestamp)."""
+    if isinstance(value, dt.datetime):
+        return value  # built in Python, not received
+    if not isinstance(value, str) or not RFC3339.match(value):
+        raise ValueError(
+            "Give a timestamp as an RFC 3339 string with an offset, e.g. 2026-11-22T10:00:00Z."
+        )
+    return value
+
+
 def as_aware(value: dt.datetime) -> dt.datetime:
-    return value.astimezone(dt.UTC)
+    try:
+        return value.astimezone(dt.UTC)
+    except OverflowError:
+        raise ValueError(
+            "The timestamp is outside the years 0001 to 9999 once converted to UTC."
+        ) from None
 
 
-InputDateTime = Annotated[AwareDatetime, AfterValidator(as_aware)]
-"""A timestamp given with an offset (RFC 3339); stored as UTC."""
+InputDateTime = Annotated[
+    AwareDatetime,
+    BeforeValidator(_rfc3339_string),
+    AfterValidator(as_aware),
+]
+"""A timestamp given as an RFC 3339 string with an offset; stored as UTC."""
+
+
+def _true_or_false(value: Any) -> Any:
+    if isinstance(value, bool):
+        return value
+    if value in ("true", "false"):
+        return value == "true"
+    raise ValueError("Give true or false.")
+
+
+StrictBoolean = Annotated[bool, Strict()]
+"""A JSON boolean: ``true`` or ``false``, never 0, 1, "yes" or "true" as a string."""
+QueryBoolean = Annotated[bool, BeforeValidator(_true_or_false)]
+"""A query parameter that is ``true`` or ``false`` exactly."""

@@ -1,7 +1,7 @@
 """dashboard sign-in codes and cookie sessions
 
 Revision ID: 0007
-Revises: 0005
+Revises: 0006
 Create Date: 2026-11-23 14:30:00
 """
 
@@ -13,7 +13,7 @@ from alembic import op
 from questline.storage import db as storage
 
 revision: str = "0007"
-down_revision: str | None = "0005"
+down_revision: str | None = "0006"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

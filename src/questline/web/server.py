@@ -1,0 +1,357 @@
+"""The server boundary: every limit a request meets before the application sees it.
+
+``questline serve`` builds its server from ``uvicorn_options`` here, so the limits live
+in one place (``ServerLimits``, read from the ``QUESTLINE_SERVER_*`` settings) whichever
+server runs the application (docs/reliability.md, "Limits at the server boundary").
+
+uvicorn's httptools parser bounds neither the size of a header nor the time a client
+may take to send one: a 50 MiB header was read whole, and a client sending one byte a
+minute held its connection forever. ``LimitedHttpToolsProtocol`` checks the bytes of
+the request head *before* the parser buffers them:
+
+* a request line longer than ``max_request_line_bytes`` or a query string longer than
+  ``max_query_bytes``: 414;
+* a header line longer than ``max_header_line_bytes`` or a head larger than
+  ``max_header_bytes``: 431;
+* a head not complete ``header_timeout_seconds`` after its first byte (or after the
+  connection opened): 408, and the connection is closed;
+* more than ``max_connections`` open connections on this worker: 503 and closed.
+
+Answered by the application (so by any server): the body-read deadline (408, in
+``questline.web.middleware.BodyGuardMiddleware``) and the number of requests handled
+at once (fast 503, ``ConcurrencyLimitMiddleware`` below).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.requests import Request
+from starlette.types import ASGIApp, Receive, Scope, Send
+from uvicorn.config import Config
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+from uvicorn.server import ServerState
+
+from questline.config import Settings
+from questline.web.errors import BadRequest, ServiceUnavailable, problem_from
+
+PROTOCOL_PATH = "questline.web.server:LimitedHttpToolsProtocol"
+
+
+@dataclass(frozen=True, slots=True)
+class ServerLimits:
+    max_request_line_bytes: int
+    max_query_bytes: int
+    max_header_line_bytes: int
+    max_header_bytes: int
+    header_timeout_seconds: float
+    body_timeout_seconds: float
+    max_connections: int
+    max_concurrent_requests: int
+    keep_alive_seconds: int
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ServerLimits:
+        return cls(
+            max_request_line_bytes=settings.server_max_request_line_bytes,
+            max_query_bytes=settings.server_max_query_bytes,
+            max_header_line_bytes=settings.server_max_header_line_bytes,
+            max_header_bytes=settings.server_max_header_bytes,
+            header_timeout_seconds=settings.server_header_timeout_seconds,
+            body_timeout_seconds=settings.server_body_timeout_seconds,
+            max_connections=settings.server_max_connections,
+            max_concurrent_requests=settings.server_max_concurrent_requests,
+            keep_alive_seconds=settings.keep_alive_seconds,
+        )
+
+
+def _split(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def uvicorn_options(settings: Settings, *, host: str, port: int, workers: int) -> dict[str, Any]:
+    """Keyword arguments of ``uvicorn.run`` for ``questline serve``."""
+    limits = ServerLimits.from_settings(settings)
+    proxies = _split(settings.trusted_proxies)
+    return {
+        "app": "questline.app:create_app",
+        "factory": True,
+        "host": host,
+        "port": port,
+        "workers": workers,
+        "access_log": False,
+        "log_config": None,
+        "http": PROTOCOL_PATH,
+        "server_header": False,
+        "proxy_headers": bool(proxies),
+        "forwarded_allow_ips": proxies or [],
+        "timeout_keep_alive": limits.keep_alive_seconds,
+        # uvicorn's own cap counts connections and running requests together; ours are
+        # finer (the protocol counts connections, the middleware requests), this is a
+        # backstop above both.
+        "limit_concurrency": limits.max_connections + limits.max_concurrent_requests,
+        # Only used if someone switches to the h11 parser: bounds its buffer.
+        "h11_max_incomplete_event_size": limits.max_header_bytes,
+    }
+
+
+def granian_options(settings: Settings) -> dict[str, Any]:
+    """What granian offers for the same limits (for a deployment that serves with it).
+
+    granian (``HTTP1Settings``) has a header-read timeout and a read-buffer bound (which
+    caps the head as a whole, not per line, and answers by closing, not 431), and
+    ``backpressure`` (requests per worker; excess waits in the accept queue rather than
+    getting a 503). It has no request-line, query or connection cap: those stay with
+    the application or a proxy in front. The body deadline and the fast 503 are
+    application middleware and hold under any server.
+    """
+    limits = ServerLimits.from_settings(settings)
+    return {
+        "http1_settings": {
+            "header_read_timeout": int(limits.header_timeout_seconds * 1000),
+            "keep_alive": True,
+            "max_buffer_size": limits.max_header_bytes,
+        },
+        "backpressure": limits.max_concurrent_requests,
+    }
+
+
+def _plain_problem(status: int, title: str, detail: str) -> bytes:
+    """A whole HTTP/1.1 response carrying a problem document, closing the connection."""
+    body = json.dumps(
+        {
+            "type": f"https://questline.dev/problems/http-{status}",
+            "title": title,
+            "status": status,
+            "detail": detail,
+        }
+    ).encode()
+    head = (
+        f"HTTP/1.1 {status} {title}\r\n"
+        "content-type: application/problem+json\r\n"
+        f"content-length: {len(body)}\r\n"
+        "connection: close\r\n\r\n"
+    ).encode()
+    return head + body
+
+
+class LimitedHttpToolsProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with the head checked before it is parsed."""
+
+    limits: ServerLimits
+
+    def __init__(
+        self,
+        config: Config,
+        server_state: ServerState,
+        app_state: dict[str, Any],
+        _loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
+        super().__init__(config, server_state, app_state, _loop)
+        self.limits = _limits_for(config)
+        self._refused = False
+        self._head_timer: asyncio.TimerHandle | None = None
+        self._reset_head()
+
+    def _reset_head(self) -> None:
+        self._in_head = True
+        self._head_size = 0
+        self._line_size = 0
+        self._line_number = 0
+        self._request_line = bytearray()
+
+    # Connections
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        if len(self.connections) >= self.limits.max_connections:
+            self._refused = True
+            self.transport = transport
+            transport.write(
+                _plain_problem(
+                    503,
+                    "Service Unavailable",
+                    "This server has as many connections as it takes; retry shortly.",
+                )
+            )
+            transport.close()
+            return
+        super().connection_made(transport)
+        self._arm_head_timer()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_head_timer()
+        if self._refused:
+            return
+        super().connection_lost(exc)
+
+    # The head
+    def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return
+        if self._in_head and data:
+            if self._head_timer is None:
+                self._arm_head_timer()
+            refusal = self._scan_head(data)
+            if refusal is not None:
+                self._refuse(*refusal)
+                return
+        super().data_received(data)
+
+    def _scan_head(self, data: bytes) -> tuple[int, str, str] | None:
+        """Count the head's bytes line by line; a refusal (status, title, detail)."""
+        limits = self.limits
+        start = 0
+        while self._in_head:
+            newline = data.find(b"\n", start)
+            end = len(data) if newline < 0 else newline + 1
+            size = end - start
+            self._line_size += size
+            self._head_size += size
+            if self._line_number == 0:
+                if len(self._request_line) <= limits.max_request_line_bytes:
+                    self._request_line += data[start:end]
+                if self._line_size > limits.max_request_line_bytes:
+                    return (
+                        414,
+                        "URI Too Long",
+                        f"The request line is longer than {limits.max_request_line_bytes} bytes.",
+                    )
+            elif self._line_size > limits.max_header_line_bytes:
+                return (
+                    431,
+                    "Request Header Fields Too Large",
+                    f"A header line is longer than {limits.max_header_line_bytes} bytes.",
+                )
+            if self._head_size > limits.max_header_bytes + limits.max_request_line_bytes:
+                return (
+                    431,
+                    "Request Header Fields Too Large",
+                    f"The headers are larger than {limits.max_header_bytes} bytes together.",
+                )
+            if newline < 0:
+                return None
+            if self._line_number == 0:
+                refusal = self._check_query()
+                if refusal is not None:
+                    return refusal
+            elif self._line_size <= 2:  # the empty line that ends the head
+                self._in_head = False
+                self._cancel_head_timer()
+                return None
+            if self._line_number > 0 or self._line_size > 2:
+                self._line_number += 1  # (empty lines before a request line are skipped)
+            self._line_size = 0
+            start = end
+        return None
+
+    def _check_query(self) -> tuple[int, str, str] | None:
+        parts = bytes(self._request_line).split(b" ")
+        target = parts[1] if len(parts) > 1 else b""
+        query = target.partition(b"?")[2]
+        if len(query) > self.limits.max_query_bytes:
+            return (
+                414,
+                "URI Too Long",
+                f"The query string is longer than {self.limits.max_query_bytes} bytes.",
+            )
+        return None
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self._reset_head()
+
+    # The header-read deadline
+    def _arm_head_timer(self) -> None:
+        self._cancel_head_timer()
+        self._head_timer = self.loop.call_later(
+            self.limits.header_timeout_seconds, self._head_timed_out
+        )
+
+    def _cancel_head_timer(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_timed_out(self) -> None:
+        self._head_timer = None
+        if self.transport is None or self.transport.is_closing() or not self._in_head:
+            return
+        if self._head_size == 0:
+            self.transport.close()  # nothing sent at all: just close
+            return
+        self._refuse(
+            408,
+            "Request Timeout",
+            f"The request headers did not arrive within {self.limits.header_timeout_seconds:g} s.",
+        )
+
+    def _refuse(self, status: int, title: str, detail: str) -> None:
+        self._cancel_head_timer()
+        self.logger.warning("refused at the server boundary: %s %s", status, detail)
+        if not self.transport.is_closing():
+            self.transport.write(_plain_problem(status, title, detail))
+            self.transport.close()
+
+
+def _limits_for(config: Config) -> ServerLimits:
+    limits = getattr(config, "questline_limits", None)
+    if isinstance(limits, ServerLimits):
+        return limits
+    limits = ServerLimits.from_settings(Settings())
+    config.questline_limits = limits  # type: ignore[attr-defined]
+    return limits
+
+
+class ConcurrencyLimitMiddleware:
+    """A fast 503 (``Retry-After: 1``) when this worker already handles as many requests
+    as it takes; probes (``/healthz``, ``/readyz``) are always answered."""
+
+    EXEMPT = frozenset({"/healthz", "/readyz"})
+
+    def __init__(self, app: ASGIApp, *, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+        self.running = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in self.EXEMPT:
+            await self.app(scope, receive, send)
+            return
+        if self.running >= self.limit:
+            problem = ServiceUnavailable(
+                f"This server is handling {self.limit} requests at once; retry shortly.",
+                headers={"Retry-After": "1"},
+            )
+            await problem_from(Request(scope), problem)(scope, receive, send)
+            return
+        self.running += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.running -= 1
+
+
+class AllowedHostsMiddleware:
+    """400 for a ``Host`` not in ``QUESTLINE_ALLOWED_HOSTS`` (when that is set)."""
+
+    def __init__(self, app: ASGIApp, *, hosts: list[str]) -> None:
+        self.app = app
+        self.hosts = frozenset(h.lower() for h in hosts)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in ConcurrencyLimitMiddleware.EXEMPT:
+            await self.app(scope, receive, send)
+            return
+        host = ""
+        for name, value in scope["headers"]:
+            if name == b"host":
+                host = value.decode("latin-1").lower()
+                break
+        name_only = host if host.endswith("]") else host.rsplit(":", 1)[0]
+        if host not in self.hosts and name_only not in self.hosts:
+            problem = BadRequest("This server does not serve that host name.")
+            await problem_from(Request(scope), problem)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)

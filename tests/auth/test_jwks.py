@@ -1,0 +1,189 @@
+"""JWKS keys fetched without blocking the event loop: timeout, per-kid cache with a TTL,
+one fetch for many waiting requests, stale keys served while the provider is down."""
+
+from __future__ import annotations
+
+import datetime as dt
+import http.server
+import json
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import anyio
+import httpx
+import jwt
+import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from questline.app import create_app
+from questline.config import Settings
+
+pytestmark = pytest.mark.anyio
+
+
+@dataclass
+class Provider:
+    """A local identity provider whose JWKS endpoint can be made to hang."""
+
+    url: str = ""
+    key: rsa.RSAPrivateKey = field(
+        default_factory=lambda: rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    )
+    hang: threading.Event = field(default_factory=threading.Event)
+    delay: float = 0.0
+    hits: int = 0
+
+    def body(self) -> bytes:
+        jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(self.key.public_key()))
+        jwk.update({"kid": "k1", "use": "sig", "alg": "RS256"})
+        return json.dumps({"keys": [jwk]}).encode()
+
+    def token(self, kid: str = "k1") -> str:
+        now = dt.datetime.now(dt.UTC)
+        claims = {
+            "sub": "someone",
+            "org": str(uuid.uuid4()),
+            "role": "admin",
+            "aud": "questline",
+            "iat": now,
+            "exp": now + dt.timedelta(hours=1),
+        }
+        return jwt.encode(claims, self.key, algorithm="RS256", headers={"kid": kid})
+
+
+@pytest.fixture
+def provider() -> Iterator[Provider]:
+    made = Provider()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            made.hits += 1
+            if made.hang.is_set():
+                time.sleep(10)  # accepts, never answers in time
+                return
+            time.sleep(made.delay)
+            body = made.body()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            return
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    made.url = f"http://127.0.0.1:{server.server_address[1]}/jwks.json"
+    try:
+        yield made
+    finally:
+        made.hang.clear()
+        server.shutdown()
+
+
+def _idp_settings(settings: Settings, provider: Provider, **extra: object) -> Settings:
+    return settings.model_copy(
+        update={
+            "jwt_algorithms": ["RS256"],
+            "jwt_jwks_url": provider.url,
+            "jwt_issuer": None,
+            "jwt_jwks_timeout_seconds": 0.5,
+            **extra,
+        }
+    )
+
+
+async def _probe_latencies(client: httpx.AsyncClient, until: anyio.Event) -> list[float]:
+    latencies: list[float] = []
+    while not until.is_set():
+        started = time.perf_counter()
+        assert (await client.get("/healthz")).status_code == 200
+        latencies.append(time.perf_counter() - started)
+        await anyio.sleep(0.02)
+    return latencies
+
+
+async def test_a_hanging_provider_neither_freezes_the_process_nor_gets_a_500(
+    settings: Settings, provider: Provider
+) -> None:
+    provider.hang.set()
+    app = create_app(_idp_settings(settings, provider))
+    transport = httpx.ASGITransport(app=app)
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            assert (await client.get("/healthz")).status_code == 200  # warm
+            done = anyio.Event()
+            latencies: list[float] = []
+            statuses: list[int] = []
+
+            async def probe() -> None:
+                latencies.extend(await _probe_latencies(client, done))
+
+            async def authenticated() -> None:
+                headers = {"Authorization": f"Bearer {provider.token()}"}
+                statuses.append((await client.get("/team", headers=headers)).status_code)
+                done.set()
+
+            started = time.perf_counter()
+            async with anyio.create_task_group() as group:
+                group.start_soon(probe)
+                group.start_soon(authenticated)
+            elapsed = time.perf_counter() - started
+    finally:
+        await app.state.questline.db.dispose()
+    assert statuses == [503]
+    assert elapsed < 5, "the fetch had no timeout"
+    assert len(latencies) >= 5, "the health probe was blocked while the key was fetched"
+    assert sorted(latencies)[-2] < 0.4, latencies  # blocking would hold every probe 0.5 s+
+
+
+async def test_one_fetch_serves_many_concurrent_requests(
+    settings: Settings, provider: Provider
+) -> None:
+    provider.delay = 0.3
+    app = create_app(_idp_settings(settings, provider))
+    transport = httpx.ASGITransport(app=app)
+    token = provider.token()
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            statuses: list[int] = []
+
+            async def call() -> None:
+                response = await client.get("/team", headers={"Authorization": f"Bearer {token}"})
+                statuses.append(response.status_code)
+
+            async with anyio.create_task_group() as group:
+                for _ in range(20):
+                    group.start_soon(call)
+    finally:
+        await app.state.questline.db.dispose()
+    assert statuses == [200] * 20
+    assert provider.hits == 1
+
+
+async def test_expired_keys_are_served_stale_while_the_provider_is_down(
+    settings: Settings, provider: Provider
+) -> None:
+    app = create_app(_idp_settings(settings, provider, jwt_jwks_ttl_seconds=0.2))
+    transport = httpx.ASGITransport(app=app)
+    headers = {"Authorization": f"Bearer {provider.token()}"}
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            assert (await client.get("/team", headers=headers)).status_code == 200
+            provider.hang.set()
+            await anyio.sleep(0.3)  # past the TTL
+            started = time.perf_counter()
+            assert (await client.get("/team", headers=headers)).status_code == 200
+            assert time.perf_counter() - started < 0.4, "waited for the refresh"
+            await anyio.sleep(0.7)  # the refresh timed out meanwhile
+            assert (await client.get("/team", headers=headers)).status_code == 200
+            forged_kid = {"Authorization": f"Bearer {provider.token(kid='other')}"}
+            assert (await client.get("/team", headers=forged_kid)).status_code in (401, 503)
+    finally:
+        await app.state.questline.db.dispose()

@@ -1,0 +1,201 @@
+"""Nothing slow on the event loop: ``/healthz`` keeps answering quickly while the same
+worker (one process, live) serves each heavy request of the report.
+
+The bound is on the 99th percentile of probe latencies taken *while* the heavy request
+runs: 100 ms, or three times the probes' own p99 measured on the idle server just
+before when the machine is so loaded that even that is slow (a shared 2-core CI box).
+A blocked loop shows as seconds, far past either.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import statistics
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from questline.auth.tokens import Role, TokenService
+from questline.config import Settings
+from questline.storage.migrate import upgrade
+from tests.support.live import LiveServer
+
+pytestmark = pytest.mark.slow
+
+BOUND = 0.1
+
+
+class Deployment:
+    def __init__(self, root: Path) -> None:
+        self.secret = secrets.token_urlsafe(32)
+        settings = Settings(
+            data_dir=root / "data",
+            jwt_secret=self.secret,
+            _env_file=None,  # type: ignore[call-arg]
+        )
+        upgrade(settings)
+        self.tokens = TokenService(settings)
+        self.org = uuid.uuid4()
+        env = {
+            "QUESTLINE_DATA_DIR": str(root / "data"),
+            "QUESTLINE_JWT_SECRET": self.secret,
+            "QUESTLINE_RATE_LIMIT_ENABLED": "false",
+            "QUESTLINE_LOG_LEVEL": "WARNING",
+        }
+        self.server = LiveServer(env=env, log_path=root / "server.log").start()
+
+    def headers(self, role: Role) -> dict[str, str]:
+        token = self.tokens.mint(role=role, org_id=self.org, subject=role.value)
+        return {"Authorization": f"Bearer {token}"}
+
+
+@pytest.fixture(scope="module")
+def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
+    made = Deployment(tmp_path_factory.mktemp("loop"))
+    try:
+        # An organization with a few thousand members, for the member lists.
+        rows = "".join(f"Crew {i // 50},m{i}@example.org,M{i},\r\n" for i in range(3000))
+        created = httpx.post(
+            f"{made.server.url}/team/bulk",
+            content=("team,email,givenName,tags\r\n" + rows).encode(),
+            headers={**made.headers(Role.ADMIN), "content-type": "text/csv"},
+            timeout=120,
+        )
+        assert created.status_code == 201, created.text[:500]
+        yield made
+    finally:
+        made.server.stop()
+
+
+def _p99(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+
+
+def _probe_while(
+    server: LiveServer, heavy: Callable[[], httpx.Response]
+) -> tuple[list[float], httpx.Response]:
+    latencies: list[float] = []
+    result: list[httpx.Response] = []
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            result.append(heavy())
+        finally:
+            done.set()
+
+    worker = threading.Thread(target=run)
+    with httpx.Client(base_url=server.url, timeout=30) as probe:
+        worker.start()
+        time.sleep(0.05)
+        while not done.is_set():
+            started = time.perf_counter()
+            assert probe.get("/healthz").status_code == 200
+            latencies.append(time.perf_counter() - started)
+            time.sleep(0.01)
+    worker.join()
+    return latencies, result[0]
+
+
+def _idle_p99(server: LiveServer) -> float:
+    with httpx.Client(base_url=server.url) as probe:
+        latencies = []
+        for _ in range(50):
+            started = time.perf_counter()
+            probe.get("/healthz")
+            latencies.append(time.perf_counter() - started)
+            time.sleep(0.005)
+    return _p99(latencies)
+
+
+def _bad_rows_csv(size: int) -> bytes:
+    row = "Rockets,not-an-address-{i},Ada,\r\n"  # one team: every row is a problem
+    lines = ["team,email,givenName,tags\r\n"]
+    total, i = 0, 0
+    while total < size:
+        line = row.format(i=i)
+        lines.append(line)
+        total += len(line)
+        i += 1
+    return "".join(lines).encode()
+
+
+def _heavy_requests(deployment: Deployment) -> dict[str, Callable[[], httpx.Response]]:
+    url = deployment.server.url
+    admin = deployment.headers(Role.ADMIN)
+    member = deployment.headers(Role.MEMBER)
+    bad_csv = _bad_rows_csv(8 * 1024 * 1024)
+    bad_json = json.dumps([{"name": "", "tags": [1, 2, 3]}] * 9_000).encode()
+    description = "x" * 19_000
+    big_discipline = json.dumps(
+        {
+            "Title": "Big",
+            "Description": "d",
+            "Levels": [
+                {"Title": f"L{i}", "Description": description, "Quests": []} for i in range(260)
+            ],
+        }
+    ).encode()
+
+    return {
+        "bulk csv of bad rows": lambda: httpx.post(
+            f"{url}/team/bulk",
+            content=bad_csv,
+            headers={**admin, "content-type": "text/csv"},
+            timeout=120,
+        ),
+        "bulk json of bad items": lambda: httpx.post(
+            f"{url}/team/bulk",
+            content=bad_json,
+            headers={**admin, "content-type": "application/json"},
+            timeout=120,
+        ),
+        "member list without paging": lambda: httpx.get(
+            f"{url}/member", headers=member, timeout=120
+        ),
+        "5 MiB discipline from a member": lambda: httpx.post(
+            f"{url}/discipline",
+            content=big_discipline,
+            headers={**member, "content-type": "application/json"},
+            timeout=120,
+        ),
+    }
+
+
+EXPECTED = {
+    "bulk csv of bad rows": 422,
+    "bulk json of bad items": 422,
+    "member list without paging": 200,
+    "5 MiB discipline from a member": 403,
+}
+
+
+@pytest.mark.parametrize("name", list(EXPECTED))
+def test_healthz_stays_fast_while_a_heavy_request_runs(deployment: Deployment, name: str) -> None:
+    heavy = _heavy_requests(deployment)[name]
+    bound = max(BOUND, 3 * _idle_p99(deployment.server))
+    latencies, response = _probe_while(deployment.server, heavy)
+    assert response.status_code == EXPECTED[name], response.text[:300]
+    assert len(response.content) < 256 * 1024, "the answer is bounded"
+    if response.status_code == 422:
+        problem = response.json()
+        assert len(problem["errors"]) == 100
+        assert problem["errorCount"] > 100
+    if name == "member list without paging":
+        assert len(response.json()) == 100
+        assert "Link" in response.headers
+        assert all(m["Email"] is None for m in response.json())
+    if len(latencies) >= 3:
+        p99 = _p99(latencies)
+        assert p99 < bound, (
+            f"/healthz p99 {p99 * 1000:.0f} ms (median "
+            f"{statistics.median(latencies) * 1000:.0f} ms) over {len(latencies)} probes "
+            f"while {name}"
+        )

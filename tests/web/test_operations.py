@@ -1,0 +1,168 @@
+"""Operations: idempotency records purged, ``/metrics`` gated, allowed hosts, private
+SQLite files, short secrets refused, no SQL parameters in errors, ``/readyz`` wants a
+write, 405 lists every method, a bulk request whose only problem is taken names is 409."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import stat
+import uuid
+from pathlib import Path
+
+import anyio
+import httpx
+import pytest
+from sqlalchemy import select, text
+from sqlalchemy.exc import DBAPIError
+
+from questline.app import create_app
+from questline.auth.tokens import WeakSecret
+from questline.config import Settings
+from questline.storage.db import utcnow
+from questline.storage.migrate import upgrade
+from questline.web.idempotency import IdempotencyRecord
+from tests.factories import World
+from tests.web.conftest import AppFactory, client_for
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_expired_idempotency_records_are_purged_periodically(
+    make_app: AppFactory, world: World
+) -> None:
+    org = world.org()
+    await org.create_team("Seed")  # the organization row exists
+    app = make_app(idempotency_purge_interval_seconds=0.05, idempotency_ttl_hours=1)
+    db = app.state.questline.db
+    async with db.session() as session:
+        for key, age in (("old", dt.timedelta(hours=2)), ("new", dt.timedelta(minutes=1))):
+            session.add(
+                IdempotencyRecord(
+                    organization_id=org.id,
+                    key=key,
+                    request_hash="0" * 64,
+                    status_code=201,
+                    headers={},
+                    body=b"{}",
+                    created_at=utcnow() - age,
+                )
+            )
+    async with app.router.lifespan_context(app):
+        for _ in range(100):
+            async with db.session(write=False) as session:
+                keys = set((await session.scalars(select(IdempotencyRecord.key))).all())
+            if keys == {"new"}:
+                break
+            await asyncio.sleep(0.05)
+    assert keys == {"new"}
+
+
+async def test_metrics_answer_loopback_or_a_token_only(make_app: AppFactory) -> None:
+    open_app = make_app()
+    async with client_for(open_app, "127.0.0.1") as local:
+        assert (await local.get("/metrics")).status_code == 200
+    async with client_for(open_app, "203.0.113.9") as remote:
+        assert (await remote.get("/metrics")).status_code == 404
+    gated = make_app(metrics_token="s" * 40)
+    async with client_for(gated, "127.0.0.1") as local:
+        assert (await local.get("/metrics")).status_code == 404
+        wrong = {"Authorization": "Bearer " + "x" * 40}
+        assert (await local.get("/metrics", headers=wrong)).status_code == 404
+        right = {"Authorization": "Bearer " + "s" * 40}
+        assert (await local.get("/metrics", headers=right)).status_code == 200
+
+
+async def test_only_allowed_hosts_are_served_when_configured(make_app: AppFactory) -> None:
+    app = make_app(allowed_hosts="api.example.org, localhost:8000")
+    async with client_for(app) as client:
+        evil = await client.get("/openapi.json", headers={"Host": "evil.example"})
+        assert evil.status_code == 400
+        assert evil.headers["content-type"] == "application/problem+json"
+        good = await client.get("/openapi.json", headers={"Host": "api.example.org"})
+        assert good.status_code == 200
+        assert (await client.get("/healthz", headers={"Host": "evil.example"})).status_code == 200
+
+
+def test_sqlite_files_and_data_directory_are_private(tmp_path: Path) -> None:
+    data = tmp_path / "fresh"
+    settings = Settings(data_dir=data, _env_file=None, rate_limit_enabled=False)  # type: ignore[call-arg]
+    upgrade(settings)
+
+    async def serve_one() -> None:
+        app = create_app(settings)
+        try:
+            async with client_for(app) as client:
+                assert (await client.get("/readyz")).status_code == 200
+        finally:
+            await app.state.questline.db.dispose()
+
+    anyio.run(serve_one)
+    assert stat.S_IMODE(data.stat().st_mode) == 0o700
+    assert stat.S_IMODE((data / "questline.db").stat().st_mode) == 0o600
+    assert stat.S_IMODE((data / "jwt-secret").stat().st_mode) & 0o077 == 0
+
+
+@pytest.mark.parametrize("secret", ["", "short", "x" * 31])
+def test_signing_secrets_shorter_than_32_bytes_are_refused_at_start(
+    tmp_path: Path, secret: str
+) -> None:
+    settings = Settings(data_dir=tmp_path, jwt_secret=secret, _env_file=None)  # type: ignore[call-arg]
+    with pytest.raises(WeakSecret):
+        create_app(settings)
+
+
+async def test_database_errors_carry_no_sql_parameters(world: World) -> None:
+    marker = f"secret-{uuid.uuid4().hex}"
+    with pytest.raises(DBAPIError) as caught:
+        async with world.db.session() as session:
+            await session.execute(text("INSERT INTO no_such_table (x) VALUES (:v)"), {"v": marker})
+    assert marker not in str(caught.value)
+
+
+def test_readyz_wants_a_write(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path, _env_file=None, rate_limit_enabled=False)  # type: ignore[call-arg]
+    upgrade(settings)
+    path = (tmp_path / "questline.db").resolve()
+    read_only = settings.model_copy(
+        update={"database_url": f"sqlite+aiosqlite:///file:{path}?mode=ro&uri=true"}
+    )
+
+    async def probe() -> tuple[int, httpx.Response]:
+        app = create_app(read_only)
+        try:
+            async with client_for(app) as client:
+                return (await client.get("/healthz")).status_code, await client.get("/readyz")
+        finally:
+            await app.state.questline.db.dispose()
+
+    health, ready = anyio.run(probe)
+    assert health == 200
+    assert ready.status_code == 503
+    assert ready.headers["retry-after"]
+
+
+async def test_405_lists_every_method_of_the_path(world: World) -> None:
+    org = world.org()
+    team = await org.create_team()
+    cases = {
+        "/team": {"GET", "HEAD", "POST"},
+        f"/team/{team['Id']}": {"GET", "HEAD", "PATCH", "DELETE"},
+        f"/team/{team['Id']}/members": {"GET", "HEAD", "POST"},
+    }
+    for path, methods in cases.items():
+        response = await world.client.put(path, json={}, headers=org.admin)
+        assert response.status_code == 405, path
+        assert set(response.headers["allow"].replace(" ", "").split(",")) == methods, path
+
+
+async def test_a_bulk_request_whose_only_problem_is_taken_names_is_409(world: World) -> None:
+    org = world.org()
+    await org.create_team("Voyagers")
+    body = "team,email,givenName,tags\r\nVoyagers,,,\r\nNew ones,,,\r\n"
+    response = await world.client.post(
+        "/team/bulk", content=body.encode(), headers={**org.admin, "content-type": "text/csv"}
+    )
+    assert response.status_code == 409, response.text
+    assert [e["field"] for e in response.json()["errors"]] == ["line 2: team"]
+    assert sorted(t["Name"] for t in await org.teams()) == ["Voyagers"]
