@@ -185,11 +185,16 @@ export class Api {
   }
 
   /** Every team, fetched in pages of `pageSize` (bounded responses for thousands). */
-  async allTeams(pageSize = 1000, onPage?: (loaded: number) => void): Promise<Team[]> {
-    const out: Team[] = [];
-    let next: string | null = withQuery('/team', { limit: pageSize });
+  allTeams(pageSize = 1000, onPage?: (loaded: number) => void): Promise<Team[]> {
+    return this.allPages<Team>('/team', pageSize, onPage);
+  }
+
+  /** Every item of a list, following its `Link: rel="next"` pages. */
+  async allPages<T>(path: string, pageSize = 1000, onPage?: (loaded: number) => void): Promise<T[]> {
+    const out: T[] = [];
+    let next: string | null = withQuery(path, { limit: pageSize });
     while (next) {
-      const res: ApiResult<Team[]> = await this.request<Team[]>('GET', next);
+      const res: ApiResult<T[]> = await this.request<T[]>('GET', next);
       out.push(...res.data);
       onPage?.(out.length);
       const link = nextLink(res.link);
@@ -216,11 +221,11 @@ export class Api {
   }
 
   members(teamId: string): Promise<Member[]> {
-    return this.get<Member[]>(`/team/${enc(teamId)}/members`);
+    return this.allPages<Member>(`/team/${enc(teamId)}/members`);
   }
 
   allMembers(): Promise<Member[]> {
-    return this.get<Member[]>('/member');
+    return this.allPages<Member>('/member');
   }
 
   addMember(teamId: string, email: string, givenName: string): Promise<ApiResult<Member>> {

@@ -15,7 +15,8 @@ export interface Team {
 
 export interface Member {
   Id: string;
-  Email: string;
+  /** Null for callers with the member role (they see names, not addresses). */
+  Email: string | null;
   GivenName: string;
   TeamIds: string[];
   CreatedAt: string;

@@ -35,8 +35,9 @@ async def test_a_dry_run_answers_like_the_import_and_writes_nothing(world: World
     again = await org.client.post(
         "/team/bulk?dryRun=true", content=GOOD, headers=org.admin | {"Content-Type": "text/csv"}
     )
-    assert again.status_code == 422
+    assert again.status_code == 409  # names already taken, and nothing else wrong
     assert len(again.json()["errors"]) == 2
+    assert sorted(t["Name"] for t in await org.teams()) == ["Foxes", "Owls"]
 
 
 async def test_a_dry_run_reports_every_bad_line(world: World) -> None:

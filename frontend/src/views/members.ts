@@ -27,7 +27,7 @@ export function renderMembers(ctx: Ctx): void {
 
   function show(): void {
     const q = search.value.trim().toLocaleLowerCase();
-    const shown = members.filter((m) => !q || m.GivenName.toLocaleLowerCase().includes(q) || m.Email.toLocaleLowerCase().includes(q)).slice(0, 500);
+    const shown = members.filter((m) => !q || m.GivenName.toLocaleLowerCase().includes(q) || (m.Email ?? '').toLocaleLowerCase().includes(q)).slice(0, 500);
     tbody.replaceChildren(
       ...(shown.length
         ? shown.map((m) =>
@@ -35,7 +35,7 @@ export function renderMembers(ctx: Ctx): void {
               'tr',
               { 'data-member-id': m.Id, 'data-testid': 'org-member-row' },
               h('th', { scope: 'row' }, m.GivenName),
-              h('td', null, m.Email),
+              h('td', null, m.Email ?? h('span', { class: 'muted' }, 'hidden')),
               h(
                 'td',
                 { 'data-testid': 'member-teams' },

@@ -133,7 +133,7 @@ export function renderOnboarding(ctx: Ctx): void {
         go.focus();
       } catch (err) {
         replaceChildren(progress);
-        if (err instanceof ApiError && err.status === 422 && err.problem?.errors?.length) {
+        if (err instanceof ApiError && (err.status === 422 || err.status === 409) && err.problem?.errors?.length) {
           const errors = err.problem.errors;
           replaceChildren(
             preview,

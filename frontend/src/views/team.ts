@@ -205,7 +205,7 @@ export function renderTeam(ctx: Ctx, teamId: string): void {
       'tr',
       { 'data-member-id': m.Id, 'data-testid': 'member-row' },
       h('th', { scope: 'row' }, m.GivenName),
-      h('td', null, m.Email),
+      h('td', null, m.Email ?? h('span', { class: 'muted' }, 'hidden')),
       h('td', { class: 'num', title: 'Teams this member belongs to' }, formatNumber(m.TeamIds.length)),
       h('td', null, formatDateTime(m.CreatedAt)),
       ctx.admin
