@@ -284,6 +284,7 @@ def test_rename_retag_archive_restore_and_delete_a_team(
     sign_in(page, live, org)
     wolves = org.teams["Wolves"]
     visit(page, live, f"/team/{wolves}", TEAM_READY)
+    page.locator("#team-edit-form[data-loaded]").wait_for(state="attached")
     page.locator("#team-edit-name").fill("Lone wolves")
     page.locator("#team-edit-tags").fill("pack, night")
     page.locator("#team-edit-submit").click()

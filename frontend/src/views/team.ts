@@ -317,12 +317,12 @@ export function renderTeam(ctx: Ctx, teamId: string): void {
     setStatus(status: string): void;
   }
 
-  async function loadTeam(): Promise<void> {
+  async function loadTeam(force = false): Promise<void> {
     try {
       const res = await ctx.api.team(teamId);
       if (!ctx.isCurrent()) return;
       teamEtag = res.etag;
-      admin?.setTeam(res.data.Name, res.data.Tags ?? []);
+      admin?.setTeam(res.data.Name, res.data.Tags ?? [], force);
     } catch (err) {
       handleError(ctx, err);
     }
@@ -331,16 +331,19 @@ export function renderTeam(ctx: Ctx, teamId: string): void {
   function staleMessage(err: unknown): boolean {
     if (err instanceof ApiError && err.status === 412) {
       ctx.showError(new Error('Someone else changed this team since this page loaded; nothing was changed. The page now shows their version: check it and try again.'));
-      void loadTeam();
+      void loadTeam(true);
       void loadOverview();
       return true;
     }
     return false;
   }
 
-  function manageSection(): { card: HTMLElement; setTeam(name: string, tags: string[]): void; setStatus(status: string): void } {
+  function manageSection(): { card: HTMLElement; setTeam(name: string, tags: string[], force?: boolean): void; setStatus(status: string): void } {
     const name = h('input', { id: 'team-edit-name', name: 'Name', type: 'text', required: true, maxlength: 100, autocomplete: 'off', 'data-testid': 'team-edit-name' });
     const tags = h('input', { id: 'team-edit-tags', name: 'Tags', type: 'text', autocomplete: 'off', 'aria-describedby': 'team-edit-tags-help', 'data-testid': 'team-edit-tags' });
+    // What the user typed is never overwritten by a late load of the team.
+    let edited = false;
+    for (const input of [name, tags]) input.addEventListener('input', () => (edited = true));
     const form = h(
       'form',
       { id: 'team-edit-form', class: 'card form inline-form', 'aria-labelledby': 'team-edit-heading', novalidate: true },
@@ -356,6 +359,7 @@ export function renderTeam(ctx: Ctx, teamId: string): void {
           const res = await ctx.api.updateTeam(teamId, { Name: name.value.trim(), Tags: parseTags(tags.value) }, teamEtag);
           if (!ctx.isCurrent()) return;
           teamEtag = res.etag;
+          edited = false;
           admin?.setTeam(res.data.Name, res.data.Tags ?? []);
           ctx.notify(`Saved: “${res.data.Name}”${res.data.Tags.length ? `, tagged ${res.data.Tags.join(', ')}` : ', no tags'}.`);
           await loadOverview();
@@ -413,9 +417,12 @@ export function renderTeam(ctx: Ctx, teamId: string): void {
     );
     return {
       card,
-      setTeam(n: string, t: string[]): void {
-        if (document.activeElement !== name) name.value = n;
-        if (document.activeElement !== tags) tags.value = t.join(', ');
+      setTeam(n: string, t: string[], force = false): void {
+        if (edited && !force) return;
+        name.value = n;
+        tags.value = t.join(', ');
+        edited = false;
+        form.dataset['loaded'] = 'true';
       },
       setStatus(status: string): void {
         archive.textContent = status === 'Archived' ? 'Restore team' : 'Archive team';
@@ -424,7 +431,7 @@ export function renderTeam(ctx: Ctx, teamId: string): void {
     };
   }
 
-  function adminSection(): AdminControls & { setTeam(name: string, tags: string[]): void } {
+  function adminSection(): AdminControls & { setTeam(name: string, tags: string[], force?: boolean): void } {
     const manage = manageSection();
     const surveyButton = h(
       'button',
