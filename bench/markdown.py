@@ -48,13 +48,13 @@ def _backend_table(result: dict[str, Any]) -> str:
     lines = [
         f"### {LABELS[result['backend']]}",
         "",
-        "| Teams | Endpoint | req/s | p50 ms | p99 ms | of bare |",
-        "|---:|---|---:|---:|---:|---:|",
+        "| Teams | Endpoint | req/s | p50 ms | p99 ms | of bare | statements (miss / hit) |",
+        "|---:|---|---:|---:|---:|---:|---:|",
     ]
     for run in _default_runs(result):
         history = "" if run.get("history_seeded", True) else " (no history)"
         for row in run["rows"]:
-            cells = _row_cells(row)
+            cells = [*_row_cells(row), row.get("statements", "")]
             lines.append(
                 f"| {run['teams']:,}{history} | `{row['name']}` | " + " | ".join(cells) + " |"
             )

@@ -36,6 +36,8 @@ class RowResult:
     statuses: dict[str, int] = field(default_factory=dict)
     loadavg: float = 0.0
     """The machine's 1-minute load average when the row started (noise indicator)."""
+    statements: str = ""
+    """SQL statements a request sends: "miss / hit" for reads (bench/statements.py)."""
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -111,6 +113,12 @@ def _preflight(ctx: Context, row: Row) -> str | None:
     return None
 
 
+def _etag(ctx: Context, row: Row) -> str:
+    headers = {"Authorization": f"Bearer {ctx.tokens[row.role]}"}
+    with httpx.Client(base_url=ctx.service.base_url, headers=headers, timeout=60) as client:
+        return client.get(row.path).headers.get("etag", "")
+
+
 def measure(ctx: Context, row: Row) -> RowResult:
     result = RowResult(name=row.name, status="ok", loadavg=round(os.getloadavg()[0], 2))
     reason = _preflight(ctx, row)
@@ -122,13 +130,17 @@ def measure(ctx: Context, row: Row) -> RowResult:
         "BENCH_PATH": row.path,
         "BENCH_IDS": _ids_file(ctx, row),
         "BENCH_RUN": uuid.uuid4().hex[:8],
+        "BENCH_READ_AFTER": row.read_after,
+        "BENCH_IF_NONE_MATCH": _etag(ctx, row) if row.revalidate else "",
     }
     if ctx.load.warmup_s > 0:
+        # Rows over many ids warm up walking the ids in order (every process's read
+        # model gets each id's entry when the window allows), then measure random ids.
         run_wrk(
             ctx.wrk,
             base_url=ctx.service.base_url,
             script=row.script,
-            env=env,
+            env={**env, "BENCH_SEQUENTIAL": "1"} if row.ids in ("teams", "disciplines") else env,
             load=ctx.load,
             seconds=ctx.load.warmup_s,
         )

@@ -59,7 +59,11 @@ async def _profile(args: argparse.Namespace, url: str | None, data_dir: Path) ->
         profiler = Profiler(async_mode="enabled")
         started = time.perf_counter()
         profiler.start()
+        readmodel = app.state.questline.readmodel
         for _ in range(args.requests):
+            if args.miss:
+                readmodel.cache.clear()
+                readmodel.forget_memos()
             await c.request(args.method, path)
         profiler.stop()
         elapsed = time.perf_counter() - started
@@ -101,6 +105,9 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--role", choices=["member", "admin"], default="member")
     parser.add_argument("--html", default="")
+    parser.add_argument(
+        "--miss", action="store_true", help="Drop the read model's entries before each request."
+    )
     args = parser.parse_args()
     assert JWT_SECRET
     data_dir = Path(tempfile.mkdtemp(prefix="questline-profile-"))

@@ -99,7 +99,7 @@ def goals(result: dict[str, Any]) -> list[dict[str, Any]]:
                     "met": None if value is None else value <= SLOPE_LIMIT,
                 }
             )
-        if row.ratio_goal is not None and result["backend"] == "postgresql":
+        if row.ratio_goal is not None:
             ratios = [
                 (teams, rows[row.name]["ratio"])
                 for teams, rows in sorted(by_size.items())

@@ -28,7 +28,7 @@ if str(ROOT) not in sys.path:
 
 from tests.support.postgres import PostgresServer, free_port  # noqa: E402
 
-from bench import markdown, report  # noqa: E402
+from bench import markdown, report, statements  # noqa: E402
 from bench.dataset import Seeded, seed, seeding_engine  # noqa: E402
 from bench.loadgen import LoadSettings, Service, ensure_wrk, wrk_version  # noqa: E402
 from bench.measure import Context, measure_all  # noqa: E402
@@ -142,6 +142,7 @@ def run_size(
         flush=True,
     )
     tokens = _tokens(settings, seeded)
+    counted = asyncio.run(statements.count(settings, tokens, seeded, rows))
     runs = []
     for count in workers:
         env = _service_env(data_dir, url)
@@ -149,6 +150,8 @@ def run_size(
             print(f"{backend}, {teams:,} teams, {count} worker(s):", flush=True)
             ctx = Context(service, seeded, tokens, workdir, wrk, load)
             results = measure_all(ctx, rows if count == workers[0] else _reads(rows), teams)
+            for result in results:
+                result.statements = counted.get(result.name, "")
         runs.append(
             {
                 "teams": teams,

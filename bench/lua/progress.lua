@@ -14,6 +14,11 @@ local headers, post_headers = nil, nil
 local next_pair = tonumber(common.env("BENCH_OFFSET", "0"))
 local ready, ready_first, ready_last = {}, 1, 0
 local withdraw_turn = false
+-- BENCH_READ_AFTER: a path read right after every write on the same connection (the
+-- read model's cold path: the write changed the organization's version).
+local read_after = os.getenv("BENCH_READ_AFTER")
+if read_after == "" then read_after = nil end
+local read_turn = false
 
 setup = common.setup
 done = common.done
@@ -33,6 +38,10 @@ function init(args)
 end
 
 function request()
+  if read_after ~= nil then
+    read_turn = not read_turn
+    if not read_turn then return wrk.format("GET", read_after, headers) end
+  end
   withdraw_turn = not withdraw_turn
   if withdraw_turn and ready_first <= ready_last then
     local p = ready[ready_first]

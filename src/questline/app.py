@@ -22,6 +22,7 @@ from questline.health.endpoints import router as health_router
 from questline.leaderboard.endpoints import router as leaderboard_router
 from questline.members.endpoints import router as members_router
 from questline.progress.endpoints import router as progress_router
+from questline.readmodel.fastpath import ReadModelFastPath
 from questline.readmodel.model import ReadModel
 from questline.storage.db import Database
 from questline.teams.endpoints import router as teams_router
@@ -107,7 +108,8 @@ def _add_middleware(app: FastAPI, state: AppState) -> None:
     """The ASGI stack, innermost first: the last one added sees a request first."""
     settings = state.settings
     hosts = [h.strip() for h in settings.allowed_hosts.split(",") if h.strip()]
-    app.add_middleware(HeadAsGetMiddleware)  # innermost: the rest see (and log) HEAD
+    app.add_middleware(ReadModelFastPath, readmodel=state.readmodel, tokens=state.tokens)
+    app.add_middleware(HeadAsGetMiddleware)  # the rest see (and log) HEAD
     app.add_middleware(CrashGuardMiddleware)
     app.add_middleware(
         RequestTimeoutMiddleware,

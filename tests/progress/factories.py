@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 
 from questline.disciplines.models import Color, Discipline, Level, Quest, Task
+from questline.disciplines.service import bump_for
 from questline.organizations.service import ensure_organization
 from questline.storage.db import Database
 from tests.factories import Org, unique
@@ -95,6 +96,7 @@ async def make_discipline(
                     tree.task_ids[li][qi].append(task.id)
                     tree.points[task.id] = points
             await session.flush()
+        await bump_for(session, org_id)  # a write like any other: the read model learns it
     return tree
 
 

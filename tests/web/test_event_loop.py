@@ -2,9 +2,10 @@
 worker (one process, live) serves each heavy request of the report.
 
 The bound is on the 99th percentile of probe latencies taken *while* the heavy request
-runs: 100 ms, or three times the probes' own p99 measured on the idle server just
-before when the machine is so loaded that even that is slow (a shared 2-core CI box).
-A blocked loop shows as seconds, far past either.
+runs: 100 ms, or five times the probes' own p99 measured on the idle server just
+before when the machine is so loaded that even that is slow (a shared 2-core CI box
+running another test worker beside this one). A blocked loop shows as seconds, far
+past either.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from tests.support.live import LiveServer
 pytestmark = pytest.mark.slow
 
 BOUND = 0.1
+LOAD_FACTOR = 5
 
 
 class Deployment:
@@ -107,7 +109,7 @@ def _probe_while(
 def _idle_p99(server: LiveServer) -> float:
     with httpx.Client(base_url=server.url) as probe:
         latencies = []
-        for _ in range(50):
+        for _ in range(100):
             started = time.perf_counter()
             probe.get("/healthz")
             latencies.append(time.perf_counter() - started)
@@ -180,7 +182,7 @@ EXPECTED = {
 @pytest.mark.parametrize("name", list(EXPECTED))
 def test_healthz_stays_fast_while_a_heavy_request_runs(deployment: Deployment, name: str) -> None:
     heavy = _heavy_requests(deployment)[name]
-    bound = max(BOUND, 3 * _idle_p99(deployment.server))
+    bound = max(BOUND, LOAD_FACTOR * _idle_p99(deployment.server))
     latencies, response = _probe_while(deployment.server, heavy)
     assert response.status_code == EXPECTED[name], response.text[:300]
     assert len(response.content) < 256 * 1024, "the answer is bounded"
@@ -192,10 +194,14 @@ def test_healthz_stays_fast_while_a_heavy_request_runs(deployment: Deployment, n
         assert len(response.json()) == 100
         assert "Link" in response.headers
         assert all(m["Email"] is None for m in response.json())
-    if len(latencies) >= 3:
+    if len(latencies) >= 20:
         p99 = _p99(latencies)
         assert p99 < bound, (
             f"/healthz p99 {p99 * 1000:.0f} ms (median "
             f"{statistics.median(latencies) * 1000:.0f} ms) over {len(latencies)} probes "
             f"while {name}"
         )
+    elif latencies:
+        # A short request leaves too few probes for a percentile: the slowest of them
+        # must still be far from a blocked loop (seconds).
+        assert max(latencies) < 3 * bound, (latencies, name)

@@ -96,7 +96,16 @@ def fuzz_target(migrated_settings: Settings) -> Iterator[FuzzTarget]:
     """One seeded organization and app per backend, shared by the operations: state that
     earlier operations leave behind (renamed, archived, flagged teams) is fuzzed too;
     deletions draw from their own pool so that the kept ids keep resolving."""
-    settings = migrated_settings.model_copy(update={"rate_limit_enabled": False})
+    # Rate limits on but raised: the limiter runs on every request without hiding
+    # operations behind 429s (as it did at the default limits).
+    settings = migrated_settings.model_copy(
+        update={
+            "rate_limit_enabled": True,
+            "rate_limit_reads": "1000000/minute",
+            "rate_limit_writes": "1000000/minute",
+            "rate_limit_bulk": "1000000/minute",
+        }
+    )
     seeded = anyio.run(_seed, settings)
     app = create_app(settings)
     schema = schemathesis.openapi.from_asgi("/openapi.json", app, config=CONFIG)
@@ -135,3 +144,30 @@ def test_operation_keeps_its_documented_promises(
         case.call_and_validate(headers=headers)
 
     fuzz()
+
+
+STATEFUL_STEPS = int(os.environ.get("QUESTLINE_FUZZ_STATEFUL_STEPS", "25"))
+
+
+@pytest.mark.slow
+def test_stateful_sequences_keep_their_documented_promises(fuzz_target: FuzzTarget) -> None:
+    """The stateful phase: sequences of calls chained through the document's links (ids a
+    response returns fed into the next request), every response checked with all of
+    schemathesis' checks, as ``schemathesis run --checks all`` does in its stateful phase."""
+    headers = fuzz_target.seeded.org.admin
+    base = fuzz_target.schema.as_state_machine()
+
+    class Machine(base):  # type: ignore[misc, valid-type]
+        def get_call_kwargs(self, case: Any) -> dict[str, Any]:
+            return {"headers": headers}
+
+    Machine.run(
+        settings=settings(
+            max_examples=FUZZ_EXAMPLES,
+            stateful_step_count=STATEFUL_STEPS,
+            deadline=None,
+            derandomize=True,
+            database=None,
+            suppress_health_check=list(HealthCheck),
+        )
+    )

@@ -11,6 +11,7 @@ import enum
 import os
 import secrets
 import tempfile
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,6 +84,13 @@ def _long_enough(secret: str, where: str) -> str:
     return secret
 
 
+VERIFIED_TOKENS = 10_000
+"""Verified tokens remembered per process (about 4 MB at most)."""
+JWKS_TRUST_SECONDS = 60.0
+"""With an identity provider's key set, a verified token is trusted this long at most, so
+that a key withdrawn from the set stops working within it."""
+
+
 class TokenService:
     """Verifies bearer tokens and mints the embedded default's tokens."""
 
@@ -104,6 +112,8 @@ class TokenService:
             if any(a.startswith("HS") for a in self.algorithms)
             else None
         )
+        self._verified: dict[str, tuple[Caller, float]] = {}
+        self._keys_seen: object = None
 
     def mint(
         self,
@@ -136,13 +146,52 @@ class TokenService:
             claims["aud"] = self.settings.jwt_audience
         return jwt.encode(claims, self._secret, algorithm="HS256")
 
+    def keys_rotated(self) -> None:
+        """Forget every verified token: called when the verification keys change."""
+        self._verified.clear()
+
+    def remembered(self, token: str) -> Caller | None:
+        """The caller of a token verified before and not expired since, else None.
+
+        Verified tokens are remembered (at most ``VERIFIED_TOKENS``, oldest dropped
+        first) until their ``exp`` plus the leeway the check allows, and with a JWKS at
+        most ``JWKS_TRUST_SECONDS``; ``keys_rotated`` forgets them all. A repeated token
+        then costs a dictionary look-up instead of a signature check.
+        """
+        if self._jwks is not None and self._jwks._keys is not self._keys_seen:
+            self._keys_seen = self._jwks._keys  # a new key set was fetched: trust it anew
+            self.keys_rotated()
+        found = self._verified.get(token)
+        if found is None:
+            return None
+        caller, until = found
+        if time.time() < until:
+            return caller
+        del self._verified[token]
+        return None
+
+    def _remember(self, token: str, caller: Caller, expires: float) -> Caller:
+        until = expires + self.settings.jwt_leeway_seconds
+        if self._jwks is not None:
+            until = min(until, time.time() + JWKS_TRUST_SECONDS)
+        if len(self._verified) >= VERIFIED_TOKENS:
+            del self._verified[next(iter(self._verified))]
+        self._verified[token] = (caller, until)
+        return caller
+
     async def verify_async(self, token: str) -> Caller:
         """``verify``, fetching an identity provider's key without blocking the loop."""
+        known = self.remembered(token)
+        if known is not None:
+            return known
         if self._jwks is not None:
             return self._decode(token, await self._jwks.key_for(key_id_of(token)))
         return self.verify(token)
 
     def verify(self, token: str) -> Caller:
+        known = self.remembered(token)
+        if known is not None:
+            return known
         return self._decode(token, self._verification_key(token))
 
     def _decode(self, token: str, key: Any) -> Caller:
@@ -160,7 +209,7 @@ class TokenService:
             raise Unauthorized("The token has expired.") from exc
         except jwt.PyJWTError as exc:
             raise Unauthorized(f"The token is not valid: {exc}.") from exc
-        return self._caller_from(claims)
+        return self._remember(token, self._caller_from(claims), float(claims["exp"]))
 
     def _verification_key(self, token: str) -> Any:
         if self._jwks is not None:  # no I/O here: only keys already fetched

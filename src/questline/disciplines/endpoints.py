@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from questline.auth.dependencies import CallerDep
 from questline.disciplines import schemas, service
 from questline.disciplines.examples import BASIC_DOCUMENT, FULL_DOCUMENT
+from questline.readmodel.http import serve
 from questline.web.openapi import problem_responses
 from questline.web.pagination import PageDep, announce_next_page, public_url, split_page
 from questline.web.paths import DisciplineId
@@ -109,6 +110,7 @@ async def create_discipline(
 )
 async def get_discipline(
     discipline_id: DisciplineId,
+    request: Request,
     caller: CallerDep,
     session: SessionDep,
     if_none_match: Annotated[
@@ -118,6 +120,23 @@ async def get_discipline(
 ) -> Response:
     """The whole discipline: levels, quests, tasks and resources, each with its `Id` and
     `Order`. Keep the `ETag` to send as `If-Match` on `PUT`."""
+    if caller.org_id is not None:
+
+        async def build(_version: int) -> tuple[bytes, dict[str, str]]:
+            discipline = await service.get_discipline(
+                session, caller=caller, discipline_id=discipline_id
+            )
+            document = await service.read_tree(session, discipline)
+            body = document.model_dump_json(by_alias=True).encode()
+            return body, {"ETag": service.etag_of(discipline)}
+
+        return await serve(
+            request,
+            organization_id=caller.org_id,
+            variant=caller.role.value,
+            build=build,
+            own_etag=True,
+        )
     discipline = await service.get_discipline(session, caller=caller, discipline_id=discipline_id)
     if if_none_match is not None and service.etag_matches(discipline, if_none_match):
         return Response(

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 
 from questline.auth.dependencies import MemberOf
 from questline.leaderboard import graphs, schemas, service
+from questline.readmodel.http import dumps, serve
 from questline.teams import service as teams_service
 from questline.web.errors import not_found
 from questline.web.openapi import problem_responses
@@ -75,36 +76,58 @@ def _series(series: graphs.Series) -> schemas.Series:
 )
 async def get_leaderboard(
     request: Request,
-    response: Response,
     tenant: MemberOf,
     session: SessionDep,
     discipline_id: DisciplineQuery,
     limit: Annotated[int, Query(ge=1, le=service.MAX_LIMIT)] = service.DEFAULT_LIMIT,
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
-) -> list[schemas.LeaderboardEntry]:
+) -> Response:
     """Teams that are neither admin nor archived, by `Score` (desc), then the time the
     team reached it (earlier first), then `Name`. With `discipline`, by the points
     earned in that discipline; teams with none in it come last, by name. The next page
-    is announced in a `Link` header."""
-    entries = await service.ranking(
-        session, org_id=tenant.org_id, limit=limit + 1, offset=offset, discipline_id=discipline_id
-    )
-    if len(entries) > limit:
-        entries = entries[:limit]
-        query = {**request.query_params, "limit": str(limit), "offset": str(offset + limit)}
-        url = public_url(request, request.url.path, query)
-        response.headers["Link"] = f'<{url}>; rel="next"'
-    return [
-        schemas.LeaderboardEntry(
-            rank=e.rank,
-            team_id=e.team_id,
-            name=e.name,
-            score=e.score,
-            tasks_completed=e.tasks_completed,
-            reached_at=e.reached_at,
+    is announced in a `Link` header. Send the `ETag` back as `If-None-Match`: 304 while
+    nothing changed."""
+
+    async def build(_version: int) -> tuple[bytes, dict[str, str]]:
+        entries = await service.ranking(
+            session,
+            org_id=tenant.org_id,
+            limit=limit + 1,
+            offset=offset,
+            discipline_id=discipline_id,
         )
-        for e in entries
-    ]
+        headers = {}
+        if len(entries) > limit:
+            entries = entries[:limit]
+            query = {**request.query_params, "limit": str(limit), "offset": str(offset + limit)}
+            url = public_url(request, request.url.path, query)
+            headers["Link"] = f'<{url}>; rel="next"'
+        return dumps([entry_json(e) for e in entries]), headers
+
+    return await serve(
+        request, organization_id=tenant.org_id, variant=tenant.caller.role.value, build=build
+    )
+
+
+def entry_json(entry: service.Entry) -> dict[str, object]:
+    """A ``schemas.LeaderboardEntry`` as its JSON object (tests check the two agree)."""
+    return {
+        "Rank": entry.rank,
+        "TeamId": entry.team_id,
+        "Name": entry.name,
+        "Score": entry.score,
+        "TasksCompleted": entry.tasks_completed,
+        "ReachedAt": entry.reached_at,
+    }
+
+
+def series_json(series: graphs.Series) -> dict[str, object]:
+    """A ``schemas.Series`` as its JSON object."""
+    return {
+        "TeamId": series.team_id,
+        "Name": series.name,
+        "Points": [{"At": p.at, "Score": p.score} for p in series.points],
+    }
 
 
 @router.get(
@@ -113,15 +136,23 @@ async def get_leaderboard(
     responses=problem_responses(401, 403, 404, 422),
 )
 async def get_leaderboard_graph(
+    request: Request,
     tenant: MemberOf,
     session: SessionDep,
     window: WindowDep,
     top: Annotated[int, Query(ge=1, le=MAX_TOP, description="How many teams.")] = 10,
-) -> list[schemas.Series]:
+) -> Response:
     """The top teams' cumulative score over time, in rank order: a step function that
     starts at 0 (or at the value just before `from`), one point per change."""
-    found = await graphs.top_series(session, org_id=tenant.org_id, top=top, window=window)
-    return [_series(s) for s in found]
+    window.check()
+
+    async def build(_version: int) -> tuple[bytes, dict[str, str]]:
+        found = await graphs.top_series(session, org_id=tenant.org_id, top=top, window=window)
+        return dumps([series_json(s) for s in found]), {}
+
+    return await serve(
+        request, organization_id=tenant.org_id, variant=tenant.caller.role.value, build=build
+    )
 
 
 @router.get(

@@ -6,11 +6,13 @@ from fastapi import APIRouter, Request, Response, status
 
 from questline.auth.dependencies import AdminOf, MemberOf
 from questline.progress import overview, schemas, service
+from questline.readmodel.http import dumps, serve
 from questline.teams import service as teams_service
 from questline.web.openapi import problem_responses
 from questline.web.pagination import public_url
 from questline.web.paths import TaskId, TeamId
 from questline.web.routing import SessionDep, TransactionalRoute
+from questline.web.state import app_state
 
 router = APIRouter(prefix="/team", tags=["progress"], route_class=TransactionalRoute)
 
@@ -104,7 +106,25 @@ async def withdraw_task(
     response_model=schemas.Overview,
     responses=problem_responses(401, 403, 404),
 )
-async def get_overview(team_id: TeamId, tenant: MemberOf, session: SessionDep) -> schemas.Overview:
+async def get_overview(
+    team_id: TeamId, request: Request, tenant: MemberOf, session: SessionDep
+) -> Response:
     """The team's progress: score, rank, and for every discipline the organization sees
-    (global and its own, by title) the tasks and points done per level and quest."""
-    return await overview.team_overview(session, org_id=tenant.org_id, team_id=team_id)
+    (global and its own, by title) the tasks and points done per level and quest.
+    Send the `ETag` back as `If-None-Match`: 304 while nothing changed."""
+
+    readmodel = app_state(request).readmodel
+
+    async def build(version: int) -> tuple[bytes, dict[str, str]]:
+        async def tree() -> list[overview.DisciplineNode]:
+            return await overview.visible_tree(session, org_id=tenant.org_id)
+
+        nodes = await readmodel.memo(tenant.org_id, "tree", version, tree)
+        found = await overview.overview_json(
+            session, org_id=tenant.org_id, team_id=team_id, tree=nodes
+        )
+        return dumps(found), {}
+
+    return await serve(
+        request, organization_id=tenant.org_id, variant=tenant.caller.role.value, build=build
+    )

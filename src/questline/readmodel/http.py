@@ -9,14 +9,37 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
+import orjson
 from fastapi import Request, Response
+from pydantic import TypeAdapter
 
 from questline.readmodel.cache import Entry, Key
 from questline.web.state import app_state
 
 JSON = "application/json"
-BodyBuilder = Callable[[], Awaitable[tuple[bytes, Mapping[str, str]]]]
+BodyBuilder = Callable[[int], Awaitable[tuple[bytes, Mapping[str, str]]]]
+"""Builds the body (and headers: ``ETag`` among them when the resource has its own) at
+the organization's version given."""
+
+
+def _default(value: object) -> str:
+    # asyncpg hands back its own UUID subclass, which orjson does not take as a UUID.
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def dumps(value: object) -> bytes:
+    """JSON bytes as the API writes them: UUIDs as strings, UTC times ending in ``Z``."""
+    return orjson.dumps(value, default=_default, option=orjson.OPT_UTC_Z)
+
+
+def model_bytes(adapter: TypeAdapter[Any], value: object) -> bytes:
+    """A response model's JSON, as FastAPI would write it (by alias), without validating
+    it again."""
+    return adapter.dump_json(value, by_alias=True)
 
 
 def version_etag(organization_id: uuid.UUID, version: int, variant: str) -> str:
@@ -52,32 +75,34 @@ async def serve(
     organization_id: uuid.UUID,
     variant: str,
     build: BodyBuilder,
-    etag: Callable[[bytes, int], str] | None = None,
+    own_etag: bool = False,
 ) -> Response:
     """The response of a cached read.
 
     ``variant`` separates bodies that differ for the same URL (the caller's role).
-    ``etag`` computes an entry's ETag from its body and version when the resource has
-    its own validator (a team's ``If-Match`` ETag); by default it is the version's.
+    With ``own_etag`` the body's builder returns the resource's ``ETag`` (one that
+    ``If-Match`` also accepts); by default the ETag is the organization's version's, and
+    ``If-None-Match`` is answered 304 without building even when nothing is cached.
     """
     readmodel = app_state(request).readmodel
     if_none_match = request.headers.get("if-none-match")
     version = await readmodel.version(organization_id)
     if version is None:  # no version source: build every time
-        body, headers = await build()
+        body, headers = await build(-1)
         return Response(body, media_type=JSON, headers=dict(headers))
     key = _key(request, organization_id, variant)
     entry = readmodel.cache.get(key)
     if entry is None or entry.version != version:
-        if etag is None and if_none_match is not None:
+        if not own_etag and if_none_match is not None:
             current = version_etag(organization_id, version, variant)
             if etag_matches(if_none_match, current):
                 return not_modified(current)
         readmodel.cache.misses += 1
 
         async def build_entry() -> Entry:
-            body, headers = await build()
-            tag = etag(body, version) if etag else version_etag(organization_id, version, variant)
+            body, built_headers = await build(version)
+            headers = dict(built_headers)
+            tag = headers.pop("ETag", None) or version_etag(organization_id, version, variant)
             return Entry(version=version, body=body, etag=tag, headers=tuple(headers.items()))
 
         entry = await readmodel.load(key, version, build_entry)

@@ -16,6 +16,7 @@ from questline.readmodel.sources import PostgresSource, SqliteSource, VersionSou
 from questline.storage.db import Database
 
 Build = Callable[[], Awaitable[Entry]]
+MAX_MEMOS = 10_000
 
 
 class ReadModel:
@@ -34,11 +35,16 @@ class ReadModel:
         self.source: VersionSource | None
         if db.is_sqlite:
             path = make_url(db.url).database or ""
-            self.source = SqliteSource(path, self.changes) if path not in ("", ":memory:") else None
+            self.source = (
+                SqliteSource(path, self.changes, self.invalidate_all)
+                if path not in ("", ":memory:")
+                else None
+            )
         else:
             listen_url = settings.database_listen_url or db.url
             self.source = PostgresSource(db, listen_url, self.changes, self.invalidate_all)
         self._inflight: dict[tuple[Key, int], asyncio.Future[Entry]] = {}
+        self._memos: dict[tuple[uuid.UUID, str], tuple[int, Any]] = {}
         db.on_commit(self._committed)
         db.dispose_hooks.append(self.stop)
 
@@ -56,6 +62,7 @@ class ReadModel:
 
     def invalidate_all(self) -> None:
         self.cache.clear()
+        self._memos.clear()
         self.changes.forget_all()
         if self.source is not None:
             self.source.forget_all()
@@ -85,6 +92,31 @@ class ReadModel:
         self.cache.put(key, entry)
         future.set_result(entry)
         return entry
+
+    async def memo(
+        self,
+        organization_id: uuid.UUID,
+        name: str,
+        version: int,
+        build: Callable[[], Awaitable[Any]],
+    ) -> Any:
+        """A value shared by many entries of the organization (the discipline tree under
+        every overview), built once per version. ``version`` < 0: no version is known,
+        build without keeping it."""
+        if version < 0:
+            return await build()
+        key = (organization_id, name)
+        found = self._memos.get(key)
+        if found is not None and found[0] == version:
+            return found[1]
+        value = await build()
+        if len(self._memos) >= MAX_MEMOS:
+            self._memos.clear()
+        self._memos[key] = (version, value)
+        return value
+
+    def forget_memos(self) -> None:
+        self._memos.clear()
 
     async def stop(self) -> None:
         if self.source is not None:

@@ -66,10 +66,31 @@ async def read_through_pool(db: Database, organization_id: uuid.UUID) -> int:
     return int(found or 0)
 
 
+def settle(
+    changes: Changes,
+    organization_id: uuid.UUID,
+    found: int,
+    on_everything_changed: Callable[[], None],
+) -> int:
+    """Record a version read from the database. Versions only grow, except when the
+    database itself was put back (a restore from a backup): then nothing this process
+    knows is true any more, and everything is forgotten."""
+    known = changes.known(organization_id)
+    if known is not None and found < known:
+        log.warning("read model: the database went back in time (restored?); forgetting all")
+        on_everything_changed()
+        changes.advance(organization_id, found)
+        return found
+    return changes.advance(organization_id, found)
+
+
 class SqliteSource:
-    def __init__(self, path: str, changes: Changes) -> None:
+    def __init__(
+        self, path: str, changes: Changes, on_everything_changed: Callable[[], None]
+    ) -> None:
         self.path = path
         self.changes = changes
+        self.on_everything_changed = on_everything_changed
         self._connection: sqlite3.Connection | None = None
         self._data_version: int | None = None
         self._checked: dict[uuid.UUID, int] = {}
@@ -100,6 +121,7 @@ class SqliteSource:
                     (organization_id.hex,),
                 ).fetchone()
                 version = int(row[0]) if row else 0
+                version = settle(self.changes, organization_id, version, self.on_everything_changed)
                 self._checked[organization_id] = version
         except sqlite3.Error:
             log.warning("read model: SQLite version check failed; reading uncached", exc_info=True)
@@ -258,9 +280,11 @@ class PostgresSource:
             else:
                 if self.healthy and epoch == self._epoch:
                     self._tracked.add(organization_id)
-                return self.changes.advance(organization_id, int(found or 0))
+                return settle(
+                    self.changes, organization_id, int(found or 0), self.on_everything_changed
+                )
         found = await read_through_pool(self.db, organization_id)
-        return self.changes.advance(organization_id, found)
+        return settle(self.changes, organization_id, found, self.on_everything_changed)
 
     @property
     def server_pid(self) -> int | None:

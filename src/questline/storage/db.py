@@ -106,7 +106,11 @@ class Database:
                 echo=settings.database_echo,
                 pool_size=settings.database_pool_size,
                 max_overflow=settings.database_pool_size,
-                pool_pre_ping=True,
+                # No pre-ping (a SELECT 1 before every checkout): a connection that turns
+                # out dead fails its first statement, the pool drops it, and the request
+                # boundary retries once (``questline.web.routing``).
+                pool_pre_ping=False,
+                pool_recycle=1800,
                 hide_parameters=True,  # error messages and logs carry no SQL parameters
                 poolclass=MeteredQueuePool,
             )
@@ -114,6 +118,15 @@ class Database:
             self.engine.execution_options(**{SQLITE_BEGIN_OPTION: "IMMEDIATE"})
             if self.is_sqlite
             else self.engine
+        )
+        # Reads on PostgreSQL: one REPEATABLE READ READ ONLY snapshot, begun by the first
+        # statement (a read answered from the read model begins none).
+        self.read_engine = (
+            self.engine
+            if self.is_sqlite
+            else self.engine.execution_options(
+                isolation_level="REPEATABLE READ", postgresql_readonly=True
+            )
         )
         self.commit_listeners: list[Callable[[dict[Any, int]], None]] = []
         self.dispose_hooks: list[Callable[[], Awaitable[None]]] = []
@@ -145,7 +158,7 @@ class Database:
         lock up front, so concurrent writers queue on the busy timeout instead of failing
         on a stale snapshot.
         """
-        return self.sessionmaker(bind=self.write_engine if write else self.engine)
+        return self.sessionmaker(bind=self.write_engine if write else self.read_engine)
 
     @asynccontextmanager
     async def session(self, *, write: bool = True) -> AsyncIterator[AsyncSession]:

@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from questline.auth.dependencies import AdminOf, MemberOf
 from questline.members import service as members_service
 from questline.members.schemas import Member
+from questline.readmodel.http import dumps, serve
 from questline.teams import models, schemas, service
 from questline.web.openapi import problem_responses
 from questline.web.pagination import (
@@ -40,13 +41,23 @@ def _location(request: Request, team_id: object) -> str:
 
 @router.get("", response_model=list[schemas.Team], responses=problem_responses(401, 403, 422))
 async def list_teams(
-    request: Request, response: Response, tenant: MemberOf, session: SessionDep, page: PageDep
-) -> list[schemas.Team]:
-    """Every team of the caller's organization, by name (opt-in paging: `limit`, `after`)."""
-    rows = await service.list_teams(session, org_id=tenant.org_id, page=page)
-    rows, more = split_page(rows, page)
-    announce_next_page(request, response, page, service.cursor_of(rows[-1].team) if more else None)
-    return [service.to_schema(row.team, row.member_count) for row in rows]
+    request: Request, tenant: MemberOf, session: SessionDep, page: PageDep
+) -> Response:
+    """Every team of the caller's organization, by name (opt-in paging: `limit`, `after`).
+    Send the `ETag` back as `If-None-Match`: 304 while nothing changed."""
+
+    async def build(_version: int) -> tuple[bytes, dict[str, str]]:
+        rows = await service.list_team_rows(session, org_id=tenant.org_id, page=page)
+        rows, more = split_page(rows, page)
+        scratch = Response()
+        last = [rows[-1].name_key, str(rows[-1].id)] if more else None
+        announce_next_page(request, scratch, page, last)
+        headers = {"Link": scratch.headers["link"]} if "link" in scratch.headers else {}
+        return dumps([service.team_json(row, row.member_count) for row in rows]), headers
+
+    return await serve(
+        request, organization_id=tenant.org_id, variant=tenant.caller.role.value, build=build
+    )
 
 
 @router.post(
@@ -73,19 +84,27 @@ async def create_team(
     "/{team_id}", response_model=schemas.TeamDetail, responses=problem_responses(401, 403, 404)
 )
 async def get_team(
-    team_id: TeamId, response: Response, tenant: MemberOf, session: SessionDep
-) -> schemas.TeamDetail:
-    """One team with its members."""
-    team = await service.get_team(session, org_id=tenant.org_id, team_id=team_id)
-    members = await service.team_members(
-        session, org_id=tenant.org_id, team_id=team.id, page=members_service.ALL
+    team_id: TeamId, request: Request, tenant: MemberOf, session: SessionDep
+) -> Response:
+    """One team with its members. Its `ETag` also serves as `If-Match` on changes, and as
+    `If-None-Match` here (304 while nothing changed)."""
+
+    async def build(version: int) -> tuple[bytes, dict[str, str]]:
+        body, etag = await service.team_detail_json(
+            session, org_id=tenant.org_id, team_id=team_id, hide_emails=not tenant.is_admin
+        )
+        # The team's own validator (If-Match compares that part), then the organization's
+        # version and the role: members' bodies may differ from admins'.
+        role = tenant.caller.role.value[0]
+        return dumps(body), {"ETag": f'{etag[:-1]}-{version}{role}"'}
+
+    return await serve(
+        request,
+        organization_id=tenant.org_id,
+        variant=tenant.caller.role.value,
+        build=build,
+        own_etag=True,
     )
-    described = members_service.as_seen_by(
-        tenant, await members_service.describe(session, org_id=tenant.org_id, members=members)
-    )
-    response.headers["ETag"] = service.etag_of(team)
-    base = service.to_schema(team, len(described))
-    return schemas.TeamDetail(**base.model_dump(), members=described)
 
 
 @router.patch(

@@ -167,6 +167,8 @@ class TransactionalRoute(APIRoute):
                 try:
                     return await _attempt(request, original, caller)
                 except DBAPIError as exc:
+                    if _reconnectable(request, exc) and attempt < attempts:
+                        continue
                     if not is_transient(exc):
                         raise
                     if attempt == attempts:
@@ -197,10 +199,23 @@ def is_transient(exc: DBAPIError) -> bool:
     return sqlstate_of(exc) in TRANSIENT_SQLSTATES
 
 
+def _reconnectable(request: Request, exc: DBAPIError) -> bool:
+    """A pooled connection that died while idle (the database restarted, a proxy closed
+    it) fails its first statement and is dropped from the pool (there is no pre-ping):
+    nothing was committed, so the request runs again on a fresh connection. A failure
+    once the commit was sent is never retried (its outcome is unknown)."""
+    state = getattr(request.state, "questline", None)
+    return bool(exc.connection_invalidated) and not (state is not None and state.committing)
+
+
 async def begin_snapshot(session: AsyncSession) -> None:
     """Reads on PostgreSQL run in one snapshot: ``REPEATABLE READ READ ONLY``, so that a
     read made of several statements (a graph, a discipline's tree) never mixes states
-    from before and after a concurrent write. SQLite's transactions are snapshots."""
+    from before and after a concurrent write. SQLite's transactions are snapshots.
+
+    A read session is bound to ``Database.read_engine``, which carries these options,
+    so the snapshot begins with the first statement: a read answered from the read
+    model opens no transaction. This eager form is for sessions made otherwise."""
     if session.get_bind().dialect.name == "postgresql":
         await session.connection(
             execution_options={"isolation_level": "REPEATABLE READ", "postgresql_readonly": True}
@@ -214,12 +229,11 @@ async def _attempt(request: Request, original: Handler, caller: Caller | None) -
     async with state.db.new_session(write=write) as session:
         request.state.questline = RequestState(session=session, caller=caller)
         try:
-            if not write:
-                await begin_snapshot(session)
             response = await original(request)
             pending = request_state(request).pending_key
             if pending is not None and 200 <= response.status_code < 300:
                 await idempotency.store_response(session, pending, response)
+            request_state(request).committing = True
             await session.commit()
         except idempotency.ReplayStoredResponse as replay:
             await session.rollback()

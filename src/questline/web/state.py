@@ -40,6 +40,8 @@ class RequestState:
     session: AsyncSession
     caller: Caller | None = None
     pending_key: idempotency.PendingKey | None = None
+    committing: bool = False
+    """The commit was sent: a failure now leaves the outcome unknown (never retried)."""
 
 
 def app_state(request: Request) -> AppState:
