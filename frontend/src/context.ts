@@ -4,11 +4,12 @@
 import { Api, ApiError } from './api';
 import { h, replaceChildren } from './dom';
 import { describeProblem } from './format';
-import type { DisciplineSummary } from './types';
+import type { DisciplineSummary, SessionInfo } from './types';
 
 export interface Ctx {
   api: Api;
   admin: boolean;
+  session: SessionInfo;
   view: HTMLElement;
   /** False once the user has navigated away: late responses are dropped. */
   isCurrent(): boolean;
@@ -17,12 +18,32 @@ export interface Ctx {
   notify(message: string): void;
   clearMessages(): void;
   disciplines(): Promise<DisciplineSummary[]>;
-  /** Called when the API said 401: the token is dropped and sign-in shown. */
+  /** Forget the cached discipline list (after a create, change or delete). */
+  refreshDisciplines(): void;
+  /** Called when the API said 401: the session is over and sign-in is shown. */
   signedOut(message: string): void;
 }
 
 const errorEl = (): HTMLElement => document.getElementById('error') as HTMLElement;
 const noticeEl = (): HTMLElement => document.getElementById('notice') as HTMLElement;
+
+let flashed: string | null = null;
+
+/** Go to `hash` and show `message` on the page that opens there. */
+export function navigateWithNotice(hash: string, message: string): void {
+  flashed = message;
+  if (window.location.hash === hash) {
+    notify(message);
+    flashed = null;
+  } else window.location.hash = hash;
+}
+
+/** The notice a navigation carried, once. */
+export function takeFlash(): string | null {
+  const message = flashed;
+  flashed = null;
+  return message;
+}
 
 export function clearMessages(): void {
   const err = errorEl();
@@ -115,7 +136,7 @@ export function handleError(ctx: Ctx, err: unknown, form?: HTMLFormElement): voi
   if (!ctx.isCurrent()) return;
   if (err instanceof ApiError && err.status === 401) {
     const m = describeProblem(err.status, err.problem, err.message);
-    ctx.signedOut(`Your token was not accepted (${m.summary.replace(/\.$/, '')}). Sign in again.`);
+    ctx.signedOut(`You are signed out (${m.summary.replace(/\.$/, '')}). Sign in again.`);
     return;
   }
   ctx.showError(err, form);

@@ -1,43 +1,30 @@
 import { describe, expect, it } from 'vitest';
-import { apiBase, randomUuid } from './api';
-import { decodeClaims, isAdminToken, isExpired, normalizeToken, tokenFromHash } from './auth';
-import { colorClass, describeProblem, localInputToIso, parseTags, safeHttpUrl, timeTickLabel, timeTicks, toStepPoints } from './format';
+import { apiBase, nextLink, randomUuid, stripOrigin } from './api';
+import { credentialFromHash, credentialFromInput } from './auth';
+import { colorClass, describeProblem, localInputToIso, parseTags, safeHttpUrl, toStepPoints } from './format';
 import { parseRoute } from './router';
 
-function jwt(payload: object): string {
-  const enc = (o: object) =>
-    btoa(String.fromCharCode(...new TextEncoder().encode(JSON.stringify(o))))
-      .replace(/\+/g, '-')
-      .replace(/\//g, '_')
-      .replace(/=+$/, '');
-  return `${enc({ alg: 'HS256', typ: 'JWT' })}.${enc(payload)}.c2ln`;
-}
-
 describe('auth', () => {
-  it('decodes claims and recognises admin tokens', () => {
-    const admin = jwt({ sub: 'a', org: 'o', role: 'admin' });
-    expect(decodeClaims(admin)?.role).toBe('admin');
-    expect(isAdminToken(admin)).toBe(true);
-    expect(isAdminToken(jwt({ role: 'member' }))).toBe(false);
-    expect(isAdminToken('not-a-jwt')).toBe(false);
-    expect(decodeClaims('a.b.c')).toBeNull();
+  it('takes a code or a token from the fragment only', () => {
+    expect(credentialFromHash('#code=abcDEF123_-xyz')).toEqual({ Code: 'abcDEF123_-xyz' });
+    expect(credentialFromHash('#token=abc.def.ghi&x=1')).toEqual({ IdToken: 'abc.def.ghi' });
+    expect(credentialFromHash('#/leaderboard')).toBeNull();
+    expect(credentialFromHash('#code=')).toBeNull();
   });
-  it('reads non-ASCII claims', () => {
-    expect(decodeClaims(jwt({ sub: 'Zoë' }))?.sub).toBe('Zoë');
+  it('reads what is pasted: a link, a code or a token', () => {
+    expect(credentialFromInput(' http://h/ui/#code=abcdefghijklmnop ')).toEqual({ Code: 'abcdefghijklmnop' });
+    expect(credentialFromInput('Bearer abc.def.ghi\n')).toEqual({ IdToken: 'abc.def.ghi' });
+    expect(credentialFromInput('abcdefghijklmnopqrstu')).toEqual({ Code: 'abcdefghijklmnopqrstu' });
+    expect(credentialFromInput('short')).toBeNull();
+    expect(credentialFromInput('')).toBeNull();
   });
-  it('knows expiry', () => {
-    expect(isExpired({ exp: 10 }, 20_000)).toBe(true);
-    expect(isExpired({ exp: 100 }, 20_000)).toBe(false);
-    expect(isExpired({}, 20_000)).toBe(false);
-  });
-  it('takes the token from the fragment only', () => {
-    expect(tokenFromHash('#token=abc.def.ghi')).toBe('abc.def.ghi');
-    expect(tokenFromHash('#token=abc.def.ghi&x=1')).toBe('abc.def.ghi');
-    expect(tokenFromHash('#/leaderboard')).toBeNull();
-    expect(tokenFromHash('#token=')).toBeNull();
-  });
-  it('normalises pasted tokens', () => {
-    expect(normalizeToken('  Bearer abc.def.ghi\n')).toBe('abc.def.ghi');
+});
+
+describe('api', () => {
+  it('follows Link headers below the base', () => {
+    expect(nextLink('<http://h/q/team?limit=2&after=x>; rel="next"')).toBe('http://h/q/team?limit=2&after=x');
+    expect(nextLink(null)).toBeNull();
+    expect(stripOrigin('http://h/q/team?limit=2&after=x', '/q')).toBe('/team?limit=2&after=x');
   });
 });
 
@@ -99,38 +86,3 @@ describe('api and router', () => {
   });
 });
 
-describe('time axis ticks', () => {
-  const HOUR = 3_600_000;
-  const DAY = 24 * HOUR;
-  const min = new Date(2026, 10, 20, 7, 13).getTime(); // local time: the assertions hold in any zone
-  it('puts day ticks on local midnights, one label per day', () => {
-    const { step, values } = timeTicks(min, min + 6 * DAY, 7);
-    expect(step).toBe(DAY);
-    expect(values).toHaveLength(6);
-    for (const v of values) expect(new Date(v).getHours()).toBe(0);
-    expect(values.every((v) => v >= min && v <= min + 6 * DAY)).toBe(true);
-    const labels = values.map((v) => timeTickLabel(v, step));
-    expect(new Set(labels).size).toBe(labels.length);
-  });
-  it('puts sub-day ticks on whole hours that divide the day, dated at midnight', () => {
-    const { step, values } = timeTicks(min, min + 2 * DAY, 7);
-    expect(step).toBe(12 * HOUR);
-    expect(values.length).toBeLessThanOrEqual(7);
-    for (const v of values) {
-      const hours = new Date(v).getHours();
-      expect([0, 12]).toContain(hours);
-      // "21 Nov" at midnight, "12:00" (or "12 PM", by locale) in between.
-      expect(timeTickLabel(v, step)).toBe(timeTickLabel(v, hours === 0 ? DAY : HOUR));
-    }
-    expect(values.some((v) => new Date(v).getHours() === 0)).toBe(true);
-  });
-  it('never gives more ticks than asked for', () => {
-    for (const span of [HOUR / 2, 5 * HOUR, 30 * HOUR, 9 * DAY, 90 * DAY, 800 * DAY]) {
-      for (const count of [4, 7]) expect(timeTicks(min, min + span, count).values.length).toBeLessThanOrEqual(count);
-    }
-  });
-  it('gives none for an empty range', () => {
-    expect(timeTicks(min, min, 7).values).toEqual([]);
-    expect(timeTicks(Number.NaN, min, 7).values).toEqual([]);
-  });
-});

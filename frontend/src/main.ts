@@ -1,13 +1,18 @@
-// Questline dashboard: entry point, layout and hash routing.
+// Questline dashboard: entry point, layout, session and hash routing.
 import './style.css';
-import { Api } from './api';
-import { adoptTokenFromLocation, clearToken, decodeClaims, getToken, isAdminToken, isExpired } from './auth';
-import { clearMessages, createDisciplineCache, notify, showError, type Ctx } from './context';
+import { Api, ApiError } from './api';
+import { takeCredentialFromLocation, type Credential } from './auth';
+import { clearMessages, createDisciplineCache, notify, showError, takeFlash, type Ctx } from './context';
 import { h } from './dom';
+import { describeProblem } from './format';
 import { parseRoute, type RouteName } from './router';
+import type { SessionInfo } from './types';
 import { renderDiscipline, renderDisciplines } from './views/disciplines';
+import { renderDisciplineEditor } from './views/editor';
 import { renderGraph } from './views/graph';
 import { renderLeaderboard } from './views/leaderboard';
+import { renderMembers } from './views/members';
+import { renderOnboarding } from './views/onboarding';
 import { renderSignIn } from './views/signin';
 import { renderTeam } from './views/team';
 import { renderTeams } from './views/teams';
@@ -17,38 +22,78 @@ const TITLES: Record<RouteName, string> = {
   graph: 'Progress graph',
   teams: 'Teams',
   team: 'Team',
+  members: 'Members',
+  onboarding: 'Onboarding',
   disciplines: 'Disciplines',
   discipline: 'Discipline',
+  'discipline-edit': 'Edit discipline',
+  'discipline-new': 'New discipline',
   signin: 'Sign in',
   notfound: 'Not found',
 };
+const ADMIN_ONLY: ReadonlySet<RouteName> = new Set(['onboarding', 'discipline-edit', 'discipline-new']);
 
 const view = document.getElementById('view') as HTMLElement;
 const sessionBox = document.getElementById('session') as HTMLElement;
-const api = new Api(getToken);
+const api = new Api();
+let session: SessionInfo | null = null;
 let disciplines = createDisciplineCache(api);
 let generation = 0;
 let cleanups: (() => void)[] = [];
 let firstRender = true;
+// Other tabs of this browser share the cookie: tell them when this one signs in or out.
+const channel = 'BroadcastChannel' in window ? new BroadcastChannel('questline-session') : null;
 
 function renderSession(): void {
-  const token = getToken();
-  const claims = token ? decodeClaims(token) : null;
-  if (!token) {
+  if (!session) {
     sessionBox.replaceChildren(h('a', { href: '#/signin', id: 'signin-link' }, 'Sign in'));
     return;
   }
-  const who = claims?.sub ? String(claims.sub) : 'signed in';
   sessionBox.replaceChildren(
-    h('span', { class: 'who', 'data-testid': 'session-user' }, who, ' ', h('span', { class: 'badge', 'data-testid': 'session-role' }, String(claims?.role ?? 'unknown'))),
-    h('button', { type: 'button', id: 'signout-button', 'data-testid': 'signout-button', onclick: () => signOut(null) }, 'Sign out'),
+    h(
+      'span',
+      { class: 'who', 'data-testid': 'session-user' },
+      session.Subject,
+      ' ',
+      h('span', { class: 'badge', 'data-testid': 'session-role' }, session.Role),
+    ),
+    h('button', { type: 'button', id: 'signout-button', 'data-testid': 'signout-button', onclick: () => void signOut() }, 'Sign out'),
   );
 }
 
-function signOut(message: string | null): void {
-  clearToken();
+function renderNav(): void {
+  for (const li of document.querySelectorAll<HTMLElement>('#nav li[data-admin]')) {
+    li.hidden = session?.Role !== 'admin';
+  }
+}
+
+async function signOut(): Promise<void> {
+  try {
+    await api.signOut();
+  } catch {
+    /* the session may be over already: either way this tab is signed out */
+  }
+  channel?.postMessage('signed-out');
+  dropSession(null);
+}
+
+function dropSession(message: string | null): void {
+  session = null;
+  api.csrf = null;
   disciplines = createDisciplineCache(api);
   render(message);
+}
+
+async function exchange(credential: Credential): Promise<string | null> {
+  try {
+    session = await api.signIn(credential);
+    disciplines = createDisciplineCache(api);
+    channel?.postMessage('signed-in');
+    return null;
+  } catch (err) {
+    if (err instanceof ApiError) return describeProblem(err.status, err.problem, err.message).summary;
+    return err instanceof Error ? err.message : String(err);
+  }
 }
 
 function render(signInMessage: string | null = null): void {
@@ -62,34 +107,49 @@ function render(signInMessage: string | null = null): void {
   cleanups = [];
   const mine = ++generation;
   clearMessages();
+  const flash = takeFlash();
+  if (flash) notify(flash);
   renderSession();
+  renderNav();
 
   let route = parseRoute(window.location.hash);
-  const token = getToken();
-  const claims = token ? decodeClaims(token) : null;
-  if (token && (!claims || isExpired(claims))) {
-    clearToken();
-    renderSession();
-    signInMessage = 'Your token has expired. Sign in again.';
-  }
-  const signedIn = getToken() !== null;
-  if (!signedIn) route = { name: 'signin', id: null };
+  if (!session) route = { name: 'signin', id: null };
   else if (route.name === 'signin') {
     window.location.replace('#/leaderboard');
     return;
   }
+  const forbidden = session !== null && session.Role !== 'admin' && ADMIN_ONLY.has(route.name);
 
   for (const a of document.querySelectorAll<HTMLAnchorElement>('#nav a[data-route]')) {
-    const active = a.dataset['route'] === route.name || (a.dataset['route'] === 'teams' && route.name === 'team') || (a.dataset['route'] === 'disciplines' && route.name === 'discipline');
+    const r = a.dataset['route'];
+    const active =
+      r === route.name ||
+      (r === 'teams' && route.name === 'team') ||
+      (r === 'disciplines' && route.name.startsWith('discipline'));
     if (active) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
   }
   document.title = `${TITLES[route.name]} · Questline`;
   view.dataset['route'] = route.name;
 
+  const current = session;
+  if (!current || route.name === 'signin') {
+    renderSignIn(view, signInMessage, async (credential) => {
+      const failed = await exchange(credential);
+      if (failed) return failed;
+      if (parseRoute(window.location.hash).name === 'signin') window.location.hash = '#/leaderboard';
+      else render();
+      return null;
+    });
+    if (firstRender) document.getElementById('token-input')?.focus();
+    firstRender = false;
+    return;
+  }
+
   const ctx: Ctx = {
     api,
-    admin: isAdminToken(getToken()),
+    admin: current.Role === 'admin',
+    session: current,
     view,
     isCurrent: () => mine === generation,
     onCleanup: (fn) => cleanups.push(fn),
@@ -101,49 +161,63 @@ function render(signInMessage: string | null = null): void {
     },
     clearMessages,
     disciplines: () => disciplines(),
+    refreshDisciplines: () => {
+      disciplines = createDisciplineCache(api);
+    },
     signedOut: (message) => {
-      if (mine === generation) signOut(message);
+      if (mine === generation) dropSession(message);
     },
   };
 
-  switch (route.name) {
-    case 'signin':
-      renderSignIn(view, signInMessage, () => {
-        disciplines = createDisciplineCache(api);
-        if (parseRoute(window.location.hash).name === 'signin') window.location.hash = '#/leaderboard';
-        else render();
-      });
-      break;
-    case 'leaderboard':
-      renderLeaderboard(ctx);
-      break;
-    case 'graph':
-      renderGraph(ctx);
-      break;
-    case 'teams':
-      renderTeams(ctx);
-      break;
-    case 'team':
-      renderTeam(ctx, route.id ?? '');
-      break;
-    case 'disciplines':
-      renderDisciplines(ctx);
-      break;
-    case 'discipline':
-      renderDiscipline(ctx, route.id ?? '');
-      break;
-    case 'notfound':
-      view.replaceChildren(
-        h('h1', { tabindex: -1 }, 'Page not found'),
-        h('p', null, 'There is no such page. ', h('a', { href: '#/leaderboard' }, 'Go to the leaderboard'), '.'),
-      );
-      break;
+  if (forbidden) {
+    view.replaceChildren(
+      h('h1', { tabindex: -1 }, TITLES[route.name]),
+      h('p', null, 'This page is for admins: your role is read-only. ', h('a', { href: '#/leaderboard' }, 'Go to the leaderboard'), '.'),
+    );
+  } else {
+    switch (route.name) {
+      case 'leaderboard':
+        renderLeaderboard(ctx);
+        break;
+      case 'graph':
+        renderGraph(ctx);
+        break;
+      case 'teams':
+        renderTeams(ctx);
+        break;
+      case 'team':
+        renderTeam(ctx, route.id ?? '');
+        break;
+      case 'members':
+        renderMembers(ctx);
+        break;
+      case 'onboarding':
+        renderOnboarding(ctx);
+        break;
+      case 'disciplines':
+        renderDisciplines(ctx);
+        break;
+      case 'discipline':
+        renderDiscipline(ctx, route.id ?? '');
+        break;
+      case 'discipline-edit':
+        renderDisciplineEditor(ctx, route.id);
+        break;
+      case 'discipline-new':
+        renderDisciplineEditor(ctx, null);
+        break;
+      case 'notfound':
+        view.replaceChildren(
+          h('h1', { tabindex: -1 }, 'Page not found'),
+          h('p', null, 'There is no such page. ', h('a', { href: '#/leaderboard' }, 'Go to the leaderboard'), '.'),
+        );
+        break;
+    }
   }
 
   // After a navigation, move focus to the new page's heading (screen readers
   // announce it; keyboard users continue from the top of the content).
   if (!firstRender) view.querySelector<HTMLElement>('h1')?.focus();
-  else if (route.name === 'signin') document.getElementById('token-input')?.focus();
   firstRender = false;
 }
 
@@ -154,12 +228,32 @@ document.querySelector('.skip-link')?.addEventListener('click', (ev) => {
 });
 
 window.addEventListener('hashchange', () => {
-  if (adoptTokenFromLocation()) {
-    disciplines = createDisciplineCache(api);
+  const credential = takeCredentialFromLocation();
+  if (credential) {
+    void exchange(credential).then((failed) => render(failed));
+    return;
   }
   render();
 });
-// Another tab signing out does not share sessionStorage; nothing to sync.
 
-adoptTokenFromLocation();
-render();
+channel?.addEventListener('message', (ev: MessageEvent) => {
+  if (ev.data === 'signed-out' && session) dropSession('You signed out in another tab.');
+  if (ev.data === 'signed-in' && !session) void boot();
+});
+
+async function boot(): Promise<void> {
+  view.dataset['route'] = 'loading';
+  const credential = takeCredentialFromLocation();
+  let message: string | null = null;
+  if (credential) message = await exchange(credential);
+  if (!session) {
+    try {
+      session = await api.session();
+    } catch {
+      session = null; // not signed in (401) or the service is down: the sign-in page says which
+    }
+  }
+  render(message);
+}
+
+void boot();

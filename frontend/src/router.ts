@@ -1,6 +1,18 @@
 // Hash routing: the server only serves index.html and assets.
 
-export type RouteName = 'leaderboard' | 'graph' | 'teams' | 'team' | 'disciplines' | 'discipline' | 'signin' | 'notfound';
+export type RouteName =
+  | 'leaderboard'
+  | 'graph'
+  | 'teams'
+  | 'team'
+  | 'members'
+  | 'onboarding'
+  | 'disciplines'
+  | 'discipline'
+  | 'discipline-edit'
+  | 'discipline-new'
+  | 'signin'
+  | 'notfound';
 
 export interface Route {
   name: RouteName;
@@ -12,6 +24,8 @@ const SIMPLE: Record<string, RouteName> = {
   leaderboard: 'leaderboard',
   graph: 'graph',
   teams: 'teams',
+  members: 'members',
+  onboarding: 'onboarding',
   disciplines: 'disciplines',
   signin: 'signin',
 };
@@ -23,13 +37,15 @@ export function parseRoute(hash: string): Route {
     const name = SIMPLE[head];
     return name ? { name, id: null } : { name: 'notfound', id: null };
   }
-  if (rest.length === 0 && (head === 'team' || head === 'discipline')) {
-    try {
-      return { name: head, id: decodeURIComponent(rawId) };
-    } catch {
-      return { name: 'notfound', id: null };
-    }
+  if (head === 'disciplines' && rawId === 'new' && rest.length === 0) return { name: 'discipline-new', id: null };
+  let id: string;
+  try {
+    id = decodeURIComponent(rawId);
+  } catch {
+    return { name: 'notfound', id: null };
   }
+  if (rest.length === 0 && (head === 'team' || head === 'discipline')) return { name: head, id };
+  if (head === 'discipline' && rest.length === 1 && rest[0] === 'edit') return { name: 'discipline-edit', id };
   return { name: 'notfound', id: null };
 }
 
@@ -39,4 +55,8 @@ export function teamHref(id: string): string {
 
 export function disciplineHref(id: string): string {
   return `#/discipline/${encodeURIComponent(id)}`;
+}
+
+export function disciplineEditHref(id: string): string {
+  return `#/discipline/${encodeURIComponent(id)}/edit`;
 }

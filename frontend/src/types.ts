@@ -15,7 +15,8 @@ export interface Team {
 
 export interface Member {
   Id: string;
-  Email: string;
+  /** Null for callers with the member role (they see names, not addresses). */
+  Email: string | null;
   GivenName: string;
   TeamIds: string[];
   CreatedAt: string;
@@ -146,4 +147,24 @@ export interface Problem {
   instance?: string;
   requestId?: string;
   errors?: { field?: string; message?: string }[];
+}
+
+/** `GET /auth/session`: the signed-in dashboard session. */
+export interface SessionInfo {
+  Subject: string;
+  Role: string;
+  OrganizationId: string;
+  Email: string | null;
+  TeamIds: string[];
+  ExpiresAt: string;
+  CsrfToken: string;
+}
+
+export interface Completion {
+  TeamId: string;
+  TaskId: string;
+  DisciplineId: string;
+  Points: number;
+  CompletedAt: string;
+  Score: number | null;
 }

@@ -12,6 +12,7 @@ from fastapi import FastAPI
 from fastapi.responses import RedirectResponse
 
 from questline import __version__
+from questline.auth.endpoints import router as auth_router
 from questline.auth.tokens import TokenService
 from questline.bulk.endpoints import router as bulk_router
 from questline.config import Settings
@@ -31,6 +32,7 @@ from questline.web.hardening import RequestTimeoutMiddleware, SecurityHeadersMid
 from questline.web.head import HeadAsGetMiddleware
 from questline.web.middleware import AccessLogMiddleware, BodyGuardMiddleware
 from questline.web.openapi import install_openapi, mount_docs
+from questline.web.problems import router as problems_router
 from questline.web.ratelimit import BULK_SUFFIXES, RateLimiter, RateLimitMiddleware
 from questline.web.server import AllowedHostsMiddleware, ConcurrencyLimitMiddleware
 from questline.web.state import AppState
@@ -88,6 +90,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     for router in (
         health_router,
+        auth_router,
         bulk_router,  # before the teams router's /team/{team_id} routes
         teams_router,
         members_router,
@@ -95,12 +98,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         progress_router,
         leaderboard_router,
         webhooks_router,
+        problems_router,
     ):
         app.include_router(router)
     app.add_api_route("/", _to_dashboard, methods=["GET"], include_in_schema=False)
     mount_docs(app)
     mount_dashboard(app)
-    install_openapi(app)
+    install_openapi(app, settings.public_url)
     _add_middleware(app, state)
     return app
 

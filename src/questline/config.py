@@ -58,6 +58,9 @@ class Settings(BaseSettings):
     jwt_role_claim: str = "role"
     jwt_leeway_seconds: int = 30
     token_lifetime_days: int = 30
+    # The dashboard's sign-in (questline.auth.sessions): one-time codes, cookie sessions.
+    signin_code_minutes: int = 15
+    session_lifetime_hours: int = 12
 
     # Request limits.
     max_body_bytes: int = 5 * 1024 * 1024

@@ -13,6 +13,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from axe_playwright_python.sync_playwright import Axe  # type: ignore[import-untyped]
 from playwright.sync_api import Browser, BrowserContext, ConsoleMessage, Page, Request, Route
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -27,6 +28,7 @@ CHROMIUM_ARGS = [
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "dashboard"
 WIDTHS = {"desktop": (1280, 900), "phone": (375, 812)}
 TIMEOUT_MS = 10_000
+AXE = Axe()
 
 
 def chromium_path() -> Path | None:
@@ -51,6 +53,8 @@ class Guard:
     def on_console(self, message: ConsoleMessage) -> None:
         if message.type != "error":
             return
+        if message.location.get("url", "").endswith("/auth/session") and "401" in message.text:
+            return  # the page asking whether it is signed in, before sign-in: expected
         if any(p.search(message.text) for p in self.allowed):
             return
         self.problems.append(f"console error: {message.text} ({message.location})")
@@ -80,10 +84,15 @@ class Pages:
     guard: Guard
     contexts: list[BrowserContext] = field(default_factory=list)
 
-    def open(self, width: str = "desktop") -> Page:
+    def open(self, width: str = "desktop", *, dark: bool = False) -> Page:
+        return self.new_tab(self.new_context(width, dark=dark))
+
+    def new_context(self, width: str = "desktop", *, dark: bool = False) -> BrowserContext:
+        """A fresh browser profile (its own cookies): one signed-in user."""
         w, h = WIDTHS[width]
         context = self.browser.new_context(
             viewport={"width": w, "height": h},
+            color_scheme="dark" if dark else "light",
             locale="en-GB",
             timezone_id="UTC",
             service_workers="block",
@@ -93,6 +102,10 @@ class Pages:
         # must never wait on the internet, nor pass because it happened to be reachable.
         context.route(lambda url: not url.startswith(self.origin + "/"), _abort)
         self.contexts.append(context)
+        return context
+
+    def new_tab(self, context: BrowserContext) -> Page:
+        """Another tab of the same profile (shares its cookies)."""
         page = context.new_page()
         self.guard.watch(page)
         return page
@@ -104,6 +117,22 @@ class Pages:
 
 def _abort(route: Route) -> None:
     route.abort("blockedbyclient")
+
+
+DOCS_SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+
+
+def check_accessibility(page: Page, name: str) -> None:
+    """axe-core (pinned: axe-playwright-python ships it) finds no serious or critical
+    violation on the page as it is now."""
+    results = AXE.run(page, options={"resultTypes": ["violations"]})
+    bad = [
+        f"{v['id']} ({v['impact']}): {v['help']} — "
+        + "; ".join(str(n.get("target")) for n in v.get("nodes", [])[:5])
+        for v in results.response.get("violations", [])
+        if v.get("impact") in ("serious", "critical")
+    ]
+    assert not bad, f"accessibility violations on {name}:\n" + "\n".join(bad)
 
 
 def screenshot(page: Page, name: str) -> Path:

@@ -1,5 +1,7 @@
-"""Fixtures of the browser tests: a live server per backend, Chromium per module, a
-guarded page factory and a freshly seeded organization per test."""
+"""Fixtures of the browser tests: one live server per backend for the whole run,
+Chromium per module (Playwright's sync API keeps an event loop running in the thread
+while it is open: past the module it would break the tests that call asyncio.run in
+the same worker), a guarded page factory and a freshly seeded organization per test."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from tests.support.postgres import PostgresServer, unique_database_name
 from tests.support.system_packages import CHROMIUM, missing_reason
 
 
-@pytest.fixture(scope="module", params=BACKENDS)
+@pytest.fixture(scope="session", params=BACKENDS)
 def live(
     tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> Iterator[LiveServer]:

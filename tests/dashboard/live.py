@@ -9,6 +9,7 @@ minted in-process with the secret the server keeps in that data directory.
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import contextlib
 import os
@@ -22,8 +23,10 @@ from pathlib import Path
 
 import httpx
 
+from questline.auth import sessions
 from questline.auth.tokens import Role, TokenService
 from questline.config import Settings
+from questline.storage.db import Database
 from questline.storage.migrate import upgrade
 from tests.support.postgres import free_port
 
@@ -87,6 +90,41 @@ class LiveServer:
 
     def token(self, org_id: uuid.UUID, role: Role = Role.ADMIN, subject: str = "e2e") -> str:
         return self.tokens.mint(role=role, org_id=org_id, subject=subject)
+
+    def signin_link(
+        self,
+        org_id: uuid.UUID,
+        role: Role = Role.ADMIN,
+        subject: str = "e2e",
+        email: str | None = None,
+    ) -> str:
+        """A one-time sign-in link, minted as ``questline signin-link`` does (in-process)."""
+        settings = Settings(
+            data_dir=self.data_dir,
+            database_url=self.env.get("QUESTLINE_DATABASE_URL"),
+            public_url=self.origin,
+            _env_file=None,  # type: ignore[call-arg]
+        )
+
+        async def mint() -> str:
+            db = Database(settings)
+            try:
+                async with db.session(write=True) as session:
+                    code = await sessions.mint_signin_code(
+                        session,
+                        settings=settings,
+                        org_id=org_id,
+                        role=role,
+                        subject=subject,
+                        email=email,
+                    )
+            finally:
+                await db.dispose()
+            return sessions.signin_link(settings, code)
+
+        # In a thread of its own: Playwright's sync API runs an event loop in this one.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(asyncio.run, mint()).result()
 
     def client(self, token: str) -> httpx.Client:
         return httpx.Client(

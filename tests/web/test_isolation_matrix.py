@@ -144,6 +144,15 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     ("GET", "/ui"): public(307),
     ("GET", "/ui/"): public(),
     ("*", "/ui/assets/{path}"): public(path=_ui_asset()),
+    ("GET", "/problems"): public(),
+    ("GET", "/problems/{slug}"): public(slug="conflict"),
+    # The dashboard's session: the cookie alone counts (bearer tokens never open or read
+    # one here), so every caller without a session cookie gets 401.
+    ("GET", "/auth/session"): Expect(dict.fromkeys((*CALLERS, "admin"), 401)),
+    ("POST", "/auth/session"): Expect(
+        dict.fromkeys((*CALLERS, "admin"), 401), body=lambda _: {"Code": "no-such-code"}
+    ),
+    ("DELETE", "/auth/session"): Expect(dict.fromkeys((*CALLERS, "admin"), 401)),
     # Teams.
     ("GET", "/team"): read(scoped=False),
     ("POST", "/team"): write(201, scoped=False, body=lambda _: {"name": unique("Iso")}),

@@ -1,7 +1,8 @@
 import { h, tableWrap, replaceChildren } from '../dom';
 import { handleError, type Ctx } from '../context';
 import { colorClass, formatNumber, safeHttpUrl } from '../format';
-import { disciplineHref } from '../router';
+import { disciplineEditHref, disciplineHref } from '../router';
+import { deleteDisciplineControl } from './editor';
 import type { Resource } from '../types';
 
 export function renderDisciplines(ctx: Ctx): void {
@@ -25,7 +26,12 @@ export function renderDisciplines(ctx: Ctx): void {
     ),
     tbody,
   );
-  replaceChildren(ctx.view, h('h1', { tabindex: -1 }, 'Disciplines'), tableWrap('Disciplines', table));
+  replaceChildren(
+    ctx.view,
+    h('h1', { tabindex: -1 }, 'Disciplines'),
+    ctx.admin ? h('p', null, h('a', { href: '#/disciplines/new', id: 'new-discipline', class: 'button-link primary', 'data-testid': 'new-discipline' }, 'New discipline')) : null,
+    tableWrap('Disciplines', table),
+  );
 
   void (async () => {
     try {
@@ -50,7 +56,17 @@ export function renderDisciplines(ctx: Ctx): void {
                 h('td', { class: 'num' }, formatNumber(d.PointsTotal)),
               ),
             )
-          : [h('tr', null, h('td', { colspan: 5, class: 'empty' }, 'No disciplines yet.'))]),
+          : [
+              h(
+                'tr',
+                null,
+                h(
+                  'td',
+                  { colspan: 5, class: 'empty' },
+                  ctx.admin ? ['No disciplines yet. ', h('a', { href: '#/disciplines/new' }, 'Create the first one'), ' or import a document.'] : 'No disciplines yet: an admin creates them.',
+                ),
+              ),
+            ]),
       );
       table.dataset['loaded'] = 'true';
     } catch (err) {
@@ -86,7 +102,8 @@ export function renderDiscipline(ctx: Ctx, id: string): void {
   replaceChildren(ctx.view, h('h1', { tabindex: -1 }, 'Discipline'), h('p', { class: 'muted' }, 'Loading…'));
   void (async () => {
     try {
-      const d = await ctx.api.discipline(id);
+      const res = await ctx.api.disciplineWithEtag(id);
+      const d = res.data;
       if (!ctx.isCurrent()) return;
       document.title = `${d.Title} · Questline`;
       const levels = byOrder(d.Levels);
@@ -94,10 +111,18 @@ export function renderDiscipline(ctx: Ctx, id: string): void {
         h('p', { class: 'crumbs' }, h('a', { href: '#/disciplines' }, 'Disciplines')),
         h('h1', { tabindex: -1, class: `discipline-title color-${colorClass(d.Color)}` }, d.Title),
         d.Description ? h('p', null, d.Description) : null,
+        ctx.admin && (d.OrganizationId !== null)
+          ? h(
+              'div',
+              { class: 'actions-row' },
+              h('a', { href: disciplineEditHref(d.Id), id: 'edit-discipline', class: 'button-link primary', 'data-testid': 'edit-discipline' }, 'Edit'),
+              deleteDisciplineControl(ctx, d, res.etag),
+            )
+          : null,
         resources(d.Resources),
         h(
           'ol',
-          { class: 'tree', id: 'discipline-tree', 'data-testid': 'discipline-tree', 'data-discipline-id': d.Id },
+          { class: 'tree', id: 'discipline-tree', 'data-loaded': 'true', 'data-testid': 'discipline-tree', 'data-discipline-id': d.Id },
           levels.map((level, li) =>
             h(
               'li',

@@ -1,10 +1,11 @@
-import { h } from '../dom';
+import { h, replaceChildren } from '../dom';
 import { fillDisciplineSelect, handleError, type Ctx } from '../context';
 import { formatDateTime, formatNumber } from '../format';
 import { teamHref } from '../router';
 import type { LeaderboardEntry } from '../types';
 
 export const LEADERBOARD_REFRESH_MS = 5000;
+export const LEADERBOARD_PAGE = 50;
 
 // Kept across navigation, so coming back shows the same filter.
 let selectedDiscipline: string | null = null;
@@ -36,20 +37,42 @@ export function renderLeaderboard(ctx: Ctx): void {
     tbody,
   );
 
-  ctx.view.replaceChildren(
+  const prev = h('button', { type: 'button', id: 'leaderboard-prev', 'data-testid': 'leaderboard-prev' }, 'Previous');
+  const next = h('button', { type: 'button', id: 'leaderboard-next', 'data-testid': 'leaderboard-next' }, 'Next');
+  const pageLabel = h('span', { id: 'leaderboard-page', class: 'muted small', 'data-testid': 'leaderboard-page' }, '');
+  let offset = 0;
+  let etag: string | null = null;
+  let entries: LeaderboardEntry[] = [];
+  const mine = new Set(ctx.session.TeamIds);
+  prev.addEventListener('click', () => {
+    offset = Math.max(0, offset - LEADERBOARD_PAGE);
+    etag = null;
+    void load();
+  });
+  next.addEventListener('click', () => {
+    offset += LEADERBOARD_PAGE;
+    etag = null;
+    void load();
+  });
+
+  replaceChildren(ctx.view,
     h('h1', { tabindex: -1 }, 'Leaderboard'),
+    mine.size ? h('p', { class: 'muted small', id: 'leaderboard-mine-help' }, 'Your team is highlighted.') : null,
     h(
       'form',
       { class: 'filters', role: 'search', 'aria-label': 'Leaderboard filter' },
       h('div', { class: 'field' }, h('label', { for: 'leaderboard-discipline' }, 'Discipline'), select),
     ),
     h('div', { class: 'table-wrap', role: 'region', 'aria-label': 'Leaderboard', tabindex: 0 }, table),
+    h('nav', { class: 'pager', 'aria-label': 'Pages of the leaderboard' }, prev, pageLabel, next),
     status,
   );
 
   void fillDisciplineSelect(ctx, select, selectedDiscipline);
   select.addEventListener('change', () => {
     selectedDiscipline = select.value || null;
+    offset = 0;
+    etag = null;
     void load();
   });
 
@@ -57,11 +80,17 @@ export function renderLeaderboard(ctx: Ctx): void {
   ctx.onCleanup(() => window.clearTimeout(timer));
 
   function row(e: LeaderboardEntry): HTMLTableRowElement {
+    const isMine = mine.has(e.TeamId);
     return h(
       'tr',
-      { 'data-team-id': e.TeamId, 'data-testid': 'leaderboard-row', 'data-rank': e.Rank },
+      { 'data-team-id': e.TeamId, 'data-testid': 'leaderboard-row', 'data-rank': e.Rank, class: isMine ? 'mine' : null, 'data-mine': isMine ? 'true' : null },
       h('td', { class: 'num rank' }, String(e.Rank)),
-      h('th', { scope: 'row' }, h('a', { href: teamHref(e.TeamId), 'data-team-link': e.TeamId }, e.Name)),
+      h(
+        'th',
+        { scope: 'row' },
+        h('a', { href: teamHref(e.TeamId), 'data-team-link': e.TeamId }, e.Name),
+        isMine ? h('span', { class: 'badge mine-badge' }, 'Your team') : null,
+      ),
       h('td', { class: 'num', 'data-testid': 'leaderboard-score' }, formatNumber(e.Score)),
       h('td', { class: 'num' }, formatNumber(e.TasksCompleted)),
     );
@@ -71,15 +100,24 @@ export function renderLeaderboard(ctx: Ctx): void {
     window.clearTimeout(timer);
     const discipline = selectedDiscipline;
     try {
-      const entries = await ctx.api.leaderboard(discipline);
-      if (!ctx.isCurrent() || discipline !== selectedDiscipline) return;
-      ctx.clearMessages();
+      const asked = offset;
+      const res = await ctx.api.leaderboard({ discipline, limit: LEADERBOARD_PAGE, offset, etag });
+      if (!ctx.isCurrent() || discipline !== selectedDiscipline || asked !== offset) return;
+      // 304: unchanged since the ETag we hold (If-None-Match); keep the rows.
+      if (res.status !== 304) {
+        entries = res.data;
+        etag = res.etag;
+        next.disabled = res.link === null;
+      }
+      prev.disabled = offset === 0;
+      pageLabel.textContent = entries.length ? `Ranks ${offset + 1}–${offset + entries.length}` : '';
+      table.dataset['etag'] = etag ?? '';
       // Keep keyboard focus on the same team's link across refreshes.
       const focusedTeam = (document.activeElement as HTMLElement | null)?.dataset?.['teamLink'];
       tbody.replaceChildren(
         ...(entries.length
           ? entries.map(row)
-          : [h('tr', null, h('td', { colspan: 4, class: 'empty' }, 'No ranked teams yet.'))]),
+          : [h('tr', null, h('td', { colspan: 4, class: 'empty' }, offset ? 'No more teams.' : 'No ranked teams yet: create teams and record their progress.'))]),
       );
       if (focusedTeam) tbody.querySelector<HTMLElement>(`[data-team-link="${CSS.escape(focusedTeam)}"]`)?.focus();
       status.textContent = `Updated ${formatDateTime(Date.now())} · refreshes every ${LEADERBOARD_REFRESH_MS / 1000} s. Admin and archived teams are not ranked.`;

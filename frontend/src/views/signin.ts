@@ -1,13 +1,15 @@
-import { ApiError, Api } from '../api';
-import { decodeClaims, isExpired, normalizeToken, setToken, clearToken } from '../auth';
+import { credentialFromInput, type Credential } from '../auth';
 import { h } from '../dom';
 import { showError } from '../context';
 
-/** The sign-in form: paste a token; it is checked against the API before it is kept. */
-export function renderSignIn(view: HTMLElement, message: string | null, onSignedIn: () => void): void {
+/**
+ * The sign-in form: paste a sign-in link (or its code), or a token. It is exchanged
+ * once for the session cookie; `onCredential` resolves to an error message or null.
+ */
+export function renderSignIn(view: HTMLElement, message: string | null, onCredential: (c: Credential) => Promise<string | null>): void {
   const input = h('input', {
     id: 'token-input',
-    name: 'token',
+    name: 'credential',
     type: 'password',
     autocomplete: 'off',
     spellcheck: 'false',
@@ -19,16 +21,16 @@ export function renderSignIn(view: HTMLElement, message: string | null, onSigned
   const form = h(
     'form',
     { id: 'signin-form', class: 'card form', 'data-testid': 'signin-form', novalidate: true },
-    h('label', { for: 'token-input' }, 'Access token'),
+    h('label', { for: 'token-input' }, 'Sign-in link, code or token'),
     input,
     h(
       'p',
       { id: 'token-help', class: 'muted small' },
-      'Paste a token from ',
-      h('code', null, 'questline token create'),
-      ' or ',
+      'Open the link from ',
+      h('code', null, 'questline signin-link'),
+      ' (or ',
       h('code', null, 'questline demo'),
-      '. It is kept in this browser tab only (sessionStorage) and forgotten when the tab closes.',
+      '), or paste it here. A link works once; the session then lasts in every tab of this browser until you sign out or it expires.',
     ),
     h('button', { id: 'signin-button', type: 'submit', class: 'primary', 'data-testid': 'signin-button' }, 'Sign in'),
   );
@@ -38,36 +40,22 @@ export function renderSignIn(view: HTMLElement, message: string | null, onSigned
   });
 
   async function signIn(): Promise<void> {
-    const token = normalizeToken(input.value);
-    const claims = token ? decodeClaims(token) : null;
-    if (!claims) {
+    const credential = credentialFromInput(input.value);
+    if (!credential) {
       input.setAttribute('aria-invalid', 'true');
-      showError(new Error('That is not a token: a token (JWT) is three parts separated by dots, like xxxxx.yyyyy.zzzzz.'));
-      input.focus();
-      return;
-    }
-    if (isExpired(claims)) {
-      input.setAttribute('aria-invalid', 'true');
-      showError(new Error('This token has expired. Ask for a new one.'));
+      showError(new Error('That is neither a sign-in link nor a token. Paste the whole link that questline signin-link printed.'));
       input.focus();
       return;
     }
     const button = form.querySelector('button');
     if (button) button.disabled = true;
     try {
-      // Any read will do to learn whether the service accepts the token.
-      await new Api(() => token).teams();
-      setToken(token);
-      onSignedIn();
-    } catch (err) {
-      clearToken();
-      input.setAttribute('aria-invalid', 'true');
-      if (err instanceof ApiError && err.status === 401) {
-        showError(new Error('The service did not accept this token (invalid, expired, or for another service).'));
-      } else {
-        showError(err);
+      const failed = await onCredential(credential);
+      if (failed) {
+        input.setAttribute('aria-invalid', 'true');
+        showError(new Error(failed));
+        input.focus();
       }
-      input.focus();
     } finally {
       if (button) button.disabled = false;
     }

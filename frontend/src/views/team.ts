@@ -1,9 +1,10 @@
 import { createGraph } from '../chart';
 import { h, progressBar, tableWrap, replaceChildren } from '../dom';
-import { busy, handleError, type Ctx } from '../context';
-import { colorClass, formatDateTime, formatNumber, formatPercent } from '../format';
+import { ApiError } from '../api';
+import { busy, handleError, navigateWithNotice, type Ctx } from '../context';
+import { colorClass, formatDateTime, formatNumber, formatPercent, localInputToIso, parseTags } from '../format';
 import { disciplineHref } from '../router';
-import type { DisciplineProgress, Member, Overview, Task } from '../types';
+import type { Completion, Discipline, DisciplineProgress, Member, Overview, Task } from '../types';
 
 function stat(label: string, value: string, testId: string): HTMLElement {
   return h('div', { class: 'stat' }, h('dt', null, label), h('dd', { 'data-testid': testId }, value));
@@ -80,10 +81,56 @@ export function renderTeam(ctx: Ctx, teamId: string): void {
     'table',
     { id: 'members-table', class: 'data', 'data-testid': 'members-table' },
     h('caption', { class: 'visually-hidden' }, 'Members of the team'),
-    h('thead', null, h('tr', null, h('th', { scope: 'col' }, 'Name'), h('th', { scope: 'col' }, 'Email'), h('th', { scope: 'col' }, 'Member since'))),
+    h(
+      'thead',
+      null,
+      h(
+        'tr',
+        null,
+        h('th', { scope: 'col' }, 'Name'),
+        h('th', { scope: 'col' }, 'Email'),
+        h('th', { scope: 'col', class: 'num' }, 'Teams'),
+        h('th', { scope: 'col' }, 'Member since'),
+        ctx.admin ? h('th', { scope: 'col' }, h('span', { class: 'visually-hidden' }, 'Actions')) : null,
+      ),
+    ),
     membersBody,
   );
   let teamName = 'Team';
+  let teamEtag: string | null = null;
+  let teamStatus = 'Active';
+  const tasks = new Map<string, Task & { path: string }>();
+  const completionsBody = h('tbody', { 'data-testid': 'completions-body' });
+  const completionsTable = h(
+    'table',
+    { id: 'completions-table', class: 'data', 'data-testid': 'completions-table' },
+    h('caption', { class: 'visually-hidden' }, 'Tasks the team completed'),
+    h(
+      'thead',
+      null,
+      h(
+        'tr',
+        null,
+        h('th', { scope: 'col' }, 'Task'),
+        h('th', { scope: 'col', class: 'num' }, 'Points'),
+        h('th', { scope: 'col' }, 'Completed'),
+        ctx.admin ? h('th', { scope: 'col' }, h('span', { class: 'visually-hidden' }, 'Actions')) : null,
+      ),
+    ),
+    completionsBody,
+  );
+  const trees: Promise<Discipline[]> = (async () => {
+    const summaries = await ctx.disciplines();
+    const found = await Promise.all(summaries.map((d) => ctx.api.discipline(d.Id)));
+    for (const d of found) {
+      for (const level of [...d.Levels].sort((a, b) => a.Order - b.Order)) {
+        for (const quest of [...level.Quests].sort((a, b) => a.Order - b.Order)) {
+          for (const t of quest.Tasks) tasks.set(t.Id, { ...t, path: `${d.Title} › ${level.Title} › ${quest.Title}` });
+        }
+      }
+    }
+    return found;
+  })();
 
   const admin = ctx.admin ? adminSection() : null;
 
@@ -94,6 +141,12 @@ export function renderTeam(ctx: Ctx, teamId: string): void {
     stats,
     admin?.section ?? null,
     h('section', { 'aria-labelledby': 'progress-heading' }, h('h2', { id: 'progress-heading' }, 'Progress'), progress),
+    h(
+      'section',
+      { 'aria-labelledby': 'completions-heading' },
+      h('h2', { id: 'completions-heading' }, 'Completed tasks'),
+      tableWrap('Completed tasks', completionsTable),
+    ),
     h('section', { 'aria-labelledby': 'team-graph-heading' }, h('h2', { id: 'team-graph-heading' }, 'Score over time'), graph.container),
     h('section', { 'aria-labelledby': 'members-heading' }, h('h2', { id: 'members-heading' }, 'Members'), tableWrap('Members', membersTable)),
   );
@@ -122,6 +175,9 @@ export function renderTeam(ctx: Ctx, teamId: string): void {
     );
     progress.dataset['loaded'] = 'true';
     admin?.setAdminFlag(o.IsAdminTeam);
+    admin?.setSurvey(o.IsSurveyCompleted);
+    teamStatus = o.Status;
+    admin?.setStatus(o.Status);
   }
 
   async function loadOverview(): Promise<void> {
@@ -149,9 +205,96 @@ export function renderTeam(ctx: Ctx, teamId: string): void {
       'tr',
       { 'data-member-id': m.Id, 'data-testid': 'member-row' },
       h('th', { scope: 'row' }, m.GivenName),
-      h('td', null, m.Email),
+      h('td', null, m.Email ?? h('span', { class: 'muted' }, 'hidden')),
+      h('td', { class: 'num', title: 'Teams this member belongs to' }, formatNumber(m.TeamIds.length)),
       h('td', null, formatDateTime(m.CreatedAt)),
+      ctx.admin
+        ? h(
+            'td',
+            null,
+            h(
+              'button',
+              {
+                type: 'button',
+                class: 'small',
+                'data-action': 'remove-member',
+                'aria-label': `Remove ${m.GivenName} from the team`,
+                onclick: (ev: Event) => void removeMember(ev.currentTarget as HTMLButtonElement, m),
+              },
+              'Remove',
+            ),
+          )
+        : null,
     );
+  }
+
+  async function removeMember(button: HTMLButtonElement, m: Member): Promise<void> {
+    await busy(button, async () => {
+      try {
+        await ctx.api.removeMember(teamId, m.Id);
+        if (!ctx.isCurrent()) return;
+        ctx.notify(`${m.GivenName} removed from ${teamName} (still a member of the organization).`);
+        await Promise.all([loadMembers(), loadOverview()]);
+      } catch (err) {
+        handleError(ctx, err);
+      }
+    });
+  }
+
+  function completionRow(c: Completion): HTMLTableRowElement {
+    const task = tasks.get(c.TaskId);
+    const title = task?.Title ?? c.TaskId;
+    return h(
+      'tr',
+      { 'data-task-id': c.TaskId, 'data-testid': 'completion-row' },
+      h('th', { scope: 'row' }, title, task ? h('span', { class: 'muted small block' }, task.path) : null),
+      h('td', { class: 'num' }, formatNumber(c.Points)),
+      h('td', { 'data-testid': 'completion-time' }, h('time', { datetime: c.CompletedAt }, formatDateTime(c.CompletedAt))),
+      ctx.admin
+        ? h(
+            'td',
+            null,
+            h(
+              'button',
+              {
+                type: 'button',
+                class: 'small',
+                'data-action': 'undo',
+                'aria-label': `Undo “${title}”`,
+                onclick: (ev: Event) => void undo(ev.currentTarget as HTMLButtonElement, c, title),
+              },
+              'Undo',
+            ),
+          )
+        : null,
+    );
+  }
+
+  async function undo(button: HTMLButtonElement, c: Completion, title: string): Promise<void> {
+    await busy(button, async () => {
+      try {
+        await ctx.api.withdrawTask(teamId, c.TaskId);
+        if (!ctx.isCurrent()) return;
+        ctx.notify(`“${title}” is no longer complete for ${teamName} (−${formatNumber(c.Points)} points).`);
+        await Promise.all([loadOverview(), loadGraph(), loadCompletions()]);
+      } catch (err) {
+        handleError(ctx, err);
+      }
+    });
+  }
+
+  async function loadCompletions(): Promise<void> {
+    try {
+      const [list] = await Promise.all([ctx.api.completions(teamId), trees.catch(() => [])]);
+      if (!ctx.isCurrent()) return;
+      const newest = [...list].sort((a, b) => b.CompletedAt.localeCompare(a.CompletedAt));
+      completionsBody.replaceChildren(
+        ...(newest.length ? newest.map(completionRow) : [h('tr', null, h('td', { colspan: ctx.admin ? 4 : 3, class: 'empty' }, 'No task completed yet.'))]),
+      );
+      completionsTable.dataset['loaded'] = 'true';
+    } catch (err) {
+      handleError(ctx, err);
+    }
   }
 
   async function loadMembers(): Promise<void> {
@@ -159,7 +302,7 @@ export function renderTeam(ctx: Ctx, teamId: string): void {
       const members = await ctx.api.members(teamId);
       if (!ctx.isCurrent()) return;
       membersBody.replaceChildren(
-        ...(members.length ? members.map(memberRow) : [h('tr', null, h('td', { colspan: 3, class: 'empty' }, 'No members yet.'))]),
+        ...(members.length ? members.map(memberRow) : [h('tr', null, h('td', { colspan: ctx.admin ? 5 : 4, class: 'empty' }, 'No members yet.'))]),
       );
       membersTable.dataset['loaded'] = 'true';
     } catch (err) {
@@ -167,7 +310,149 @@ export function renderTeam(ctx: Ctx, teamId: string): void {
     }
   }
 
-  function adminSection(): { section: HTMLElement; setAdminFlag(on: boolean): void } {
+  interface AdminControls {
+    section: HTMLElement;
+    setAdminFlag(on: boolean): void;
+    setSurvey(done: boolean): void;
+    setStatus(status: string): void;
+  }
+
+  async function loadTeam(force = false): Promise<void> {
+    try {
+      const res = await ctx.api.team(teamId);
+      if (!ctx.isCurrent()) return;
+      teamEtag = res.etag;
+      admin?.setTeam(res.data.Name, res.data.Tags ?? [], force);
+    } catch (err) {
+      handleError(ctx, err);
+    }
+  }
+
+  function staleMessage(err: unknown): boolean {
+    if (err instanceof ApiError && err.status === 412) {
+      ctx.showError(new Error('Someone else changed this team since this page loaded; nothing was changed. The page now shows their version: check it and try again.'));
+      void loadTeam(true);
+      void loadOverview();
+      return true;
+    }
+    return false;
+  }
+
+  function manageSection(): { card: HTMLElement; setTeam(name: string, tags: string[], force?: boolean): void; setStatus(status: string): void } {
+    const name = h('input', { id: 'team-edit-name', name: 'Name', type: 'text', required: true, maxlength: 100, autocomplete: 'off', 'data-testid': 'team-edit-name' });
+    const tags = h('input', { id: 'team-edit-tags', name: 'Tags', type: 'text', autocomplete: 'off', 'aria-describedby': 'team-edit-tags-help', 'data-testid': 'team-edit-tags' });
+    // What the user typed is never overwritten by a late load of the team.
+    let edited = false;
+    for (const input of [name, tags]) input.addEventListener('input', () => (edited = true));
+    const form = h(
+      'form',
+      { id: 'team-edit-form', class: 'card form inline-form', 'aria-labelledby': 'team-edit-heading', novalidate: true },
+      h('h3', { id: 'team-edit-heading' }, 'Name and tags'),
+      h('div', { class: 'field' }, h('label', { for: 'team-edit-name' }, 'Name'), name),
+      h('div', { class: 'field' }, h('label', { for: 'team-edit-tags' }, 'Tags'), tags, h('span', { id: 'team-edit-tags-help', class: 'muted small' }, 'Separate tags with commas.')),
+      h('div', { class: 'field actions' }, h('button', { type: 'submit', id: 'team-edit-submit', class: 'primary', 'data-testid': 'team-edit-submit' }, 'Save')),
+    );
+    form.addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      void busy(form, async () => {
+        try {
+          const res = await ctx.api.updateTeam(teamId, { Name: name.value.trim(), Tags: parseTags(tags.value) }, teamEtag);
+          if (!ctx.isCurrent()) return;
+          teamEtag = res.etag;
+          edited = false;
+          admin?.setTeam(res.data.Name, res.data.Tags ?? []);
+          ctx.notify(`Saved: “${res.data.Name}”${res.data.Tags.length ? `, tagged ${res.data.Tags.join(', ')}` : ', no tags'}.`);
+          await loadOverview();
+        } catch (err) {
+          if (!staleMessage(err)) handleError(ctx, err, form);
+        }
+      });
+    });
+
+    const archive = h('button', { type: 'button', id: 'team-archive', 'data-testid': 'team-archive' }, 'Archive team');
+    archive.addEventListener('click', () => {
+      void busy(archive, async () => {
+        const target = teamStatus === 'Archived' ? 'Active' : 'Archived';
+        try {
+          const res = await ctx.api.updateTeam(teamId, { Status: target }, teamEtag);
+          if (!ctx.isCurrent()) return;
+          teamEtag = res.etag;
+          ctx.notify(
+            target === 'Archived'
+              ? `“${res.data.Name}” is archived: off the leaderboard and graphs; it takes no new members or progress.`
+              : `“${res.data.Name}” is active again.`,
+          );
+          await loadOverview();
+        } catch (err) {
+          if (!staleMessage(err)) handleError(ctx, err);
+        }
+      });
+    });
+
+    const confirmDelete = h('button', { type: 'button', id: 'team-delete-confirm', class: 'danger', 'data-testid': 'team-delete-confirm' }, 'Delete team, its memberships and its progress');
+    const deletePanel = h(
+      'div',
+      { id: 'team-delete-panel', class: 'warning', hidden: true },
+      h('p', null, 'Deleting cannot be undone. Members stay in the organization. To keep the history, archive the team instead.'),
+      h('div', { class: 'actions-row' }, confirmDelete, h('button', { type: 'button', onclick: () => (deletePanel.hidden = true) }, 'Cancel')),
+    );
+    const del = h('button', { type: 'button', id: 'team-delete', class: 'danger', 'data-testid': 'team-delete', onclick: () => { deletePanel.hidden = false; confirmDelete.focus(); } }, 'Delete…');
+    confirmDelete.addEventListener('click', () => {
+      void busy(confirmDelete, async () => {
+        try {
+          await ctx.api.deleteTeam(teamId, teamEtag);
+          if (!ctx.isCurrent()) return;
+          navigateWithNotice('#/teams', `Team “${teamName}” deleted.`);
+        } catch (err) {
+          if (!staleMessage(err)) handleError(ctx, err);
+        }
+      });
+    });
+
+    const card = h(
+      'div',
+      { class: 'manage' },
+      form,
+      h('div', { class: 'card form' }, h('h3', null, 'Status'), h('p', { class: 'muted small', id: 'team-status-help' }, 'Archived teams stay listed but are not ranked, and refuse new members and progress.'), h('div', { class: 'actions-row' }, archive, del), deletePanel),
+    );
+    return {
+      card,
+      setTeam(n: string, t: string[], force = false): void {
+        if (edited && !force) return;
+        name.value = n;
+        tags.value = t.join(', ');
+        edited = false;
+        form.dataset['loaded'] = 'true';
+      },
+      setStatus(status: string): void {
+        archive.textContent = status === 'Archived' ? 'Restore team' : 'Archive team';
+        archive.dataset['status'] = status;
+      },
+    };
+  }
+
+  function adminSection(): AdminControls & { setTeam(name: string, tags: string[], force?: boolean): void } {
+    const manage = manageSection();
+    const surveyButton = h(
+      'button',
+      { type: 'button', id: 'survey-switch', class: 'switch', 'aria-pressed': 'false', 'data-testid': 'survey-switch' },
+      h('span', { class: 'switch-track', 'aria-hidden': 'true' }, h('span', { class: 'switch-thumb' })),
+      ' Survey completed',
+    );
+    surveyButton.addEventListener('click', () => {
+      void busy(surveyButton, async () => {
+        try {
+          const done = surveyButton.getAttribute('aria-pressed') !== 'true';
+          const team = await ctx.api.setSurvey(teamId, done);
+          if (!ctx.isCurrent()) return;
+          surveyButton.setAttribute('aria-pressed', String(team.IsSurveyCompleted));
+          ctx.notify(team.IsSurveyCompleted ? `${team.Name}’s survey is recorded as completed.` : `${team.Name}’s survey is no longer marked completed.`);
+          await loadOverview();
+        } catch (err) {
+          handleError(ctx, err);
+        }
+      });
+    });
     // Switch for the admin-team flag: a toggle button (aria-pressed).
     const switchButton = h(
       'button',
@@ -224,14 +509,21 @@ export function renderTeam(ctx: Ctx, teamId: string): void {
       { id: 'complete-task-select', name: 'TaskId', required: true, 'data-testid': 'complete-task-select' },
       h('option', { value: '' }, 'Loading tasks…'),
     );
+    const completedAt = h('input', { id: 'complete-task-at', name: 'CompletedAt', type: 'datetime-local', 'aria-describedby': 'complete-task-at-help', 'data-testid': 'complete-task-at' });
     const taskForm = h(
       'form',
       { id: 'complete-task-form', class: 'card form inline-form', 'data-testid': 'complete-task-form', 'aria-labelledby': 'complete-task-heading' },
       h('h3', { id: 'complete-task-heading' }, 'Mark a task complete'),
       h('div', { class: 'field wide' }, h('label', { for: 'complete-task-select' }, 'Task'), taskSelect),
+      h(
+        'div',
+        { class: 'field' },
+        h('label', { for: 'complete-task-at' }, 'Completed at (optional)'),
+        completedAt,
+        h('span', { id: 'complete-task-at-help', class: 'muted small' }, 'Leave empty for now.'),
+      ),
       h('div', { class: 'field actions' }, h('button', { type: 'submit', id: 'complete-task-submit', class: 'primary', 'data-testid': 'complete-task-submit' }, 'Mark complete')),
     );
-    const tasks = new Map<string, Task>();
     taskForm.addEventListener('submit', (ev) => {
       ev.preventDefault();
       const taskId = taskSelect.value;
@@ -243,7 +535,7 @@ export function renderTeam(ctx: Ctx, teamId: string): void {
       }
       void busy(taskForm, async () => {
         try {
-          const res = await ctx.api.completeTask(teamId, taskId);
+          const res = await ctx.api.completeTask(teamId, taskId, localInputToIso(completedAt.value));
           if (!ctx.isCurrent()) return;
           const task = tasks.get(taskId);
           const title = task ? `“${task.Title}”` : 'The task';
@@ -252,7 +544,8 @@ export function renderTeam(ctx: Ctx, teamId: string): void {
               ? `${title} marked complete for ${teamName}${task ? ` (+${formatNumber(task.Points)} points)` : ''}.`
               : `${title} was already complete for ${teamName}.`,
           );
-          await Promise.all([loadOverview(), loadGraph()]);
+          completedAt.value = '';
+          await Promise.all([loadOverview(), loadGraph(), loadCompletions()]);
         } catch (err) {
           handleError(ctx, err, taskForm);
         }
@@ -261,16 +554,14 @@ export function renderTeam(ctx: Ctx, teamId: string): void {
 
     void (async () => {
       try {
-        const summaries = await ctx.disciplines();
-        const trees = await Promise.all(summaries.map((d) => ctx.api.discipline(d.Id)));
+        const found = await trees;
         if (!ctx.isCurrent()) return;
         const groups: HTMLOptGroupElement[] = [];
-        for (const d of trees) {
+        for (const d of found) {
           for (const level of [...d.Levels].sort((a, b) => a.Order - b.Order)) {
             for (const quest of [...level.Quests].sort((a, b) => a.Order - b.Order)) {
               const sorted = [...quest.Tasks].sort((a, b) => a.Order - b.Order);
               if (!sorted.length) continue;
-              for (const t of sorted) tasks.set(t.Id, t);
               groups.push(
                 h(
                   'optgroup',
@@ -281,7 +572,7 @@ export function renderTeam(ctx: Ctx, teamId: string): void {
             }
           }
         }
-        taskSelect.replaceChildren(h('option', { value: '' }, groups.length ? 'Choose a task…' : 'No tasks'), ...groups);
+        taskSelect.replaceChildren(h('option', { value: '' }, groups.length ? 'Choose a task…' : 'No tasks: create a discipline first'), ...groups);
         taskForm.dataset['loaded'] = 'true';
       } catch (err) {
         handleError(ctx, err);
@@ -297,7 +588,9 @@ export function renderTeam(ctx: Ctx, teamId: string): void {
         { class: 'card switch-row' },
         switchButton,
         h('p', { id: 'admin-flag-help', class: 'muted small' }, 'Admin teams (the organization’s own management) are left out of the leaderboard and the graphs.'),
+        surveyButton,
       ),
+      manage.card,
       h('div', { class: 'admin-forms' }, memberForm, taskForm),
     );
     return {
@@ -305,10 +598,17 @@ export function renderTeam(ctx: Ctx, teamId: string): void {
       setAdminFlag(on: boolean): void {
         switchButton.setAttribute('aria-pressed', String(on));
       },
+      setSurvey(done: boolean): void {
+        surveyButton.setAttribute('aria-pressed', String(done));
+      },
+      setStatus: manage.setStatus,
+      setTeam: manage.setTeam,
     };
   }
 
   void loadOverview();
   void loadGraph();
   void loadMembers();
+  void loadCompletions();
+  if (ctx.admin) void loadTeam();
 }

@@ -4,6 +4,8 @@ import { formatNumber, parseTags } from '../format';
 import { teamHref } from '../router';
 import type { Team } from '../types';
 
+export const PAGE_SIZE = 50;
+
 export function renderTeams(ctx: Ctx): void {
   const tbody = h('tbody', { 'data-testid': 'teams-body' });
   const table = h(
@@ -28,11 +30,77 @@ export function renderTeams(ctx: Ctx): void {
     tbody,
   );
 
+  const search = h('input', { id: 'teams-search', name: 'q', type: 'search', autocomplete: 'off', 'data-testid': 'teams-search' });
+  const tagSelect = h('select', { id: 'teams-tag', name: 'tag', 'data-testid': 'teams-tag' }, h('option', { value: '' }, 'Any tag'));
+  const statusSelect = h(
+    'select',
+    { id: 'teams-status', name: 'status', 'data-testid': 'teams-status' },
+    h('option', { value: '' }, 'Active and archived'),
+    h('option', { value: 'Active' }, 'Active'),
+    h('option', { value: 'Archived' }, 'Archived'),
+  );
+  const prev = h('button', { type: 'button', id: 'teams-prev', 'data-testid': 'teams-prev' }, 'Previous');
+  const next = h('button', { type: 'button', id: 'teams-next', 'data-testid': 'teams-next' }, 'Next');
+  const pageStatus = h('p', { id: 'teams-page-status', class: 'muted small', 'aria-live': 'polite', 'data-testid': 'teams-page-status' }, 'Loading…');
+  const filters = h(
+    'form',
+    { class: 'filters', role: 'search', 'aria-label': 'Find teams' },
+    h('div', { class: 'field' }, h('label', { for: 'teams-search' }, 'Name contains'), search),
+    h('div', { class: 'field' }, h('label', { for: 'teams-tag' }, 'Tag'), tagSelect),
+    h('div', { class: 'field' }, h('label', { for: 'teams-status' }, 'Status'), statusSelect),
+  );
+  filters.addEventListener('submit', (ev) => ev.preventDefault());
+
   replaceChildren(ctx.view, 
     h('h1', { tabindex: -1 }, 'Teams'),
     ctx.admin ? createTeamForm() : null,
+    ctx.admin ? h('p', null, 'Many teams at once? ', h('a', { href: '#/onboarding' }, 'Import them from a CSV file'), '.') : null,
+    filters,
     tableWrap('Teams', table),
+    h('nav', { class: 'pager', 'aria-label': 'Pages of teams' }, prev, pageStatus, next),
   );
+
+  let all: Team[] = [];
+  let page = 0;
+  const matches = (t: Team): boolean => {
+    const q = search.value.trim().toLocaleLowerCase();
+    const tag = tagSelect.value.toLocaleLowerCase();
+    return (
+      (!q || t.Name.toLocaleLowerCase().includes(q)) &&
+      (!tag || (t.Tags ?? []).some((x) => x.toLocaleLowerCase() === tag)) &&
+      (!statusSelect.value || t.Status === statusSelect.value)
+    );
+  };
+  function show(): void {
+    const found = all.filter(matches);
+    const pages = Math.max(1, Math.ceil(found.length / PAGE_SIZE));
+    page = Math.min(page, pages - 1);
+    const shown = found.slice(page * PAGE_SIZE, (page + 1) * PAGE_SIZE);
+    tbody.replaceChildren(
+      ...(shown.length
+        ? shown.map(row)
+        : [h('tr', null, h('td', { colspan: 7, class: 'empty' }, all.length ? 'No team matches.' : 'No teams yet.'))]),
+    );
+    prev.disabled = page === 0;
+    next.disabled = page >= pages - 1;
+    pageStatus.textContent = found.length
+      ? `Teams ${formatNumber(page * PAGE_SIZE + 1)}–${formatNumber(page * PAGE_SIZE + shown.length)} of ${formatNumber(found.length)}${found.length !== all.length ? ` (of ${formatNumber(all.length)} in all)` : ''} · page ${page + 1} of ${pages}`
+      : 'No teams.';
+  }
+  for (const el of [search, tagSelect, statusSelect]) {
+    el.addEventListener(el === search ? 'input' : 'change', () => {
+      page = 0;
+      show();
+    });
+  }
+  prev.addEventListener('click', () => {
+    page -= 1;
+    show();
+  });
+  next.addEventListener('click', () => {
+    page += 1;
+    show();
+  });
 
   function createTeamForm(): HTMLElement {
     const name = h('input', { id: 'create-team-name', name: 'name', type: 'text', required: true, maxlength: 100, autocomplete: 'off', 'data-testid': 'create-team-name' });
@@ -84,11 +152,19 @@ export function renderTeams(ctx: Ctx): void {
 
   async function load(): Promise<void> {
     try {
-      const teams = await ctx.api.teams();
+      const teams = await ctx.api.allTeams(1000, (n) => {
+        if (ctx.isCurrent()) pageStatus.textContent = `Loading… ${formatNumber(n)} teams`;
+      });
       if (!ctx.isCurrent()) return;
-      tbody.replaceChildren(
-        ...(teams.length ? teams.map(row) : [h('tr', null, h('td', { colspan: 7, class: 'empty' }, 'No teams yet.'))]),
+      all = teams;
+      const tags = new Map<string, string>();
+      for (const t of teams) for (const tag of t.Tags ?? []) if (!tags.has(tag.toLocaleLowerCase())) tags.set(tag.toLocaleLowerCase(), tag);
+      const chosen = tagSelect.value;
+      tagSelect.replaceChildren(
+        h('option', { value: '' }, 'Any tag'),
+        ...[...tags.values()].sort((a, b) => a.localeCompare(b)).map((tag) => h('option', { value: tag, selected: tag === chosen }, tag)),
       );
+      show();
       table.dataset['loaded'] = 'true';
     } catch (err) {
       handleError(ctx, err);

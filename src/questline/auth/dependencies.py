@@ -9,6 +9,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from questline.auth import sessions
 from questline.auth.tokens import Caller, Role
 from questline.organizations.service import ensure_organization
 from questline.web.errors import Forbidden, Unauthorized
@@ -33,12 +34,31 @@ class Tenant:
         return self.caller.role is Role.ADMIN
 
 
-async def authenticate(request: Request, token: str | None) -> Caller:
-    """The verified caller of a bearer token (its organization recorded once)."""
-    if token is None:
-        raise Unauthorized("Send a bearer token: 'Authorization: Bearer <JWT>'.")
+async def caller_from_cookie(request: Request, cookie: str) -> Caller:
+    """The caller of a dashboard session cookie (its CSRF token checked on writes)."""
     state = app_state(request)
-    caller = await state.tokens.verify_async(token)
+    async with state.db.session(write=False) as lookup:
+        row = await sessions.find_session(lookup, cookie)
+    if row is None:
+        raise Unauthorized("Your dashboard session has expired or was ended. Sign in again.")
+    sessions.check_csrf(request, row, state.settings)
+    return sessions.caller_of(row)
+
+
+async def authenticate(request: Request, token: str | None) -> Caller:
+    """The verified caller of a bearer token, or else of the dashboard's session cookie
+    (its organization recorded once). A bearer token wins: API clients never depend on
+    a cookie they may carry."""
+    state = app_state(request)
+    if token is not None:
+        caller = await state.tokens.verify_async(token)
+    elif cookie := request.cookies.get(sessions.SESSION_COOKIE):
+        caller = await caller_from_cookie(request, cookie)
+    else:
+        raise Unauthorized(
+            "Send a bearer token: 'Authorization: Bearer <JWT>' "
+            "(or sign in to the dashboard at /ui/)."
+        )
     if caller.org_id is not None and caller.org_id not in state.known_orgs:
         # Its own short write transaction: a read request stays a pure read, and the
         # row exists (committed) before anything of the organization refers to it.

@@ -6,10 +6,10 @@ import gc
 import threading
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
-from fastapi import APIRouter, Request, Response, status
+from fastapi import APIRouter, Query, Request, Response, status
 from pydantic import TypeAdapter
 
 from questline.auth.dependencies import AdminOf
@@ -17,11 +17,12 @@ from questline.bulk import service
 from questline.bulk.csv_input import parse_csv
 from questline.bulk.json_input import parse_json
 from questline.bulk.schemas import CSV_HEADER, BulkPlan
+from questline.readmodel import versions
 from questline.teams.schemas import Team
 from questline.web.errors import UnsupportedMediaType
 from questline.web.openapi import problem_responses
 from questline.web.routing import SessionDep, TransactionalRoute
-from questline.web.state import app_state
+from questline.web.state import app_state, request_state
 
 router = APIRouter(prefix="/team", tags=["teams"], route_class=TransactionalRoute)
 
@@ -55,7 +56,22 @@ At most `QUESTLINE_MAX_BULK_TEAMS` teams (10,000 by default) a request: 413 past
 Answers 201 with the created teams in input order (CSV: order of first appearance).
 Send an `Idempotency-Key`: a retried upload then replays the first answer instead of
 failing on its own names.
+
+`?dryRun=true` checks everything exactly as the import would (the same 422 with every
+problem) and **writes nothing**: the teams are created inside the request's transaction,
+which is then rolled back. It answers 200 with the teams the import would create (their
+`Id`s are not kept), so a client can preview an upload before importing it. A dry run
+is never stored under an `Idempotency-Key`.
 """
+
+DryRun = Annotated[
+    bool,
+    Query(
+        alias="dryRun",
+        description="Check everything, write nothing: 200 with the teams that would be "
+        "created, or the same 422 the import would give.",
+    ),
+]
 
 
 def _request_body() -> dict[str, Any]:
@@ -111,10 +127,15 @@ def _is_csv(content_type: str) -> bool:
     response_model=list[Team],
     summary="Create teams in bulk (experimental)",
     description=_DESCRIPTION,
-    responses=problem_responses(400, 401, 403, 409, 413, 415, 422),
+    responses={
+        200: {"description": "`?dryRun=true`: the teams the import would create (not kept)."},
+        **problem_responses(400, 401, 403, 409, 413, 415, 422),
+    },
     openapi_extra={"x-experimental": True, "requestBody": _request_body()},
 )
-async def create_teams_in_bulk(request: Request, tenant: AdminOf, session: SessionDep) -> Response:
+async def create_teams_in_bulk(
+    request: Request, tenant: AdminOf, session: SessionDep, dry_run: DryRun = False
+) -> Response:
     body = await request.body()
     max_teams = app_state(request).settings.max_bulk_teams
     parse = parse_csv if _is_csv(request.headers.get("content-type", "")) else parse_json
@@ -122,8 +143,13 @@ async def create_teams_in_bulk(request: Request, tenant: AdminOf, session: Sessi
     # worker keeps answering everyone else meanwhile.
     plan = await anyio.to_thread.run_sync(partial(_without_gc_pauses, parse, body, max_teams))
     created = await service.create_teams(session, org_id=tenant.org_id, plan=plan)
+    if dry_run:
+        # Everything was checked and written as the import would; none of it is kept.
+        await session.rollback()
+        session.info.pop(versions.BUMPS_KEY, None)  # no change to announce
+        request_state(request).pending_key = None
     return Response(
         content=_TEAMS.dump_json(created, by_alias=True),
-        status_code=status.HTTP_201_CREATED,
+        status_code=status.HTTP_200_OK if dry_run else status.HTTP_201_CREATED,
         media_type="application/json",
     )

@@ -122,6 +122,65 @@ def token_create(
     )
 
 
+async def _mint_signin_link(
+    settings: Settings,
+    *,
+    org_id: uuid.UUID,
+    role: Role,
+    subject: str,
+    email: str | None,
+    minutes: int | None = None,
+) -> str:
+    import datetime as dt
+
+    from questline.auth import sessions
+
+    db = Database(settings)
+    try:
+        async with db.session(write=True) as session:
+            code = await sessions.mint_signin_code(
+                session,
+                settings=settings,
+                org_id=org_id,
+                role=role,
+                subject=subject,
+                email=email,
+                lifetime=dt.timedelta(minutes=minutes) if minutes else None,
+            )
+    finally:
+        await db.dispose()
+    return sessions.signin_link(settings, code)
+
+
+@app.command("signin-link")
+def signin_link(
+    org: Annotated[str, typer.Option(help="Organization UUID.")],
+    role: Annotated[Role, typer.Option(help="member (read-only) or admin.")] = Role.ADMIN,
+    subject: Annotated[str, typer.Option(help="Who signs in (shown in the dashboard).")] = "cli",
+    email: Annotated[
+        str | None, typer.Option(help="Their e-mail: teams with this member are theirs.")
+    ] = None,
+    minutes: Annotated[
+        int | None, typer.Option(help="Minutes the link is valid (default 15).", min=1, max=1440)
+    ] = None,
+) -> None:
+    """Mint a one-time dashboard sign-in link; the link is the last line printed."""
+    if role is Role.OPERATOR:
+        raise typer.BadParameter("the dashboard is for members and admins", param_hint="--role")
+    try:
+        org_id = uuid.UUID(org)
+    except ValueError as exc:
+        raise typer.BadParameter("not a UUID", param_hint="--org") from exc
+    settings = Settings()
+    link = asyncio.run(
+        _mint_signin_link(
+            settings, org_id=org_id, role=role, subject=subject, email=email, minutes=minutes
+        )
+    )
+    typer.echo(f"one-time sign-in link for {subject} ({role.value}); open it once:")
+    typer.echo(link)
+
+
 @app.command()
 def demo() -> None:
     """Migrate, load the demo organization when it is empty, print its URL and admin token."""
@@ -142,6 +201,11 @@ def demo() -> None:
     typer.echo("demo data loaded" if loaded else "demo data already present")
     typer.echo(f"organization: {DEMO_ORG_ID}")
     typer.echo(f"API docs:     {settings.public_url}/docs")
-    typer.echo(f"dashboard:    {settings.public_url}/ui/#token={token}")
+    link = asyncio.run(
+        _mint_signin_link(settings, org_id=DEMO_ORG_ID, role=Role.ADMIN, subject="demo", email=None)
+    )
+    typer.echo(f"dashboard:    {link}")
+    typer.echo("              (a one-time sign-in link, valid 15 minutes: `questline signin-link`")
+    typer.echo(f"              --org {DEMO_ORG_ID}` makes another)")
     typer.echo("admin token (send as 'Authorization: Bearer <token>'):")
     typer.echo(token)

@@ -1,5 +1,6 @@
 """Every table, imported once so that ``Base.metadata`` is complete (Alembic, tests)."""
 
+from questline.auth.models import DashboardSession, SigninCode
 from questline.disciplines.models import Discipline, Level, Quest, Resource, Task
 from questline.events.models import Event
 from questline.members.models import Member
@@ -13,6 +14,7 @@ from questline.webhooks.models import Webhook, WebhookDelivery
 
 __all__ = [
     "Base",
+    "DashboardSession",
     "Discipline",
     "Event",
     "IdempotencyRecord",
@@ -23,6 +25,7 @@ __all__ = [
     "ReadModelVersion",
     "Resource",
     "ScoreEvent",
+    "SigninCode",
     "Task",
     "TaskCompletion",
     "Team",

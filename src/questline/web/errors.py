@@ -151,6 +151,15 @@ def field_path(loc: Iterable[str | int]) -> str:
     return path or "body"
 
 
+def _type_base(request: Request) -> str:
+    """Problem type URIs live on the service (``GET /problems/<slug>`` explains each),
+    at its public URL; ``TYPE_BASE`` only where no application state is at hand."""
+    state = getattr(getattr(request.scope.get("app"), "state", None), "questline", None)
+    settings = getattr(state, "settings", None)
+    public_url = getattr(settings, "public_url", None)
+    return f"{public_url.rstrip('/')}/problems/" if isinstance(public_url, str) else TYPE_BASE
+
+
 def problem_response(
     request: Request,
     *,
@@ -166,7 +175,7 @@ def problem_response(
         error_count = error_count or len(errors)
         errors = errors[:MAX_LISTED_ERRORS]
     document = ProblemDocument(
-        type=TYPE_BASE + slug,
+        type=_type_base(request) + slug,
         title=title,
         status=status,
         detail=detail,

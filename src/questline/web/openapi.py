@@ -13,12 +13,14 @@ import base64
 import hashlib
 import json
 import re
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import swagger_ui_bundle
 from fastapi import FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse
+from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
 
 from questline.web.errors import PROBLEM_MEDIA_TYPE, ProblemDocument
@@ -111,12 +113,129 @@ def complete_problem_responses(document: dict[str, Any]) -> dict[str, Any]:
     return document
 
 
-def install_openapi(app: FastAPI) -> None:
+OPERATION_IDS: dict[str, str] = {
+    "healthz": "checkLiveness",
+    "readyz": "checkReadiness",
+    "read_session": "getSession",
+    "add_member": "addTeamMember",
+    "remove_member": "removeTeamMember",
+    "set_survey": "setTeamSurvey",
+    "get_overview": "getTeamOverview",
+}
+"""Where the endpoint function's name, in camelCase, would not read well."""
+
+
+def camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def _humanize(operation_id: str) -> str:
+    words = re.sub(r"(?<!^)(?=[A-Z])", " ", operation_id).lower()
+    return words[:1].upper() + words[1:]
+
+
+def _api_routes(routes: Sequence[Any]) -> Iterator[APIRoute]:
+    """Every ``APIRoute``, also inside included routers (FastAPI keeps those nested)."""
+    for route in routes:
+        if isinstance(route, APIRoute):
+            yield route
+        original = getattr(route, "original_router", None)
+        if original is not None:
+            yield from _api_routes(original.routes)
+
+
+def name_operations(app: FastAPI) -> None:
+    """A readable ``operationId`` (``listTeams``, ``createTeam``) and summary for every
+    operation that has none of its own."""
+    for route in _api_routes(app.routes):
+        if route.include_in_schema:
+            if route.operation_id is None:
+                route.operation_id = OPERATION_IDS.get(route.name, camel(route.name))
+            if route.summary is None:
+                route.summary = _humanize(route.operation_id)
+
+
+def _is_timestamp(name: str) -> bool:
+    return name == "At" or (name.endswith("At") and name[:-2][-1:].islower())
+
+
+def _mark_date_time(schema: dict[str, Any]) -> None:
+    if schema.get("type") == "string":
+        schema.setdefault("format", "date-time")
+    for option in schema.get("anyOf", []):
+        if option.get("type") == "string":
+            option.setdefault("format", "date-time")
+
+
+def _component(schema: dict[str, Any]) -> tuple[str | None, bool]:
+    """The component a body schema names (``$ref``, optional, or array of), and whether
+    it is an array."""
+    if "$ref" in schema:
+        return str(schema["$ref"]).rsplit("/", 1)[-1], False
+    for option in schema.get("anyOf", []):
+        if "$ref" in option:
+            return str(option["$ref"]).rsplit("/", 1)[-1], False
+    if schema.get("type") == "array" and "$ref" in schema.get("items", {}):
+        return str(schema["items"]["$ref"]).rsplit("/", 1)[-1], True
+    return None, False
+
+
+def polish_document(document: dict[str, Any], public_url: str) -> dict[str, Any]:
+    """Timestamps as ``date-time``, an example for every body, and every error response
+    with its problem types (each a page of the service) and an example."""
+    from questline.web import openapi_examples as ex
+    from questline.web.problems import example_problem, slugs_for, type_base
+
+    requests = {model.__name__: value for model, value in ex.REQUESTS.items()}
+    responses = {model.__name__: value for model, value in ex.RESPONSES.items()}
+    responses.update(ex.OTHER_RESPONSES)
+    for schema in document.get("components", {}).get("schemas", {}).values():
+        for name, prop in schema.get("properties", {}).items():
+            if _is_timestamp(name):
+                _mark_date_time(prop)
+    for path, item in document.get("paths", {}).items():
+        for method in _METHODS:
+            operation = item.get(method)
+            if operation is None:
+                continue
+            body = operation.get("requestBody", {}).get("content", {}).get("application/json")
+            if body is not None and "example" not in body and "examples" not in body:
+                name, many = _component(body.get("schema", {}))
+                if many and name == "TeamCreate":
+                    body["example"] = ex.BULK_JSON
+                elif name in requests:
+                    body["example"] = [requests[name]] if many else requests[name]
+            for status, response in operation.get("responses", {}).items():
+                content = response.get("content", {})
+                if status.startswith("2") and "application/json" in content:
+                    media = content["application/json"]
+                    name, many = _component(media.get("schema", {}))
+                    if name in responses and "example" not in media:
+                        media["example"] = [responses[name]] if many else responses[name]
+                elif status.isdigit() and int(status) >= 400:
+                    if PROBLEM_MEDIA_TYPE not in content:
+                        response.update(_problem_entry(int(status)))
+                        content = response["content"]
+                    code = int(status)
+                    types = slugs_for(code) or [f"http-{code}"]
+                    listed = ", ".join(f"[`{t}`]({type_base(public_url)}{t})" for t in types)
+                    if "Problem types:" not in response.get("description", ""):
+                        response["description"] = (
+                            f"{response['description']} Problem types: {listed}."
+                        )
+                    content[PROBLEM_MEDIA_TYPE]["example"] = example_problem(public_url, code, path)
+    return document
+
+
+def install_openapi(app: FastAPI, public_url: str = "http://127.0.0.1:8000") -> None:
     """Serve the completed document at ``/openapi.json`` (and from ``app.openapi()``)."""
     generate = app.openapi
 
     def openapi() -> dict[str, Any]:
-        return complete_problem_responses(generate())
+        if app.openapi_schema is None:
+            name_operations(app)
+        return polish_document(complete_problem_responses(generate()), public_url)
 
     app.openapi = openapi  # type: ignore[method-assign]
 

@@ -1,7 +1,7 @@
 """events and webhooks
 
 Revision ID: 0008
-Revises: 0006
+Revises: 0007
 Create Date: 2026-11-23 14:20:06.467451
 """
 
@@ -13,7 +13,7 @@ from alembic import op
 from questline.storage import db as storage
 
 revision: str = "0008"
-down_revision: str | None = "0006"
+down_revision: str | None = "0007"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

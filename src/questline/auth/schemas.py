@@ -1,0 +1,52 @@
+"""Request and response bodies of the dashboard's sign-in (``/auth/session``)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from pydantic import Field, StringConstraints, model_validator
+
+from questline.web.schemas import InputModel, OutputModel, UtcDateTime
+
+Secret = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=8192)]
+
+
+class SessionCreate(InputModel):
+    """Exactly one of `Code` (a sign-in code) or `IdToken` (a token the service accepts)."""
+
+    code: Secret | None = Field(
+        default=None,
+        alias="Code",
+        description="The one-time code of a sign-in link (`/ui/#code=<Code>`).",
+    )
+    id_token: Secret | None = Field(
+        default=None,
+        alias="IdToken",
+        description="An identity provider's ID token, or any token the API accepts as a "
+        "bearer (verified once; the session then lives on its own).",
+    )
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> SessionCreate:
+        if (self.code is None) == (self.id_token is None):
+            raise ValueError("Send exactly one of Code or IdToken.")
+        return self
+
+
+class SessionInfo(OutputModel):
+    """The signed-in dashboard session."""
+
+    subject: str = Field(description="Who signed in (the `sub` of the link or token).")
+    role: str = Field(description="`member` (read-only dashboard) or `admin`.")
+    organization_id: uuid.UUID
+    email: str | None = Field(
+        description="The e-mail the link was made for, when known: teams with a member "
+        "of this e-mail are the caller's teams."
+    )
+    team_ids: list[uuid.UUID] = Field(description="The caller's teams (see `Email`).")
+    expires_at: UtcDateTime
+    csrf_token: str = Field(
+        alias="CsrfToken",
+        description="Send as `X-CSRF-Token` on every change made with the session cookie.",
+    )

@@ -1,0 +1,237 @@
+"""The problem types: every `type` URI of a problem document resolves to a page here.
+
+A problem document's `type` is `<QUESTLINE_PUBLIC_URL>/problems/<slug>`; `GET
+/problems/<slug>` explains that problem (what it means, what to do) as a small HTML page,
+and `GET /problems` lists them all. The catalogue is also what the OpenAPI document
+names for each 4xx and 5xx response.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
+
+from questline.web.errors import NotFound
+
+
+@dataclass(frozen=True, slots=True)
+class ProblemType:
+    slug: str
+    status: int
+    title: str
+    meaning: str
+    remedy: str
+
+
+CATALOGUE: tuple[ProblemType, ...] = (
+    ProblemType(
+        "malformed-request",
+        400,
+        "Malformed request",
+        "The body could not be read: it is not valid JSON (or CSV), or it nests deeper "
+        "than allowed.",
+        "Send well-formed JSON (UTF-8) as the body; `detail` says where reading stopped.",
+    ),
+    ProblemType(
+        "unauthorized",
+        401,
+        "Authentication required",
+        "No valid credential came with the request: no `Authorization: Bearer <JWT>` "
+        "header and no dashboard session, or the token is expired, forged, for another "
+        "audience or issuer, or names no known role or organization.",
+        "Send a valid token (`questline token create`), or sign in to the dashboard again "
+        "(`questline signin-link`). The `WWW-Authenticate` header is set.",
+    ),
+    ProblemType(
+        "forbidden",
+        403,
+        "Not allowed",
+        "The caller is known but may not do this: writes need an admin of the "
+        "organization, operators have no organization, and a change made with the "
+        "dashboard's session cookie needs its CSRF token (`X-CSRF-Token`) from the "
+        "service's own origin.",
+        "Use a token with the needed role, or make the change from the dashboard.",
+    ),
+    ProblemType(
+        "not-found",
+        404,
+        "Not found",
+        "No such resource in the caller's organization. Another organization's ids, ids "
+        "that are not UUIDs and unknown ids are answered alike.",
+        "Check the id; list the collection to find it.",
+    ),
+    ProblemType(
+        "http-404",
+        404,
+        "Not found",
+        "There is no route at this path.",
+        "Check the path against the API document at `/docs`.",
+    ),
+    ProblemType(
+        "http-405",
+        405,
+        "Method not allowed",
+        "The path exists but does not take this method; `Allow` lists those it takes.",
+        "Use one of the methods in the `Allow` header.",
+    ),
+    ProblemType(
+        "conflict",
+        409,
+        "Conflict",
+        "The request conflicts with the current state: a team name already used in the "
+        "organization (names ignore case), an archived team asked to take members or "
+        "progress, or a discipline change that would remove completed tasks without "
+        "`?force=true`.",
+        "Read `detail`: choose another name, restore the team, or repeat with "
+        "`?force=true` when withdrawing the teams' progress is meant.",
+    ),
+    ProblemType(
+        "precondition-failed",
+        412,
+        "Precondition failed",
+        "`If-Match` named an `ETag` that is no longer current: someone changed the "
+        "resource since you read it. Nothing was changed.",
+        "Read the resource again (new `ETag`), re-apply your change, and send it again.",
+    ),
+    ProblemType(
+        "payload-too-large",
+        413,
+        "Payload too large",
+        "The body is over the limit (5 MiB; 32 MiB for `/team/bulk`), or a bulk request "
+        "has more teams than allowed.",
+        "Send less at once, e.g. split a bulk upload into several requests.",
+    ),
+    ProblemType(
+        "unsupported-media-type",
+        415,
+        "Unsupported media type",
+        "The body was sent with a media type this operation does not read.",
+        "Send `Content-Type: application/json` (or `text/csv` with UTF-8 where offered).",
+    ),
+    ProblemType(
+        "validation-error",
+        422,
+        "Invalid input",
+        "The input was read but is not valid. `errors` lists each problem with the "
+        "`field` a user reads (`name`, `tags[0]`, `Levels[1].Quests[0].Tasks[2].Title`, "
+        "`[3].name`, `line 7: email`) and a `message`.",
+        "Correct each field named in `errors`; nothing was written.",
+    ),
+    ProblemType(
+        "rate-limited",
+        429,
+        "Too many requests",
+        "The caller sent more requests than its share in the current window.",
+        "Wait the seconds given in `Retry-After`; see the `RateLimit-*` headers.",
+    ),
+    ProblemType(
+        "internal-error",
+        500,
+        "Internal server error",
+        "Something unexpected failed. No stack trace is shown; the log has it under the "
+        "request id.",
+        "Retry later; report the `requestId` if it persists.",
+    ),
+    ProblemType(
+        "service-unavailable",
+        503,
+        "Service unavailable",
+        "The database is unreachable, or the request ran out of time.",
+        "Retry after the seconds given in `Retry-After`.",
+    ),
+)
+BY_SLUG: dict[str, ProblemType] = {p.slug: p for p in CATALOGUE}
+
+
+def slugs_for(status: int) -> list[str]:
+    """The problem types a response with this status can carry."""
+    return [p.slug for p in CATALOGUE if p.status == status]
+
+
+def type_base(public_url: str) -> str:
+    return f"{public_url.rstrip('/')}/problems/"
+
+
+def example_problem(public_url: str, status: int, instance: str = "/team") -> dict[str, Any]:
+    """A valid problem document of this status, for the API document."""
+    slug = next(iter(slugs_for(status)), f"http-{status}")
+    known = BY_SLUG.get(slug)
+    document: dict[str, Any] = {
+        "type": type_base(public_url) + slug,
+        "title": known.title if known else "Request failed",
+        "status": status,
+        "detail": known.meaning.split(":")[0].split(".")[0] + "." if known else "Failed.",
+        "instance": instance,
+        "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+    }
+    if status == 422:
+        document["errors"] = [
+            {"field": "name", "message": "String should have at least 1 character"}
+        ]
+    return document
+
+
+router = APIRouter(prefix="/problems", tags=["operations"], include_in_schema=False)
+
+_STYLE = (
+    "body{font-family:system-ui,sans-serif;max-width:46rem;margin:2rem auto;padding:0 1rem;"
+    "line-height:1.5;color:#1b1d28;background:#fff}code{background:#eceef5;padding:0 .2em}"
+    "@media (prefers-color-scheme:dark){body{color:#e9eaf2;background:#121420}"
+    "code{background:#262a3c}a{color:#b9a6ff}}"
+)
+_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
+    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+    "Cache-Control": "public, max-age=3600",
+}
+
+
+def _code(text: str) -> str:
+    """Escape, then show `backticked` spans as code."""
+    parts = html.escape(text).split("`")
+    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
+
+
+def _page(title: str, body: str) -> HTMLResponse:
+    return HTMLResponse(
+        f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{html.escape(title)} · Questline</title><style>{_STYLE}</style></head>"
+        f"<body><main>{body}</main></body></html>",
+        headers=_HEADERS,
+    )
+
+
+@router.get("")
+async def list_problem_types() -> HTMLResponse:
+    items = "".join(
+        f'<li><a href="problems/{p.slug}">{p.slug}</a> ({p.status}): {html.escape(p.title)}</li>'
+        for p in CATALOGUE
+    )
+    return _page(
+        "Problem types",
+        "<h1>Problem types</h1><p>Every error of the Questline API is an RFC 9457 problem "
+        "document (<code>application/problem+json</code>) whose <code>type</code> is one "
+        f"of these pages.</p><ul>{items}</ul>",
+    )
+
+
+@router.get("/{slug}")
+async def explain_problem_type(slug: str, request: Request) -> HTMLResponse:
+    problem = BY_SLUG.get(slug)
+    if problem is None:
+        raise NotFound(f"There is no problem type {slug!r}; GET /problems lists them.")
+    return _page(
+        problem.title,
+        f'<p><a href="../problems">All problem types</a></p><h1>{html.escape(problem.title)}'
+        f"</h1><p>HTTP status <strong>{problem.status}</strong> · type <code>"
+        f"{html.escape(str(request.url))}</code></p><h2>What it means</h2><p>"
+        f"{_code(problem.meaning)}</p><h2>What to do</h2><p>{_code(problem.remedy)}</p>"
+        "<p>The document also has <code>title</code>, <code>status</code>, <code>detail</code>"
+        " (this occurrence), <code>instance</code> (the path) and <code>requestId</code> "
+        "(also in <code>X-Request-Id</code>).</p>",
+    )
