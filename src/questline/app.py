@@ -66,7 +66,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
         if dispatcher is not None:
             dispatcher.start()
-        purger = asyncio.get_running_loop().create_task(idempotency.purge_periodically(state))
+        purger = asyncio.get_running_loop().create_task(
+            idempotency.purge_periodically(state.db, state.settings)
+        )
         try:
             yield
         finally:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import uuid
 from typing import Annotated
 
@@ -19,6 +18,7 @@ from questline.web.openapi import problem_responses
 from questline.web.pagination import public_url
 from questline.web.paths import TeamId
 from questline.web.routing import SessionDep, TransactionalRoute
+from questline.web.schemas import InputDateTime
 from questline.web.state import app_state
 
 router = APIRouter(tags=["leaderboard"], route_class=TransactionalRoute)
@@ -47,47 +47,18 @@ async def _discipline(
 DisciplineQuery = Annotated[uuid.UUID | None, Depends(_discipline)]
 
 
-RFC3339 = r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$"
-"""A date-time with seconds and an offset: not a number (pydantic would read ``0.2`` as
-a Unix time), not a date alone."""
-
-
 async def _window(
     discipline_id: DisciplineQuery,
     start: Annotated[
-        str | None,
-        Query(
-            alias="from",
-            pattern=RFC3339,
-            description="Start of the window (RFC 3339 with offset).",
-            json_schema_extra={"format": "date-time"},
-        ),
+        InputDateTime | None,
+        Query(alias="from", description="Start of the window (RFC 3339 with offset)."),
     ] = None,
     end: Annotated[
-        str | None,
-        Query(
-            alias="to",
-            pattern=RFC3339,
-            description="End of the window (RFC 3339 with offset).",
-            json_schema_extra={"format": "date-time"},
-        ),
+        InputDateTime | None,
+        Query(alias="to", description="End of the window (RFC 3339 with offset)."),
     ] = None,
 ) -> graphs.Window:
-    return graphs.Window(
-        start=_instant(start, "from"), end=_instant(end, "to"), discipline_id=discipline_id
-    )
-
-
-def _instant(value: str | None, field: str) -> dt.datetime | None:
-    if value is None:
-        return None
-    try:
-        return dt.datetime.fromisoformat(value.upper().replace("Z", "+00:00")).astimezone(dt.UTC)
-    except ValueError:
-        raise Unprocessable(
-            f"'{field}' is not a valid date-time.",
-            errors=[FieldError(field=field, message="An RFC 3339 date-time with an offset.")],
-        ) from None
+    return graphs.Window(start=start, end=end, discipline_id=discipline_id)
 
 
 WindowDep = Annotated[graphs.Window, Depends(_window)]

@@ -15,19 +15,17 @@ import hashlib
 import logging
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fastapi import Request, Response
 from sqlalchemy import JSON, LargeBinary, String, delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
-from questline.storage.db import Base, UTCDateTime, utcnow
+from questline.config import Settings
+from questline.storage.db import Base, Database, UTCDateTime, utcnow
 from questline.web.errors import Unprocessable
 from questline.web.metrics import IDEMPOTENT_REPLAYS
-
-if TYPE_CHECKING:
-    from questline.web.state import AppState
 
 logger = logging.getLogger("questline.web.idempotency")
 
@@ -148,14 +146,13 @@ async def purge_expired(session: AsyncSession, *, ttl: dt.timedelta) -> int:
     return int(getattr(result, "rowcount", 0) or 0)
 
 
-async def purge_periodically(state: AppState) -> None:
+async def purge_periodically(db: Database, settings: Settings) -> None:
     """Delete expired records every ``QUESTLINE_IDEMPOTENCY_PURGE_INTERVAL_SECONDS`` (each
     process; the deletes are idempotent). Started by the application's lifespan."""
-    settings = state.settings
     ttl = dt.timedelta(hours=settings.idempotency_ttl_hours)
     while True:
         try:
-            async with state.db.session(write=True) as session:
+            async with db.session(write=True) as session:
                 purged = await purge_expired(session, ttl=ttl)
             if purged:
                 logger.info("purged %s expired idempotency records", purged)

@@ -32,6 +32,14 @@ from questline.teams.schemas import (
     TeamDetail,
     TeamUpdate,
 )
+from questline.webhooks.schemas import (
+    Delivery,
+    SecretRotated,
+    Webhook,
+    WebhookCreate,
+    WebhookUpdate,
+    WebhookWithSecret,
+)
 
 ORG = "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10"
 TEAM = "0193a6f3-1a2b-7c3d-8e4f-5a6b7c8d9e01"
@@ -114,6 +122,22 @@ _DISCIPLINE: dict[str, Any] = {
         }
     ],
 }
+WEBHOOK = "0193a6f6-4d5e-7f60-9a7b-8c9d0e1f2a31"
+EVENT = "0193a6f7-5e6f-7a71-8b8c-9d0e1f2a3b41"
+_WEBHOOK = {
+    "Id": WEBHOOK,
+    "OrganizationId": ORG,
+    "Url": "https://hooks.example.org/questline",
+    "Events": ["progress.completed", "team.created"],
+    "Description": "Progress into the learning channel",
+    "Enabled": True,
+    "DisabledReason": None,
+    "FailingSince": None,
+    "PreviousSecretExpiresAt": None,
+    "CreatedAt": AT,
+    "UpdatedAt": AT,
+}
+_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 _COUNTS = {"TasksCompleted": 1, "TasksTotal": 1, "PointsEarned": 10, "PointsTotal": 10}
 
 REQUESTS: dict[type[BaseModel], Any] = {
@@ -126,10 +150,32 @@ REQUESTS: dict[type[BaseModel], Any] = {
     SessionCreate: {"Code": "k3Jv9qX2mB7tY4wZ8rN1pL6sD0fH5gA2cE9uI3oQ7vM"},
     DisciplineCreate: FULL_DOCUMENT,
     DisciplineReplace: FULL_DOCUMENT,
+    WebhookCreate: {
+        "url": "https://hooks.example.org/questline",
+        "events": ["progress.completed", "team.created"],
+        "description": "Progress into the learning channel",
+    },
+    WebhookUpdate: {"Enabled": False},
 }
 """Request bodies, by model."""
 
 RESPONSES: dict[type[BaseModel], dict[str, Any]] = {
+    Webhook: _WEBHOOK,
+    WebhookWithSecret: {**_WEBHOOK, "Secret": _SECRET},
+    SecretRotated: {"Secret": _SECRET, "PreviousSecretExpiresAt": LATER},
+    Delivery: {
+        "Id": "0193a6f8-6f70-7b82-9c9d-0e1f2a3b4c51",
+        "WebhookId": WEBHOOK,
+        "EventId": EVENT,
+        "Event": "progress.completed",
+        "Status": "Succeeded",
+        "Attempts": 1,
+        "LastStatusCode": 204,
+        "LastAttemptAt": AT,
+        "LastError": None,
+        "NextAttemptAt": None,
+        "CreatedAt": AT,
+    },
     Team: _TEAM,
     TeamDetail: {**_TEAM, "Members": [_MEMBER]},
     Member: _MEMBER,
