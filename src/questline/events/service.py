@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel
 from sqlalchemy import event as sa_event
@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from questline.events.models import PLATFORM_ORG, Event
 from questline.storage.db import new_id, utcnow
 
-EVENT_TYPES = (
+EventType = Literal[
     "team.created",
     "team.updated",
     "team.deleted",
@@ -29,7 +29,8 @@ EVENT_TYPES = (
     "discipline.updated",
     "discipline.deleted",
     "bulk.completed",
-)
+]
+EVENT_TYPES: tuple[str, ...] = get_args(EventType)
 _SESSION_FLAG = "questline_events_recorded"
 
 _listeners: set[Callable[[], None]] = set()

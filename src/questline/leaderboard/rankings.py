@@ -104,17 +104,7 @@ async def ranking(
     rows = (
         await session.execute(window_query(org_id, selection, limit=limit, offset=offset))
     ).all()
-    return [
-        Entry(
-            rank=offset + index + 1,
-            team_id=row[0],
-            name=row[1],
-            score=int(row[2]),
-            tasks_completed=int(row[3]),
-            reached_at=as_utc(row[4]),
-        )
-        for index, row in enumerate(rows)
-    ]
+    return service.entries_from_rows(rows, offset=offset)
 
 
 def centred(rank: int, limit: int) -> tuple[int, int]:
@@ -153,13 +143,3 @@ async def around(
     rank = next(e.rank for e in everyone if e.team_id == team.id)
     offset, count = centred(rank, limit)
     return everyone[offset : offset + count]
-
-
-def as_utc(value: object) -> dt.datetime | None:
-    """A timestamp from an aggregate (SQLite hands back text, without the column type)."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        value = dt.datetime.fromisoformat(value)
-    assert isinstance(value, dt.datetime)
-    return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)

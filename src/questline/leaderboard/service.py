@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import ScalarSelect, Select, and_, case, func, select, true
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -114,7 +116,12 @@ async def ranking(
     else:
         await ensure_discipline_visible(session, org_id=org_id, discipline_id=discipline_id)
         query = discipline_query(org_id, discipline_id, limit=limit, offset=offset)
-    rows = (await session.execute(query)).all()
+    return entries_from_rows((await session.execute(query)).all(), offset=offset)
+
+
+def entries_from_rows(rows: Sequence[Sequence[Any]], *, offset: int) -> list[Entry]:
+    """Ranked rows ``(team_id, name, score, tasks_completed, reached_at)`` as entries,
+    ranked from ``offset + 1``."""
     return [
         Entry(
             rank=offset + index + 1,
@@ -122,13 +129,13 @@ async def ranking(
             name=row[1],
             score=int(row[2]),
             tasks_completed=int(row[3]),
-            reached_at=_as_utc(row[4]),
+            reached_at=as_utc(row[4]),
         )
         for index, row in enumerate(rows)
     ]
 
 
-def _as_utc(value: object) -> dt.datetime | None:
+def as_utc(value: object) -> dt.datetime | None:
     """A timestamp from an aggregate (SQLite hands back text, without the column type)."""
     if value is None:
         return None

@@ -1,27 +1,13 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import AfterValidator, Field
 
+from questline.events.service import EventType
 from questline.web.schemas import InputModel, OutputModel, UtcDateTime, text
 from questline.webhooks.models import DeliveryStatus
-
-EventType = Literal[
-    "team.created",
-    "team.updated",
-    "team.deleted",
-    "team.admin_changed",
-    "member.added",
-    "member.removed",
-    "progress.completed",
-    "progress.withdrawn",
-    "discipline.created",
-    "discipline.updated",
-    "discipline.deleted",
-    "bulk.completed",
-]
 
 
 def _dedupe(values: list[str]) -> list[str]:
