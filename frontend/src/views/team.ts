@@ -192,15 +192,31 @@ export function renderTeam(ctx: Ctx, teamId: string): void {
 
   async function loadOverview(): Promise<void> {
     try {
-      const [o] = await Promise.all([ctx.api.overview(teamId), loadNeighbours()]);
-      if (ctx.isCurrent()) showOverview(o);
+      const o = await ctx.api.overview(teamId);
+      if (!ctx.isCurrent()) return;
+      showOverview(o);
+      await loadNeighbours(o);
     } catch (err) {
       handleError(ctx, err);
     }
   }
 
-  /** The ranks around this team (`?around`); 422 means the team is not ranked. */
-  async function loadNeighbours(): Promise<void> {
+  /**
+   * The ranks around this team (`?around`). An unranked team (admin or archived: its
+   * overview has no rank) is not asked about; a 422 (it just became unranked) says the same.
+   */
+  async function loadNeighbours(o: Overview): Promise<void> {
+    const unranked = (): void => {
+      const why = o.IsAdminTeam ? 'it is an admin team' : o.Status !== 'Active' ? 'it is archived' : 'it is not active';
+      neighbours.replaceChildren(
+        h('p', { class: 'muted', 'data-testid': 'neighbours-unranked' }, `This team is not ranked: ${why}, and admin and archived teams are left out of the leaderboard.`),
+      );
+      neighbours.dataset['loaded'] = 'true';
+    };
+    if (o.Rank === null) {
+      unranked();
+      return;
+    }
     try {
       const res = await ctx.api.leaderboardAround(teamId, NEIGHBOURS);
       if (!ctx.isCurrent()) return;
@@ -224,11 +240,8 @@ export function renderTeam(ctx: Ctx, teamId: string): void {
       );
     } catch (err) {
       if (!ctx.isCurrent()) return;
-      if (err instanceof ApiError && err.status === 422) {
-        neighbours.replaceChildren(
-          h('p', { class: 'muted', 'data-testid': 'neighbours-unranked' }, 'This team is not ranked: admin and archived teams are left out of the leaderboard.'),
-        );
-      } else {
+      if (err instanceof ApiError && err.status === 422) unranked();
+      else {
         neighbours.replaceChildren(h('p', { class: 'muted' }, 'The neighbours could not be loaded.'));
         handleError(ctx, err);
       }
