@@ -6,6 +6,8 @@ import type { LeaderboardEntry } from '../types';
 
 export const LEADERBOARD_REFRESH_MS = 5000;
 export const LEADERBOARD_PAGE = 50;
+/** After the stream failed, polling runs this long before the stream is tried again. */
+export const STREAM_RETRY_MS = 60_000;
 
 // Kept across navigation, so coming back shows the same filter.
 let selectedDiscipline: string | null = null;
@@ -86,8 +88,10 @@ export function renderLeaderboard(ctx: Ctx): void {
     source = null;
     delete table.dataset['live'];
   }
+  let retry: number | undefined;
   ctx.onCleanup(() => {
     window.clearTimeout(timer);
+    window.clearTimeout(retry);
     closeStream();
   });
 
@@ -123,9 +127,17 @@ export function renderLeaderboard(ctx: Ctx): void {
       if (source !== es) return;
       // The stream is refused or broke (a proxy, the per-server cap, sign-out):
       // fall back to polling with If-None-Match; a 401 shows up there.
+      // Try the stream again a minute later (e.g. after it ended on the server's
+      // hourly limit, or a restart).
       streamFailed = true;
       closeStream();
-      if (ctx.isCurrent()) void load();
+      if (!ctx.isCurrent()) return;
+      void load();
+      window.clearTimeout(retry);
+      retry = window.setTimeout(() => {
+        streamFailed = false;
+        if (ctx.isCurrent() && offset === 0) restart();
+      }, STREAM_RETRY_MS);
     });
   }
 
