@@ -299,6 +299,16 @@ export class Api {
     });
   }
 
+  /** The `limit` entries centred on a team, with true ranks (422: the team is not ranked). */
+  leaderboardAround(teamId: string, limit = 5): Promise<ApiResult<LeaderboardEntry[]>> {
+    return this.request<LeaderboardEntry[]>('GET', '/leaderboard', undefined, { query: { around: teamId, limit } });
+  }
+
+  /** The URL of the leaderboard's Server-Sent Events stream (first page only: no offset). */
+  leaderboardStreamUrl(opts: { discipline: string | null; limit: number }): string {
+    return this.url('/leaderboard/stream', { discipline: opts.discipline, limit: opts.limit });
+  }
+
   leaderboardGraph(opts: { top?: number; discipline?: string | null; from?: string | null; to?: string | null }): Promise<Series[]> {
     return this.get<Series[]>('/leaderboard/graph', {
       top: opts.top ?? 10,
@@ -306,6 +316,28 @@ export class Api {
       from: opts.from,
       to: opts.to,
     });
+  }
+
+  // CSV exports ----------------------------------------------------------------
+  /** GET `path` as CSV (`Accept: text/csv`): the body and the file name it names. */
+  async csv(path: string, query?: Query): Promise<{ blob: Blob; filename: string }> {
+    let response: Response;
+    try {
+      response = await fetch(this.url(path, query), {
+        method: 'GET',
+        headers: { Accept: 'text/csv' },
+        credentials: 'same-origin',
+        cache: 'no-store',
+      });
+    } catch {
+      throw new ApiError(0, null, 'Cannot reach the Questline service. Check your connection and try again.');
+    }
+    if (!response.ok) {
+      const problem = problemOf(await response.text());
+      throw new ApiError(response.status, problem, problem?.title ?? `${response.status} Error`, response.headers.get('Retry-After'));
+    }
+    const fallback = (path.split('/').filter(Boolean).join('-') || 'export') + '.csv';
+    return { blob: await response.blob(), filename: filenameOf(response.headers.get('Content-Disposition'), fallback) };
   }
 
   // Disciplines --------------------------------------------------------------
@@ -350,4 +382,28 @@ export function stripOrigin(link: string, base: string): string {
     /* keep as is */
   }
   return base && path.startsWith(base) ? path.slice(base.length) : path;
+}
+
+/**
+ * The file name a `Content-Disposition` header names (`filename*=UTF-8''…` first, then
+ * `filename="…"`), reduced to a safe base name; `fallback` when there is none.
+ */
+export function filenameOf(header: string | null, fallback: string): string {
+  let name: string | null = null;
+  if (header) {
+    const star = /filename\*\s*=\s*(?:UTF-8|utf-8)''([^;]+)/.exec(header);
+    if (star?.[1]) {
+      try {
+        name = decodeURIComponent(star[1].trim());
+      } catch {
+        name = null;
+      }
+    }
+    if (!name) {
+      const plain = /filename\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^;\s]+))/.exec(header);
+      name = plain ? (plain[1] ?? plain[2] ?? '').replace(/\\(.)/g, '$1') : null;
+    }
+  }
+  const base = (name ?? '').split(/[\\/]/).pop()?.replace(/[\u0000-\u001f\u007f]/g, '').trim() ?? '';
+  return base && base !== '.' && base !== '..' ? base : fallback;
 }

@@ -158,3 +158,28 @@ export async function busy<T>(form: HTMLFormElement | HTMLButtonElement, action:
     if (lost && focused instanceof HTMLElement && focused.isConnected) focused.focus();
   }
 }
+
+/**
+ * A "Download CSV" button: fetches `path` with `Accept: text/csv` (query from `query()`
+ * at click time) and saves it under the name the server's `Content-Disposition` gives.
+ */
+export function csvButton(ctx: Ctx, id: string, label: string, path: string, query: () => Record<string, string | number | null>): HTMLButtonElement {
+  const button = h('button', { type: 'button', id, class: 'secondary', 'data-testid': id }, label);
+  button.addEventListener('click', () => {
+    void busy(button, async () => {
+      try {
+        const { blob, filename } = await ctx.api.csv(path, query());
+        const url = URL.createObjectURL(blob);
+        const a = h('a', { href: url, download: filename, hidden: true });
+        document.body.appendChild(a);
+        a.click();
+        a.remove();
+        // Give the browser a moment to start the download before the URL goes.
+        window.setTimeout(() => URL.revokeObjectURL(url), 10_000);
+      } catch (err) {
+        handleError(ctx, err);
+      }
+    });
+  });
+  return button;
+}

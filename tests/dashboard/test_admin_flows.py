@@ -432,10 +432,13 @@ def test_the_leaderboard_pages_beyond_fifty_and_the_graph_says_when_empty(
 def test_the_leaderboard_refresh_is_conditional_and_keeps_rows_on_304(
     pages: Pages, live: LiveServer, org: SeededOrg
 ) -> None:
-    """The live refresh sends If-None-Match with the ETag it holds and keeps its rows on
-    a 304. (The service's reads get ETags with the read model; here the browser's view
-    of the server adds one, so that the page's side is tested on its own.)"""
+    """When the stream is refused, the fallback refresh sends If-None-Match with the ETag
+    it holds and keeps its rows on a 304. (The service's reads get ETags with the read
+    model; here the browser's view of the server adds one, so that the page's side is
+    tested on its own.)"""
+    pages.guard.allow_console(r"status of 503")
     page = pages.open()
+    page.route("**/leaderboard/stream*", lambda route: route.fulfill(status=503, body=""))
     sent: list[str | None] = []
 
     def conditional(route: Route) -> None:

@@ -195,8 +195,11 @@ def test_graph_window_and_discipline_filters_reach_the_api(
     sign_in_by_link(page, live, org.member_token)
     discipline = org.discipline["Id"]
 
-    # The leaderboard ranked by the points earned in one discipline.
-    with page.expect_response(lambda r: "/leaderboard?" in r.url and discipline in r.url) as got:
+    # The leaderboard ranked by the points earned in one discipline (its first page
+    # follows the stream, opened again with the discipline).
+    with page.expect_response(
+        lambda r: "/leaderboard/stream?" in r.url and discipline in r.url
+    ) as got:
         page.locator("#leaderboard-discipline").select_option(discipline)
     assert got.value.status == 200
     expect(

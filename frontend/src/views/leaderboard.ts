@@ -1,11 +1,13 @@
 import { h, replaceChildren } from '../dom';
-import { fillDisciplineSelect, handleError, type Ctx } from '../context';
+import { csvButton, fillDisciplineSelect, handleError, type Ctx } from '../context';
 import { formatDateTime, formatNumber } from '../format';
 import { teamHref } from '../router';
 import type { LeaderboardEntry } from '../types';
 
 export const LEADERBOARD_REFRESH_MS = 5000;
 export const LEADERBOARD_PAGE = 50;
+/** After the stream failed, polling runs this long before the stream is tried again. */
+export const STREAM_RETRY_MS = 60_000;
 
 // Kept across navigation, so coming back shows the same filter.
 let selectedDiscipline: string | null = null;
@@ -47,12 +49,12 @@ export function renderLeaderboard(ctx: Ctx): void {
   prev.addEventListener('click', () => {
     offset = Math.max(0, offset - LEADERBOARD_PAGE);
     etag = null;
-    void load();
+    restart();
   });
   next.addEventListener('click', () => {
     offset += LEADERBOARD_PAGE;
     etag = null;
-    void load();
+    restart();
   });
 
   replaceChildren(ctx.view,
@@ -65,6 +67,7 @@ export function renderLeaderboard(ctx: Ctx): void {
     ),
     h('div', { class: 'table-wrap', role: 'region', 'aria-label': 'Leaderboard', tabindex: 0 }, table),
     h('nav', { class: 'pager', 'aria-label': 'Pages of the leaderboard' }, prev, pageLabel, next),
+    h('p', { class: 'actions' }, csvButton(ctx, 'leaderboard-csv', 'Download CSV', '/leaderboard', () => ({ discipline: selectedDiscipline, limit: LEADERBOARD_PAGE, offset: offset || null }))),
     status,
   );
 
@@ -73,11 +76,70 @@ export function renderLeaderboard(ctx: Ctx): void {
     selectedDiscipline = select.value || null;
     offset = 0;
     etag = null;
-    void load();
+    restart();
   });
 
   let timer: number | undefined;
-  ctx.onCleanup(() => window.clearTimeout(timer));
+  let source: EventSource | null = null;
+  // Set once the stream failed on this page: poll from then on.
+  let streamFailed = typeof EventSource === 'undefined';
+  function closeStream(): void {
+    source?.close();
+    source = null;
+    delete table.dataset['live'];
+  }
+  let retry: number | undefined;
+  ctx.onCleanup(() => {
+    window.clearTimeout(timer);
+    window.clearTimeout(retry);
+    closeStream();
+  });
+
+  /** The first page follows the stream; other pages (and a failed stream) poll. */
+  function restart(): void {
+    closeStream();
+    window.clearTimeout(timer);
+    if (offset === 0 && !streamFailed) openStream();
+    else void load();
+  }
+
+  function openStream(): void {
+    const discipline = selectedDiscipline;
+    // One more than a page: tells whether there is a next page.
+    const es = new EventSource(ctx.api.leaderboardStreamUrl({ discipline, limit: LEADERBOARD_PAGE + 1 }), { withCredentials: true });
+    source = es;
+    es.addEventListener('leaderboard', (ev: MessageEvent<string>) => {
+      if (source !== es || !ctx.isCurrent()) return;
+      let data: LeaderboardEntry[];
+      try {
+        data = JSON.parse(ev.data) as LeaderboardEntry[];
+      } catch {
+        return;
+      }
+      next.disabled = data.length <= LEADERBOARD_PAGE;
+      entries = data.slice(0, LEADERBOARD_PAGE);
+      etag = null;
+      table.dataset['live'] = 'true';
+      table.dataset['version'] = ev.lastEventId;
+      show('live');
+    });
+    es.addEventListener('error', () => {
+      if (source !== es) return;
+      // The stream is refused or broke (a proxy, the per-server cap, sign-out):
+      // fall back to polling with If-None-Match; a 401 shows up there.
+      // Try the stream again a minute later (e.g. after it ended on the server's
+      // hourly limit, or a restart).
+      streamFailed = true;
+      closeStream();
+      if (!ctx.isCurrent()) return;
+      void load();
+      window.clearTimeout(retry);
+      retry = window.setTimeout(() => {
+        streamFailed = false;
+        if (ctx.isCurrent() && offset === 0) restart();
+      }, STREAM_RETRY_MS);
+    });
+  }
 
   function row(e: LeaderboardEntry): HTMLTableRowElement {
     const isMine = mine.has(e.TeamId);
@@ -109,24 +171,29 @@ export function renderLeaderboard(ctx: Ctx): void {
         etag = res.etag;
         next.disabled = res.link === null;
       }
-      prev.disabled = offset === 0;
-      pageLabel.textContent = entries.length ? `Ranks ${offset + 1}–${offset + entries.length}` : '';
-      table.dataset['etag'] = etag ?? '';
-      // Keep keyboard focus on the same team's link across refreshes.
-      const focusedTeam = (document.activeElement as HTMLElement | null)?.dataset?.['teamLink'];
-      tbody.replaceChildren(
-        ...(entries.length
-          ? entries.map(row)
-          : [h('tr', null, h('td', { colspan: 4, class: 'empty' }, offset ? 'No more teams.' : 'No ranked teams yet: create teams and record their progress.'))]),
-      );
-      if (focusedTeam) tbody.querySelector<HTMLElement>(`[data-team-link="${CSS.escape(focusedTeam)}"]`)?.focus();
-      status.textContent = `Updated ${formatDateTime(Date.now())} · refreshes every ${LEADERBOARD_REFRESH_MS / 1000} s. Admin and archived teams are not ranked.`;
-      table.dataset['loaded'] = 'true';
+      show('poll');
     } catch (err) {
       handleError(ctx, err);
     }
     if (ctx.isCurrent()) timer = window.setTimeout(() => void load(), LEADERBOARD_REFRESH_MS);
   }
 
-  void load();
+  function show(mode: 'live' | 'poll'): void {
+    prev.disabled = offset === 0;
+    pageLabel.textContent = entries.length ? `Ranks ${offset + 1}–${offset + entries.length}` : '';
+    table.dataset['etag'] = etag ?? '';
+    // Keep keyboard focus on the same team's link across refreshes.
+    const focusedTeam = (document.activeElement as HTMLElement | null)?.dataset?.['teamLink'];
+    tbody.replaceChildren(
+      ...(entries.length
+        ? entries.map(row)
+        : [h('tr', null, h('td', { colspan: 4, class: 'empty' }, offset ? 'No more teams.' : 'No ranked teams yet: create teams and record their progress.'))]),
+    );
+    if (focusedTeam) tbody.querySelector<HTMLElement>(`[data-team-link="${CSS.escape(focusedTeam)}"]`)?.focus();
+    const how = mode === 'live' ? 'live updates' : `refreshes every ${LEADERBOARD_REFRESH_MS / 1000} s`;
+    status.textContent = `Updated ${formatDateTime(Date.now())} · ${how}. Admin and archived teams are not ranked.`;
+    table.dataset['loaded'] = 'true';
+  }
+
+  restart();
 }

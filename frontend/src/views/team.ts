@@ -1,9 +1,11 @@
 import { createGraph } from '../chart';
 import { h, progressBar, tableWrap, replaceChildren } from '../dom';
 import { ApiError } from '../api';
-import { busy, handleError, navigateWithNotice, type Ctx } from '../context';
+import { busy, csvButton, handleError, navigateWithNotice, type Ctx } from '../context';
 import { colorClass, formatDateTime, formatNumber, formatPercent, localInputToIso, parseTags } from '../format';
-import { disciplineHref } from '../router';
+import { disciplineHref, teamHref } from '../router';
+
+const NEIGHBOURS = 5;
 import type { Completion, Discipline, DisciplineProgress, Member, Overview, Task } from '../types';
 
 function stat(label: string, value: string, testId: string): HTMLElement {
@@ -133,6 +135,7 @@ export function renderTeam(ctx: Ctx, teamId: string): void {
   })();
 
   const admin = ctx.admin ? adminSection() : null;
+  const neighbours = h('div', { id: 'neighbours', 'data-testid': 'neighbours', 'aria-live': 'polite' }, h('p', { class: 'muted' }, 'Loading…'));
 
   replaceChildren(ctx.view, 
     h('p', { class: 'crumbs' }, h('a', { href: '#/teams' }, 'Teams')),
@@ -143,9 +146,16 @@ export function renderTeam(ctx: Ctx, teamId: string): void {
     h('section', { 'aria-labelledby': 'progress-heading' }, h('h2', { id: 'progress-heading' }, 'Progress'), progress),
     h(
       'section',
+      { 'aria-labelledby': 'neighbours-heading', id: 'team-neighbours', 'data-testid': 'team-neighbours' },
+      h('h2', { id: 'neighbours-heading' }, 'Your neighbours'),
+      neighbours,
+    ),
+    h(
+      'section',
       { 'aria-labelledby': 'completions-heading' },
       h('h2', { id: 'completions-heading' }, 'Completed tasks'),
       tableWrap('Completed tasks', completionsTable),
+      h('p', { class: 'actions' }, csvButton(ctx, 'team-progress-csv', 'Download CSV', `/team/${encodeURIComponent(teamId)}/progress`, () => ({}))),
     ),
     h('section', { 'aria-labelledby': 'team-graph-heading' }, h('h2', { id: 'team-graph-heading' }, 'Score over time'), graph.container),
     h('section', { 'aria-labelledby': 'members-heading' }, h('h2', { id: 'members-heading' }, 'Members'), tableWrap('Members', membersTable)),
@@ -183,9 +193,60 @@ export function renderTeam(ctx: Ctx, teamId: string): void {
   async function loadOverview(): Promise<void> {
     try {
       const o = await ctx.api.overview(teamId);
-      if (ctx.isCurrent()) showOverview(o);
+      if (!ctx.isCurrent()) return;
+      showOverview(o);
+      await loadNeighbours(o);
     } catch (err) {
       handleError(ctx, err);
+    }
+  }
+
+  /**
+   * The ranks around this team (`?around`). An unranked team (admin or archived: its
+   * overview has no rank) is not asked about; a 422 (it just became unranked) says the same.
+   */
+  async function loadNeighbours(o: Overview): Promise<void> {
+    const unranked = (): void => {
+      const why = o.IsAdminTeam ? 'it is an admin team' : o.Status !== 'Active' ? 'it is archived' : 'it is not active';
+      neighbours.replaceChildren(
+        h('p', { class: 'muted', 'data-testid': 'neighbours-unranked' }, `This team is not ranked: ${why}, and admin and archived teams are left out of the leaderboard.`),
+      );
+      neighbours.dataset['loaded'] = 'true';
+    };
+    if (o.Rank === null) {
+      unranked();
+      return;
+    }
+    try {
+      const res = await ctx.api.leaderboardAround(teamId, NEIGHBOURS);
+      if (!ctx.isCurrent()) return;
+      neighbours.replaceChildren(
+        h(
+          'ol',
+          { class: 'neighbours', id: 'neighbours-list', 'data-testid': 'neighbours-list' },
+          res.data.map((e) => {
+            const self = e.TeamId === teamId;
+            return h(
+              'li',
+              { 'data-testid': 'neighbour', 'data-team-id': e.TeamId, 'data-rank': e.Rank, class: self ? 'mine' : null, 'aria-current': self ? 'true' : null },
+              h('span', { class: 'rank' }, `#${e.Rank}`),
+              ' ',
+              self ? h('strong', null, e.Name) : h('a', { href: teamHref(e.TeamId) }, e.Name),
+              ' · ',
+              h('span', { class: 'num' }, `${formatNumber(e.Score)} points`),
+            );
+          }),
+        ),
+      );
+    } catch (err) {
+      if (!ctx.isCurrent()) return;
+      if (err instanceof ApiError && err.status === 422) unranked();
+      else {
+        neighbours.replaceChildren(h('p', { class: 'muted' }, 'The neighbours could not be loaded.'));
+        handleError(ctx, err);
+      }
+    } finally {
+      if (ctx.isCurrent()) neighbours.dataset['loaded'] = 'true';
     }
   }
 

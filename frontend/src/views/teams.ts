@@ -1,5 +1,5 @@
 import { h, tableWrap, replaceChildren } from '../dom';
-import { busy, handleError, type Ctx } from '../context';
+import { busy, csvButton, handleError, type Ctx } from '../context';
 import { formatNumber, parseTags } from '../format';
 import { teamHref } from '../router';
 import type { Team } from '../types';
@@ -56,6 +56,7 @@ export function renderTeams(ctx: Ctx): void {
     ctx.admin ? createTeamForm() : null,
     ctx.admin ? h('p', null, 'Many teams at once? ', h('a', { href: '#/onboarding' }, 'Import them from a CSV file'), '.') : null,
     filters,
+    h('p', { class: 'actions' }, csvButton(ctx, 'teams-csv', 'Download CSV', '/team', () => ({}))),
     tableWrap('Teams', table),
     h('nav', { class: 'pager', 'aria-label': 'Pages of teams' }, prev, pageStatus, next),
   );
