@@ -4,6 +4,6 @@
 no event, and a committed one is never lost (it waits in the table until delivered).
 """
 
-from questline.events.service import on_committed, record, record_many
+from questline.events.service import note_recorded, on_committed, record, record_many
 
-__all__ = ["on_committed", "record", "record_many"]
+__all__ = ["note_recorded", "on_committed", "record", "record_many"]

@@ -84,6 +84,12 @@ async def record_many(
     session.info[_SESSION_FLAG] = True
 
 
+def note_recorded(session: AsyncSession) -> None:
+    """An event was inserted by a statement of the caller's own (the progress writes):
+    wake the dispatcher after the commit, as ``record`` does."""
+    session.info[_SESSION_FLAG] = True
+
+
 def on_committed(listener: Callable[[], None]) -> Callable[[], None]:
     """Call ``listener`` after every commit that recorded events (in this process);
     returns the function that removes it. Listeners must be quick and thread-safe."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response, status
 
 from questline.auth.dependencies import AdminOf, MemberOf
-from questline.progress import overview, schemas, service
+from questline.progress import overview, record, schemas, service
 from questline.readmodel.http import dumps, serve
 from questline.teams import service as teams_service
 from questline.web import csvexport
@@ -43,11 +43,7 @@ async def complete_task(
     201 when this completes it (the team's `Score` grows by the task's points), 200 when
     it was already completed (nothing changes). Archived teams refuse progress (409).
     """
-    await service.hold_discipline_of_task(session, task_id=data.task_id)
-    team = await teams_service.get_team(
-        session, org_id=tenant.org_id, team_id=team_id, for_update=True
-    )
-    result = await service.complete_task(session, team=team, data=data)
+    result = await record.complete(session, org_id=tenant.org_id, team_id=team_id, data=data)
     if not result.created:
         response.status_code = status.HTTP_200_OK
     response.headers["Location"] = public_url(
@@ -56,7 +52,7 @@ async def complete_task(
             "get_completion", team_id=str(team_id), task_id=str(result.completion.task_id)
         ),
     )
-    return service.to_schema(result.completion, result.score)
+    return result.completion
 
 
 @router.get(
@@ -98,10 +94,7 @@ async def withdraw_task(
 ) -> Response:
     """Withdraw a completion: the team's `Score` drops by the points it earned, and the
     history records a negative step. 404 when the team has not completed the task."""
-    team = await teams_service.get_team(
-        session, org_id=tenant.org_id, team_id=team_id, for_update=True
-    )
-    await service.withdraw_task(session, team=team, task_id=task_id)
+    await record.withdraw(session, org_id=tenant.org_id, team_id=team_id, task_id=task_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 

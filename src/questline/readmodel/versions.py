@@ -56,9 +56,22 @@ async def bump(session: AsyncSession, organization_id: uuid.UUID) -> int:
     else:
         statement = upsert
     version = int((await session.execute(statement)).scalar_one())
+    note_bump(session, organization_id, version)
+    return version
+
+
+def note_bump(session: AsyncSession, organization_id: uuid.UUID, version: int) -> None:
+    """Record a version bumped by a statement of the caller's own (the progress writes
+    bump inside one statement): handed to the read model right after the commit."""
     bumps: dict[uuid.UUID | None, int] = session.info.setdefault(BUMPS_KEY, {})
     bumps[organization_id] = max(bumps.get(organization_id, 0), version)
-    return version
+
+
+BUMP_SQLITE = (
+    "INSERT INTO readmodel_versions (organization_id, version) VALUES (?, 1) "
+    "ON CONFLICT (organization_id) DO UPDATE SET version = version + 1 RETURNING version"
+)
+"""``bump`` as one SQLite statement, for ``questline.storage.db.SqliteBatch`` work."""
 
 
 async def bump_all(session: AsyncSession) -> None:

@@ -7,12 +7,14 @@ services only ``flush()``, never ``commit()``.
 from __future__ import annotations
 
 import datetime as dt
+import enum
 import logging
 import os
+import sqlite3
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from sqlalchemy import DateTime, Dialect, MetaData, event, insert
 from sqlalchemy.dialects import postgresql, sqlite
@@ -272,3 +274,72 @@ def insert_ignoring_conflicts(
     if dialect == "sqlite":
         return sqlite.insert(table).on_conflict_do_nothing(index_elements=list(conflict_columns))
     return insert(table)  # pragma: no cover - only the two supported backends exist
+
+
+def sqlite_value(value: Any) -> Any:
+    """A Python value as SQLAlchemy stores it in SQLite (for ``SqliteBatch``): UUIDs as
+    32 hex digits, UTC times as naive ``YYYY-MM-DD HH:MM:SS.ffffff``, enums by value,
+    booleans as 0/1."""
+    if isinstance(value, uuid.UUID):
+        return value.hex
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given; Questline stores UTC only")
+        return value.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, bool):
+        return int(value)
+    return value
+
+
+def parse_sqlite_time(value: str) -> dt.datetime:
+    """A time as ``sqlite_value`` stored it, back as an aware UTC datetime."""
+    return dt.datetime.fromisoformat(value).replace(tzinfo=dt.UTC)
+
+
+T = TypeVar("T")
+
+
+class SqliteBatch:
+    """Statements run inside the SQLite connection's own thread (``run_in_sqlite_thread``)."""
+
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self.connection = connection
+        self.ran: list[tuple[str, tuple[Any, ...]]] = []
+
+    def rows(self, sql: str, *params: Any) -> list[Any]:
+        values = tuple(sqlite_value(p) for p in params)
+        self.ran.append((sql, values))
+        return self.connection.execute(sql, values).fetchall()
+
+    def one(self, sql: str, *params: Any) -> Any:
+        found = self.rows(sql, *params)
+        return found[0] if found else None
+
+
+async def run_in_sqlite_thread(session: AsyncSession, work: Callable[[SqliteBatch], T]) -> T:
+    """Run ``work`` — several statements — in the session's transaction, in ONE round trip
+    to the thread that owns the SQLite connection.
+
+    Through the async driver every statement costs three or four hops between the event
+    loop and that thread (cursor, execute, fetch, close), each a thread wake-up: on a
+    busy machine they, not SQLite, were most of a progress write's time. The statements
+    still go through the engine's ``before/after_cursor_execute`` events afterwards (as
+    one batch, on the event loop), so statement counting and logging see each of them.
+    ``aiosqlite.Connection._execute`` is the driver's own way to run a function in its
+    thread (private but stable since aiosqlite 0.17; the version is locked).
+    """
+    connection = await session.connection()
+    raw = await connection.get_raw_connection()
+    driver: Any = raw.driver_connection
+    batch = SqliteBatch(driver._conn)  # only touched from the driver's thread below
+    try:
+        return cast(T, await driver._execute(work, batch))
+    finally:
+        sync = connection.sync_connection
+        if sync is not None and batch.ran:
+            dispatch = sync.dispatch
+            for sql, params in batch.ran:
+                dispatch.before_cursor_execute(sync, None, sql, params, None, False)
+                dispatch.after_cursor_execute(sync, None, sql, params, None, False)
