@@ -6,12 +6,14 @@ services only ``flush()``, never ``commit()``.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import enum
 import logging
 import os
 import sqlite3
 import uuid
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar, cast
@@ -29,6 +31,7 @@ from sqlalchemy.orm import DeclarativeBase, Session
 from sqlalchemy.pool import Pool
 from sqlalchemy.sql.expression import Insert
 from sqlalchemy.types import TypeDecorator
+from sqlalchemy.util import await_
 from uuid_utils.compat import uuid7
 
 from questline.config import Settings
@@ -244,6 +247,18 @@ def _make_private(database: str | None) -> None:
 
 
 def _configure_sqlite(engine: AsyncEngine) -> None:
+    """Connection settings, and the process's write queue.
+
+    A write transaction (``BEGIN IMMEDIATE``) first takes this process's write gate (an
+    ``asyncio.Lock``, FIFO) and holds it until its connection is back in the pool (after
+    the commit or rollback). SQLite has one write lock per database anyway; writers that
+    wait in an asyncio queue are woken the moment it is free, where writers that wait in
+    SQLite's busy handler poll it, sleeping up to 100 ms between tries — under sixteen
+    concurrent writes that sleep, not the work, was most of a write's p50 and p99.
+    Other processes (and ``DEFERRED`` transactions that write) still meet the busy
+    handler.
+    """
+
     @event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Let us issue BEGIN ourselves (pysqlite's implicit BEGIN is always DEFERRED).
@@ -256,10 +271,41 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
         cursor.close()
         _make_private(engine.url.database)
 
+    gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+        weakref.WeakKeyDictionary()
+    )
+
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(conn: Connection) -> None:
         mode = conn.get_execution_options().get(SQLITE_BEGIN_OPTION, "DEFERRED")
-        conn.exec_driver_sql(f"BEGIN {mode}")
+        if mode == "IMMEDIATE":
+            gate = gates.setdefault(asyncio.get_running_loop(), asyncio.Lock())
+            try:
+                await_(asyncio.wait_for(gate.acquire(), WRITE_GATE_TIMEOUT))
+            except TimeoutError:
+                raise sqlite3.OperationalError("database is locked (write queue)") from None
+            conn.connection.info[_GATE_HELD] = gate
+        try:
+            conn.exec_driver_sql(f"BEGIN {mode}")
+        except BaseException:
+            _release_gate(conn.connection.info)
+            raise
+
+    @event.listens_for(engine.sync_engine.pool, "checkin")
+    def _on_checkin(_dbapi_connection: Any, record: Any) -> None:
+        _release_gate(record.info)
+
+
+WRITE_GATE_TIMEOUT = 30.0
+"""Seconds a write waits in this process's queue before failing like a busy database
+(the busy timeout's length)."""
+_GATE_HELD = "questline_write_gate"
+
+
+def _release_gate(info: dict[Any, Any]) -> None:
+    gate = info.pop(_GATE_HELD, None)
+    if gate is not None:
+        gate.release()
 
 
 def insert_ignoring_conflicts(
