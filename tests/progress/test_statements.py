@@ -1,0 +1,119 @@
+"""What a progress write costs the database: statements and round trips (issue 14: a
+completion in at most three statements).
+
+On PostgreSQL every statement is a round trip: a completion is a lookup (which takes
+the discipline's and the team's locks) and one data-modifying statement; a withdrawal
+is one statement and the event's insert. On SQLite the transaction holds the write
+lock from ``BEGIN IMMEDIATE``: the statements after it run in the driver's thread in
+one round trip (``run_in_sqlite_thread``, whose statements reach the engine's events
+without a cursor of the driver).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from sqlalchemy import event
+
+from questline.web.state import AppState
+from tests.factories import World
+from tests.progress.factories import complete, make_discipline, score_of
+
+pytestmark = pytest.mark.anyio
+
+
+@dataclass
+class Sent:
+    round_trips: list[str] = field(default_factory=list)
+    """Statements sent through the driver one by one (BEGIN on SQLite included)."""
+    batched: list[str] = field(default_factory=list)
+    """Statements run in one batch in the SQLite driver's thread."""
+
+    @property
+    def statements(self) -> int:
+        return len(self.round_trips) + len(self.batched)
+
+
+@contextmanager
+def sent(state: AppState) -> Iterator[Sent]:
+    log = Sent()
+
+    def before(_conn: Any, cursor: Any, statement: str, *_args: Any) -> None:
+        (log.batched if cursor is None else log.round_trips).append(" ".join(statement.split()))
+
+    engine = state.db.engine.sync_engine
+    event.listen(engine, "before_cursor_execute", before)
+    try:
+        yield log
+    finally:
+        event.remove(engine, "before_cursor_execute", before)
+
+
+async def test_a_completion_and_a_withdrawal_cost_few_statements(
+    world: World, app_state: AppState
+) -> None:
+    org = world.org()
+    team = await org.create_team()
+    tree = await make_discipline(world.db, org_id=org.id, shape=[[[10, 25]]])
+    task = tree.task(0, 0, 0)
+    warm = await complete(org, team["Id"], tree.task(0, 0, 1))  # prepared statements warm
+    assert warm.status_code == 201
+
+    with sent(app_state) as first:
+        done = await complete(org, team["Id"], task)
+    assert done.status_code == 201, done.text
+    with sent(app_state) as repeat:
+        again = await complete(org, team["Id"], task)
+    assert again.status_code == 200
+    with sent(app_state) as withdrawal:
+        gone = await org.client.delete(f"/team/{team['Id']}/progress/{task}", headers=org.admin)
+    assert gone.status_code == 204
+    assert await score_of(org, team["Id"]) == 25
+
+    if app_state.db.is_sqlite:
+        # BEGIN IMMEDIATE, then everything in one trip to the driver's thread.
+        for log in (first, repeat, withdrawal):
+            assert log.round_trips == ["BEGIN IMMEDIATE"], log.round_trips
+        assert len(first.batched) == 6, first.batched  # lookup + 5 writes
+        assert len(repeat.batched) == 1, repeat.batched  # the lookup finds it done
+        assert len(withdrawal.batched) == 6, withdrawal.batched
+    else:
+        assert first.statements == 2, first.round_trips
+        assert first.round_trips[1].startswith("WITH ins AS")
+        assert repeat.statements == 1, repeat.round_trips
+        assert withdrawal.statements == 2, withdrawal.round_trips
+        assert not first.batched
+
+
+async def test_refusals_write_nothing(world: World, app_state: AppState) -> None:
+    org = world.org()
+    team = await org.create_team()
+    tree = await make_discipline(world.db, org_id=org.id, shape=[[[10]]])
+    other = world.org()
+    foreign = await make_discipline(world.db, org_id=other.id, shape=[[[7]]])
+    version = await app_state.readmodel.version(org.id)
+
+    hidden = await complete(org, team["Id"], foreign.task(0, 0, 0))
+    assert hidden.status_code == 404
+    unknown_team = await complete(org, "00000000-0000-7000-8000-000000000000", tree.task(0, 0, 0))
+    assert unknown_team.status_code == 404
+    future = await complete(org, team["Id"], tree.task(0, 0, 0), "2999-01-01T00:00:00Z")
+    assert future.status_code == 422
+    nothing = await org.client.delete(
+        f"/team/{team['Id']}/progress/{tree.task(0, 0, 0)}", headers=org.admin
+    )
+    assert nothing.status_code == 404
+    archived = await org.client.patch(
+        f"/team/{team['Id']}", json={"Status": "Archived"}, headers=org.admin
+    )
+    assert archived.status_code == 200, archived.text
+    refused = await complete(org, team["Id"], tree.task(0, 0, 0))
+    assert refused.status_code == 409
+
+    assert await score_of(org, team["Id"]) == 0
+    # Only the archive changed the organization's version; no refusal bumped it.
+    assert await app_state.readmodel.version(org.id) == (version or 0) + 1
