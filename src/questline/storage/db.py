@@ -286,7 +286,7 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
                 raise sqlite3.OperationalError("database is locked (write queue)") from None
             conn.connection.info[_GATE_HELD] = gate
         try:
-            conn.exec_driver_sql(f"BEGIN {mode}")
+            _begin(conn, f"BEGIN {mode}")
         except BaseException:
             _release_gate(conn.connection.info)
             raise
@@ -294,6 +294,20 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
     @event.listens_for(engine.sync_engine.pool, "checkin")
     def _on_checkin(_dbapi_connection: Any, record: Any) -> None:
         _release_gate(record.info)
+
+
+def _begin(conn: Connection, statement: str) -> None:
+    """``BEGIN`` in one hop to the driver's thread (``exec_driver_sql`` takes three:
+    cursor, execute, close), reported to the engine's cursor events like any statement."""
+    driver: Any = conn.connection.driver_connection
+    run = getattr(driver, "_execute", None)
+    if run is None:  # pragma: no cover - another driver than aiosqlite
+        conn.exec_driver_sql(statement)
+        return
+    dispatch = conn.dispatch
+    dispatch.before_cursor_execute(conn, None, statement, (), None, False)
+    await_(run(lambda: driver._conn.execute(statement)))
+    dispatch.after_cursor_execute(conn, None, statement, (), None, False)
 
 
 WRITE_GATE_TIMEOUT = 30.0
