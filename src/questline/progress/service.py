@@ -1,4 +1,6 @@
-"""Progress rules: completing and withdrawing tasks, and reading completions.
+"""Progress rules: completing tasks (the ORM path the demo loader uses), and reading
+completions. The endpoints write through ``questline.progress.record`` (the same rules
+in two statements).
 
 Completing is idempotent per team and task (``INSERT … ON CONFLICT DO NOTHING`` on the
 primary key): only the request that inserted the row changes the score, so twenty
@@ -13,9 +15,8 @@ import datetime as dt
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline import events
@@ -29,7 +30,7 @@ from questline.storage.db import insert_ignoring_conflicts, utcnow
 from questline.teams import service as teams_service
 from questline.teams.models import Team
 from questline.web.errors import FieldError, Unprocessable, not_found
-from questline.web.metrics import TASKS_COMPLETED, TASKS_WITHDRAWN, count_on_commit
+from questline.web.metrics import TASKS_COMPLETED, count_on_commit
 
 _completions = TaskCompletion.__table__
 CLOCK_SKEW = dt.timedelta(seconds=5)
@@ -52,6 +53,9 @@ class CompletionResult:
 
 async def hold_discipline_of_task(session: AsyncSession, *, task_id: uuid.UUID) -> None:
     """Share-lock the discipline of ``task_id`` (PostgreSQL) *before* the team is locked.
+
+    (The endpoints take the same locks in the same order inside one statement:
+    ``questline.progress.record.LOOKUP_PG``.)
 
     The global lock order is discipline, then teams (sorted), then completions: a
     discipline replaced or deleted with ``force`` holds its row ``FOR UPDATE`` while it
@@ -173,67 +177,6 @@ async def complete_task(
             data=to_schema(completion, score),
         )
     return CompletionResult(completion=completion, created=created, score=score)
-
-
-async def withdraw_task(session: AsyncSession, *, team: Team, task_id: uuid.UUID) -> int:
-    """Take back a completion (minus its points, appended to the history); the new score.
-
-    ``team`` must have been read with ``for_update=True``. Archived teams refuse it,
-    as they refuse any progress change.
-    """
-    teams_service.ensure_active(team, "progress")
-    removed = (
-        await session.execute(
-            delete(TaskCompletion)
-            .where(
-                TaskCompletion.organization_id == team.organization_id,
-                TaskCompletion.team_id == team.id,
-                TaskCompletion.task_id == task_id,
-            )
-            .returning(
-                TaskCompletion.discipline_id, TaskCompletion.points, TaskCompletion.completed_at
-            )
-        )
-    ).one_or_none()
-    if removed is None:
-        raise not_found("completion of this task by this team")
-    count_on_commit(session, TASKS_WITHDRAWN)
-    [score] = await apply_steps(
-        session,
-        steps=[
-            Step(
-                organization_id=team.organization_id,
-                team_id=team.id,
-                task_id=task_id,
-                discipline_id=removed.discipline_id,
-                kind=ScoreChange.WITHDRAWN,
-                delta=-removed.points,
-                at=utcnow(),
-            )
-        ],
-    )
-    await events.record(
-        session,
-        organization_id=team.organization_id,
-        type="progress.withdrawn",
-        data=withdrawn(team.id, task_id, removed, score),
-    )
-    await bump(session, team.organization_id)
-    return score
-
-
-def withdrawn(
-    team_id: uuid.UUID, task_id: uuid.UUID, removed: Any, score: int
-) -> schemas.Completion:
-    """A withdrawn completion as the API described it, with the team's new score."""
-    return schemas.Completion(
-        team_id=team_id,
-        task_id=task_id,
-        discipline_id=removed.discipline_id,
-        points=removed.points,
-        completed_at=removed.completed_at,
-        score=score,
-    )
 
 
 def to_schema(completion: TaskCompletion, score: int | None = None) -> schemas.Completion:

@@ -278,22 +278,26 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(conn: Connection) -> None:
         mode = conn.get_execution_options().get(SQLITE_BEGIN_OPTION, "DEFERRED")
+        # Kept across an invalidation (``info`` is cleared then), so checkin finds it.
+        held = conn.connection.record_info
+        assert held is not None
         if mode == "IMMEDIATE":
             gate = gates.setdefault(asyncio.get_running_loop(), asyncio.Lock())
             try:
-                await_(asyncio.wait_for(gate.acquire(), WRITE_GATE_TIMEOUT))
+                await_(_acquire(gate))
             except TimeoutError:
                 raise sqlite3.OperationalError("database is locked (write queue)") from None
-            conn.connection.info[_GATE_HELD] = gate
+            held[_GATE_HELD] = gate
         try:
             _begin(conn, f"BEGIN {mode}")
         except BaseException:
-            _release_gate(conn.connection.info)
+            _release_gate(held)
             raise
 
     @event.listens_for(engine.sync_engine.pool, "checkin")
     def _on_checkin(_dbapi_connection: Any, record: Any) -> None:
-        _release_gate(record.info)
+        if record is not None and record.record_info is not None:
+            _release_gate(record.record_info)
 
 
 def _begin(conn: Connection, statement: str) -> None:
@@ -314,6 +318,11 @@ WRITE_GATE_TIMEOUT = 30.0
 """Seconds a write waits in this process's queue before failing like a busy database
 (the busy timeout's length)."""
 _GATE_HELD = "questline_write_gate"
+
+
+async def _acquire(gate: asyncio.Lock) -> None:
+    async with asyncio.timeout(WRITE_GATE_TIMEOUT):  # no task per acquire (wait_for makes one)
+        await gate.acquire()
 
 
 def _release_gate(info: dict[Any, Any]) -> None:
