@@ -9,8 +9,8 @@ from functools import partial
 from typing import Annotated, Any
 
 import anyio
+import orjson
 from fastapi import APIRouter, Query, Request, Response, status
-from pydantic import TypeAdapter
 
 from questline.auth.dependencies import AdminOf
 from questline.bulk import service
@@ -26,7 +26,6 @@ from questline.web.state import app_state, request_state
 
 router = APIRouter(prefix="/team", tags=["teams"], route_class=TransactionalRoute)
 
-_TEAMS = TypeAdapter(list[Team])
 _CSV_EXAMPLE = (
     f"{CSV_HEADER}\r\n"
     "Example Voyagers,ada@example.org,Ada,onboarding;2026\r\n"
@@ -149,7 +148,7 @@ async def create_teams_in_bulk(
         session.info.pop(versions.BUMPS_KEY, None)  # no change to announce
         request_state(request).pending_key = None
     return Response(
-        content=_TEAMS.dump_json(created, by_alias=True),
+        content=orjson.dumps(created),
         status_code=status.HTTP_200_OK if dry_run else status.HTTP_201_CREATED,
         media_type="application/json",
     )

@@ -1,5 +1,9 @@
 """Set-based SQL for many rows at once, within the drivers' bind-parameter limits.
 
+``write_rows`` is the fastest plain write of many new rows: PostgreSQL's binary ``COPY``
+(one statement, whatever the number of rows) and SQLite's ``executemany`` (one prepared
+statement run for every row).
+
 SQLite accepts at most 32,766 bound parameters a statement and asyncpg 32,767; a
 statement over the limit fails. Multi-row INSERTs are cut into chunks that stay under
 ``MAX_BIND_PARAMS``; a test against a set of values (``column IN …``) binds the whole
@@ -10,10 +14,12 @@ json_each(…))`` on SQLite), so it needs no chunking and no per-value placehold
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
+import orjson
 from sqlalchemy import (
+    JSON,
     ColumnElement,
     Select,
     Table,
@@ -24,6 +30,7 @@ from sqlalchemy import (
     select,
 )
 from sqlalchemy.dialects import postgresql
+from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import QueryableAttribute
 
@@ -101,3 +108,69 @@ async def insert_rows(
         if returning:
             inserted.update(result.scalars())
     return inserted
+
+
+async def write_rows(
+    session: AsyncSession, table: Table, rows: Sequence[Mapping[str, Any]]
+) -> None:
+    """Insert ``rows`` (every one with the same columns) in the session's transaction.
+
+    PostgreSQL: one binary ``COPY … FROM STDIN`` on the session's own connection, so the
+    rows commit or roll back with everything else; values go through the columns' own
+    bind conversions first (JSON as text, enums as their values). The statement that
+    asyncpg prepares to learn the column types is unnamed when the statement cache is
+    off, so this works behind a transaction pooler (pgbouncer) like any other statement.
+    A constraint failure is raised as SQLAlchemy's ``IntegrityError`` (409, and the
+    idempotency race handling, as for an ``INSERT``); any other database error as
+    ``DBAPIError`` with its SQLSTATE (serialization failures and deadlocks are retried).
+
+    SQLite: one ``INSERT`` executed for every row (``executemany``: one prepared
+    statement, no statement text built per chunk, no bind-parameter limit).
+    """
+    if not rows:
+        return
+    if session.get_bind().dialect.name != "postgresql":
+        await session.execute(insert(table), list(rows))
+        return
+    await _copy(session, table, rows)
+
+
+def _copy_converter(type_: Any, dialect: Any) -> Callable[[Any], Any] | None:
+    if isinstance(type_, JSON):
+        return _json_text  # what the column's own processor does, with orjson
+    processor: Callable[[Any], Any] | None = type_.dialect_impl(dialect).bind_processor(dialect)
+    return processor
+
+
+def _json_text(value: Any) -> str | None:
+    return None if value is None else orjson.dumps(value).decode()
+
+
+async def _copy(session: AsyncSession, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:
+    columns = list(rows[0])
+    connection = await session.connection()
+    dialect = connection.dialect
+    convert = [_copy_converter(table.c[name].type, dialect) for name in columns]
+    if any(convert):
+        pairs = list(zip(columns, convert, strict=True))
+        records = [
+            tuple(row[name] if fn is None else fn(row[name]) for name, fn in pairs) for row in rows
+        ]
+    else:
+        records = [tuple(row[name] for name in columns) for row in rows]
+    raw = (await connection.get_raw_connection()).driver_connection
+    if raw is None:  # pragma: no cover - a checked-out connection always has one
+        raise RuntimeError("no driver connection")
+    if not raw.is_in_transaction():
+        # SQLAlchemy's asyncpg adapter begins the transaction with its first statement.
+        await session.execute(select(1))
+    statement = f"COPY {table.name} FROM STDIN"
+    try:
+        await raw.copy_records_to_table(table.name, records=records, columns=columns)
+    except Exception as exc:
+        sqlstate = getattr(exc, "sqlstate", None)
+        if sqlstate is None:
+            raise
+        if str(sqlstate).startswith("23"):  # integrity_constraint_violation
+            raise IntegrityError(statement, None, exc) from exc
+        raise DBAPIError(statement, None, exc) from exc
