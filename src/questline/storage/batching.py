@@ -1,21 +1,19 @@
-"""Set-based SQL for many rows at once, within the drivers' bind-parameter limits.
+"""Set-based SQL for many rows at once: a constant number of statements, whatever the
+number of rows, and no driver's bind-parameter limit (SQLite 32,766, asyncpg 32,767).
 
 ``write_rows`` is the fastest plain write of many new rows: PostgreSQL's binary ``COPY``
-(one statement, whatever the number of rows) and SQLite's ``executemany`` (one prepared
-statement run for every row).
-
-SQLite accepts at most 32,766 bound parameters a statement and asyncpg 32,767; a
-statement over the limit fails. Multi-row INSERTs are cut into chunks that stay under
-``MAX_BIND_PARAMS``; a test against a set of values (``column IN …``) binds the whole
-set as one parameter (``= ANY(array)`` on PostgreSQL, ``IN (SELECT value FROM
-json_each(…))`` on SQLite), so it needs no chunking and no per-value placeholder.
+(one statement) and SQLite's ``executemany`` (one prepared statement run for every row,
+each with its own few parameters). A test against a set of values (``column IN …``)
+binds the whole set as one parameter (``= ANY(array)`` on PostgreSQL, ``IN (SELECT
+value FROM json_each(…))`` on SQLite), so it needs no chunking and no per-value
+placeholder.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import orjson
 from sqlalchemy import (
@@ -33,20 +31,6 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import QueryableAttribute
-
-from questline.storage.db import insert_ignoring_conflicts
-
-T = TypeVar("T")
-
-MAX_BIND_PARAMS = 32_000
-"""Below SQLite's 32,766 and asyncpg's 32,767, leaving room for a statement's own."""
-
-
-def chunked(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
-    if size < 1:
-        raise ValueError("chunk size must be at least 1")
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
 
 
 def one_of(
@@ -68,46 +52,6 @@ def one_of(
         func.json_each(json.dumps(stored))
     )
     return column.in_(members)
-
-
-def rows_per_insert(columns: int) -> int:
-    return max(1, MAX_BIND_PARAMS // columns)
-
-
-async def insert_rows(
-    session: AsyncSession,
-    table: Table,
-    rows: Sequence[Mapping[str, Any]],
-    *,
-    ignore_conflicts_on: Sequence[str] | None = None,
-    returning: str | None = None,
-) -> set[Any]:
-    """Insert ``rows`` with one multi-row ``INSERT … VALUES`` a chunk.
-
-    Every row must give the same columns. The statement is executed with a parameter
-    list, which SQLAlchemy renders as ``INSERT … VALUES (…), (…), …`` pages from one
-    cached compiled form (its "insertmanyvalues" mode, engaged by ``RETURNING``); the
-    page size is the chunk size, so each chunk is one statement and one round trip.
-    ``ignore_conflicts_on`` adds ``ON CONFLICT (cols) DO NOTHING``. Returns the values
-    of the ``returning`` column of the rows actually inserted (empty without it).
-    """
-    if not rows:
-        return set()
-    column = table.c[returning] if returning else next(iter(table.primary_key.columns))
-    inserted: set[Any] = set()
-    for chunk in chunked(rows, rows_per_insert(len(rows[0]))):
-        statement = (
-            insert(table)
-            if ignore_conflicts_on is None
-            else insert_ignoring_conflicts(session, table, ignore_conflicts_on)
-        )
-        statement = statement.returning(column).execution_options(
-            insertmanyvalues_page_size=len(chunk)
-        )
-        result = await session.execute(statement, list(chunk))
-        if returning:
-            inserted.update(result.scalars())
-    return inserted
 
 
 async def write_rows(
