@@ -83,7 +83,25 @@ def _copy_converter(type_: Any, dialect: Any) -> Callable[[Any], Any] | None:
     if isinstance(type_, JSON):
         return _json_text  # what the column's own processor does, with orjson
     processor: Callable[[Any], Any] | None = type_.dialect_impl(dialect).bind_processor(dialect)
-    return processor
+    return None if processor is None else _memoized(processor)
+
+
+def _memoized(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``convert`` run once a distinct value: a bulk's rows repeat most of theirs (the
+    organization, the one timestamp, the flags), and a processor call costs more than
+    a lookup."""
+    seen: dict[Any, Any] = {}
+
+    def converted(value: Any) -> Any:
+        try:
+            return seen[value]
+        except KeyError:
+            result = seen[value] = convert(value)
+            return result
+        except TypeError:  # unhashable
+            return convert(value)
+
+    return converted
 
 
 def _json_text(value: Any) -> str | None:
