@@ -55,71 +55,72 @@ def one_of(
 
 
 async def write_rows(
-    session: AsyncSession, table: Table, rows: Sequence[Mapping[str, Any]]
+    session: AsyncSession,
+    table: Table,
+    columns: Sequence[str],
+    rows: Sequence[tuple[Any, ...]],
+    *,
+    same: Mapping[str, Any] | None = None,
 ) -> None:
-    """Insert ``rows`` (every one with the same columns) in the session's transaction.
+    """Insert ``rows`` (tuples of the ``columns``' values, plus the values ``same`` for
+    every row) in the session's transaction.
 
     PostgreSQL: one binary ``COPY … FROM STDIN`` on the session's own connection, so the
     rows commit or roll back with everything else; values go through the columns' own
-    bind conversions first (JSON as text, enums as their values). The statement that
-    asyncpg prepares to learn the column types is unnamed when the statement cache is
-    off, so this works behind a transaction pooler (pgbouncer) like any other statement.
-    A constraint failure is raised as SQLAlchemy's ``IntegrityError`` (409, and the
-    idempotency race handling, as for an ``INSERT``); any other database error as
-    ``DBAPIError`` with its SQLSTATE (serialization failures and deadlocks are retried).
+    bind conversions first (JSON as text, enums as their values; the shared values
+    once). The statement that asyncpg prepares to learn the column types is unnamed
+    when the statement cache is off, so this works behind a transaction pooler
+    (pgbouncer) like any other statement. A constraint failure is raised as
+    SQLAlchemy's ``IntegrityError`` (409, and the idempotency race handling, as for an
+    ``INSERT``); any other database error as ``DBAPIError`` with its SQLSTATE
+    (serialization failures and deadlocks are retried).
 
     SQLite: one ``INSERT`` executed for every row (``executemany``: one prepared
     statement, no statement text built per chunk, no bind-parameter limit).
     """
     if not rows:
         return
+    shared = dict(same or {})
     if session.get_bind().dialect.name != "postgresql":
-        await session.execute(insert(table), list(rows))
+        await session.execute(
+            insert(table), [{**shared, **dict(zip(columns, row, strict=True))} for row in rows]
+        )
         return
-    await _copy(session, table, rows)
+    await _copy(session, table, list(columns), rows, shared)
 
 
 def _copy_converter(type_: Any, dialect: Any) -> Callable[[Any], Any] | None:
     if isinstance(type_, JSON):
         return _json_text  # what the column's own processor does, with orjson
     processor: Callable[[Any], Any] | None = type_.dialect_impl(dialect).bind_processor(dialect)
-    return None if processor is None else _memoized(processor)
-
-
-def _memoized(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """``convert`` run once a distinct value: a bulk's rows repeat most of theirs (the
-    organization, the one timestamp, the flags), and a processor call costs more than
-    a lookup."""
-    seen: dict[Any, Any] = {}
-
-    def converted(value: Any) -> Any:
-        try:
-            return seen[value]
-        except KeyError:
-            result = seen[value] = convert(value)
-            return result
-        except TypeError:  # unhashable
-            return convert(value)
-
-    return converted
+    return processor
 
 
 def _json_text(value: Any) -> str | None:
     return None if value is None else orjson.dumps(value).decode()
 
 
-async def _copy(session: AsyncSession, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:
-    columns = list(rows[0])
+async def _copy(
+    session: AsyncSession,
+    table: Table,
+    columns: list[str],
+    rows: Sequence[tuple[Any, ...]],
+    shared: dict[str, Any],
+) -> None:
     connection = await session.connection()
     dialect = connection.dialect
+    constant = tuple(
+        value if fn is None else fn(value)
+        for value, fn in ((v, _copy_converter(table.c[k].type, dialect)) for k, v in shared.items())
+    )
     convert = [_copy_converter(table.c[name].type, dialect) for name in columns]
     if any(convert):
-        pairs = list(zip(columns, convert, strict=True))
         records = [
-            tuple(row[name] if fn is None else fn(row[name]) for name, fn in pairs) for row in rows
+            (*(v if fn is None else fn(v) for v, fn in zip(row, convert, strict=True)), *constant)
+            for row in rows
         ]
     else:
-        records = [tuple(row[name] for name in columns) for row in rows]
+        records = [row + constant for row in rows]
     raw = (await connection.get_raw_connection()).driver_connection
     if raw is None:  # pragma: no cover - a checked-out connection always has one
         raise RuntimeError("no driver connection")
@@ -128,7 +129,7 @@ async def _copy(session: AsyncSession, table: Table, rows: Sequence[Mapping[str,
         await session.execute(select(1))
     statement = f"COPY {table.name} FROM STDIN"
     try:
-        await raw.copy_records_to_table(table.name, records=records, columns=columns)
+        await raw.copy_records_to_table(table.name, records=records, columns=[*columns, *shared])
     except Exception as exc:
         sqlstate = getattr(exc, "sqlstate", None)
         if sqlstate is None:

@@ -64,40 +64,35 @@ async def insert_teams(
     await write_rows(
         session,
         Team.__table__,  # type: ignore[arg-type]
+        ("id", "name", "name_key", "tags"),
         [
-            {
-                "organization_id": org_id,
-                "id": team_id,
-                "name": team.name,
-                "name_key": name_key(team.name),
-                "status": TeamStatus.ACTIVE,
-                "tags": team.tags,
-                "score": 0,
-                "tasks_completed": 0,
-                "score_reached_at": now,
-                "is_survey_completed": False,
-                "is_admin_team": False,
-                "is_ranked": True,
-                "created_at": now,
-                "updated_at": now,
-                "version": 1,
-            }
+            (team_id, team.name, name_key(team.name), team.tags)
             for team_id, team in zip(ids, teams, strict=True)
         ],
+        same={
+            "organization_id": org_id,
+            "status": TeamStatus.ACTIVE,
+            "score": 0,
+            "tasks_completed": 0,
+            "score_reached_at": now,
+            "is_survey_completed": False,
+            "is_admin_team": False,
+            "is_ranked": True,
+            "created_at": now,
+            "updated_at": now,
+            "version": 1,
+        },
     )
     await write_rows(
         session,
         TeamMembership.__table__,  # type: ignore[arg-type]
+        ("team_id", "member_id"),
         [
-            {
-                "organization_id": org_id,
-                "team_id": team_id,
-                "member_id": member_id,
-                "created_at": now,
-            }
+            (team_id, member_id)
             for team_id, team in zip(ids, teams, strict=True)
             for member_id in team.member_ids
         ],
+        same={"organization_id": org_id, "created_at": now},
     )
     org, created_at, active = (
         str(org_id),
