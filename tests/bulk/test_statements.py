@@ -4,6 +4,7 @@ time still leaves nothing behind."""
 
 from __future__ import annotations
 
+import gc
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -14,14 +15,13 @@ import asyncpg
 import pytest
 from sqlalchemy import event, select
 
+from questline.bulk import endpoints as bulk_endpoints
 from questline.bulk import service as bulk_service
 from questline.teams.schemas import Team
 from questline.web.idempotency import IdempotencyRecord
 from questline.web.state import AppState
 from tests.bulk.factories import csv_text, post_csv, post_json, team_items, team_names
 from tests.factories import Org, World
-
-pytestmark = pytest.mark.anyio
 
 
 @contextmanager
@@ -66,6 +66,7 @@ async def statements_of(
     return seen
 
 
+@pytest.mark.anyio
 async def test_json_statements_are_as_many_for_10_teams_as_for_3000(
     world: World, app_state: AppState, backend: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -93,6 +94,7 @@ async def test_json_statements_are_as_many_for_10_teams_as_for_3000(
     assert {t["MemberCount"] for t in teams if t["Name"].startswith(("Small", "Large"))} == {3}
 
 
+@pytest.mark.anyio
 async def test_csv_statements_are_as_many_for_10_teams_as_for_2000(
     world: World, app_state: AppState, backend: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -123,6 +125,7 @@ async def test_csv_statements_are_as_many_for_10_teams_as_for_2000(
     assert existing["Id"] in {m["Id"] for m in listed.json()}
 
 
+@pytest.mark.anyio
 async def test_the_answer_is_exactly_the_team_schema_and_what_reads_return(world: World) -> None:
     org = world.org()
     ada = await org.create_member("ada@example.org")
@@ -139,6 +142,7 @@ async def test_the_answer_is_exactly_the_team_schema_and_what_reads_return(world
         assert {key: read.json()[key] for key in item} == item
 
 
+@pytest.mark.anyio
 async def test_a_name_taken_between_check_and_write_is_409_and_keeps_nothing(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -162,6 +166,7 @@ async def test_a_name_taken_between_check_and_write_is_409_and_keeps_nothing(
     assert not {"fresh@example.org", "other@example.org"} & await _org_member_emails(org)
 
 
+@pytest.mark.anyio
 async def test_an_idempotency_record_is_the_request_hash_and_the_response(
     world: World, app_state: AppState
 ) -> None:
@@ -193,3 +198,33 @@ async def _org_member_emails(org: Org) -> set[str]:
     response = await org.client.get("/member", headers=org.admin)
     assert response.status_code == 200, response.text
     return {m["Email"] for m in response.json()}
+
+
+def test_the_collector_pause_ends_with_the_last_bulk_and_never_lasts_forever(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Overlapping bulk requests share one pause of the cyclic GC; the last one to end
+    turns it back on, and while others still run, one past the maximum pause collects."""
+    assert gc.isenabled()
+    full_collections: list[int] = []
+
+    def watch(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start" and info["generation"] == 2:
+            full_collections.append(1)
+
+    gc.callbacks.append(watch)
+    try:
+        with bulk_endpoints._gc_paused():
+            with bulk_endpoints._gc_paused():
+                assert not gc.isenabled()
+            assert not gc.isenabled()  # the first request still runs
+            assert full_collections == []  # not yet overdue
+            monkeypatch.setattr(bulk_endpoints, "GC_PAUSE_MAX_SECONDS", 0.0)
+            with bulk_endpoints._gc_paused():
+                pass
+            assert full_collections == [1]  # overdue: collected while still paused
+            assert not gc.isenabled()
+        assert gc.isenabled()
+    finally:
+        gc.callbacks.remove(watch)
+        gc.enable()

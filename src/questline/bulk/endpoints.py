@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import partial
@@ -92,6 +93,10 @@ def _request_body() -> dict[str, Any]:
 
 _gc_lock = threading.Lock()
 _gc_pausers = 0
+_gc_paused_since = 0.0
+GC_PAUSE_MAX_SECONDS = 10.0
+"""Overlapping bulk requests could keep the collector paused indefinitely; past this
+long, the request that ends runs one full collection itself (cycles are still freed)."""
 
 
 @contextmanager
@@ -101,17 +106,25 @@ def _gc_paused() -> Iterator[None]:
     thousands of short-lived, acyclic objects freed by reference counting; counted as
     allocations they triggered a full collection about once a bulk request, each
     holding the GIL for 100-200 ms over the whole heap and stalling the event loop."""
-    global _gc_pausers
+    global _gc_pausers, _gc_paused_since
     with _gc_lock:
+        if _gc_pausers == 0:
+            _gc_paused_since = time.monotonic()
         _gc_pausers += 1
         gc.disable()
     try:
         yield
     finally:
+        overdue = False
         with _gc_lock:
             _gc_pausers -= 1
             if _gc_pausers == 0:
                 gc.enable()
+            elif time.monotonic() - _gc_paused_since > GC_PAUSE_MAX_SECONDS:
+                _gc_paused_since = time.monotonic()
+                overdue = True
+        if overdue:
+            gc.collect()
 
 
 def _is_csv(content_type: str) -> bool:
