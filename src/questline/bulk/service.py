@@ -27,13 +27,11 @@ from questline.web.errors import MAX_LISTED_ERRORS, Conflict, Unprocessable
 from questline.web.metrics import BULK_ROWS_IMPORTED, TEAMS_CREATED, count_on_commit
 
 _CSV_ROWS = BULK_ROWS_IMPORTED.labels("csv")
+_JSON_ROWS = BULK_ROWS_IMPORTED.labels("json")
 
 
 class _CreatedTeams(RootModel[list[dict[str, Any]]]):
     """The created teams, already in their JSON form, as one model for the outbox."""
-
-
-_JSON_ROWS = BULK_ROWS_IMPORTED.labels("json")
 
 
 async def create_teams(
