@@ -146,6 +146,32 @@ async def test_many_concurrent_requests_share_few_pgbouncer_server_connections(
     assert names == [f"T{i:02}" for i in range(30)]
 
 
+async def test_bulk_copies_behind_pgbouncer_are_all_or_nothing(
+    cluster: Cluster, apps: Apps
+) -> None:
+    """POST /team/bulk writes with COPY (and members with one unnest INSERT): through
+    pgbouncer's transaction pooling, concurrent bulks on 4 server connections all
+    commit, and one whose name is taken changes nothing."""
+    process = apps(database_replica_urls=[])
+    org = uuid.uuid4()
+    admin = bearer(cluster.admin_token(org))
+    csv = {**admin, "Content-Type": "text/csv"}
+
+    def body(batch: int) -> bytes:
+        rows = [f"B{batch} T{i},p{batch}-{i}@example.org,P," for i in range(50)]
+        return "\r\n".join(["team,email,givenName,tags", *rows, ""]).encode()
+
+    responses = await asyncio.gather(
+        *(process.client.post("/team/bulk", content=body(b), headers=csv) for b in range(8))
+    )
+    assert [r.status_code for r in responses] == [201] * 8, [r.text[:200] for r in responses]
+    assert len(await team_names(process.client, admin)) == 400
+    clash = [{"name": "Fresh"}, {"name": "B3 T7"}]
+    refused = await process.client.post("/team/bulk", json=clash, headers=admin)
+    assert refused.status_code == 409, refused.text
+    assert "Fresh" not in await team_names(process.client, admin)
+
+
 async def test_without_the_pooler_setting_asyncpg_statements_break_behind_pgbouncer(
     cluster: Cluster,
 ) -> None:

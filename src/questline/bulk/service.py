@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from typing import Any
 
+from pydantic import RootModel
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline import events
@@ -20,7 +22,6 @@ from questline.members import batch as members_batch
 from questline.members.service import email_key
 from questline.readmodel.versions import bump
 from questline.teams import batch as teams_batch
-from questline.teams import schemas as team_schemas
 from questline.teams.service import name_key
 from questline.web.errors import MAX_LISTED_ERRORS, Conflict, Unprocessable
 from questline.web.metrics import BULK_ROWS_IMPORTED, TEAMS_CREATED, count_on_commit
@@ -29,10 +30,21 @@ _CSV_ROWS = BULK_ROWS_IMPORTED.labels("csv")
 _JSON_ROWS = BULK_ROWS_IMPORTED.labels("json")
 
 
+class _CreatedTeams(RootModel[list[dict[str, Any]]]):
+    """The created teams, already in their JSON form, as one model for the outbox."""
+
+
 async def create_teams(
     session: AsyncSession, *, org_id: uuid.UUID, plan: BulkPlan
-) -> list[team_schemas.Team]:
-    """Create every team of the plan, or raise 422 naming every problem and write nothing."""
+) -> list[dict[str, Any]]:
+    """Create every team of the plan, or raise 422 naming every problem and write nothing.
+
+    Returns the created teams as the API writes them (``Team``'s JSON, wire names). The
+    statements are as many whatever the number of teams: two checks, the member
+    find-or-create (CSV), two writes (``COPY`` on PostgreSQL), one outbox row for the
+    whole bulk (``bulk.completed``: webhooks get one event, not one a team) and one
+    version bump.
+    """
     taken = await _taken_names(session, org_id=org_id, teams=plan.teams)
     unknown = await _unknown_members(session, org_id=org_id, teams=plan.teams)
     if taken and not unknown and plan.problem_count == 0:
@@ -61,7 +73,10 @@ async def create_teams(
         for team in plan.teams
     ]
     created = await teams_batch.insert_teams(session, org_id=org_id, teams=new_teams)
-    await events.record(session, organization_id=org_id, type="bulk.completed", data=created)
+    # One outbox row for the whole bulk; its payload dumped by pydantic-core in one call
+    # (the outbox would otherwise walk 10,000 values in Python).
+    payload = _CreatedTeams.model_construct(created)
+    await events.record(session, organization_id=org_id, type="bulk.completed", data=payload)
     count_on_commit(session, TEAMS_CREATED, len(created))
     if plan.header is not None:  # CSV: its records
         count_on_commit(session, _CSV_ROWS, sum(len(team.spans) for team in plan.teams))

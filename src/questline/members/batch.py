@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Text, Uuid, bindparam, func, select, text
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.members.models import Member
 from questline.members.service import email_key
-from questline.storage.batching import insert_rows, one_of
-from questline.storage.db import new_id, utcnow
+from questline.storage.batching import one_of
+from questline.storage.db import UTCDateTime, insert_ignoring_conflicts, new_id, utcnow
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,11 +48,12 @@ async def find_or_create_many(
 ) -> dict[str, uuid.UUID]:
     """Each person's member id, keyed by lower-cased e-mail; new addresses become members.
 
-    One multi-row ``INSERT … ON CONFLICT (organization_id, email_key) DO NOTHING
-    RETURNING email_key`` a chunk: the rows it inserted have the ids we gave them; one
-    ``SELECT`` reads the ids of the others (members that existed, or that a concurrent
-    request created meanwhile: found, not duplicated). An existing member keeps its
-    given name.
+    Two statements whatever the number of people: one insert of them all that skips the
+    addresses already taken (``ON CONFLICT (organization_id, email_key) DO NOTHING``;
+    PostgreSQL: one ``INSERT … SELECT … FROM unnest(arrays)``, SQLite: ``executemany``),
+    then one ``SELECT`` of every address's id: ours for the rows inserted, the existing
+    member's otherwise (one that existed, or that a concurrent request created
+    meanwhile: found, not duplicated). An existing member keeps its given name.
     """
     if not people:
         return {}
@@ -67,21 +70,46 @@ async def find_or_create_many(
                 "given_name": person.given_name,
                 "created_at": now,
             }
-    inserted = await insert_rows(
-        session,
-        Member.__table__,  # type: ignore[arg-type]
-        list(rows.values()),
-        ignore_conflicts_on=("organization_id", "email_key"),
-        returning="email_key",
-    )
-    ids = {key: row["id"] for key, row in rows.items() if key in inserted}
-    others = [key for key in rows if key not in inserted]
-    if others:
-        found = await session.execute(
-            select(Member.email_key, Member.id).where(
-                Member.organization_id == org_id, one_of(session, Member.email_key, others)
-            )
+    if session.get_bind().dialect.name == "postgresql":
+        await session.execute(_INSERT_UNNESTED, _as_arrays(org_id, now, rows.values()))
+    else:
+        statement = insert_ignoring_conflicts(
+            session, Member.__table__, ("organization_id", "email_key")
         )
-        for key, member_id in found:
-            ids[key] = member_id
-    return ids
+        await session.execute(statement, list(rows.values()))
+    found = await session.execute(
+        select(Member.email_key, Member.id).where(
+            Member.organization_id == org_id, one_of(session, Member.email_key, list(rows))
+        )
+    )
+    return {row[0]: row[1] for row in found}
+
+
+_INSERT_UNNESTED = text(
+    "INSERT INTO members (organization_id, id, email, email_key, given_name, created_at) "
+    "SELECT :org_id, u.id, u.email, u.email_key, u.given_name, :now "
+    "FROM unnest(:ids, :emails, :keys, :names) AS u(id, email, email_key, given_name) "
+    "ON CONFLICT (organization_id, email_key) DO NOTHING"
+).bindparams(
+    bindparam("org_id", type_=Uuid()),
+    bindparam("now", type_=UTCDateTime()),
+    bindparam("ids", type_=postgresql.ARRAY(Uuid())),
+    bindparam("emails", type_=postgresql.ARRAY(Text())),
+    bindparam("keys", type_=postgresql.ARRAY(Text())),
+    bindparam("names", type_=postgresql.ARRAY(Text())),
+)
+"""Every row in one statement with four array parameters (no bind-parameter limit)."""
+
+
+def _as_arrays(
+    org_id: uuid.UUID, now: dt.datetime, rows: Iterable[dict[str, Any]]
+) -> dict[str, Any]:
+    listed = list(rows)
+    return {
+        "org_id": org_id,
+        "now": now,
+        "ids": [row["id"] for row in listed],
+        "emails": [row["email"] for row in listed],
+        "keys": [row["email_key"] for row in listed],
+        "names": [row["given_name"] for row in listed],
+    }

@@ -1,45 +1,35 @@
-"""Set-based SQL for many rows at once, within the drivers' bind-parameter limits.
+"""Set-based SQL for many rows at once: a constant number of statements, whatever the
+number of rows, and no driver's bind-parameter limit (SQLite 32,766, asyncpg 32,767).
 
-SQLite accepts at most 32,766 bound parameters a statement and asyncpg 32,767; a
-statement over the limit fails. Multi-row INSERTs are cut into chunks that stay under
-``MAX_BIND_PARAMS``; a test against a set of values (``column IN …``) binds the whole
-set as one parameter (``= ANY(array)`` on PostgreSQL, ``IN (SELECT value FROM
-json_each(…))`` on SQLite), so it needs no chunking and no per-value placeholder.
+``write_rows`` is the fastest plain write of many new rows: PostgreSQL's binary ``COPY``
+(one statement) and SQLite's ``executemany`` (one prepared statement run for every row,
+each with its own few parameters). A test against a set of values (``column IN …``)
+binds the whole set as one parameter (``= ANY(array)`` on PostgreSQL, ``IN (SELECT
+value FROM json_each(…))`` on SQLite), so it needs no chunking and no per-value
+placeholder.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
+import orjson
 from sqlalchemy import (
+    JSON,
     ColumnElement,
     Select,
     Table,
     bindparam,
     func,
-    insert,
     literal_column,
     select,
 )
 from sqlalchemy.dialects import postgresql
+from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import QueryableAttribute
-
-from questline.storage.db import insert_ignoring_conflicts
-
-T = TypeVar("T")
-
-MAX_BIND_PARAMS = 32_000
-"""Below SQLite's 32,766 and asyncpg's 32,767, leaving room for a statement's own."""
-
-
-def chunked(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
-    if size < 1:
-        raise ValueError("chunk size must be at least 1")
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
 
 
 def one_of(
@@ -63,41 +53,102 @@ def one_of(
     return column.in_(members)
 
 
-def rows_per_insert(columns: int) -> int:
-    return max(1, MAX_BIND_PARAMS // columns)
-
-
-async def insert_rows(
+async def write_rows(
     session: AsyncSession,
     table: Table,
-    rows: Sequence[Mapping[str, Any]],
+    columns: Sequence[str],
+    rows: Sequence[tuple[Any, ...]],
     *,
-    ignore_conflicts_on: Sequence[str] | None = None,
-    returning: str | None = None,
-) -> set[Any]:
-    """Insert ``rows`` with one multi-row ``INSERT … VALUES`` a chunk.
+    same: Mapping[str, Any] | None = None,
+) -> None:
+    """Insert ``rows`` (tuples of the ``columns``' values, plus the values ``same`` for
+    every row) in the session's transaction, on the session's own connection, so the
+    rows commit or roll back with everything else.
 
-    Every row must give the same columns. The statement is executed with a parameter
-    list, which SQLAlchemy renders as ``INSERT … VALUES (…), (…), …`` pages from one
-    cached compiled form (its "insertmanyvalues" mode, engaged by ``RETURNING``); the
-    page size is the chunk size, so each chunk is one statement and one round trip.
-    ``ignore_conflicts_on`` adds ``ON CONFLICT (cols) DO NOTHING``. Returns the values
-    of the ``returning`` column of the rows actually inserted (empty without it).
+    Values go through the columns' own bind conversions first (UUIDs, timestamps, JSON
+    as text, enums as their values), the shared values once; then the driver gets plain
+    tuples, without SQLAlchemy's per-row parameter handling (most of the cost of a
+    1,000-row ``executemany`` through it).
+
+    PostgreSQL: one binary ``COPY … FROM STDIN``. The statement that asyncpg prepares to
+    learn the column types is unnamed when the statement cache is off, so this works
+    behind a transaction pooler (pgbouncer) like any other statement.
+
+    SQLite: one ``INSERT`` executed for every row (``executemany``: one prepared
+    statement, no bind-parameter limit).
+
+    A constraint failure is raised as SQLAlchemy's ``IntegrityError`` (409, and the
+    idempotency race handling, as for an ``INSERT`` through the engine); other database
+    errors as ``DBAPIError`` (with PostgreSQL's SQLSTATE: serialization failures and
+    deadlocks are retried).
     """
     if not rows:
-        return set()
-    column = table.c[returning] if returning else next(iter(table.primary_key.columns))
-    inserted: set[Any] = set()
-    for chunk in chunked(rows, rows_per_insert(len(rows[0]))):
-        statement = (
-            insert(table)
-            if ignore_conflicts_on is None
-            else insert_ignoring_conflicts(session, table, ignore_conflicts_on)
-        )
-        statement = statement.returning(column).execution_options(
-            insertmanyvalues_page_size=len(chunk)
-        )
-        result = await session.execute(statement, list(chunk))
-        if returning:
-            inserted.update(result.scalars())
-    return inserted
+        return
+    connection = await session.connection()
+    dialect = connection.dialect
+    shared = dict(same or {})
+    names = [*columns, *shared]
+    records = _records(table, dialect, list(columns), rows, shared)
+    raw = (await connection.get_raw_connection()).driver_connection
+    if raw is None:  # pragma: no cover - a checked-out connection always has one
+        raise RuntimeError("no driver connection")
+    if dialect.name == "postgresql":
+        if not raw.is_in_transaction():
+            # SQLAlchemy's asyncpg adapter begins the transaction with its first statement.
+            await session.execute(select(1))
+        statement = f"COPY {table.name} FROM STDIN"
+        try:
+            await raw.copy_records_to_table(table.name, records=records, columns=names)
+        except Exception as exc:
+            sqlstate = getattr(exc, "sqlstate", None)
+            if sqlstate is None:
+                raise
+            if str(sqlstate).startswith("23"):  # integrity_constraint_violation
+                raise IntegrityError(statement, None, exc) from exc
+            raise DBAPIError(statement, None, exc) from exc
+        return
+    if not raw.in_transaction:
+        await session.execute(select(1))  # the engine's BEGIN (IMMEDIATE) first
+    quote = dialect.identifier_preparer.quote
+    statement = (
+        f"INSERT INTO {quote(table.name)} ({', '.join(quote(n) for n in names)}) "
+        f"VALUES ({', '.join('?' for _ in names)})"
+    )
+    try:
+        cursor = await raw.executemany(statement, records)
+        await cursor.close()
+    except dialect.loaded_dbapi.Error as exc:
+        raise DBAPIError.instance(
+            statement, None, exc, dialect.loaded_dbapi.Error, dialect=dialect
+        ) from exc
+
+
+def _records(
+    table: Table,
+    dialect: Any,
+    columns: list[str],
+    rows: Sequence[tuple[Any, ...]],
+    shared: dict[str, Any],
+) -> list[tuple[Any, ...]]:
+    constant = tuple(
+        value if fn is None else fn(value)
+        for value, fn in ((v, _converter(table.c[k].type, dialect)) for k, v in shared.items())
+    )
+    convert = [_converter(table.c[name].type, dialect) for name in columns]
+    if not any(convert):
+        return [row + constant for row in rows]
+    return [
+        (*(v if fn is None else fn(v) for v, fn in zip(row, convert, strict=True)), *constant)
+        for row in rows
+    ]
+
+
+def _converter(type_: Any, dialect: Any) -> Callable[[Any], Any] | None:
+    if isinstance(type_, JSON):
+        return _json_text  # what the column's own processor does, with orjson
+    processor: Callable[[Any], Any] | None = type_.dialect_impl(dialect).bind_processor(dialect)
+    return processor
+
+
+def _json_text(value: Any) -> str | None:
+    return None if value is None else orjson.dumps(value).decode()

@@ -1,8 +1,9 @@
 """Teams many at a time: set-based reads and writes for bulk creation.
 
-One query (a chunk) instead of one a team: the bulk path creates up to 10,000 teams
-in one request, and a round trip a team would make that take minutes on a remote
-PostgreSQL.
+A constant number of statements whatever the number of teams: the bulk path creates up
+to 10,000 teams in one request, and a round trip a team would make that take minutes
+on a remote PostgreSQL. The writes are ``COPY`` on PostgreSQL and ``executemany`` on
+SQLite (``questline.storage.batching.write_rows``).
 """
 
 from __future__ import annotations
@@ -10,15 +11,20 @@ from __future__ import annotations
 import uuid
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from pydantic import TypeAdapter
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from questline.storage.batching import insert_rows, one_of
+from questline.storage.batching import one_of, write_rows
 from questline.storage.db import new_id, utcnow
-from questline.teams import schemas
 from questline.teams.models import Team, TeamMembership, TeamStatus
 from questline.teams.service import name_key
+from questline.web.schemas import UtcDateTime
+
+_TIMESTAMP: TypeAdapter[Any] = TypeAdapter(UtcDateTime)
+"""The API's own timestamp format (``Team.CreatedAt``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,64 +49,68 @@ async def existing_name_keys(
 
 async def insert_teams(
     session: AsyncSession, *, org_id: uuid.UUID, teams: Sequence[NewTeam]
-) -> list[schemas.Team]:
-    """Insert the teams and their memberships; the created teams in the given order.
+) -> list[dict[str, Any]]:
+    """Insert the teams and their memberships; the created teams in the given order, as
+    the API writes them (the ``Team`` schema's JSON, wire names: ready for ``orjson``
+    and for the outbox without a model a team).
 
+    Two statements whatever the number of teams (``write_rows``: ``COPY`` on PostgreSQL).
     The caller has checked that the names are free and the members exist; a concurrent
     request that took a name meanwhile makes the unique index fail the whole
     transaction (409), never half of it.
     """
     now = utcnow()
     ids = [new_id() for _ in teams]
-    await insert_rows(
+    await write_rows(
         session,
         Team.__table__,  # type: ignore[arg-type]
+        ("id", "name", "name_key", "tags"),
         [
-            {
-                "organization_id": org_id,
-                "id": team_id,
-                "name": team.name,
-                "name_key": name_key(team.name),
-                "status": TeamStatus.ACTIVE,
-                "tags": team.tags,
-                "score": 0,
-                "score_reached_at": now,
-                "is_survey_completed": False,
-                "is_admin_team": False,
-                "is_ranked": True,
-                "created_at": now,
-                "updated_at": now,
-                "version": 1,
-            }
+            (team_id, team.name, name_key(team.name), team.tags)
             for team_id, team in zip(ids, teams, strict=True)
         ],
+        same={
+            "organization_id": org_id,
+            "status": TeamStatus.ACTIVE,
+            "score": 0,
+            "tasks_completed": 0,
+            "score_reached_at": now,
+            "is_survey_completed": False,
+            "is_admin_team": False,
+            "is_ranked": True,
+            "created_at": now,
+            "updated_at": now,
+            "version": 1,
+        },
     )
-    await insert_rows(
+    await write_rows(
         session,
         TeamMembership.__table__,  # type: ignore[arg-type]
+        ("team_id", "member_id"),
         [
-            {
-                "organization_id": org_id,
-                "team_id": team_id,
-                "member_id": member_id,
-                "created_at": now,
-            }
+            (team_id, member_id)
             for team_id, team in zip(ids, teams, strict=True)
             for member_id in team.member_ids
         ],
+        same={"organization_id": org_id, "created_at": now},
+    )
+    org, created_at, active = (
+        str(org_id),
+        _TIMESTAMP.dump_python(now, mode="json"),
+        TeamStatus.ACTIVE.value,
     )
     return [
-        schemas.Team.model_construct(
-            id=team_id,
-            name=team.name,
-            organization_id=org_id,
-            status=TeamStatus.ACTIVE,
-            tags=team.tags,
-            score=0,
-            is_survey_completed=False,
-            is_admin_team=False,
-            member_count=len(team.member_ids),
-            created_at=now,
-        )
+        {
+            "Id": str(team_id),
+            "Name": team.name,
+            "OrganizationId": org,
+            "Status": active,
+            "Tags": team.tags,
+            "Score": 0,
+            "IsSurveyCompleted": False,
+            "IsAdminTeam": False,
+            "MemberCount": len(team.member_ids),
+            "CreatedAt": created_at,
+        }
         for team_id, team in zip(ids, teams, strict=True)
     ]
