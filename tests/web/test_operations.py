@@ -73,6 +73,23 @@ async def test_metrics_answer_loopback_or_a_token_only(make_app: AppFactory) -> 
         assert (await local.get("/metrics", headers=right)).status_code == 200
 
 
+async def test_metrics_render_at_most_once_per_cache_age(make_app: AppFactory) -> None:
+    """Scrapes within ``QUESTLINE_METRICS_CACHE_SECONDS`` get the same bytes (one render
+    however often ``/metrics`` is called); without ``*_created`` series."""
+    cached = make_app(metrics_cache_seconds=3600)
+    fresh = make_app(metrics_cache_seconds=0)
+    async with client_for(cached) as a, client_for(fresh) as b:
+        first = await a.get("/metrics")
+        first_fresh = await b.get("/metrics")
+        for _ in range(5):
+            await a.get("/healthz")  # counted: the next render would differ
+        assert (await a.get("/metrics")).content == first.content
+        assert (await b.get("/metrics")).content != first_fresh.content
+    assert "_created" not in "\n".join(
+        line for line in first.text.splitlines() if not line.startswith("#")
+    ).replace("questline_teams_created_total", "")
+
+
 async def test_only_allowed_hosts_are_served_when_configured(make_app: AppFactory) -> None:
     app = make_app(allowed_hosts="api.example.org, localhost:8000")
     async with client_for(app) as client:

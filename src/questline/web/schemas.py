@@ -88,8 +88,20 @@ def text(max_length: int) -> StringConstraints:
 
 
 REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
-"""In names: control, format (zero-width, bidi overrides, byte order marks), surrogate,
-private-use and unassigned characters, and line/paragraph separators."""
+"""In names and titles: control characters (C0 and C1, tab and line breaks included),
+format characters (zero-width spaces and joiners, bidi overrides and isolates, byte
+order marks), surrogates, private-use and unassigned characters, and line/paragraph
+separators (docs/reliability.md, "Strict input")."""
+
+
+def refuse_invisible(value: str) -> str:
+    """A name shows on one line as it reads: nothing invisible, nothing that reorders it."""
+    for char in value:
+        if unicodedata.category(char) in REFUSED_CATEGORIES:
+            raise ValueError(
+                f"Names may not hold invisible or control characters (U+{ord(char):04X})."
+            )
+    return value
 
 
 def normalized_name(max_length: int) -> AfterValidator:
@@ -97,12 +109,7 @@ def normalized_name(max_length: int) -> AfterValidator:
     characters, and count the length again on the normalized text."""
 
     def normalize(value: str) -> str:
-        normalized = unicodedata.normalize("NFKC", value).strip()
-        for char in normalized:
-            if unicodedata.category(char) in REFUSED_CATEGORIES and char not in "\t\n\r":
-                raise ValueError(
-                    f"Names may not hold invisible or control characters (U+{ord(char):04X})."
-                )
+        normalized = refuse_invisible(unicodedata.normalize("NFKC", value).strip())
         if not normalized:
             raise ValueError("The name is empty once normalized (NFKC) and trimmed.")
         if len(normalized) > max_length:
