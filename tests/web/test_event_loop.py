@@ -190,6 +190,10 @@ def _heavy_requests(deployment: Deployment) -> dict[str, Callable[[], httpx.Resp
     ).encode()
 
     valid_discipline = _discipline_document(points=5)
+    # Every bracket pair but the last nested 32 deep: the depth scan's 32 passes over
+    # 5 MiB (each a C call) ran on the loop before.
+    deep_json = b"[" + b"[" * 31 + b"]" * 31 + (b"," + b"[" * 31 + b"]" * 31) * 80_000
+    deep_json += b"," + b"[" * 40 + b"]" * 40 + b"]"
     invalid_discipline = _discipline_document(points=-1)
     assert 4 * 1024 * 1024 < len(valid_discipline) < 5 * 1024 * 1024
 
@@ -209,6 +213,12 @@ def _heavy_requests(deployment: Deployment) -> dict[str, Callable[[], httpx.Resp
         "5 MiB invalid discipline from an admin": lambda: httpx.post(
             f"{url}/discipline",
             content=invalid_discipline,
+            headers={**admin, "content-type": "application/json"},
+            timeout=120,
+        ),
+        "5 MiB of JSON nested too deep from an admin": lambda: httpx.post(
+            f"{url}/discipline",
+            content=deep_json,
             headers={**admin, "content-type": "application/json"},
             timeout=120,
         ),
@@ -244,6 +254,7 @@ EXPECTED = {
     "bulk json of bad items": 422,
     "member list without paging": 200,
     "5 MiB discipline from a member": 403,
+    "5 MiB of JSON nested too deep from an admin": 400,
 }
 
 

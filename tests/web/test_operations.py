@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import re
 import stat
 import uuid
 from pathlib import Path
@@ -13,6 +14,7 @@ from pathlib import Path
 import anyio
 import httpx
 import pytest
+from fastapi import FastAPI
 from sqlalchemy import select, text
 from sqlalchemy.exc import DBAPIError
 
@@ -23,6 +25,7 @@ from questline.storage.db import utcnow
 from questline.storage.migrate import upgrade
 from questline.web.idempotency import IdempotencyRecord
 from tests.factories import World
+from tests.support.routes import route_table
 from tests.web.conftest import AppFactory, client_for
 
 pytestmark = pytest.mark.anyio
@@ -171,6 +174,38 @@ async def test_405_lists_every_method_of_the_path(world: World) -> None:
         response = await world.client.put(path, json={}, headers=org.admin)
         assert response.status_code == 405, path
         assert set(response.headers["allow"].replace(" ", "").split(",")) == methods, path
+
+
+async def test_every_405_lists_every_method_of_its_path(app: FastAPI, world: World) -> None:
+    """Walk the route table: for every path, a method it does not take is 405 and
+    ``Allow`` names exactly the methods its routes take (HEAD wherever GET is)."""
+    org = world.org()
+    methods: dict[str, set[str]] = {}
+    for entry in route_table(app):
+        if entry.method != "*":
+            methods.setdefault(entry.path, set()).add(entry.method)
+    assert len(methods) > 15
+    probes = ("PUT", "PATCH", "DELETE", "POST")
+    checked = 0
+    patterns = {
+        path: re.compile("^" + re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(path)) + "$")
+        for path in methods
+    }
+    for path in methods:
+        concrete = re.sub(r"\{[^}]+\}", str(uuid.uuid4()), path)
+        # Every template the URL matches counts (``/team/bulk`` is also ``/team/{id}``).
+        taken = set().union(*(methods[p] for p, rx in patterns.items() if rx.match(concrete)))
+        allowed = taken | ({"HEAD"} if "GET" in taken else set())
+        unused = next((m for m in probes if m not in allowed), None)
+        if unused is None:
+            continue
+        response = await world.client.request(unused, concrete, headers=org.admin)
+        assert response.status_code == 405, (unused, path, response.text[:200])
+        listed = set(response.headers["allow"].replace(" ", "").split(","))
+        assert listed == allowed, (path, listed, allowed)
+        assert response.headers["content-type"].startswith("application/problem+json")
+        checked += 1
+    assert checked > 15
 
 
 async def test_a_bulk_request_whose_only_problem_is_taken_names_is_409(world: World) -> None:
