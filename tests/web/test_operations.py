@@ -218,3 +218,53 @@ async def test_a_bulk_request_whose_only_problem_is_taken_names_is_409(world: Wo
     assert response.status_code == 409, response.text
     assert [e["field"] for e in response.json()["errors"]] == ["line 2: team"]
     assert sorted(t["Name"] for t in await org.teams()) == ["Voyagers"]
+
+
+NOT_LIMITS = frozenset(
+    {
+        "data_dir",
+        "database_url",
+        "database_echo",
+        "database_transaction_pooler",
+        "database_replica_transaction_pooler",
+        "database_listen_url",
+        "database_replica_urls",
+        "database_replica_max_lag_seconds",
+        "database_replica_check_seconds",
+        "jwt_algorithms",
+        "jwt_public_key",
+        "jwt_jwks_url",
+        "jwt_issuer",
+        "jwt_audience",
+        "jwt_org_claim",
+        "jwt_role_claim",
+        "rate_limit_enabled",
+        "rate_limit_storage",
+        "metrics_token",
+        "trusted_proxies",
+        "allowed_hosts",
+        "webhooks_allow_private_urls",
+        "webhooks_dispatcher_enabled",
+        "log_level",
+        "log_format",
+        "public_url",
+    }
+)
+"""Settings that choose *what* (a URL, a key, a switch), not *how much*; every other
+setting is a limit and docs/reliability.md lists it with its default."""
+
+
+def test_reliability_lists_every_limit_setting() -> None:
+    page = (Path(__file__).parents[2] / "docs" / "reliability.md").read_text()
+    table = page.split("## Every limit, its setting and default", 1)[1].split("\n## ", 1)[0]
+    fields = set(Settings.model_fields)
+    assert fields >= NOT_LIMITS, NOT_LIMITS - fields
+
+    def listed(name: str) -> bool:
+        # Whole (`QUESTLINE_RATE_LIMIT_READS`) or as a sibling's suffix (`_WRITES`).
+        stem, _, last = name.upper().rpartition("_")
+        whole = f"QUESTLINE_{name.upper()}" in table
+        return whole or (f"QUESTLINE_{stem}_" in table and f"`_{last}`" in table)
+
+    missing = [name for name in sorted(fields - NOT_LIMITS) if not listed(name)]
+    assert missing == [], f"limits missing from docs/reliability.md: {missing}"
