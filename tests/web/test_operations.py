@@ -61,6 +61,28 @@ async def test_expired_idempotency_records_are_purged_periodically(
     assert keys == {"new"}
 
 
+async def test_idempotency_records_keep_a_hash_of_the_request_not_the_request(
+    world: World,
+) -> None:
+    org = world.org()
+    member = await org.create_member()
+    response = await world.client.post(
+        "/team",
+        json={"name": "Hashed", "members": [member["Id"]]},
+        headers={**org.admin, "Idempotency-Key": "hash-me"},
+    )
+    assert response.status_code == 201
+    async with world.db.session(write=False) as session:
+        record = await session.scalar(
+            select(IdempotencyRecord).where(IdempotencyRecord.key == "hash-me")
+        )
+    assert record is not None
+    assert re.fullmatch("[0-9a-f]{64}", record.request_hash)
+    stored = record.body.decode() + repr(record.headers) + record.request_hash
+    assert member["Id"] not in stored  # in the request only, not in the response
+    assert record.body == response.content
+
+
 async def test_metrics_answer_loopback_or_a_token_only(make_app: AppFactory) -> None:
     open_app = make_app()
     async with client_for(open_app, "127.0.0.1") as local:

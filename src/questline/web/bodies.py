@@ -143,17 +143,19 @@ def check_json_text(body: bytes, max_depth: int) -> None:
 
 
 def parse_and_validate(body: bytes, max_depth: int, route: APIRoute | None) -> Any:
-    """Check, parse and (for a route with one plain body model) validate ``body``: the
+    """Check, parse and validate ``body`` against the route's one plain body model: the
     value FastAPI then uses as the parsed body (an instance it does not validate
-    again). Raises the problem the same body would get on the loop."""
+    again). Raises the problem the same body would get on the loop. A route without
+    such a model (``POST /team/bulk`` parses its own body, in its own thread) only gets
+    the checks, and ``None``."""
     check_json_text(body, max_depth)
+    field = single_body_field(route)
+    if field is None:
+        return None
     try:
         document = json.loads(body)
     except json.JSONDecodeError as exc:
         raise BadRequest(f"The body is not valid JSON: {exc.msg}.") from None
-    field = single_body_field(route)
-    if field is None:
-        return document
     value, errors = field.validate(document, {}, loc=("body",))
     if errors:
         raise validation_problem(errors)
@@ -187,8 +189,9 @@ async def read_checked_body(
     parsed = await anyio.to_thread.run_sync(
         without_gc_pauses, parse_and_validate, body, max_depth, route
     )
-    # Starlette's ``Request.json()`` returns this cached value; FastAPI reads it there.
-    request._json = parsed
+    if parsed is not None:
+        # Starlette's ``Request.json()`` returns this cached value; FastAPI reads it there.
+        request._json = parsed
 
 
 class CheckedBodyRoute(APIRoute):
