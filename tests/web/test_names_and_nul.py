@@ -175,3 +175,8 @@ async def test_descriptions_keep_line_breaks_and_tabs(world: World) -> None:
     document["Description"] = "Bell\x07"
     refused = await world.client.post("/discipline", json=document, headers=org.admin)
     assert refused.status_code == 422
+    [error] = refused.json()["errors"]
+    assert error == {
+        "field": "Description",
+        "message": "Control characters are not accepted (only tab and line breaks, in prose).",
+    }

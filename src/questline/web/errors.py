@@ -206,9 +206,21 @@ def problem_from(request: Request, problem: Problem) -> JSONResponse:
     )
 
 
+CONTROL_CHARACTERS_PATTERN = r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]*$"
+"""``web.schemas.PRINTABLE``: no control characters but tab and line breaks (PostgreSQL
+refuses NUL in text); its refusals get a message a person can read."""
+
+
 def _validation_message(error: Mapping[str, Any]) -> str:
     if error.get("type") == "extra_forbidden":
         return "Unknown field; it is not part of this request."
+    ctx = error.get("ctx")
+    if (
+        error.get("type") == "string_pattern_mismatch"
+        and isinstance(ctx, Mapping)
+        and ctx.get("pattern") == CONTROL_CHARACTERS_PATTERN
+    ):
+        return "Control characters are not accepted (only tab and line breaks, in prose)."
     message = str(error.get("msg", "Invalid value"))
     return message.removeprefix("Value error, ")
 

@@ -24,6 +24,8 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_pascal
 
+from questline.web.errors import CONTROL_CHARACTERS_PATTERN
+
 
 def _rfc3339(value: dt.datetime) -> str:
     return value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
@@ -76,7 +78,7 @@ def _wire_names(model: type[BaseModel]) -> tuple[dict[str, str], frozenset[str]]
     return names
 
 
-PRINTABLE = r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]*$"
+PRINTABLE = CONTROL_CHARACTERS_PATTERN
 """No control characters but tab and line breaks (PostgreSQL refuses NUL in text)."""
 
 
