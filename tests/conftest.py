@@ -33,8 +33,13 @@ BACKENDS = [
 ]
 
 
-TEST_SETTINGS: dict[str, Any] = {"_env_file": None, "rate_limit_enabled": False}
-"""Rate limits are off in tests unless a test turns them on (tests/web does)."""
+TEST_SETTINGS: dict[str, Any] = {
+    "_env_file": None,
+    "rate_limit_enabled": False,
+    "metrics_cache_seconds": 0,
+}
+"""Rate limits are off in tests unless a test turns them on (tests/web does); ``/metrics``
+renders on every scrape (tests read counters right after acting)."""
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

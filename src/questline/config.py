@@ -112,6 +112,9 @@ class Settings(BaseSettings):
 
     metrics_token: str | None = None
     """Bearer token ``/metrics`` asks for; unset: it answers loopback clients only."""
+    metrics_cache_seconds: float = Field(default=1.0, ge=0, le=60)
+    """``/metrics`` renders at most once in this many seconds; scrapes in between get
+    the same bytes (0: render every scrape)."""
     idempotency_purge_interval_seconds: float = Field(default=600, gt=0)
     """How often each process deletes idempotency records older than their TTL."""
 

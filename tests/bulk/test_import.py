@@ -52,7 +52,7 @@ def test_dry_run_reports_every_problem_with_its_line(tmp_path: Path) -> None:
     result = runner.invoke(cli, ["import", str(path), "--dry-run"])
     assert result.exit_code == 1
     assert "line 3: email" in result.output
-    assert "line 4: email" in result.output
+    assert "line 4: team" in result.output  # a line break: names refuse it
     assert "line 6: givenName" in result.output
     assert "nothing was sent" in result.output
 
@@ -76,7 +76,8 @@ def test_batches_keep_a_teams_rows_together_and_map_lines_back() -> None:
     text = (
         "Email,TEAM,tags,givenName\r\n"  # 1 (another column order)
         "a@example.org,Red,x,Ada\r\n"  # 2
-        'b@example.org,Blue,,"Bo\r\nB."\r\n'  # 3-4
+        'b@example.org,Blue,,"Bo, ""B."""\r\n'  # 3 (names hold no line break)
+        "\r\n"  # 4, blank
         "c@example.org,Red,,Cy\r\n"  # 5
         ",Green,,\r\n"  # 6
         "d@example.org,Blue,,Di"  # 7, no line end
@@ -86,9 +87,9 @@ def test_batches_keep_a_teams_rows_together_and_map_lines_back() -> None:
     assert [b.team_names for b in batches] == [["Red", "Blue"], ["Green"]]
     first = parse_csv(batches[0].body, max_teams=2)
     assert [(t.name, len(t.people)) for t in first.teams] == [("Red", 2), ("Blue", 2)]
-    assert batches[0].file_lines == [1, 2, 5, 3, 4, 7]
+    assert batches[0].file_lines == [1, 2, 5, 3, 7]
     assert batches[0].in_file_terms("line 3: email") == "line 5: email"
-    assert batches[0].in_file_terms("line 6: team") == "line 7: team"
+    assert batches[0].in_file_terms("line 5: team") == "line 7: team"
     assert batches[1].body.decode() == "Email,TEAM,tags,givenName\r\n,Green,,\r\n"
     # Deterministic: the same file gives the same batches (and so the same keys).
     assert [b.body for b in csv_batches.split(plan, batch_size=2)] == [b.body for b in batches]

@@ -18,6 +18,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -44,6 +45,7 @@ class Deployment:
         upgrade(settings)
         self.tokens = TokenService(settings)
         self.org = uuid.uuid4()
+        self.big_discipline: dict[str, Any] = {}
         env = {
             "QUESTLINE_DATA_DIR": str(root / "data"),
             "QUESTLINE_JWT_SECRET": self.secret,
@@ -70,6 +72,20 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]
             timeout=120,
         )
         assert created.status_code == 201, created.text[:500]
+        # A large discipline to replace (every task renamed, ids kept).
+        posted = httpx.post(
+            f"{made.server.url}/discipline",
+            content=_discipline_document(points=5, repeats=7),
+            headers={**made.headers(Role.ADMIN), "content-type": "application/json"},
+            timeout=120,
+        )
+        assert posted.status_code == 201, posted.text[:500]
+        assert 4 * 1024 * 1024 < len(posted.content) < 5 * 1024 * 1024
+        made.big_discipline = posted.json()
+        for level in made.big_discipline["Levels"]:
+            for quest in level["Quests"]:
+                for task in quest["Tasks"]:
+                    task["Title"] += " (renamed)"
         yield made
     finally:
         made.server.stop()
@@ -129,6 +145,33 @@ def _bad_rows_csv(size: int) -> bytes:
     return "".join(lines).encode()
 
 
+def _discipline_document(*, points: int, repeats: int = 9, tasks: int = 10) -> bytes:
+    """A discipline within every limit but the body's: 100 levels of 10 quests of
+    ``tasks`` tasks (11,100 nodes by default), about 4.5 MiB. With negative points every
+    task is a problem."""
+    description = "Practise the move until it is second nature. " * repeats
+    task = {"Description": description, "Points": points}
+    return json.dumps(
+        {
+            "Title": "Everything",
+            "Description": "A large document.",
+            "Levels": [
+                {
+                    "Title": f"Level {level}",
+                    "Quests": [
+                        {
+                            "Title": f"Quest {quest}",
+                            "Tasks": [{"Title": f"Task {n}", **task} for n in range(tasks)],
+                        }
+                        for quest in range(10)
+                    ],
+                }
+                for level in range(100)
+            ],
+        }
+    ).encode()
+
+
 def _heavy_requests(deployment: Deployment) -> dict[str, Callable[[], httpx.Response]]:
     url = deployment.server.url
     admin = deployment.headers(Role.ADMIN)
@@ -146,7 +189,39 @@ def _heavy_requests(deployment: Deployment) -> dict[str, Callable[[], httpx.Resp
         }
     ).encode()
 
+    valid_discipline = _discipline_document(points=5)
+    # Every bracket pair but the last nested 32 deep: the depth scan's 32 passes over
+    # 5 MiB (each a C call) ran on the loop before.
+    deep_json = b"[" + b"[" * 31 + b"]" * 31 + (b"," + b"[" * 31 + b"]" * 31) * 80_000
+    deep_json += b"," + b"[" * 40 + b"]" * 40 + b"]"
+    invalid_discipline = _discipline_document(points=-1)
+    assert 4 * 1024 * 1024 < len(valid_discipline) < 5 * 1024 * 1024
+
     return {
+        "5 MiB discipline from an admin": lambda: httpx.post(
+            f"{url}/discipline",
+            content=valid_discipline,
+            headers={**admin, "content-type": "application/json"},
+            timeout=120,
+        ),
+        "5 MiB discipline replaced by an admin": lambda: httpx.put(
+            f"{url}/discipline/{deployment.big_discipline['Id']}",
+            content=json.dumps(deployment.big_discipline).encode(),
+            headers={**admin, "content-type": "application/json"},
+            timeout=120,
+        ),
+        "5 MiB invalid discipline from an admin": lambda: httpx.post(
+            f"{url}/discipline",
+            content=invalid_discipline,
+            headers={**admin, "content-type": "application/json"},
+            timeout=120,
+        ),
+        "5 MiB of JSON nested too deep from an admin": lambda: httpx.post(
+            f"{url}/discipline",
+            content=deep_json,
+            headers={**admin, "content-type": "application/json"},
+            timeout=120,
+        ),
         "bulk csv of bad rows": lambda: httpx.post(
             f"{url}/team/bulk",
             content=bad_csv,
@@ -172,24 +247,46 @@ def _heavy_requests(deployment: Deployment) -> dict[str, Callable[[], httpx.Resp
 
 
 EXPECTED = {
+    "5 MiB discipline from an admin": 201,
+    "5 MiB discipline replaced by an admin": 200,
+    "5 MiB invalid discipline from an admin": 422,
     "bulk csv of bad rows": 422,
     "bulk json of bad items": 422,
     "member list without paging": 200,
     "5 MiB discipline from a member": 403,
+    "5 MiB of JSON nested too deep from an admin": 400,
 }
+
+
+WRITES = {"5 MiB discipline from an admin", "5 MiB discipline replaced by an admin"}
+"""Writing a 10,000-node tree: parsing, validating, flattening and serializing run in a
+thread, the database work in statements of a thousand rows; what is left on the loop
+(each statement's parameters, the event's payload) comes in slices of 15 to 40 ms that
+a loaded 2-core machine stretches. Their bound is three times the others': a loop
+blocked by the document (validating it alone takes a second) is far past it."""
+WRITE_FACTOR = 3
 
 
 @pytest.mark.parametrize("name", list(EXPECTED))
 def test_healthz_stays_fast_while_a_heavy_request_runs(deployment: Deployment, name: str) -> None:
     heavy = _heavy_requests(deployment)[name]
     bound = max(BOUND, LOAD_FACTOR * _idle_p99(deployment.server))
+    if name in WRITES:
+        bound *= WRITE_FACTOR
     latencies, response = _probe_while(deployment.server, heavy)
     assert response.status_code == EXPECTED[name], response.text[:300]
-    assert len(response.content) < 256 * 1024, "the answer is bounded"
+    if response.status_code not in (200, 201) or name.startswith("member"):
+        assert len(response.content) < 256 * 1024, "the answer is bounded"
     if response.status_code == 422:
         problem = response.json()
         assert len(problem["errors"]) == 100
         assert problem["errorCount"] > 100
+    if name == "5 MiB discipline replaced by an admin":
+        titles = [
+            t["Title"] for lv in response.json()["Levels"] for q in lv["Quests"] for t in q["Tasks"]
+        ]
+        assert len(titles) == 10_000
+        assert all(title.endswith(" (renamed)") for title in titles)
     if name == "member list without paging":
         assert len(response.json()) == 100
         assert "Link" in response.headers

@@ -31,6 +31,7 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schemathesis import GenerationMode
+from schemathesis.checks import CHECKS, load_all_checks
 from schemathesis.config import SchemathesisConfig
 from schemathesis.python import asgi as schemathesis_asgi
 
@@ -148,6 +149,18 @@ def test_operation_keeps_its_documented_promises(
         case.call_and_validate(headers=headers)
 
     fuzz()
+
+
+def test_every_schemathesis_check_is_enabled() -> None:
+    """``--checks all``: ``call_and_validate`` runs the checks the configuration enables;
+    every check schemathesis has must be among them (none turned off here)."""
+    load_all_checks()
+    config = CONFIG.projects.get_default().checks_config_for(operation=None, phase=None)
+    names = [check.__name__ for check in CHECKS.get_all()]
+    assert "allow_header_conformance" in names
+    assert "positive_data_acceptance" in names
+    disabled = [name for name in names if not getattr(config, name).enabled]
+    assert disabled == []
 
 
 STATEFUL_STEPS = int(os.environ.get("QUESTLINE_FUZZ_STATEFUL_STEPS", "25"))

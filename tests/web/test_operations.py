@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import re
 import stat
 import uuid
 from pathlib import Path
@@ -13,6 +14,7 @@ from pathlib import Path
 import anyio
 import httpx
 import pytest
+from fastapi import FastAPI
 from sqlalchemy import select, text
 from sqlalchemy.exc import DBAPIError
 
@@ -23,6 +25,7 @@ from questline.storage.db import utcnow
 from questline.storage.migrate import upgrade
 from questline.web.idempotency import IdempotencyRecord
 from tests.factories import World
+from tests.support.routes import route_table
 from tests.web.conftest import AppFactory, client_for
 
 pytestmark = pytest.mark.anyio
@@ -58,6 +61,28 @@ async def test_expired_idempotency_records_are_purged_periodically(
     assert keys == {"new"}
 
 
+async def test_idempotency_records_keep_a_hash_of_the_request_not_the_request(
+    world: World,
+) -> None:
+    org = world.org()
+    member = await org.create_member()
+    response = await world.client.post(
+        "/team",
+        json={"name": "Hashed", "members": [member["Id"]]},
+        headers={**org.admin, "Idempotency-Key": "hash-me"},
+    )
+    assert response.status_code == 201
+    async with world.db.session(write=False) as session:
+        record = await session.scalar(
+            select(IdempotencyRecord).where(IdempotencyRecord.key == "hash-me")
+        )
+    assert record is not None
+    assert re.fullmatch("[0-9a-f]{64}", record.request_hash)
+    stored = record.body.decode() + repr(record.headers) + record.request_hash
+    assert member["Id"] not in stored  # in the request only, not in the response
+    assert record.body == response.content
+
+
 async def test_metrics_answer_loopback_or_a_token_only(make_app: AppFactory) -> None:
     open_app = make_app()
     async with client_for(open_app, "127.0.0.1") as local:
@@ -71,6 +96,23 @@ async def test_metrics_answer_loopback_or_a_token_only(make_app: AppFactory) -> 
         assert (await local.get("/metrics", headers=wrong)).status_code == 404
         right = {"Authorization": "Bearer " + "s" * 40}
         assert (await local.get("/metrics", headers=right)).status_code == 200
+
+
+async def test_metrics_render_at_most_once_per_cache_age(make_app: AppFactory) -> None:
+    """Scrapes within ``QUESTLINE_METRICS_CACHE_SECONDS`` get the same bytes (one render
+    however often ``/metrics`` is called); without ``*_created`` series."""
+    cached = make_app(metrics_cache_seconds=3600)
+    fresh = make_app(metrics_cache_seconds=0)
+    async with client_for(cached) as a, client_for(fresh) as b:
+        first = await a.get("/metrics")
+        first_fresh = await b.get("/metrics")
+        for _ in range(5):
+            await a.get("/healthz")  # counted: the next render would differ
+        assert (await a.get("/metrics")).content == first.content
+        assert (await b.get("/metrics")).content != first_fresh.content
+    assert "_created" not in "\n".join(
+        line for line in first.text.splitlines() if not line.startswith("#")
+    ).replace("questline_teams_created_total", "")
 
 
 async def test_only_allowed_hosts_are_served_when_configured(make_app: AppFactory) -> None:
@@ -156,6 +198,38 @@ async def test_405_lists_every_method_of_the_path(world: World) -> None:
         assert set(response.headers["allow"].replace(" ", "").split(",")) == methods, path
 
 
+async def test_every_405_lists_every_method_of_its_path(app: FastAPI, world: World) -> None:
+    """Walk the route table: for every path, a method it does not take is 405 and
+    ``Allow`` names exactly the methods its routes take (HEAD wherever GET is)."""
+    org = world.org()
+    methods: dict[str, set[str]] = {}
+    for entry in route_table(app):
+        if entry.method != "*":
+            methods.setdefault(entry.path, set()).add(entry.method)
+    assert len(methods) > 15
+    probes = ("PUT", "PATCH", "DELETE", "POST")
+    checked = 0
+    patterns = {
+        path: re.compile("^" + re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(path)) + "$")
+        for path in methods
+    }
+    for path in methods:
+        concrete = re.sub(r"\{[^}]+\}", str(uuid.uuid4()), path)
+        # Every template the URL matches counts (``/team/bulk`` is also ``/team/{id}``).
+        taken = set().union(*(methods[p] for p, rx in patterns.items() if rx.match(concrete)))
+        allowed = taken | ({"HEAD"} if "GET" in taken else set())
+        unused = next((m for m in probes if m not in allowed), None)
+        if unused is None:
+            continue
+        response = await world.client.request(unused, concrete, headers=org.admin)
+        assert response.status_code == 405, (unused, path, response.text[:200])
+        listed = set(response.headers["allow"].replace(" ", "").split(","))
+        assert listed == allowed, (path, listed, allowed)
+        assert response.headers["content-type"].startswith("application/problem+json")
+        checked += 1
+    assert checked > 15
+
+
 async def test_a_bulk_request_whose_only_problem_is_taken_names_is_409(world: World) -> None:
     org = world.org()
     await org.create_team("Voyagers")
@@ -166,3 +240,53 @@ async def test_a_bulk_request_whose_only_problem_is_taken_names_is_409(world: Wo
     assert response.status_code == 409, response.text
     assert [e["field"] for e in response.json()["errors"]] == ["line 2: team"]
     assert sorted(t["Name"] for t in await org.teams()) == ["Voyagers"]
+
+
+NOT_LIMITS = frozenset(
+    {
+        "data_dir",
+        "database_url",
+        "database_echo",
+        "database_transaction_pooler",
+        "database_replica_transaction_pooler",
+        "database_listen_url",
+        "database_replica_urls",
+        "database_replica_max_lag_seconds",
+        "database_replica_check_seconds",
+        "jwt_algorithms",
+        "jwt_public_key",
+        "jwt_jwks_url",
+        "jwt_issuer",
+        "jwt_audience",
+        "jwt_org_claim",
+        "jwt_role_claim",
+        "rate_limit_enabled",
+        "rate_limit_storage",
+        "metrics_token",
+        "trusted_proxies",
+        "allowed_hosts",
+        "webhooks_allow_private_urls",
+        "webhooks_dispatcher_enabled",
+        "log_level",
+        "log_format",
+        "public_url",
+    }
+)
+"""Settings that choose *what* (a URL, a key, a switch), not *how much*; every other
+setting is a limit and docs/reliability.md lists it with its default."""
+
+
+def test_reliability_lists_every_limit_setting() -> None:
+    page = (Path(__file__).parents[2] / "docs" / "reliability.md").read_text()
+    table = page.split("## Every limit, its setting and default", 1)[1].split("\n## ", 1)[0]
+    fields = set(Settings.model_fields)
+    assert fields >= NOT_LIMITS, NOT_LIMITS - fields
+
+    def listed(name: str) -> bool:
+        # Whole (`QUESTLINE_RATE_LIMIT_READS`) or as a sibling's suffix (`_WRITES`).
+        stem, _, last = name.upper().rpartition("_")
+        whole = f"QUESTLINE_{name.upper()}" in table
+        return whole or (f"QUESTLINE_{stem}_" in table and f"`_{last}`" in table)
+
+    missing = [name for name in sorted(fields - NOT_LIMITS) if not listed(name)]
+    assert missing == [], f"limits missing from docs/reliability.md: {missing}"

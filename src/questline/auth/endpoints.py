@@ -22,11 +22,12 @@ from questline.members.models import Member
 from questline.members.service import email_key
 from questline.organizations.service import ensure_organization
 from questline.teams.models import TeamMembership
+from questline.web.bodies import CheckedBodyRoute
 from questline.web.errors import Unauthorized
 from questline.web.openapi import problem_responses
 from questline.web.state import app_state
 
-router = APIRouter(prefix="/auth", tags=["sign-in"])
+router = APIRouter(prefix="/auth", tags=["sign-in"], route_class=CheckedBodyRoute)
 
 _EXAMPLES: dict[str, Example] = {
     "code": Example(

@@ -92,12 +92,18 @@ async def create_discipline(
     Limits: 100 levels, 100 quests a level, 100 tasks a quest, 50 resources a node,
     5 MiB a document. Send an `Idempotency-Key` to make a retry safe.
     """
-    created = await service.create_discipline(session, caller=caller, data=data)
+    with service.paused_gc_if_large(data):
+        created = await service.create_discipline(session, caller=caller, data=data)
     headers = {
         "Location": _location(request, created.discipline.id),
         "ETag": service.etag_of(created.discipline),
     }
-    return _json(created.document, status_code=status.HTTP_201_CREATED, headers=headers)
+    return Response(
+        content=created.body,
+        status_code=status.HTTP_201_CREATED,
+        headers=headers,
+        media_type="application/json",
+    )
 
 
 @router.get(
@@ -167,10 +173,15 @@ async def replace_discipline(
     Removing tasks that teams completed is 409 unless `?force=true`.
     """
     discipline = await service.get_for_change(session, caller=caller, discipline_id=discipline_id)
-    document = await service.replace_discipline(
-        session, discipline=discipline, data=data, if_match=if_match, force=force
+    with service.paused_gc_if_large(data):
+        written = await service.replace_discipline(
+            session, discipline=discipline, data=data, if_match=if_match, force=force
+        )
+    return Response(
+        content=written.body,
+        headers={"ETag": service.etag_of(discipline)},
+        media_type="application/json",
     )
-    return _json(document, headers={"ETag": service.etag_of(discipline)})
 
 
 @router.delete(

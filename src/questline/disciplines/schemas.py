@@ -22,7 +22,14 @@ from pydantic.alias_generators import to_pascal
 
 from questline.disciplines.examples import FULL_DOCUMENT
 from questline.disciplines.models import Color
-from questline.web.schemas import PRINTABLE, InputModel, OutputModel, UtcDateTime, text
+from questline.web.schemas import (
+    PRINTABLE,
+    InputModel,
+    OutputModel,
+    UtcDateTime,
+    refuse_invisible,
+    text,
+)
 
 MAX_LEVELS = 100
 MAX_QUESTS = 100
@@ -68,7 +75,9 @@ def _absolute_http_url(value: str) -> str:
     return value
 
 
-Title = Annotated[str, text(TITLE_MAX)]
+Title = Annotated[str, text(TITLE_MAX), AfterValidator(refuse_invisible)]
+"""Titles are names (lists, graphs, the leaderboard show them): no control or invisible
+characters, tab and line breaks included; not NFKC-normalized (``web.schemas.label``)."""
 RequiredDescription = Annotated[str, text(DESCRIPTION_MAX)]
 OptionalDescription = Annotated[
     str,
@@ -84,7 +93,7 @@ Url = Annotated[
         json_schema_extra={"format": "uri", "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://"},
     ),
 ]
-Kind = Annotated[str, text(KIND_MAX)]
+Kind = Annotated[str, text(KIND_MAX), AfterValidator(refuse_invisible)]
 Points = Annotated[
     int,
     Field(ge=0, le=MAX_POINTS, strict=True, description="A whole number, 0 to 1,000,000."),

@@ -6,9 +6,13 @@ operator creates, replaces or deletes it (DESIGN §3).
 
 from __future__ import annotations
 
+import contextlib
 import uuid
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TypeVar
 
+import anyio
 from sqlalchemy import ColumnElement, Select, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -19,16 +23,56 @@ from questline.disciplines.models import Discipline, Level, Quest, Task
 from questline.progress import hooks
 from questline.readmodel import versions
 from questline.storage.db import new_id, utcnow
+from questline.web.bodies import gc_paused, without_gc_pauses
 from questline.web.errors import FieldError, Forbidden, PreconditionFailed, Unprocessable, not_found
 from questline.web.pagination import PageRequest, cursor_parts
+
+T = TypeVar("T")
+
+LARGE_TREE_NODES = 2000
+"""A document with more nodes is flattened, assembled and serialized in a worker thread
+(a 5 MiB document has tens of thousands of nodes: half a second of CPU that would
+otherwise stall every other request of the worker; docs/reliability.md)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Written:
-    """A discipline just written, with its document as it now reads."""
+    """A discipline just written, with its document as it now reads (and as JSON)."""
 
     discipline: Discipline
     document: schemas.Discipline
+    body: bytes = field(default=b"", repr=False)
+
+
+def node_count(doc: schemas.DisciplineDocument) -> int:
+    """Levels, quests, tasks and resources of a (validated) document."""
+    count = len(doc.resources)
+    for level in doc.levels:
+        count += 1 + len(level.resources)
+        for quest in level.quests:
+            count += 1 + len(quest.resources) + len(quest.tasks)
+            count += sum(len(task.resources) for task in quest.tasks)
+    return count
+
+
+def paused_gc_if_large(doc: schemas.DisciplineDocument) -> contextlib.AbstractContextManager[None]:
+    """Writing a large document: the garbage collector paused meanwhile (its full
+    collections over the document's objects stalled the loop 50 to 300 ms)."""
+    return gc_paused() if node_count(doc) > LARGE_TREE_NODES else contextlib.nullcontext()
+
+
+async def _cpu(large: bool, work: Callable[[], T]) -> T:
+    """Run CPU-only ``work`` (no database) in a worker thread when the tree is large."""
+    if not large:
+        return work()
+    return await anyio.to_thread.run_sync(without_gc_pauses, work)
+
+
+def _document_and_body(
+    discipline: Discipline, rows: tree.TreeRows
+) -> tuple[schemas.Discipline, bytes]:
+    document = tree.assemble(discipline, rows)
+    return document, document.model_dump_json(by_alias=True).encode()
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,7 +246,8 @@ async def create_discipline(
     """Create the discipline and its whole tree (set-based inserts, one per table)."""
     org_id = owner_for_new(caller, data)
     discipline_id = new_id()
-    rows = tree.flatten(data, discipline_id=discipline_id, known=None)
+    large = node_count(data) > LARGE_TREE_NODES
+    rows = await _cpu(large, lambda: tree.flatten(data, discipline_id=discipline_id, known=None))
     now = utcnow()
     discipline = Discipline(
         id=discipline_id,
@@ -216,7 +261,8 @@ async def create_discipline(
     session.add(discipline)
     await session.flush()
     await tree.insert_rows(session, rows)
-    written = Written(discipline, tree.assemble(discipline, rows))
+    document, body = await _cpu(large, lambda: _document_and_body(discipline, rows))
+    written = Written(discipline, document, body)
     await events.record(
         session, organization_id=org_id, type="discipline.created", data=written.document
     )
@@ -249,7 +295,7 @@ async def replace_discipline(
     data: schemas.DisciplineReplace,
     if_match: str | None,
     force: bool,
-) -> schemas.Discipline:
+) -> Written:
     """Replace the document; nodes sent with their ``Id`` keep their identity.
 
     Tasks left out are offered to the progress domain first, which refuses (409) when
@@ -258,7 +304,8 @@ async def replace_discipline(
     check_if_match(discipline, if_match)
     _check_read_only_fields(discipline, data)
     known = await tree.known_ids(session, discipline.id)
-    rows = tree.flatten(data, discipline_id=discipline.id, known=known)
+    large = node_count(data) > LARGE_TREE_NODES
+    rows = await _cpu(large, lambda: tree.flatten(data, discipline_id=discipline.id, known=known))
     removed_tasks = tree.removed_ids(rows, known, Task)
     if removed_tasks:
         await hooks.before_tasks_removed(
@@ -270,7 +317,7 @@ async def replace_discipline(
     discipline.color = data.color
     discipline.updated_at = utcnow()
     await session.flush()  # bumps the version (the ETag)
-    document = tree.assemble(discipline, rows)
+    document, body = await _cpu(large, lambda: _document_and_body(discipline, rows))
     await events.record(
         session,
         organization_id=discipline.organization_id,
@@ -278,7 +325,7 @@ async def replace_discipline(
         data=document,
     )
     await bump_for(session, discipline.organization_id)
-    return document
+    return Written(discipline, document, body)
 
 
 async def delete_discipline(

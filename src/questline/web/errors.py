@@ -206,9 +206,21 @@ def problem_from(request: Request, problem: Problem) -> JSONResponse:
     )
 
 
+CONTROL_CHARACTERS_PATTERN = r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]*$"
+"""``web.schemas.PRINTABLE``: no control characters but tab and line breaks (PostgreSQL
+refuses NUL in text); its refusals get a message a person can read."""
+
+
 def _validation_message(error: Mapping[str, Any]) -> str:
     if error.get("type") == "extra_forbidden":
         return "Unknown field; it is not part of this request."
+    ctx = error.get("ctx")
+    if (
+        error.get("type") == "string_pattern_mismatch"
+        and isinstance(ctx, Mapping)
+        and ctx.get("pattern") == CONTROL_CHARACTERS_PATTERN
+    ):
+        return "Control characters are not accepted (only tab and line breaks, in prose)."
     message = str(error.get("msg", "Invalid value"))
     return message.removeprefix("Value error, ")
 
@@ -223,16 +235,24 @@ async def _handle_problem(request: Request, exc: Exception) -> JSONResponse:
     return problem_from(request, exc)
 
 
-async def _handle_validation(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, RequestValidationError)
-    raw = exc.errors()
+def validation_problem(raw: Sequence[Mapping[str, Any]]) -> Problem:
+    """The problem for pydantic's errors: 400 for a body that is not JSON, else 422
+    naming the fields (the first ``MAX_LISTED_ERRORS`` of them, and their count)."""
     if any(error.get("type") == "json_invalid" for error in raw):
         ctx = next(e.get("ctx", {}) for e in raw if e.get("type") == "json_invalid")
         reason = ctx.get("error", "invalid JSON") if isinstance(ctx, dict) else "invalid JSON"
-        return problem_from(request, BadRequest(f"The body is not valid JSON: {reason}."))
-    errors = field_errors(raw)
+        return BadRequest(f"The body is not valid JSON: {reason}.")
+    errors = field_errors(raw[:MAX_LISTED_ERRORS])
     names = ", ".join(dict.fromkeys(e.field for e in errors))
-    return problem_from(request, Unprocessable(f"Invalid input in: {names}.", errors=errors))
+    problem = Unprocessable(f"Invalid input in: {names}.", errors=errors)
+    if len(raw) > MAX_LISTED_ERRORS:
+        problem.error_count = len(raw)
+    return problem
+
+
+async def _handle_validation(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    return problem_from(request, validation_problem(exc.errors()))
 
 
 async def _handle_http(request: Request, exc: Exception) -> JSONResponse:

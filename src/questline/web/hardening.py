@@ -2,8 +2,8 @@
 
 * ``SecurityHeadersMiddleware``: browser-facing headers on every response, including
   the error responses other middleware write.
-* ``JsonDepthMiddleware``: refuses JSON nested deeper than a bound before any parser
-  recurses into it.
+* ``json_depth_exceeds``: whether JSON nests deeper than a bound, checked before any
+  parser recurses into it (``questline.web.bodies`` calls it on every JSON body).
 * ``RequestTimeoutMiddleware``: a request still running after the timeout is answered
   503 and cancelled, so that a stuck lock or query does not hold a client forever.
 
@@ -20,7 +20,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from questline.web.errors import BadRequest, ServiceUnavailable, problem_from
+from questline.web.errors import ServiceUnavailable, problem_from
 
 logger = logging.getLogger("questline.web.hardening")
 
@@ -111,58 +111,6 @@ def json_depth_exceeds(body: bytes, max_depth: int) -> bool:
     if b"[]" in brackets or b"{}" in brackets:
         return True
     return len(brackets) > max_depth
-
-
-def _is_json(scope: Scope) -> bool:
-    for name, value in scope["headers"]:
-        if name == b"content-type":
-            raw: bytes = value
-            media = raw.split(b";", 1)[0].strip().lower()
-            return media == b"application/json" or media.endswith(b"+json")
-    return False
-
-
-class JsonDepthMiddleware:
-    """400 for a JSON body nested deeper than ``max_depth``; runs after the size guard,
-    so the body it buffers is already bounded."""
-
-    def __init__(self, app: ASGIApp, *, max_depth: int) -> None:
-        self.app = app
-        self.max_depth = max_depth
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not _is_json(scope):
-            await self.app(scope, receive, send)
-            return
-        chunks: list[bytes] = []
-        more = True
-        while more:
-            message = await receive()
-            if message["type"] != "http.request":
-                # The client went away: hand the app the disconnect as it came.
-                await self.app(scope, _replay([], message, receive), send)
-                return
-            chunks.append(message.get("body", b""))
-            more = message.get("more_body", False)
-        body = b"".join(chunks)
-        if json_depth_exceeds(body, self.max_depth):
-            problem = BadRequest(f"The JSON body is nested deeper than {self.max_depth} levels.")
-            await problem_from(Request(scope), problem)(scope, receive, send)
-            return
-        await self.app(scope, _replay([body], None, receive), send)
-
-
-def _replay(bodies: list[bytes], pending: Message | None, receive: Receive) -> Receive:
-    queue: list[Message] = [{"type": "http.request", "body": b, "more_body": False} for b in bodies]
-    if pending is not None:
-        queue.append(pending)
-
-    async def replayed() -> Message:
-        if queue:
-            return queue.pop(0)
-        return await receive()
-
-    return replayed
 
 
 class RequestTimeoutMiddleware:

@@ -16,7 +16,6 @@ import random
 from collections.abc import Callable, Coroutine
 from typing import Annotated, Any
 
-import anyio
 from fastapi import Depends, Request, Response
 from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
@@ -35,21 +34,19 @@ from questline.auth.dependencies import (
 )
 from questline.auth.tokens import Caller, Role
 from questline.web import idempotency, readafter
+from questline.web.bodies import read_checked_body
 from questline.web.errors import (
-    BadRequest,
     FieldError,
     Forbidden,
     Problem,
     ServiceUnavailable,
     Unprocessable,
 )
-from questline.web.hardening import json_depth_exceeds
 from questline.web.state import AppState, RequestState, app_state, request_state
 
 logger = logging.getLogger("questline.web.routing")
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 
 async def get_session(request: Request) -> AsyncSession:
@@ -120,30 +117,6 @@ async def authorize(request: Request, access: Access) -> Caller | None:
     return caller
 
 
-DEPTH_CHECK_INLINE_BYTES = 64 * 1024
-"""Bodies up to this size get their JSON depth checked on the event loop (microseconds);
-larger ones in a worker thread."""
-
-
-async def read_checked_body(request: Request) -> None:
-    """Read the body (bounded by the body guard's ``receive``) and refuse JSON nested
-    deeper than the limit, off the event loop when the body is large. The body is kept
-    on the request, so FastAPI and the idempotency check read it again for free."""
-    if request.method not in BODY_METHODS:
-        return
-    body = await request.body()
-    media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    if not body or not (media == "application/json" or media.endswith("+json")):
-        return
-    max_depth = app_state(request).settings.max_json_depth
-    if len(body) <= DEPTH_CHECK_INLINE_BYTES:
-        too_deep = json_depth_exceeds(body, max_depth)
-    else:
-        too_deep = await anyio.to_thread.run_sync(json_depth_exceeds, body, max_depth)
-    if too_deep:
-        raise BadRequest(f"The JSON body is nested deeper than {max_depth} levels.")
-
-
 class TransactionalRoute(APIRoute):
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
         methods = {m.upper() for m in kwargs.get("methods") or []}
@@ -160,7 +133,8 @@ class TransactionalRoute(APIRoute):
         async def handler(request: Request) -> Response:
             caller = await authorize(request, self.access)
             refuse_unknown_query_parameters(request, self.query_names)
-            await read_checked_body(request)
+            max_depth = app_state(request).settings.max_json_depth
+            await read_checked_body(request, max_depth=max_depth, route=self)
             state = app_state(request)
             attempts = state.settings.database_retry_attempts
             for attempt in range(1, attempts + 1):

@@ -24,6 +24,8 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_pascal
 
+from questline.web.errors import CONTROL_CHARACTERS_PATTERN
+
 
 def _rfc3339(value: dt.datetime) -> str:
     return value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
@@ -76,7 +78,7 @@ def _wire_names(model: type[BaseModel]) -> tuple[dict[str, str], frozenset[str]]
     return names
 
 
-PRINTABLE = r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]*$"
+PRINTABLE = CONTROL_CHARACTERS_PATTERN
 """No control characters but tab and line breaks (PostgreSQL refuses NUL in text)."""
 
 
@@ -88,8 +90,20 @@ def text(max_length: int) -> StringConstraints:
 
 
 REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
-"""In names: control, format (zero-width, bidi overrides, byte order marks), surrogate,
-private-use and unassigned characters, and line/paragraph separators."""
+"""In names and titles: control characters (C0 and C1, tab and line breaks included),
+format characters (zero-width spaces and joiners, bidi overrides and isolates, byte
+order marks), surrogates, private-use and unassigned characters, and line/paragraph
+separators (docs/reliability.md, "Strict input")."""
+
+
+def refuse_invisible(value: str) -> str:
+    """A name shows on one line as it reads: nothing invisible, nothing that reorders it."""
+    for char in value:
+        if unicodedata.category(char) in REFUSED_CATEGORIES:
+            raise ValueError(
+                f"Names may not hold invisible or control characters (U+{ord(char):04X})."
+            )
+    return value
 
 
 def normalized_name(max_length: int) -> AfterValidator:
@@ -97,12 +111,7 @@ def normalized_name(max_length: int) -> AfterValidator:
     characters, and count the length again on the normalized text."""
 
     def normalize(value: str) -> str:
-        normalized = unicodedata.normalize("NFKC", value).strip()
-        for char in normalized:
-            if unicodedata.category(char) in REFUSED_CATEGORIES and char not in "\t\n\r":
-                raise ValueError(
-                    f"Names may not hold invisible or control characters (U+{ord(char):04X})."
-                )
+        normalized = refuse_invisible(unicodedata.normalize("NFKC", value).strip())
         if not normalized:
             raise ValueError("The name is empty once normalized (NFKC) and trimmed.")
         if len(normalized) > max_length:

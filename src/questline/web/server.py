@@ -77,7 +77,7 @@ def uvicorn_options(settings: Settings, *, host: str, port: int, workers: int) -
     limits = ServerLimits.from_settings(settings)
     proxies = _split(settings.trusted_proxies)
     return {
-        "app": "questline.app:create_app",
+        "app": "questline.app:create_served_app",
         "factory": True,
         "host": host,
         "port": port,
