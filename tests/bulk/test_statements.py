@@ -15,9 +15,9 @@ import asyncpg
 import pytest
 from sqlalchemy import event, select
 
-from questline.bulk import endpoints as bulk_endpoints
 from questline.bulk import service as bulk_service
 from questline.teams.schemas import Team
+from questline.web import bodies
 from questline.web.idempotency import IdempotencyRecord
 from questline.web.state import AppState
 from tests.bulk.factories import csv_text, post_csv, post_json, team_items, team_names
@@ -214,13 +214,13 @@ def test_the_collector_pause_ends_with_the_last_bulk_and_never_lasts_forever(
 
     gc.callbacks.append(watch)
     try:
-        with bulk_endpoints._gc_paused():
-            with bulk_endpoints._gc_paused():
+        with bodies.gc_paused():
+            with bodies.gc_paused():
                 assert not gc.isenabled()
             assert not gc.isenabled()  # the first request still runs
             assert full_collections == []  # not yet overdue
-            monkeypatch.setattr(bulk_endpoints, "GC_PAUSE_MAX_SECONDS", 0.0)
-            with bulk_endpoints._gc_paused():
+            monkeypatch.setattr(bodies, "GC_PAUSE_MAX_SECONDS", 0.0)
+            with bodies.gc_paused():
                 pass
             assert full_collections == [1]  # overdue: collected while still paused
             assert not gc.isenabled()

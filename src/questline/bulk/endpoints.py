@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import gc
-import threading
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import partial
 from typing import Annotated, Any
 
@@ -21,6 +16,7 @@ from questline.bulk.json_input import parse_json
 from questline.bulk.schemas import CSV_HEADER
 from questline.readmodel import versions
 from questline.teams.schemas import Team
+from questline.web.bodies import gc_paused
 from questline.web.errors import UnsupportedMediaType
 from questline.web.openapi import problem_responses
 from questline.web.routing import SessionDep, TransactionalRoute
@@ -91,42 +87,6 @@ def _request_body() -> dict[str, Any]:
     }
 
 
-_gc_lock = threading.Lock()
-_gc_pausers = 0
-_gc_paused_since = 0.0
-GC_PAUSE_MAX_SECONDS = 10.0
-"""Overlapping bulk requests could keep the collector paused indefinitely; past this
-long, the request that ends runs one full collection itself (cycles are still freed)."""
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """The cyclic garbage collector paused while a bulk request runs (parsing in its
-    thread, then checks and writes on the loop). A request's rows are hundreds of
-    thousands of short-lived, acyclic objects freed by reference counting; counted as
-    allocations they triggered a full collection about once a bulk request, each
-    holding the GIL for 100-200 ms over the whole heap and stalling the event loop."""
-    global _gc_pausers, _gc_paused_since
-    with _gc_lock:
-        if _gc_pausers == 0:
-            _gc_paused_since = time.monotonic()
-        _gc_pausers += 1
-        gc.disable()
-    try:
-        yield
-    finally:
-        overdue = False
-        with _gc_lock:
-            _gc_pausers -= 1
-            if _gc_pausers == 0:
-                gc.enable()
-            elif time.monotonic() - _gc_paused_since > GC_PAUSE_MAX_SECONDS:
-                _gc_paused_since = time.monotonic()
-                overdue = True
-        if overdue:
-            gc.collect()
-
-
 def _is_csv(content_type: str) -> bool:
     media, _, params = content_type.partition(";")
     if media.strip().lower() != "text/csv":
@@ -155,7 +115,7 @@ async def create_teams_in_bulk(
     body = await request.body()
     max_teams = app_state(request).settings.max_bulk_teams
     parse = parse_csv if _is_csv(request.headers.get("content-type", "")) else parse_json
-    with _gc_paused():
+    with gc_paused():
         # Parsing and validating up to 32 MiB is CPU work: off the event loop, so that
         # the worker keeps answering everyone else meanwhile.
         plan = await anyio.to_thread.run_sync(partial(parse, body, max_teams=max_teams))

@@ -12,8 +12,8 @@ placeholder.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
 
 import orjson
 from sqlalchemy import (
@@ -30,6 +30,16 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import QueryableAttribute
+
+T = TypeVar("T")
+
+
+def chunked(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+    """``items`` in consecutive slices of at most ``size``."""
+    if size < 1:
+        raise ValueError("chunk size must be at least 1")
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
 
 
 def one_of(
