@@ -114,11 +114,65 @@ def run_wrk(
     raise RuntimeError(f"wrk gave no result:\n{result.stdout}\n{result.stderr}")
 
 
-class Service:
-    """``questline serve`` as users run it, in its own process group."""
+SERVERS = ("uvicorn", "granian")
+"""``uvicorn``: ``questline serve`` (what the service ships). ``granian``: the same
+application under granian (a dev dependency), for the server comparison of
+bench/servers.py and docs/deploy.md."""
 
-    def __init__(self, *, env: dict[str, str], workers: int, port: int, workdir: Path) -> None:
+
+def granian_argv(*, port: int, workers: int) -> list[str]:
+    """granian serving the application factory as ``questline serve`` would: uvloop, no
+    access log, HTTP/1.1, the same header-read timeout and head bound
+    (``questline.web.server.granian_options``)."""
+    from questline.config import Settings
+    from questline.web.server import granian_options
+
+    options = granian_options(Settings(_env_file=None))
+    http1 = options["http1_settings"]
+    granian = Path(sys.executable).parent / "granian"
+    return [
+        str(granian),
+        "--interface",
+        "asgi",
+        "--factory",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+        "--loop",
+        "uvloop",
+        "--http",
+        "1",
+        "--no-ws",
+        "--log-level",
+        "warning",
+        "--no-access-log",
+        "--backpressure",
+        str(options["backpressure"]),
+        "--http1-header-read-timeout",
+        str(http1["header_read_timeout"]),
+        "--http1-buffer-size",
+        str(http1["max_buffer_size"]),
+        "questline.app:create_app",
+    ]
+
+
+class Service:
+    """``questline serve`` as users run it (or granian), in its own process group."""
+
+    def __init__(
+        self,
+        *,
+        env: dict[str, str],
+        workers: int,
+        port: int,
+        workdir: Path,
+        server: str = "uvicorn",
+    ) -> None:
         self.env = env
+        self.server = server
         self.workers = workers
         self.port = port
         self.workdir = workdir
@@ -127,9 +181,12 @@ class Service:
         self.process: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> Service:
-        questline = Path(sys.executable).parent / "questline"
-        argv = [str(questline), "serve", "--host", "127.0.0.1", "--port", str(self.port)]
-        argv += ["--workers", str(self.workers)]
+        if self.server == "granian":
+            argv = granian_argv(port=self.port, workers=self.workers)
+        else:
+            questline = Path(sys.executable).parent / "questline"
+            argv = [str(questline), "serve", "--host", "127.0.0.1", "--port", str(self.port)]
+            argv += ["--workers", str(self.workers)]
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
                 argv,
