@@ -155,7 +155,7 @@ def granian_argv(*, port: int, workers: int) -> list[str]:
         str(http1["header_read_timeout"]),
         "--http1-buffer-size",
         str(http1["max_buffer_size"]),
-        "questline.app:create_app",
+        "questline.app:create_served_app",
     ]
 
 
