@@ -11,21 +11,26 @@ import datetime as dt
 import functools
 import uuid
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, func, select, true
+import orjson
+from sqlalchemy import Text, bindparam, func, select, true
+from sqlalchemy import cast as sql_cast
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from questline.disciplines.models import Discipline, Level, Quest, Task
 from questline.disciplines.service import visible_to
 from questline.progress.models import ScoreEvent, TaskCompletion
+from questline.readmodel.http import dumps
+from questline.readmodel.lean import LeanRequest
 from questline.teams import service as teams_service
 from questline.teams.models import Team, TeamStatus
 from questline.web.errors import not_found
 
-# -- The read model's build: two statements a team, the tree once per organization version --
+# -- The read model's build: one statement a team, the tree once per organization version --
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,23 +146,49 @@ def _counts(done: int, total: int, earned: int, points: int) -> dict[str, int]:
 async def overview_json(
     session: AsyncSession, *, org_id: uuid.UUID, team_id: uuid.UUID, tree: list[DisciplineNode]
 ) -> dict[str, Any]:
-    """A ``schemas.Overview`` as its JSON object, in two statements (tests check the
-    two agree)."""
-    team_query, quests_query = _overview_queries()
-    params = {"org": org_id, "team": team_id}
-    row = (await session.execute(team_query, params)).one_or_none()
+    """A ``schemas.Overview`` as its JSON object, in one statement (``overview_query``)."""
+    query = overview_query(session.get_bind().dialect.name)
+    row = (await session.execute(query, {"org": org_id, "team": team_id})).one_or_none()
     if row is None:
         raise not_found("team")
+    return overview_from_row(row, tree)
+
+
+def overview_from_row(row: Sequence[Any], tree: list[DisciplineNode]) -> dict[str, Any]:
+    """The overview from ``overview_query``'s row (shared with the read model's lean
+    miss): the per-quest completions come as a JSON array of ``[quest, count, points]``."""
     per_quest = {
-        quest_id: (int(count), int(points))
-        for quest_id, count, points in (await session.execute(quests_query, params)).all()
+        uuid.UUID(str(quest_id)): (int(count), int(points))
+        for quest_id, count, points in orjson.loads(row[11] or "[]")
     }
     return _assemble(row, per_quest, tree)
 
 
+async def lean_overview(request: LeanRequest) -> tuple[bytes, dict[str, str]] | None:
+    """``GET /team/{id}/overview`` on a read-model miss, without a session
+    (``readmodel.lean``): one statement, with the organization's discipline tree as the
+    route memoized it at this version. None (the route answers): no tree at this version
+    yet, or no such team in the caller's organization (its 404)."""
+    tree = request.memos.memo_at(request.organization_id, "tree", request.version)
+    if tree is None:
+        return None
+    reader = request.reader
+    dialect = reader.db.engine.dialect.name
+    statement = reader.statement("overview", lambda: overview_query(dialect))
+    rows = await reader.fetch(
+        statement, {"org": request.organization_id, "team": request.resource_id}
+    )
+    if not rows:
+        return None
+    return dumps(overview_from_row(rows[0], tree)), {}
+
+
 @functools.cache
-def _overview_queries() -> tuple[Any, Any]:
-    """Built once: composing a statement costs more CPU than running it (profiled)."""
+def overview_query(dialect: str) -> Any:
+    """The team's row (rank, member count, last activity) and, in its last column, its
+    completions per quest aggregated to JSON in SQL (``json_agg`` on PostgreSQL,
+    ``json_group_array`` on SQLite): one statement, one row.
+    Built once: composing a statement costs more CPU than running it (profiled)."""
     org: Any = bindparam("org")
     team: Any = bindparam("team")
     last_activity = (
@@ -166,7 +197,27 @@ def _overview_queries() -> tuple[Any, Any]:
         .correlate(Team)
         .scalar_subquery()
     )
-    team_query = select(
+    done = TaskCompletion
+    grouped = (
+        select(
+            Task.quest_id.label("quest_id"),
+            func.count().label("done"),
+            func.sum(done.points).label("earned"),
+        )
+        .select_from(done)
+        .join(Task, Task.id == done.task_id)
+        .where(done.organization_id == org, done.team_id == team)
+        .group_by(Task.quest_id)
+        .subquery("per_quest")
+    )
+    if dialect == "postgresql":
+        element = func.json_build_array(grouped.c.quest_id, grouped.c.done, grouped.c.earned)
+        aggregated = func.json_agg(element)
+    else:
+        element = func.json_array(grouped.c.quest_id, grouped.c.done, grouped.c.earned)
+        aggregated = func.json_group_array(element)
+    per_quest = select(sql_cast(aggregated, Text)).select_from(grouped).scalar_subquery()
+    return select(
         Team.id,
         Team.name,
         Team.status,
@@ -178,16 +229,8 @@ def _overview_queries() -> tuple[Any, Any]:
         teams_service.member_count_column(),
         last_activity,
         _rank_expression(),
+        per_quest,
     ).where(Team.organization_id == org, Team.id == team)
-    done = TaskCompletion
-    quests_query = (
-        select(Task.quest_id, func.count(), func.sum(done.points))
-        .select_from(done)
-        .join(Task, Task.id == done.task_id)
-        .where(done.organization_id == org, done.team_id == team)
-        .group_by(Task.quest_id)
-    )
-    return team_query, quests_query
 
 
 def _assemble(

@@ -47,6 +47,20 @@ def version_etag(organization_id: uuid.UUID, version: int, variant: str) -> str:
     return f'"{organization_id.hex[:12]}.{version}.{variant}"'
 
 
+def entry_of(
+    organization_id: uuid.UUID,
+    version: int,
+    variant: str,
+    body: bytes,
+    built_headers: Mapping[str, str],
+) -> Entry:
+    """The cache entry of a body built at ``version`` (its own ``ETag`` if the builder
+    gave one, else the organization's version's)."""
+    headers = dict(built_headers)
+    tag = headers.pop("ETag", None) or version_etag(organization_id, version, variant)
+    return Entry(version=version, body=body, etag=tag, headers=tuple(headers.items()))
+
+
 def etag_matches(if_none_match: str, etag: str) -> bool:
     if if_none_match.strip() == "*":
         return True
@@ -104,9 +118,7 @@ async def serve(
             session = request_state(request).session
             await app_state(request).db.replicas.require_version(session, organization_id, version)
             body, built_headers = await build(version)
-            headers = dict(built_headers)
-            tag = headers.pop("ETag", None) or version_etag(organization_id, version, variant)
-            return Entry(version=version, body=body, etag=tag, headers=tuple(headers.items()))
+            return entry_of(organization_id, version, variant, body, built_headers)
 
         entry = await readmodel.load(key, version, build_entry)
     else:

@@ -108,10 +108,7 @@ async def get_team(
         body, etag = await service.team_detail_json(
             session, org_id=tenant.org_id, team_id=team_id, hide_emails=not tenant.is_admin
         )
-        # The team's own validator (If-Match compares that part), then the organization's
-        # version and the role: members' bodies may differ from admins'.
-        role = tenant.caller.role.value[0]
-        return dumps(body), {"ETag": f'{etag[:-1]}-{version}{role}"'}
+        return dumps(body), {"ETag": service.detail_etag(etag, version, tenant.caller.role.value)}
 
     return await serve(
         request,
