@@ -166,7 +166,7 @@ async def test_overview_costs_the_same_statements_for_any_tree_size(
         assert (await world.client.get(url, headers=org.member)).status_code == 200
     # The organization's tree is kept per version: a miss is then one statement, with
     # no transaction (the read model's lean miss, readmodel/lean.py).
-    assert warm_tree and not any(s.startswith("BEGIN") for s in warm_tree), warm_tree
+    assert not any(s.startswith("BEGIN") for s in warm_tree), warm_tree
     assert len(warm_tree) == 1, warm_tree
     app_state.readmodel.cache.clear()
     app_state.readmodel.forget_memos()
