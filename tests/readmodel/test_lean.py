@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from sqlalchemy import event
 
+from questline.progress import overview
 from questline.teams import service as teams_service
 from questline.web.state import AppState
 from tests.factories import Org, World
@@ -181,3 +182,38 @@ async def test_the_writer_reads_its_write_on_a_lean_miss(world: World) -> None:
     after = await world.client.get(url, headers=org.admin)
     assert after.headers["etag"] != before.headers["etag"]
     assert [m["Email"] for m in after.json()["Members"]][-1] == "c@example.org"
+
+
+async def test_ranks_from_the_memo_equal_ranks_counted_in_sql(
+    world: World, app_state: AppState, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    org = world.org()
+    teams = [await org.create_team(f"Rank {n}") for n in range(6)]
+    tree = await make_discipline(world.db, org_id=org.id, shape=[[[10, 20], [5]], [[1]]])
+    # Scores 30, 20, 10, 10 (a tie: who reached it first), 0, 0 (ties by name).
+    await completed(org, teams[3]["Id"], tree.task(0, 0, 0))
+    await completed(org, teams[2]["Id"], tree.task(0, 0, 0))
+    await completed(org, teams[1]["Id"], tree.task(0, 0, 1))
+    await completed(org, teams[0]["Id"], tree.task(0, 0, 0))
+    await completed(org, teams[0]["Id"], tree.task(0, 0, 1))
+    assert (
+        await world.client.post(f"/team/{teams[5]['Id']}/isadminteam", headers=org.admin)
+    ).status_code == 200
+    urls = [f"/team/{team['Id']}/overview" for team in teams]
+    readmodel = app_state.readmodel
+
+    async def read_all() -> list[Any]:
+        readmodel.cache.clear()
+        readmodel.forget_memos()
+        readmodel.lean._statements.clear()
+        first = [(await world.client.get(url, headers=org.member)).json() for url in urls]
+        readmodel.cache.clear()  # again, now as lean misses with the memos of the route
+        again = [(await world.client.get(url, headers=org.member)).json() for url in urls]
+        assert again == first
+        return first
+
+    counted = await read_all()
+    monkeypatch.setattr(overview, "RANK_MEMO_MIN", 2)
+    memoized = await read_all()
+    assert [o["Rank"] for o in counted] == [1, 2, 4, 3, 5, None]
+    assert memoized == counted
