@@ -103,6 +103,21 @@ def team_json(row: Any, member_count: int) -> dict[str, Any]:
     }
 
 
+def whole_list_query(org_id: uuid.UUID) -> Any:
+    """``GET /team`` without paging: every team of the organization with its member
+    count, by name, in one statement (streamed by ``readmodel.http.serve_list``)."""
+    return (
+        select(*TEAM_COLUMNS, member_count_column().label("member_count"))
+        .where(Team.organization_id == org_id)
+        .order_by(Team.name_key, Team.id)
+    )
+
+
+def encode_team_rows(rows: Sequence[Any]) -> bytes:
+    """A chunk of ``whole_list_query``'s rows as a JSON array (``GET /team``'s items)."""
+    return dumps([team_json(row, row.member_count) for row in rows])
+
+
 async def list_team_rows(
     session: AsyncSession, *, org_id: uuid.UUID, page: PageRequest
 ) -> list[Any]:
