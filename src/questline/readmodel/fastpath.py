@@ -140,7 +140,11 @@ class ReadModelFastPath:
         if entry is None and lean is None:
             await self.app(scope, receive, send)
             return
-        version = await self.readmodel.version(org_id)
+        try:
+            version = await self.readmodel.version(org_id)
+        except Exception:  # the database is unreachable: the route answers (503, retries)
+            await self.app(scope, receive, send)
+            return
         hit = entry is not None and version == entry.version
         if not hit:
             entry = None
