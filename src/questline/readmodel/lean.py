@@ -122,20 +122,18 @@ class LeanReader:
         return found
 
     async def fetch(self, statement: LeanStatement, params: Mapping[str, Any]) -> list[Row]:
-        arguments = statement.arguments(params)
         for listener in self.listeners:
             listener(statement.sql)
         try:
+            arguments = statement.arguments(params)
             if self._sqlite_path is not None:
                 raw: Sequence[Sequence[Any]] = self._fetch_sqlite(statement.sql, arguments)
             else:
                 raw = await self._fetch_postgres(statement.sql, arguments)
-        except LeanUnavailable:
-            raise
+            return statement.rows(raw)
         except Exception as exc:  # any driver trouble: the ordinary route decides
             log.debug("lean read failed; taking the route", exc_info=True)
             raise LeanUnavailable(str(exc)) from exc
-        return statement.rows(raw)
 
     def _fetch_sqlite(self, sql: str, arguments: list[Any]) -> list[Any]:
         connection = self._sqlite
