@@ -61,8 +61,9 @@ async def _profile(args: argparse.Namespace, url: str | None, data_dir: Path) ->
         profiler.start()
         readmodel = app.state.questline.readmodel
         for _ in range(args.requests):
-            if args.miss:
+            if args.miss or args.miss_keep_memos:
                 readmodel.cache.clear()
+            if args.miss:
                 readmodel.forget_memos()
             await c.request(args.method, path)
         profiler.stop()
@@ -107,6 +108,11 @@ def main() -> int:
     parser.add_argument("--html", default="")
     parser.add_argument(
         "--miss", action="store_true", help="Drop the read model's entries before each request."
+    )
+    parser.add_argument(
+        "--miss-keep-memos",
+        action="store_true",
+        help="Drop the entries but keep the memos (a miss at a version already seen).",
     )
     args = parser.parse_args()
     assert JWT_SECRET

@@ -22,10 +22,13 @@ from questline.disciplines.endpoints import router as disciplines_router
 from questline.health.endpoints import router as health_router
 from questline.leaderboard.endpoints import router as leaderboard_router
 from questline.members.endpoints import router as members_router
+from questline.progress import overview
 from questline.progress.endpoints import router as progress_router
 from questline.readmodel.fastpath import ReadModelFastPath
+from questline.readmodel.lean import LeanRoute
 from questline.readmodel.model import ReadModel
 from questline.storage.db import Database
+from questline.teams import service as teams_service
 from questline.teams.endpoints import router as teams_router
 from questline.web import idempotency
 from questline.web.errors import CrashGuardMiddleware, install_error_handlers
@@ -121,7 +124,16 @@ def _add_middleware(app: FastAPI, state: AppState) -> None:
     """The ASGI stack, innermost first: the last one added sees a request first."""
     settings = state.settings
     hosts = [h.strip() for h in settings.allowed_hosts.split(",") if h.strip()]
-    app.add_middleware(ReadModelFastPath, readmodel=state.readmodel, tokens=state.tokens)
+    app.add_middleware(
+        ReadModelFastPath,
+        readmodel=state.readmodel,
+        tokens=state.tokens,
+        known_orgs=state.known_orgs,
+        lean_routes=(
+            LeanRoute("/team/", "", teams_service.lean_team_detail),
+            LeanRoute("/team/", "/overview", overview.lean_overview),
+        ),
+    )
     app.add_middleware(HeadAsGetMiddleware)  # the rest see (and log) HEAD
     app.add_middleware(CrashGuardMiddleware)
     app.add_middleware(

@@ -40,6 +40,10 @@ class Settings(BaseSettings):
     """How often each process compares every replica's replayed WAL with the primary's."""
     read_model_max_bytes: int = 64 * 1024 * 1024
     """The read model's cache of ready-to-send bodies, per process (LRU by bytes)."""
+    read_model_stream_rows: int = Field(default=5_000, ge=1)
+    """A whole list (``GET /team``, ``GET /discipline`` without ``limit``) longer than
+    this many items is streamed to the client in chunks from a server-side cursor and
+    not kept by the read model; up to it, the list is built once and cached as bytes."""
 
     # Authentication (DESIGN §3).
     jwt_secret: str | None = None

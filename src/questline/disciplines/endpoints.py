@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from questline.auth.dependencies import CallerDep
 from questline.disciplines import schemas, service
 from questline.disciplines.examples import BASIC_DOCUMENT, FULL_DOCUMENT
-from questline.readmodel.http import serve
+from questline.readmodel.http import serve, serve_list
 from questline.web.openapi import problem_responses
 from questline.web.pagination import PageDep, announce_next_page, public_url, split_page
 from questline.web.paths import DisciplineId
@@ -64,7 +64,17 @@ async def list_disciplines(
 ) -> list[schemas.DisciplineSummary]:
     """The global disciplines and your organization's, in creation order, with their
     `LevelCount`, `QuestCount`, `TaskCount` and `PointsTotal` (opt-in paging: `limit`,
-    `after`). Operators see the global ones."""
+    `after`). Operators see the global ones. Send the `ETag` back as `If-None-Match`:
+    304 while nothing changed."""
+    if page.limit is None and page.after is None and caller.org_id is not None:
+        # The whole list: cached bytes while short, streamed in chunks when long.
+        return await serve_list(  # type: ignore[return-value]
+            request,
+            organization_id=caller.org_id,
+            variant=caller.role.value,
+            statement=service.whole_list_query(caller.org_id),
+            encode=service.encode_summary_rows,
+        )
     rows = await service.list_disciplines(session, org_id=caller.org_id, page=page)
     rows, more = split_page(rows, page)
     announce_next_page(

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import anyio
+from pydantic import TypeAdapter
 from sqlalchemy import ColumnElement, Select, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -175,6 +176,23 @@ async def list_disciplines(
         query = query.limit(page.fetch_size)
     rows = (await session.execute(query)).all()
     return [DisciplineCounts(r[0], int(r[1]), int(r[2]), int(r[3]), int(r[4])) for r in rows]
+
+
+def whole_list_query(org_id: uuid.UUID) -> Any:
+    """``GET /discipline`` without paging: every visible discipline with its counts, in
+    creation order, one statement (streamed by ``readmodel.http.serve_list``)."""
+    return _summaries(org_id).order_by(Discipline.id)
+
+
+_SUMMARIES = TypeAdapter(list[schemas.DisciplineSummary])
+
+
+def encode_summary_rows(rows: Sequence[Any]) -> bytes:
+    """A chunk of ``whole_list_query``'s rows as the JSON array the route writes."""
+    summaries = [
+        to_summary(DisciplineCounts(r[0], int(r[1]), int(r[2]), int(r[3]), int(r[4]))) for r in rows
+    ]
+    return _SUMMARIES.dump_json(summaries, by_alias=True)
 
 
 def cursor_of(discipline: Discipline) -> list[str]:

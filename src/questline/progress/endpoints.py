@@ -116,9 +116,13 @@ async def get_overview(
         async def tree() -> list[overview.DisciplineNode]:
             return await overview.visible_tree(session, org_id=tenant.org_id)
 
+        async def ranks() -> overview.Ranks:
+            return await overview.ranks(session, org_id=tenant.org_id)
+
         nodes = await readmodel.memo(tenant.org_id, "tree", version, tree)
+        ranked = await readmodel.memo(tenant.org_id, "ranks", version, ranks)
         found = await overview.overview_json(
-            session, org_id=tenant.org_id, team_id=team_id, tree=nodes
+            session, org_id=tenant.org_id, team_id=team_id, tree=nodes, ranked=ranked
         )
         return dumps(found), {}
 

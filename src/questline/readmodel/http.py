@@ -7,13 +7,16 @@ route's session was never used, so no transaction was opened.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import orjson
 from fastapi import Request, Response
+from fastapi.responses import StreamingResponse
 from pydantic import TypeAdapter
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.readmodel.cache import Entry, Key
 from questline.web.state import app_state, request_state
@@ -45,6 +48,20 @@ def model_bytes(adapter: TypeAdapter[Any], value: object) -> bytes:
 def version_etag(organization_id: uuid.UUID, version: int, variant: str) -> str:
     """A strong validator of everything the organization's reads return at ``version``."""
     return f'"{organization_id.hex[:12]}.{version}.{variant}"'
+
+
+def entry_of(
+    organization_id: uuid.UUID,
+    version: int,
+    variant: str,
+    body: bytes,
+    built_headers: Mapping[str, str],
+) -> Entry:
+    """The cache entry of a body built at ``version`` (its own ``ETag`` if the builder
+    gave one, else the organization's version's)."""
+    headers = dict(built_headers)
+    tag = headers.pop("ETag", None) or version_etag(organization_id, version, variant)
+    return Entry(version=version, body=body, etag=tag, headers=tuple(headers.items()))
 
 
 def etag_matches(if_none_match: str, etag: str) -> bool:
@@ -104,13 +121,116 @@ async def serve(
             session = request_state(request).session
             await app_state(request).db.replicas.require_version(session, organization_id, version)
             body, built_headers = await build(version)
-            headers = dict(built_headers)
-            tag = headers.pop("ETag", None) or version_etag(organization_id, version, variant)
-            return Entry(version=version, body=body, etag=tag, headers=tuple(headers.items()))
+            return entry_of(organization_id, version, variant, body, built_headers)
 
         entry = await readmodel.load(key, version, build_entry)
     else:
         readmodel.cache.hits += 1
+    if if_none_match is not None and etag_matches(if_none_match, entry.etag):
+        return not_modified(entry.etag)
+    response = Response(entry.body, media_type=JSON)
+    raw = response.raw_headers
+    raw.append((b"etag", entry.etag.encode("latin-1")))
+    for name, value in entry.headers:
+        raw.append((name.lower().encode("latin-1"), value.encode("latin-1")))
+    return response
+
+
+STREAM_CHUNK_ROWS = 1_000
+"""Items fetched from the cursor and sent per chunk of a streamed list."""
+
+EncodeItems = Callable[[Sequence[Any]], bytes]
+"""The JSON array of a chunk of rows (``[...]``; its brackets are dropped to join)."""
+
+
+def _join(parts: list[bytes]) -> bytes:
+    return b"[" + b",".join(part for part in parts if part) + b"]"
+
+
+def _items(encoded: bytes) -> bytes:
+    return encoded[1:-1]
+
+
+async def _close(result: Any, session: AsyncSession) -> None:
+    try:
+        await result.close()
+    finally:
+        await session.close()
+
+
+async def serve_list(
+    request: Request,
+    *,
+    organization_id: uuid.UUID,
+    variant: str,
+    statement: Any,
+    encode: EncodeItems,
+) -> Response:
+    """A whole list (no paging) as the read model serves it: cached bytes while it is
+    short, else **streamed**.
+
+    On a miss the list is read through a server-side cursor (asyncpg's cursor on
+    PostgreSQL, ``fetchmany`` on SQLite) of a session of its own, in one read-only
+    snapshot (one statement). Up to ``read_model_stream_rows`` items it is built, kept
+    and sent like any cached read. Past that, the items read so far are sent and the
+    rest follow in chunks of ``STREAM_CHUNK_ROWS`` as they are fetched (chunked
+    transfer encoding): the server never holds more than the threshold and a chunk, and
+    the event loop is free between chunks. A streamed list is not cached (it would push
+    everything else out) but carries the version's ``ETag``, so ``If-None-Match``
+    still answers 304 while nothing changed.
+    """
+    state = app_state(request)
+    readmodel = state.readmodel
+    threshold = state.settings.read_model_stream_rows
+    if_none_match = request.headers.get("if-none-match")
+    version = await readmodel.version(organization_id)
+    key = _key(request, organization_id, variant)
+    etag: str | None = None
+    if version is not None:
+        etag = version_etag(organization_id, version, variant)
+        entry = readmodel.cache.get(key)
+        if entry is not None and entry.version == version:
+            readmodel.cache.hits += 1
+            return _cached_response(entry, if_none_match)
+        if if_none_match is not None and etag_matches(if_none_match, etag):
+            return not_modified(etag)
+        readmodel.cache.misses += 1
+    session = state.db.new_session(write=False)
+    try:
+        result = await session.stream(
+            statement.execution_options(yield_per=STREAM_CHUNK_ROWS, stream_results=True)
+        )
+        first = list(await result.fetchmany(threshold + 1))
+    except BaseException:
+        await asyncio.shield(session.close())
+        raise
+    if len(first) <= threshold:
+        await _close(result, session)
+        body = _join([_items(encode(first))])
+        if version is None or etag is None:
+            return Response(body, media_type=JSON)
+        entry = Entry(version=version, body=body, etag=etag)
+        readmodel.cache.put(key, entry)
+        return _cached_response(entry, if_none_match)
+
+    async def chunks() -> AsyncIterator[bytes]:
+        try:
+            separator = b"["
+            for start in range(0, len(first), STREAM_CHUNK_ROWS):
+                yield separator + _items(encode(first[start : start + STREAM_CHUNK_ROWS]))
+                separator = b","
+            first.clear()
+            while batch := await result.fetchmany(STREAM_CHUNK_ROWS):
+                yield b"," + _items(encode(batch))
+            yield b"]"
+        finally:
+            await asyncio.shield(_close(result, session))
+
+    headers = {"ETag": etag} if etag is not None else {}
+    return StreamingResponse(chunks(), media_type=JSON, headers=headers)
+
+
+def _cached_response(entry: Entry, if_none_match: str | None) -> Response:
     if if_none_match is not None and etag_matches(if_none_match, entry.etag):
         return not_modified(entry.etag)
     response = Response(entry.body, media_type=JSON)

@@ -12,6 +12,7 @@ from sqlalchemy import make_url
 from questline.config import Settings
 from questline.readmodel.cache import ByteLRU, Entry, Key
 from questline.readmodel.changes import Changes
+from questline.readmodel.lean import LeanReader
 from questline.readmodel.sources import PostgresSource, SqliteSource, VersionSource
 from questline.storage.db import Database
 
@@ -43,6 +44,7 @@ class ReadModel:
         else:
             listen_url = settings.database_listen_url or db.url
             self.source = PostgresSource(db, listen_url, self.changes, self.invalidate_all)
+        self.lean = LeanReader(db, transaction_pooler=settings.database_transaction_pooler)
         self._inflight: dict[tuple[Key, int], asyncio.Future[Entry]] = {}
         self._memos: dict[tuple[uuid.UUID, str], tuple[int, Any]] = {}
         db.on_commit(self._committed)
@@ -115,9 +117,15 @@ class ReadModel:
         self._memos[key] = (version, value)
         return value
 
+    def memo_at(self, organization_id: uuid.UUID, name: str, version: int) -> Any:
+        """The memo ``name`` if it was built at exactly ``version`` (else None)."""
+        found = self._memos.get((organization_id, name))
+        return found[1] if found is not None and found[0] == version else None
+
     def forget_memos(self) -> None:
         self._memos.clear()
 
     async def stop(self) -> None:
+        self.lean.close()
         if self.source is not None:
             await self.source.stop()

@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from questline.auth.dependencies import AdminOf, MemberOf
 from questline.members import service as members_service
 from questline.members.schemas import Member
-from questline.readmodel.http import dumps, serve
+from questline.readmodel.http import dumps, serve, serve_list
 from questline.teams import models, schemas, service
 from questline.web import csvexport
 from questline.web.openapi import problem_responses
@@ -66,6 +66,16 @@ async def list_teams(
         teams = [schemas.Team.model_validate(service.team_json(r, r.member_count)) for r in rows]
         return csvexport.response(schemas.Team, teams, filename="teams.csv", headers=headers)
 
+    if page.limit is None and page.after is None:
+        # The seed's whole list: cached bytes while short, streamed in chunks when long.
+        return await serve_list(
+            request,
+            organization_id=tenant.org_id,
+            variant=tenant.caller.role.value,
+            statement=service.whole_list_query(tenant.org_id),
+            encode=service.encode_team_rows,
+        )
+
     async def build(_version: int) -> tuple[bytes, dict[str, str]]:
         rows, headers = await team_page()
         return dumps([service.team_json(row, row.member_count) for row in rows]), headers
@@ -108,10 +118,7 @@ async def get_team(
         body, etag = await service.team_detail_json(
             session, org_id=tenant.org_id, team_id=team_id, hide_emails=not tenant.is_admin
         )
-        # The team's own validator (If-Match compares that part), then the organization's
-        # version and the role: members' bodies may differ from admins'.
-        role = tenant.caller.role.value[0]
-        return dumps(body), {"ETag": f'{etag[:-1]}-{version}{role}"'}
+        return dumps(body), {"ETag": service.detail_etag(etag, version, tenant.caller.role.value)}
 
     return await serve(
         request,
