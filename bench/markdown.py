@@ -160,6 +160,8 @@ def latest(directory: Path) -> dict[str, dict[str, Any]]:
     chosen: dict[str, dict[str, Any]] = {}
     for path in directory.glob("*.json"):
         result = json.loads(path.read_text())
+        if "mode" not in result or "backend" not in result:  # bench/servers.py, scaleout.py
+            continue
         backend = result["backend"]
         key = (result["mode"] == "full", result["finished_at"])
         current = chosen.get(backend)
