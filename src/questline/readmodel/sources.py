@@ -18,9 +18,10 @@ version is then a dictionary look-up, with three rules that bound how stale it c
   writer's send (a round trip after the commit, or after the previous send) plus 90 ms.
 * **re-read** — a process can die between its commit and the announcement. So a
   confirmation round trip whose predecessor re-read is ``RECHECK_AFTER`` (1 s) old or
-  more re-reads, in one statement, the versions of every organization this process
-  serves from memory. A commit whose announcement never came is therefore seen within
-  ``RECHECK_AFTER + STALE_AFTER`` (1.09 s).
+  more re-reads, in one statement, the versions of the organizations this process
+  served from memory since the previous re-read (the others are no longer served from
+  memory: their next read asks the database). A commit whose announcement never came
+  is therefore seen within ``RECHECK_AFTER + STALE_AFTER`` (1.09 s).
 * **health** — while the connection is down (and until it is back and has re-read
   what it tracks), every read asks the database for the version through the pool.
   Nothing is trusted across a reconnect.
@@ -175,6 +176,10 @@ class PostgresSource:
         self._connection: Any = None
         self._lock = asyncio.Lock()
         self._tracked: set[uuid.UUID] = set()
+        self._used: set[uuid.UUID] = set()
+        """Tracked organizations read since the last re-read: the next one re-reads only
+        these and stops tracking the rest (their next read asks the database), so a
+        re-read costs in proportion to what is being read, not to all ever read."""
         self._confirmed_at = 0.0
         self._rechecked_at = 0.0
         self.rechecks = 0
@@ -272,7 +277,13 @@ class PostgresSource:
         announced its commit is noticed here). Only ever advances: a version this
         process committed after the statement's snapshot must not look like a restore."""
         epoch = self._epoch
+        used, self._used = self._used, set()
+        self._tracked &= used
         tracked = list(self._tracked)
+        if not tracked:
+            await self._round_trip("SELECT 1")
+            self._rechecked_at = max(self._rechecked_at, started)
+            return
         found = await self._round_trip(RECHECK, tracked, rows=True)
         self._rechecked_at = max(self._rechecked_at, started)
         self.rechecks += 1
@@ -301,6 +312,7 @@ class PostgresSource:
             elif age > REFRESH_AFTER:
                 self._refresh_in_background()
         if self.healthy and organization_id in self._tracked:
+            self._used.add(organization_id)
             known = self.changes.known(organization_id)
             if known is not None:
                 return known
@@ -316,6 +328,7 @@ class PostgresSource:
             else:
                 if self.healthy and epoch == self._epoch:
                     self._tracked.add(organization_id)
+                    self._used.add(organization_id)
                 return settle(
                     self.changes, organization_id, int(found or 0), self.on_everything_changed
                 )
