@@ -24,7 +24,7 @@ from sqlalchemy import event, text
 
 from questline.config import Settings
 from questline.readmodel.sources import PostgresSource
-from questline.readmodel.versions import CHANNEL, bump
+from questline.readmodel.versions import CHANNEL, bump, bump_all
 from questline.storage.notify import ALL, Notifier, asyncpg_dsn
 from questline.web.state import AppState
 from tests.factories import World
@@ -102,22 +102,22 @@ async def test_a_progress_write_sends_no_notify_in_its_transaction(
     await listener.until(f"{org.id}:{version}")
 
 
-async def test_nothing_is_announced_before_the_commit(
+async def test_bump_and_bump_all_announce_only_after_the_commit(
     world: World, app_state: AppState, heard: tuple[Heard, Any]
 ) -> None:
-    listener, connection = heard
+    listener, _ = heard
     org = world.org()
     await org.create_team()
-    async with app_state.db.session() as session:
-        bumped = await bump(session, org.id)
-        # A round trip on the listening connection delivers every notification already
-        # committed; an in-transaction NOTIFY would be delivered only at commit anyway,
-        # so also look at what the notifier has queued: nothing until the commit.
-        await connection.fetchval("SELECT 1")
-        assert f"{org.id}:{bumped}" not in listener.payloads
-        notifier = app_state.db.notifier
-        assert notifier is not None
-        assert org.id not in notifier._pending
+    notifier = app_state.db.notifier
+    assert notifier is not None
+    with statements(app_state) as sent:
+        async with app_state.db.session() as session:
+            bumped = await bump(session, org.id)
+            await bump_all(session)
+            # Not queued before the commit (a rolled-back write announces nothing).
+            assert notifier.pending == 0
+    assert not [s for s in sent if "notify" in s.lower()], sent
+    await listener.until(ALL)
     await listener.until(f"{org.id}:{bumped}")
 
 
@@ -154,7 +154,8 @@ async def test_a_failed_send_is_retried_on_a_new_connection(
         notifier.queue({org: 1})
         assert await notifier.flush(DEADLINE)
         await listener.until(f"{org}:1")
-        pid = notifier._connection.get_server_pid()
+        pid = notifier.server_pid
+        assert pid is not None
         async with app_state.db.engine.connect() as connection:
             killed = await connection.scalar(
                 text("SELECT pg_terminate_backend(:pid)"), {"pid": pid}
@@ -164,7 +165,7 @@ async def test_a_failed_send_is_retried_on_a_new_connection(
         notifier.queue({org: 2})
         assert await notifier.flush(DEADLINE)
         await listener.until(f"{org}:2")
-        assert notifier._connection.get_server_pid() != pid
+        assert notifier.server_pid not in (None, pid)
     finally:
         await notifier.close()
 

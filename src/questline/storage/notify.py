@@ -82,6 +82,12 @@ class Notifier:
         self._kick()
 
     @property
+    def server_pid(self) -> int | None:
+        """The sending backend's process id (tests terminate it)."""
+        connection = self._connection
+        return None if connection is None else int(connection.get_server_pid())
+
+    @property
     def pending(self) -> int:
         return len(self._pending) + int(self._everything)
 
