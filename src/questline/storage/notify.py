@@ -100,7 +100,8 @@ class Notifier:
             # A new event loop (tests run one per test): start over on it; a connection
             # of another loop cannot be used from this one.
             if self._connection is not None and self._loop is not loop:
-                self._connection.terminate()
+                with contextlib.suppress(Exception):  # its loop may be closed already
+                    self._connection.terminate()
                 self._connection = None
             self._loop = loop
             self._wake = asyncio.Event()
@@ -193,7 +194,8 @@ class Notifier:
         if connection is None:
             return
         if not same_loop:
-            connection.terminate()
+            with contextlib.suppress(Exception):  # its loop may be closed already
+                connection.terminate()
             return
         try:
             await asyncio.wait_for(connection.close(), 2)
