@@ -80,7 +80,13 @@ BUMP_SQLITE = (
 async def bump_all(session: AsyncSession) -> None:
     """One more version for every organization: a change to a global discipline."""
     dialect = session.get_bind().dialect.name
-    rows = select(_organizations.c.id, literal(1)).where(true())
+    # In organization order: two changes to global disciplines lock the version rows in
+    # the same order (the global lock order of docs/reliability.md), never a deadlock.
+    rows = (
+        select(_organizations.c.id, literal(1))
+        .where(true())
+        .order_by(_organizations.c.id)
+    )
     upsert = (
         _insert(dialect)
         .from_select(["organization_id", "version"], rows)
