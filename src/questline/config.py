@@ -30,8 +30,9 @@ class Settings(BaseSettings):
     """A request whose transaction hits a deadlock or serialization failure (PostgreSQL)
     is run again, up to this many attempts in all; then 503 with Retry-After."""
     database_listen_url: str | None = None
-    """A direct (not pgbouncer) PostgreSQL URL for the read model's LISTEN connection
-    (LISTEN needs a session of its own); default: ``database_url``."""
+    """A direct (not pgbouncer) PostgreSQL URL of the primary for the read model's LISTEN
+    connection (LISTEN needs a session of its own) and for the connection that announces
+    this process's commits (``storage.notify``); default: ``database_url``."""
     database_replica_urls: Annotated[list[str], NoDecode] = Field(default_factory=list)
     """Comma-separated read-only URLs of streaming replicas (hot standbys) for reads."""
     database_replica_max_lag_seconds: float = 5.0

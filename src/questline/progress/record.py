@@ -10,8 +10,9 @@ on SQLite three or four thread hops. Here:
   status and score, the task and any existing completion; ``COMPLETE_PG`` is one
   data-modifying CTE: insert the completion (``ON CONFLICT DO NOTHING``), add to the
   score, append the history step, append the outbox event (its JSON built in Python,
-  the new score spliced in by SQL), bump the organization's read-model version and
-  ``pg_notify`` it. The lock order stays the one documented in
+  the new score spliced in by SQL) and bump the organization's read-model version (its
+  notification goes out after the commit: ``questline.storage.notify``). The lock
+  order stays the one documented in
   ``service.hold_discipline_of_task``: discipline, then team, then completions.
   Withdrawing is one statement (``WITHDRAW_PG``: lock the team, delete, score,
   history, version) plus the event's insert.
@@ -40,7 +41,7 @@ from questline import events
 from questline.events.service import as_payload
 from questline.progress import schemas
 from questline.progress.models import ScoreChange
-from questline.readmodel.versions import BUMP_SQLITE, CHANNEL, note_bump
+from questline.readmodel.versions import BUMP_SQLITE, note_bump
 from questline.storage.db import (
     SqliteBatch,
     new_id,
@@ -179,8 +180,7 @@ WITH ins AS (
 ), bump AS (
     {_BUMP_PG}
 )
-SELECT upd.score, bump.version,
-       pg_notify('{CHANNEL}', CAST(:org_text AS text) || ':' || bump.version) AS notified
+SELECT upd.score, bump.version
 FROM upd, bump
 """
 )
@@ -203,10 +203,7 @@ WITH tm AS (
 ), bump AS (
     {_BUMP_PG}
 )
-SELECT tm.status, del.discipline_id, del.points, del.completed_at, upd.score, bump.version,
-       CASE WHEN bump.version IS NOT NULL
-            THEN pg_notify('{CHANNEL}', CAST(:org_text AS text) || ':' || bump.version)
-       END AS notified
+SELECT tm.status, del.discipline_id, del.points, del.completed_at, upd.score, bump.version
 FROM tm
 LEFT JOIN del ON true
 LEFT JOIN upd ON true
@@ -225,7 +222,6 @@ async def _complete_pg(
 ) -> Recorded:
     params: dict[str, Any] = {"org_id": org_id, "team_id": team_id, "task_id": data.task_id}
     row = (await session.execute(LOOKUP_PG, params)).one_or_none()
-    params["org_text"] = str(org_id)
     found = None if row is None else _Found(*row)
     _decide(found)
     assert found is not None
@@ -261,7 +257,6 @@ async def _complete_pg(
             _written(session, org_id, int(written.version), TASKS_COMPLETED)
             return Recorded(completion.model_copy(update={"score": int(written.score)}), True)
         # A concurrent request completed it between our read and our insert.
-        del params["org_text"]
         row = (await session.execute(LOOKUP_PG, params)).one()
         found = _Found(*row)
     assert found.done_discipline_id is not None
@@ -289,7 +284,6 @@ async def _withdraw_pg(
             WITHDRAW_PG,
             {
                 "org_id": org_id,
-                "org_text": str(org_id),
                 "team_id": team_id,
                 "task_id": task_id,
                 "at": now,

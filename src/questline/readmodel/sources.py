@@ -1,17 +1,27 @@
 """Where a process learns an organization's committed version.
 
 PostgreSQL — ``PostgresSource``: one dedicated connection per process (a direct one,
-``QUESTLINE_DATABASE_LISTEN_URL``) that ``LISTEN``s on ``questline_changes``. Every
-bump's ``pg_notify`` reaches it at commit. Reading a version is then a dictionary look-up,
-with two rules that make the 100 ms bound hard rather than hopeful:
+``QUESTLINE_DATABASE_LISTEN_URL``) that ``LISTEN``s on ``questline_changes``. The
+writer's process announces each commit right after it (``questline.storage.notify``:
+one ``pg_notify`` per organization, coalesced, on its own connection — not inside the
+write transaction, where NOTIFY's commit lock would serialize every write). Reading a
+version is then a dictionary look-up, with three rules that bound how stale it can be:
 
 * **confirmation** — the source notes when the last round trip on the listening
   connection *started*. PostgreSQL delivers a notification before the answer to any
-  query sent after the notifying commit, so every commit before that moment is known.
-  A read serves from memory only while that moment is less than ``STALE_AFTER``
-  (90 ms) old; past ``REFRESH_AFTER`` (40 ms) a round trip is started in the background,
-  so under steady traffic no request waits for one, and an overloaded process (whose
-  notifications could sit unread in its socket) waits for one instead of serving stale.
+  query sent after the notifying commit, so every announcement sent before that moment
+  is known. A read serves from memory only while that moment is less than
+  ``STALE_AFTER`` (90 ms) old; past ``REFRESH_AFTER`` (40 ms) a round trip is started
+  in the background, so under steady traffic no request waits for one, and an
+  overloaded process (whose notifications could sit unread in its socket) waits for one
+  instead of serving stale. Normal path: a commit is seen by every process within the
+  writer's send (a round trip after the commit, or after the previous send) plus 90 ms.
+* **re-read** — a process can die between its commit and the announcement. So a
+  confirmation round trip whose predecessor re-read is ``RECHECK_AFTER`` (1 s) old or
+  more re-reads, in one statement, the versions of the organizations this process
+  served from memory since the previous re-read (the others are no longer served from
+  memory: their next read asks the database). A commit whose announcement never came
+  is therefore seen within ``RECHECK_AFTER + STALE_AFTER`` (1.09 s).
 * **health** — while the connection is down (and until it is back and has re-read
   what it tracks), every read asks the database for the version through the pool.
   Nothing is trusted across a reconnect.
@@ -44,6 +54,11 @@ log = logging.getLogger(__name__)
 
 STALE_AFTER = 0.09
 REFRESH_AFTER = 0.04
+RECHECK_AFTER = 1.0
+RECHECK = (
+    "SELECT organization_id, version FROM readmodel_versions "
+    "WHERE organization_id = ANY($1::uuid[])"
+)
 ROUND_TRIP_TIMEOUT = 2.0
 FIRST_CONNECT_WAIT = 2.0
 
@@ -161,7 +176,13 @@ class PostgresSource:
         self._connection: Any = None
         self._lock = asyncio.Lock()
         self._tracked: set[uuid.UUID] = set()
+        self._used: set[uuid.UUID] = set()
+        """Tracked organizations read since the last re-read: the next one re-reads only
+        these and stops tracking the rest (their next read asks the database), so a
+        re-read costs in proportion to what is being read, not to all ever read."""
         self._confirmed_at = 0.0
+        self._rechecked_at = 0.0
+        self.rechecks = 0
         self._epoch = 0
         self._task: asyncio.Task[None] | None = None
         self._refresh: asyncio.Task[None] | None = None
@@ -197,6 +218,7 @@ class PostgresSource:
             self._epoch += 1
             self._tracked.clear()
             self._confirmed_at = started
+            self._rechecked_at = started
             self.healthy = True
             self.reconnects += 1
             delay = 0.05
@@ -226,15 +248,16 @@ class PostgresSource:
         if connection is not None:
             connection.terminate()
 
-    async def _round_trip(self, query: str, *args: object) -> Any:
+    async def _round_trip(self, query: str, *args: object, rows: bool = False) -> Any:
         loop = asyncio.get_running_loop()
         async with self._lock:
             connection = self._connection
             if connection is None or not self.healthy:
                 raise ConnectionError("not listening")
             started = loop.time()
+            fetch = connection.fetch if rows else connection.fetchval
             try:
-                result = await connection.fetchval(query, *args, timeout=ROUND_TRIP_TIMEOUT)
+                result = await fetch(query, *args, timeout=ROUND_TRIP_TIMEOUT)
             except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
                 self._lose()
                 raise ConnectionError("lost the listening connection") from exc
@@ -243,7 +266,31 @@ class PostgresSource:
 
     async def _confirm(self) -> None:
         with contextlib.suppress(ConnectionError):
+            started = asyncio.get_running_loop().time()
+            if self._tracked and started - self._rechecked_at >= RECHECK_AFTER:
+                await self._recheck(started)
+            else:
+                await self._round_trip("SELECT 1")
+
+    async def _recheck(self, started: float) -> None:
+        """Re-read every version served from memory (a writer that died before it
+        announced its commit is noticed here). Only ever advances: a version this
+        process committed after the statement's snapshot must not look like a restore."""
+        epoch = self._epoch
+        used, self._used = self._used, set()
+        self._tracked &= used
+        tracked = list(self._tracked)
+        if not tracked:
             await self._round_trip("SELECT 1")
+            self._rechecked_at = max(self._rechecked_at, started)
+            return
+        found = await self._round_trip(RECHECK, tracked, rows=True)
+        self._rechecked_at = max(self._rechecked_at, started)
+        self.rechecks += 1
+        if epoch != self._epoch:
+            return
+        for organization_id, version in found:
+            self.changes.advance(organization_id, int(version))
 
     def _refresh_in_background(self) -> None:
         if self._refresh is None or self._refresh.done():
@@ -265,6 +312,7 @@ class PostgresSource:
             elif age > REFRESH_AFTER:
                 self._refresh_in_background()
         if self.healthy and organization_id in self._tracked:
+            self._used.add(organization_id)
             known = self.changes.known(organization_id)
             if known is not None:
                 return known
@@ -280,6 +328,7 @@ class PostgresSource:
             else:
                 if self.healthy and epoch == self._epoch:
                     self._tracked.add(organization_id)
+                    self._used.add(organization_id)
                 return settle(
                     self.changes, organization_id, int(found or 0), self.on_everything_changed
                 )

@@ -3,13 +3,15 @@
 Every write that changes what the read model serves calls ``bump(session, org_id)``
 once, as late as it can in its transaction (the increment locks the organization's
 version row until the commit, so keeping it last keeps that lock short and the lock
-order the same everywhere). On PostgreSQL the same statement issues
-``pg_notify('questline_changes', '<org>:<version>')``: delivered to every listening
-process at commit, never for a rolled-back transaction.
+order the same everywhere). The row orders an organization's versions like its commits.
 
 The versions bumped are recorded on the session; ``Database`` hands them to the read
 model right after the commit (read-your-writes in the writer's process), see
-``questline.storage.db.Database.on_commit``.
+``questline.storage.db.Database.on_commit``, and on PostgreSQL to the process's
+notifier, which sends ``pg_notify('questline_changes', '<org>:<version>')`` on its own
+connection right after the commit — never inside the write transaction, where NOTIFY's
+database-wide commit lock would serialize every write (``questline.storage.notify``).
+A rolled-back transaction announces nothing.
 """
 
 from __future__ import annotations
@@ -17,18 +19,25 @@ from __future__ import annotations
 import uuid
 from typing import Any, cast
 
-from sqlalchemy import Table, Text, func, literal, select, true
-from sqlalchemy import cast as sql_cast
+from sqlalchemy import Table, literal, select, true
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.organizations.models import Organization
 from questline.readmodel.models import ReadModelVersion
 from questline.storage.db import COMMIT_NOTES_KEY
+from questline.storage.notify import ALL, CHANNEL
 
-CHANNEL = "questline_changes"
-ALL = "*"
-"""The notification payload of a change seen by every organization (a global discipline)."""
+__all__ = [
+    "ALL",
+    "BUMPS_KEY",
+    "BUMP_SQLITE",
+    "CHANNEL",
+    "bump",
+    "bump_all",
+    "note_bump",
+    "read_version",
+]
 BUMPS_KEY = COMMIT_NOTES_KEY
 """``session.info`` key: ``{org_id: version}`` bumped in the current transaction; the
 key ``None`` means every organization."""
@@ -49,13 +58,7 @@ async def bump(session: AsyncSession, organization_id: uuid.UUID) -> int:
         index_elements=[_versions.c.organization_id],
         set_={"version": _versions.c.version + 1},
     ).returning(_versions.c.version)
-    if dialect == "postgresql":
-        bumped = upsert.cte("bumped")
-        payload = literal(f"{organization_id}:") + sql_cast(bumped.c.version, Text)
-        statement: Any = select(bumped.c.version, func.pg_notify(CHANNEL, payload))
-    else:
-        statement = upsert
-    version = int((await session.execute(statement)).scalar_one())
+    version = int((await session.execute(upsert)).scalar_one())
     note_bump(session, organization_id, version)
     return version
 
@@ -77,7 +80,13 @@ BUMP_SQLITE = (
 async def bump_all(session: AsyncSession) -> None:
     """One more version for every organization: a change to a global discipline."""
     dialect = session.get_bind().dialect.name
-    rows = select(_organizations.c.id, literal(1)).where(true())
+    # In organization order: two changes to global disciplines lock the version rows in
+    # the same order (the global lock order of docs/reliability.md), never a deadlock.
+    rows = (
+        select(_organizations.c.id, literal(1))
+        .where(true())
+        .order_by(_organizations.c.id)
+    )
     upsert = (
         _insert(dialect)
         .from_select(["organization_id", "version"], rows)
@@ -87,8 +96,6 @@ async def bump_all(session: AsyncSession) -> None:
         )
     )
     await session.execute(upsert)
-    if dialect == "postgresql":
-        await session.execute(select(func.pg_notify(CHANNEL, ALL)))
     session.info.setdefault(BUMPS_KEY, {})[None] = 0
 
 

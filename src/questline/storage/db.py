@@ -35,6 +35,7 @@ from sqlalchemy.util import await_
 from uuid_utils.compat import uuid7
 
 from questline.config import Settings
+from questline.storage.notify import Notifier
 from questline.storage.pool import MeteredQueuePool
 from questline.storage.replicas import ReplicaRouter, RoutingSession
 
@@ -138,6 +139,10 @@ class Database:
             ),
             urls=[] if self.is_sqlite else settings.database_replica_urls,
         )
+        # PostgreSQL: a commit's bumped versions are announced after it, by this
+        # process's notifier, on the direct (listening) URL — never inside the write
+        # transaction (``questline.storage.notify`` says why).
+        self.notifier = None if self.is_sqlite else Notifier(settings.resolved_listen_url)
         self.commit_listeners: list[Callable[[dict[Any, int]], None]] = []
         self.dispose_hooks: list[Callable[[], Awaitable[None]]] = []
         session_class = type("QuestlineSession", (RoutingSession,), {})
@@ -154,6 +159,8 @@ class Database:
     def _after_commit(self, session: Session) -> None:
         notes = session.info.pop(COMMIT_NOTES_KEY, None)
         if notes:
+            if self.notifier is not None:
+                self.notifier.queue(notes)
             for listener in self.commit_listeners:
                 listener(notes)
 
@@ -182,6 +189,8 @@ class Database:
                 raise
 
     async def dispose(self) -> None:
+        if self.notifier is not None:
+            await self.notifier.close()
         for hook in self.dispose_hooks:
             await hook()
         await self.replicas.close()
