@@ -82,11 +82,7 @@ async def bump_all(session: AsyncSession) -> None:
     dialect = session.get_bind().dialect.name
     # In organization order: two changes to global disciplines lock the version rows in
     # the same order (the global lock order of docs/reliability.md), never a deadlock.
-    rows = (
-        select(_organizations.c.id, literal(1))
-        .where(true())
-        .order_by(_organizations.c.id)
-    )
+    rows = select(_organizations.c.id, literal(1)).where(true()).order_by(_organizations.c.id)
     upsert = (
         _insert(dialect)
         .from_select(["organization_id", "version"], rows)
