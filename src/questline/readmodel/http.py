@@ -180,6 +180,14 @@ async def serve_list(
     still answers 304 while nothing changed.
     """
     state = app_state(request)
+    if state.db.replicas.enabled:
+        return await _serve_list_routed(
+            request,
+            organization_id=organization_id,
+            variant=variant,
+            statement=statement,
+            encode=encode,
+        )
     readmodel = state.readmodel
     threshold = state.settings.read_model_stream_rows
     if_none_match = request.headers.get("if-none-match")
@@ -228,6 +236,29 @@ async def serve_list(
 
     headers = {"ETag": etag} if etag is not None else {}
     return StreamingResponse(chunks(), media_type=JSON, headers=headers)
+
+
+async def _serve_list_routed(
+    request: Request,
+    *,
+    organization_id: uuid.UUID,
+    variant: str,
+    statement: Any,
+    encode: EncodeItems,
+) -> Response:
+    """A whole list with read replicas configured: read through the request's own session,
+    which routes it (a replica only when it holds the caller's last write and the
+    organization's version, else the primary; a failing replica is retried on the
+    primary by ``web.readafter.call_endpoint``), and built whole like any cached read.
+
+    A session of the list's own (the streaming path) would bypass that routing: an
+    entry built from a replica behind the version would be cached as that version."""
+
+    async def build(_version: int) -> tuple[bytes, dict[str, str]]:
+        rows = (await request_state(request).session.execute(statement)).all()
+        return _join([_items(encode(rows))]), {}
+
+    return await serve(request, organization_id=organization_id, variant=variant, build=build)
 
 
 def _cached_response(entry: Entry, if_none_match: str | None) -> Response:
