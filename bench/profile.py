@@ -17,6 +17,8 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -116,25 +118,33 @@ def main() -> int:
     )
     args = parser.parse_args()
     assert JWT_SECRET
+    with profiled_database(args.backend) as (url, data_dir):
+        output = asyncio.run(_profile(args, url, data_dir))
+    if args.html:
+        Path(args.html).write_text(output)
+        print(f"profile: {args.html}")
+    else:
+        print(output)
+    return 0
+
+
+@contextmanager
+def profiled_database(backend: str) -> Iterator[tuple[str | None, Path]]:
+    """A migrated, empty database of ``backend`` (PostgreSQL: a server of its own) and a
+    data directory, removed afterwards: ``(database URL or None for SQLite, data dir)``."""
     data_dir = Path(tempfile.mkdtemp(prefix="questline-profile-"))
     server = None
     try:
         url = None
-        if args.backend == "postgresql":
+        if backend == "postgresql":
             server = PostgresServer().start()
             url = server.create_database("profile")
         upgrade(_settings(data_dir, url))
-        output = asyncio.run(_profile(args, url, data_dir))
-        if args.html:
-            Path(args.html).write_text(output)
-            print(f"profile: {args.html}")
-        else:
-            print(output)
+        yield url, data_dir
     finally:
         if server:
             server.cleanup()
         shutil.rmtree(data_dir, ignore_errors=True)
-    return 0
 
 
 if __name__ == "__main__":

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -24,13 +22,11 @@ if str(ROOT) not in sys.path:
 
 import httpx  # noqa: E402
 from pyinstrument import Profiler  # noqa: E402
-from tests.support.postgres import PostgresServer  # noqa: E402
 
 from bench.dataset import seed, seeding_engine  # noqa: E402
-from bench.profile import _count_statements  # noqa: E402
+from bench.profile import _count_statements, profiled_database  # noqa: E402
 from bench.run import _settings, _tokens  # noqa: E402
 from questline.app import create_app  # noqa: E402
-from questline.storage.migrate import upgrade  # noqa: E402
 
 
 async def _profile(args: argparse.Namespace, url: str | None, data_dir: Path) -> str:
@@ -117,19 +113,8 @@ def main() -> int:
     parser.add_argument("--flat", action="store_true", help="self time per function")
     parser.add_argument("--cprofile", action="store_true", help="cProfile, by own time")
     args = parser.parse_args()
-    data_dir = Path(tempfile.mkdtemp(prefix="questline-profile-"))
-    server = None
-    try:
-        url = None
-        if args.backend == "postgresql":
-            server = PostgresServer().start()
-            url = server.create_database("profile")
-        upgrade(_settings(data_dir, url))
+    with profiled_database(args.backend) as (url, data_dir):
         print(asyncio.run(_profile(args, url, data_dir)))
-    finally:
-        if server:
-            server.cleanup()
-        shutil.rmtree(data_dir, ignore_errors=True)
     return 0
 
 

@@ -41,6 +41,7 @@ from questline import events
 from questline.events.service import as_payload
 from questline.progress import schemas
 from questline.progress.models import ScoreChange
+from questline.progress.service import check_completed_at
 from questline.readmodel.versions import BUMP_SQLITE, note_bump
 from questline.storage.db import (
     SqliteBatch,
@@ -50,11 +51,8 @@ from questline.storage.db import (
     utcnow,
 )
 from questline.teams.models import TeamStatus
-from questline.web.errors import Conflict, FieldError, Unprocessable, not_found
+from questline.web.errors import Conflict, not_found
 from questline.web.metrics import TASKS_COMPLETED, TASKS_WITHDRAWN, count_on_commit
-
-CLOCK_SKEW = dt.timedelta(seconds=5)
-"""How far in the future a ``CompletedAt`` may be before it is refused (client clocks)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,15 +78,19 @@ def _refuse_archived(status: str) -> None:
         raise Conflict("The team is archived and refuses progress; make it Active first.")
 
 
-def _check_completed_at(completed_at: dt.datetime | None, now: dt.datetime) -> dt.datetime:
-    if completed_at is None:
-        return now
-    if completed_at > now + CLOCK_SKEW:
-        raise Unprocessable(
-            "CompletedAt is in the future.",
-            errors=[FieldError(field="CompletedAt", message="Must not be in the future.")],
-        )
-    return completed_at
+def _existing(found: _Found, team_id: uuid.UUID, task_id: uuid.UUID) -> schemas.Completion:
+    """The completion the team already had (a repeat changes nothing)."""
+    assert found.done_discipline_id is not None
+    assert found.done_points is not None
+    assert found.done_at is not None
+    return schemas.Completion(
+        team_id=team_id,
+        task_id=task_id,
+        discipline_id=found.done_discipline_id,
+        points=found.done_points,
+        completed_at=found.done_at,
+        score=found.score,
+    )
 
 
 def _decide(found: _Found | None) -> None:
@@ -228,7 +230,7 @@ async def _complete_pg(
     assert found.discipline_id is not None
     assert found.points is not None
     now = utcnow()
-    completed_at = _check_completed_at(data.completed_at, now)
+    completed_at = check_completed_at(data.completed_at, now)
     if found.done_at is None:
         completion = schemas.Completion(
             team_id=team_id,
@@ -259,20 +261,7 @@ async def _complete_pg(
         # A concurrent request completed it between our read and our insert.
         row = (await session.execute(LOOKUP_PG, params)).one()
         found = _Found(*row)
-    assert found.done_discipline_id is not None
-    assert found.done_points is not None
-    assert found.done_at is not None
-    return Recorded(
-        schemas.Completion(
-            team_id=team_id,
-            task_id=data.task_id,
-            discipline_id=found.done_discipline_id,
-            points=found.done_points,
-            completed_at=found.done_at,
-            score=found.score,
-        ),
-        False,
-    )
+    return Recorded(_existing(found, team_id, data.task_id), False)
 
 
 async def _withdraw_pg(
@@ -439,21 +428,11 @@ async def _complete_sqlite(
             _decide(found)
             assert found is not None
             assert found.discipline_id is not None
-            completed_at = _check_completed_at(data.completed_at, now)
+            completed_at = check_completed_at(data.completed_at, now)
         except Exception as refused:  # 404, 409, 422: raised on the event loop
             return refused
         if found.done_at is not None:
-            assert found.done_discipline_id is not None
-            assert found.done_points is not None
-            existing = schemas.Completion(
-                team_id=team_id,
-                task_id=data.task_id,
-                discipline_id=found.done_discipline_id,
-                points=found.done_points,
-                completed_at=found.done_at,
-                score=found.score,
-            )
-            return Recorded(existing, False), 0
+            return Recorded(_existing(found, team_id, data.task_id), False), 0
         points = int(found.points or 0)
         batch.rows(
             INSERT_COMPLETION_SQLITE,

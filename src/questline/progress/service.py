@@ -86,7 +86,8 @@ async def find_task(session: AsyncSession, *, org_id: uuid.UUID, task_id: uuid.U
     return TaskRef(id=row.id, discipline_id=row.discipline_id, points=row.points)
 
 
-def _check_completed_at(completed_at: dt.datetime | None, now: dt.datetime) -> dt.datetime:
+def check_completed_at(completed_at: dt.datetime | None, now: dt.datetime) -> dt.datetime:
+    """The completion's time: now when not given; refused (422) beyond the clock skew."""
     if completed_at is None:
         return now
     if completed_at > now + CLOCK_SKEW:
@@ -135,7 +136,7 @@ async def complete_task(
     teams_service.ensure_active(team, "progress")
     task = await find_task(session, org_id=team.organization_id, task_id=data.task_id)
     now = utcnow()
-    completed_at = _check_completed_at(data.completed_at, now)
+    completed_at = check_completed_at(data.completed_at, now)
     inserted = await session.execute(
         insert_ignoring_conflicts(session, _completions, ["organization_id", "team_id", "task_id"])
         .values(

@@ -126,14 +126,7 @@ async def serve(
         entry = await readmodel.load(key, version, build_entry)
     else:
         readmodel.cache.hits += 1
-    if if_none_match is not None and etag_matches(if_none_match, entry.etag):
-        return not_modified(entry.etag)
-    response = Response(entry.body, media_type=JSON)
-    raw = response.raw_headers
-    raw.append((b"etag", entry.etag.encode("latin-1")))
-    for name, value in entry.headers:
-        raw.append((name.lower().encode("latin-1"), value.encode("latin-1")))
-    return response
+    return _cached_response(entry, if_none_match)
 
 
 STREAM_CHUNK_ROWS = 1_000
