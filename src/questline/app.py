@@ -23,7 +23,9 @@ from questline.health.endpoints import router as health_router
 from questline.leaderboard.endpoints import router as leaderboard_router
 from questline.members.endpoints import router as members_router
 from questline.progress import overview
+from questline.progress.batching import GroupCommit
 from questline.progress.endpoints import router as progress_router
+from questline.progress.fastpath import FastWrites, ProgressWriteFastPath
 from questline.readmodel.fastpath import ReadModelFastPath
 from questline.readmodel.lean import LeanRoute
 from questline.readmodel.model import ReadModel
@@ -63,6 +65,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         readmodel=ReadModel(db, settings),
     )
 
+    fast_writes = FastWrites(GroupCommit(db), enabled=settings.progress_fast_path_enabled)
+
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         dispatcher = (
@@ -82,6 +86,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             if dispatcher is not None:
                 await dispatcher.stop()
         await drain(state.cancelled_requests, grace=10)
+        await fast_writes.writes.close()
         await state.db.dispose()
 
     app = FastAPI(
@@ -93,6 +98,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.questline = state
+    app.state.progress_fast_path = fast_writes
     install_error_handlers(app)
     for router in (
         health_router,
@@ -111,7 +117,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     mount_docs(app)
     mount_dashboard(app)
     install_openapi(app, settings.public_url)
-    _add_middleware(app, state)
+    _add_middleware(app, state, fast_writes)
     return app
 
 
@@ -120,10 +126,18 @@ async def _to_dashboard() -> RedirectResponse:
     return RedirectResponse("/ui/", status_code=307)
 
 
-def _add_middleware(app: FastAPI, state: AppState) -> None:
+def _add_middleware(app: FastAPI, state: AppState, fast_writes: FastWrites) -> None:
     """The ASGI stack, innermost first: the last one added sees a request first."""
     settings = state.settings
     hosts = [h.strip() for h in settings.allowed_hosts.split(",") if h.strip()]
+    app.add_middleware(
+        ProgressWriteFastPath,
+        fast=fast_writes,
+        tokens=state.tokens,
+        known_orgs=state.known_orgs,
+        public_url=settings.public_url,
+        max_json_depth=settings.max_json_depth,
+    )
     app.add_middleware(
         ReadModelFastPath,
         readmodel=state.readmodel,

@@ -107,6 +107,11 @@ class Settings(BaseSettings):
     """Comma-separated ``Host`` values served (empty or ``*``: any; links never use the
     Host header, they are built on ``public_url``)."""
 
+    progress_fast_path_enabled: bool = True
+    """Answer ``POST /team/{id}/progress`` and its ``DELETE`` before routing, the writes
+    of a process group-committed (docs/performance.md, "Writes"); off: every progress
+    write takes the route and a transaction of its own."""
+
     # Rate limits per caller (token sub+org, else client address) and class of route.
     rate_limit_enabled: bool = True
     rate_limit_storage: str = "memory://"

@@ -31,6 +31,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,7 +52,7 @@ from questline.storage.db import (
     utcnow,
 )
 from questline.teams.models import TeamStatus
-from questline.web.errors import Conflict, not_found
+from questline.web.errors import Conflict, Problem, not_found
 from questline.web.metrics import TASKS_COMPLETED, TASKS_WITHDRAWN, count_on_commit
 
 
@@ -406,12 +407,15 @@ def _finish_sqlite(
     return int(version)
 
 
-async def _complete_sqlite(
-    session: AsyncSession, org_id: uuid.UUID, team_id: uuid.UUID, data: schemas.ProgressCreate
-) -> Recorded:
-    now = utcnow()
+def complete_sqlite_work(
+    org_id: uuid.UUID, team_id: uuid.UUID, data: schemas.ProgressCreate
+) -> Callable[[SqliteBatch], tuple[Recorded, int] | BaseException]:
+    """The statements of a completion, to run in the SQLite driver's thread: the
+    completion and the version it bumped (0: a repeat, nothing written), or the refusal
+    (404, 409, 422), raised on the event loop, with nothing written."""
 
     def work(batch: SqliteBatch) -> tuple[Recorded, int] | BaseException:
+        now = utcnow()  # under the write lock: the history's times follow commit order
         row = batch.one(LOOKUP_SQLITE, data.task_id, org_id, data.task_id, org_id, team_id)
         found = None
         if row is not None:
@@ -466,18 +470,15 @@ async def _complete_sqlite(
         version = _finish_sqlite(batch, org_id, "progress.completed", completion)
         return Recorded(completion, True), version
 
-    outcome = await run_in_sqlite_thread(session, work)
-    if isinstance(outcome, BaseException):
-        raise outcome
-    recorded, version = outcome
-    if recorded.created:
-        _written(session, org_id, version, TASKS_COMPLETED)
-    return recorded
+    return work
 
 
-async def _withdraw_sqlite(
-    session: AsyncSession, org_id: uuid.UUID, team_id: uuid.UUID, task_id: uuid.UUID
-) -> schemas.Completion:
+def withdraw_sqlite_work(
+    org_id: uuid.UUID, team_id: uuid.UUID, task_id: uuid.UUID
+) -> Callable[[SqliteBatch], tuple[schemas.Completion, int] | BaseException]:
+    """The statements of a withdrawal, to run in the SQLite driver's thread: the
+    withdrawn completion and the version bumped, or the refusal (nothing written)."""
+
     def work(batch: SqliteBatch) -> tuple[schemas.Completion, int] | BaseException:
         team = batch.one(
             "SELECT status FROM teams WHERE organization_id = ? AND id = ?", org_id, team_id
@@ -514,7 +515,25 @@ async def _withdraw_sqlite(
         )
         return withdrawn, _finish_sqlite(batch, org_id, "progress.withdrawn", withdrawn)
 
-    outcome = await run_in_sqlite_thread(session, work)
+    return work
+
+
+async def _complete_sqlite(
+    session: AsyncSession, org_id: uuid.UUID, team_id: uuid.UUID, data: schemas.ProgressCreate
+) -> Recorded:
+    outcome = await run_in_sqlite_thread(session, complete_sqlite_work(org_id, team_id, data))
+    if isinstance(outcome, BaseException):
+        raise outcome
+    recorded, version = outcome
+    if recorded.created:
+        _written(session, org_id, version, TASKS_COMPLETED)
+    return recorded
+
+
+async def _withdraw_sqlite(
+    session: AsyncSession, org_id: uuid.UUID, team_id: uuid.UUID, task_id: uuid.UUID
+) -> schemas.Completion:
+    outcome = await run_in_sqlite_thread(session, withdraw_sqlite_work(org_id, team_id, task_id))
     if isinstance(outcome, BaseException):
         raise outcome
     withdrawn, version = outcome
@@ -555,3 +574,105 @@ async def withdraw(
     if _is_sqlite(session):
         return await _withdraw_sqlite(session, org_id, team_id, task_id)
     return await _withdraw_pg(session, org_id, team_id, task_id)
+
+
+# -- many writes in one transaction (the group commit of ``progress.batching``) ----
+
+
+@dataclass(frozen=True, slots=True)
+class Completing:
+    org_id: uuid.UUID
+    team_id: uuid.UUID
+    data: schemas.ProgressCreate
+
+
+@dataclass(frozen=True, slots=True)
+class Withdrawing:
+    org_id: uuid.UUID
+    team_id: uuid.UUID
+    task_id: uuid.UUID
+
+
+Write = Completing | Withdrawing
+Outcome = Recorded | schemas.Completion | None
+"""What a write of a batch did: ``Recorded`` (completed, or found done), the withdrawn
+``Completion``, or ``None``: refused, nothing written (the route answers it)."""
+
+LOCK_TEAMS_PG = text(
+    """
+SELECT 1 FROM teams
+WHERE (organization_id, id) IN (
+    SELECT * FROM unnest(CAST(:orgs AS uuid[]), CAST(:teams AS uuid[])))
+ORDER BY organization_id, id
+FOR UPDATE
+"""
+)
+"""Every team of a batch, locked in one order before any of its writes bumps a version
+row (see ``record_many``)."""
+
+
+def _by_team(writes: Sequence[Write]) -> list[int]:
+    """The writes' positions in (organization, team) order; ties keep arrival order."""
+    return sorted(range(len(writes)), key=lambda i: (writes[i].org_id, writes[i].team_id))
+
+
+async def record_many(session: AsyncSession, writes: Sequence[Write]) -> list[Outcome]:
+    """Run ``writes`` in the session's one transaction: one commit (and on PostgreSQL one
+    durable WAL flush) for all of them. Returns each write's outcome, in ``writes``'s
+    order. A refusal writes nothing and does not disturb the others; a database error
+    propagates (the caller rolls back the whole batch).
+
+    Lock order: every write takes its discipline, its team, then its organization's
+    version row, which it keeps until the commit. In a batch the version row of the
+    first write would be held while later writes wait for their teams, so on PostgreSQL
+    the batch first locks all its teams, sorted (``LOCK_TEAMS_PG``), then writes in
+    (organization, team) order: two batches, or a batch and a single write, never wait
+    for each other in a cycle. SQLite has one writer: the whole batch runs in one round
+    trip to the driver's thread.
+    """
+    if _is_sqlite(session):
+        return await _record_many_sqlite(session, writes)
+    order = _by_team(writes)
+    if len({(w.org_id, w.team_id) for w in writes}) > 1:
+        await session.execute(
+            LOCK_TEAMS_PG,
+            {
+                "orgs": [writes[i].org_id for i in order],
+                "teams": [writes[i].team_id for i in order],
+            },
+        )
+    outcomes: list[Outcome] = [None] * len(writes)
+    for i in order:
+        write = writes[i]
+        try:
+            if isinstance(write, Completing):
+                outcomes[i] = await _complete_pg(session, write.org_id, write.team_id, write.data)
+            else:
+                outcomes[i] = await _withdraw_pg(
+                    session, write.org_id, write.team_id, write.task_id
+                )
+        except Problem:
+            outcomes[i] = None
+    return outcomes
+
+
+async def _record_many_sqlite(session: AsyncSession, writes: Sequence[Write]) -> list[Outcome]:
+    works = [
+        complete_sqlite_work(w.org_id, w.team_id, w.data)
+        if isinstance(w, Completing)
+        else withdraw_sqlite_work(w.org_id, w.team_id, w.task_id)
+        for w in writes
+    ]
+    done = await run_in_sqlite_thread(session, lambda batch: [work(batch) for work in works])
+    outcomes: list[Outcome] = []
+    for write, outcome in zip(writes, done, strict=True):
+        if isinstance(outcome, BaseException):
+            outcomes.append(None)
+            continue
+        result, version = outcome
+        if isinstance(result, schemas.Completion):
+            _written(session, write.org_id, version, TASKS_WITHDRAWN)
+        elif result.created:
+            _written(session, write.org_id, version, TASKS_COMPLETED)
+        outcomes.append(result)
+    return outcomes
