@@ -1,0 +1,302 @@
+"""The progress writes' fast path (``questline.progress.fastpath``) and their group
+commit (``questline.progress.batching``): the same answers as the route, refusals and
+anything unusual left to the route, concurrent writes sharing transactions."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from fastapi import FastAPI
+from sqlalchemy import select
+from sqlalchemy.exc import OperationalError
+
+from questline.events.models import Event
+from questline.progress import record
+from questline.progress.fastpath import FastWrites, canonical_uuid, match
+from questline.web.middleware import REQUESTS
+from questline.web.state import AppState
+from tests.factories import World
+from tests.progress.factories import complete, make_discipline, score_of
+
+pytestmark = pytest.mark.anyio
+
+AT = "2026-01-02T03:04:05.678901Z"
+
+
+@pytest.fixture
+def fast(app: FastAPI) -> FastWrites:
+    found: FastWrites = app.state.progress_fast_path
+    assert found.enabled
+    return found
+
+
+def _answer(response: Any) -> tuple[int, Any, str | None, str]:
+    body = response.json() if response.content else None
+    return (
+        response.status_code,
+        body,
+        response.headers.get("location"),
+        response.headers.get("content-type", ""),
+    )
+
+
+async def _write_and_undo(world: World, tasks: list[str]) -> list[tuple[int, Any, Any, str]]:
+    """A completion (with and without CompletedAt), its repeat and its withdrawal, on a
+    new team; the answers with the team's id replaced (the two runs use two teams)."""
+    org = world.orgs[0]
+    team = await org.create_team()
+    answers = [
+        await complete(org, team["Id"], tasks[0], AT),
+        await complete(org, team["Id"], tasks[0]),
+        await org.client.delete(f"/team/{team['Id']}/progress/{tasks[0]}", headers=org.admin),
+    ]
+    shaped = []
+    for response in answers:
+        status, body, location, media = _answer(response)
+        if isinstance(body, dict):
+            body = {**body, "TeamId": "team"}
+        shaped.append((status, body, (location or "").replace(team["Id"], "team"), media))
+    return shaped
+
+
+async def test_answers_as_the_route_answers(world: World, fast: FastWrites) -> None:
+    org = world.org()
+    await org.create_team()  # the organization is known
+    tree = await make_discipline(world.db, org_id=org.id, shape=[[[10, 25]]])
+
+    fast.enabled = False
+    by_route = await _write_and_undo(world, tree.tasks)
+    assert fast.answered == 0
+    fast.enabled = True
+    by_fast_path = await _write_and_undo(world, tree.tasks)
+    assert fast.answered == 3, (fast.answered, fast.declined)
+    assert fast.declined == 0
+
+    assert by_fast_path == by_route
+    assert [status for status, *_ in by_route] == [201, 200, 204]
+    created = by_route[0][1]
+    assert created["CompletedAt"] == AT
+    assert created["Score"] == 10
+    assert by_route[0][2].endswith(f"/team/team/progress/{tree.tasks[0]}")
+    assert by_route[0][3] == "application/json"
+
+
+async def test_the_write_is_recorded_like_the_routes(
+    world: World, fast: FastWrites, app_state: AppState
+) -> None:
+    """Score, history (the graph), outbox event, read-model version, metrics."""
+    org = world.org()
+    team = await org.create_team()
+    tree = await make_discipline(world.db, org_id=org.id, shape=[[[10, 25]]])
+    board = await org.client.get("/leaderboard", headers=org.member)
+    assert board.status_code == 200
+    version = await app_state.readmodel.version(org.id)
+    counted = REQUESTS.labels("POST", "/team/{team_id}/progress", "201")._value.get()
+
+    done = await complete(org, team["Id"], tree.task(0, 0, 1))
+    assert done.status_code == 201, done.text
+    assert fast.answered == 1
+
+    assert REQUESTS.labels("POST", "/team/{team_id}/progress", "201")._value.get() == counted + 1
+    assert await app_state.readmodel.version(org.id) == (version or 0) + 1
+    # The writer's next read sees the write (the cached leaderboard is stale now).
+    after = await org.client.get("/leaderboard", headers=org.member)
+    assert [row["Score"] for row in after.json()] == [25]
+    graph = await org.client.get(f"/team/{team['Id']}/graph", headers=org.member)
+    assert graph.status_code == 200, graph.text
+    assert "25" in graph.text
+    async with app_state.db.session(write=False) as session:
+        events = (
+            await session.scalars(select(Event).where(Event.organization_id == org.id))
+        ).all()
+    completed = [e for e in events if e.type == "progress.completed"]
+    assert len(completed) == 1
+    assert completed[0].payload["TaskId"] == tree.task(0, 0, 1)
+    assert completed[0].payload["Score"] == 25
+
+
+async def test_refusals_and_unusual_requests_take_the_route(
+    world: World, fast: FastWrites, app_state: AppState
+) -> None:
+    org = world.org()
+    team = await org.create_team()
+    tree = await make_discipline(world.db, org_id=org.id, shape=[[[10]]])
+    other = world.org()
+    foreign = await make_discipline(world.db, org_id=other.id, shape=[[[7]]])
+    task = tree.task(0, 0, 0)
+    url = f"/team/{team['Id']}/progress"
+    version = await app_state.readmodel.version(org.id)
+
+    refused = {
+        "hidden task": (await complete(org, team["Id"], foreign.task(0, 0, 0)), 404),
+        "unknown team": (
+            await complete(org, "00000000-0000-7000-8000-000000000000", task),
+            404,
+        ),
+        "future": (await complete(org, team["Id"], task, "2999-01-01T00:00:00Z"), 422),
+        "nothing to withdraw": (
+            await org.client.delete(f"{url}/{task}", headers=org.admin),
+            404,
+        ),
+        "member": (
+            await org.client.post(url, json={"TaskId": task}, headers=org.member),
+            403,
+        ),
+        "no token": (await org.client.post(url, json={"TaskId": task}), 401),
+        "unknown field": (
+            await org.client.post(url, json={"TaskId": task, "Extra": 1}, headers=org.admin),
+            422,
+        ),
+        "wrong type": (await org.client.post(url, json={"TaskId": 5}, headers=org.admin), 422),
+        "not JSON": (
+            await org.client.post(
+                url,
+                content=b'{"TaskId": ',
+                headers={**org.admin, "Content-Type": "application/json"},
+            ),
+            400,
+        ),
+        "too deep": (
+            await org.client.post(
+                url,
+                content=b"[" * 40 + b"]" * 40,
+                headers={**org.admin, "Content-Type": "application/json"},
+            ),
+            400,
+        ),
+        "NUL": (
+            await org.client.post(
+                url,
+                content=b'{"TaskId": "\\u0000"}',
+                headers={**org.admin, "Content-Type": "application/json"},
+            ),
+            422,
+        ),
+        "text/plain": (
+            await org.client.post(
+                url, content=b"{}", headers={**org.admin, "Content-Type": "text/plain"}
+            ),
+            415,
+        ),
+        "query": (
+            await org.client.post(
+                url + "?dryRun=1", json={"TaskId": task}, headers=org.admin
+            ),
+            422,
+        ),
+    }
+    for name, (response, status) in refused.items():
+        assert response.status_code == status, (name, response.text)
+        assert response.headers["content-type"] == "application/problem+json", name
+    assert fast.answered == 0
+    assert await score_of(org, team["Id"]) == 0
+    assert await app_state.readmodel.version(org.id) == version
+
+    archived = await org.client.patch(
+        f"/team/{team['Id']}", json={"Status": "Archived"}, headers=org.admin
+    )
+    assert archived.status_code == 200, archived.text
+    declined = fast.declined
+    conflict = await complete(org, team["Id"], task)
+    assert conflict.status_code == 409, conflict.text
+    assert fast.declined == declined + 1
+    assert fast.answered == 0
+
+
+async def test_an_idempotency_key_takes_the_route(world: World, fast: FastWrites) -> None:
+    org = world.org()
+    team = await org.create_team()
+    tree = await make_discipline(world.db, org_id=org.id, shape=[[[10]]])
+    first = await complete(org, team["Id"], tree.task(0, 0, 0), **{"Idempotency-Key": "k-1"})
+    again = await complete(org, team["Id"], tree.task(0, 0, 0), **{"Idempotency-Key": "k-1"})
+    assert (first.status_code, again.status_code) == (201, 201)
+    assert again.json() == first.json()
+    assert fast.answered == 0
+
+
+async def test_concurrent_writes_share_transactions(
+    world: World, fast: FastWrites, app: FastAPI
+) -> None:
+    org = world.org()
+    teams = [await org.create_team() for _ in range(8)]
+    tree = await make_discipline(world.db, org_id=org.id, shape=[[[1, 2, 4, 8, 16]]])
+    writes = app.state.progress_fast_path.writes
+    before = (writes.batches, writes.writes)
+
+    answers = await asyncio.gather(
+        *(complete(org, team["Id"], task) for team in teams for task in tree.tasks)
+    )
+    assert {a.status_code for a in answers} == {201}, [a.text for a in answers]
+    assert fast.answered == 40
+    assert writes.writes - before[1] == 40
+    assert writes.batches - before[0] < 40, "no two writes shared a transaction"
+    for team in teams:
+        assert await score_of(org, team["Id"]) == 31
+
+    # The same completion asked for ten times at once: one 201, nine 200s, counted once;
+    # then withdrawn by all ten: one 204, nine 404s.
+    team, task = teams[0]["Id"], tree.tasks[0]
+    gone = await org.client.delete(f"/team/{team}/progress/{task}", headers=org.admin)
+    assert gone.status_code == 204
+    again = await asyncio.gather(*(complete(org, team, task) for _ in range(10)))
+    assert sorted(a.status_code for a in again) == [200] * 9 + [201]
+    assert await score_of(org, team) == 31
+    undone = await asyncio.gather(
+        *(
+            org.client.delete(f"/team/{team}/progress/{task}", headers=org.admin)
+            for _ in range(10)
+        )
+    )
+    assert sorted(a.status_code for a in undone) == [204] + [404] * 9
+    assert await score_of(org, team) == 30
+
+
+async def test_a_failed_batch_is_answered_by_the_route(
+    world: World, fast: FastWrites, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch whose transaction fails (here: the first one) writes nothing; each of its
+    requests runs again through the route."""
+    org = world.org()
+    team = await org.create_team()
+    tree = await make_discipline(world.db, org_id=org.id, shape=[[[10]]])
+    run = record.record_many
+    failures = []
+
+    async def failing_once(session: Any, writes: Any) -> Any:
+        if not failures:
+            failures.append(len(writes))
+            await run(session, writes)  # it wrote; the rollback must undo it
+            raise OperationalError("COMMIT", {}, Exception("the database went away"))
+        return await run(session, writes)
+
+    monkeypatch.setattr(record, "record_many", failing_once)
+    done = await complete(org, team["Id"], tree.task(0, 0, 0))
+    assert done.status_code == 201, done.text
+    assert done.json()["Score"] == 10
+    assert failures == [1]
+    assert fast.writes.failed_batches == 1
+    assert fast.declined == 1
+    assert await score_of(org, team["Id"]) == 10
+
+
+def test_only_canonical_paths_match() -> None:
+    team = "0190a0b1-0000-7000-8000-000000000001"
+    task = "0190a0b1-0000-7000-8000-000000000002"
+    assert match("POST", f"/team/{team}/progress") == (canonical_uuid(team), None)
+    assert match("DELETE", f"/team/{team}/progress/{task}") == (
+        canonical_uuid(team),
+        canonical_uuid(task),
+    )
+    for method, path in [
+        ("POST", f"/team/{team.upper()}/progress"),
+        ("POST", f"/team/{team}/progress/"),
+        ("POST", f"/team/{team}/progress/{task}"),
+        ("DELETE", f"/team/{team}/progress"),
+        ("PUT", f"/team/{team}/progress"),
+        ("POST", f"/team/{team.replace('-', '')}/progress"),
+        ("POST", f"/teams/{team}/progress"),
+        ("POST", f"//team/{team}/progress"),
+    ]:
+        assert match(method, path) is None, path
