@@ -13,7 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import OperationalError
 
 from questline.events.models import Event
-from questline.progress import record
+from questline.progress import batchwrite, record
 from questline.progress.fastpath import FastWrites, canonical_uuid, match
 from questline.web.middleware import REQUESTS
 from questline.web.state import AppState
@@ -108,9 +108,7 @@ async def test_the_write_is_recorded_like_the_routes(
     assert graph.status_code == 200, graph.text
     assert "25" in graph.text
     async with app_state.db.session(write=False) as session:
-        events = (
-            await session.scalars(select(Event).where(Event.organization_id == org.id))
-        ).all()
+        events = (await session.scalars(select(Event).where(Event.organization_id == org.id))).all()
     completed = [e for e in events if e.type == "progress.completed"]
     assert len(completed) == 1
     assert completed[0].payload["TaskId"] == tree.task(0, 0, 1)
@@ -181,9 +179,7 @@ async def test_refusals_and_unusual_requests_take_the_route(
             415,
         ),
         "query": (
-            await org.client.post(
-                url + "?dryRun=1", json={"TaskId": task}, headers=org.admin
-            ),
+            await org.client.post(url + "?dryRun=1", json={"TaskId": task}, headers=org.admin),
             422,
         ),
     }
@@ -244,24 +240,23 @@ async def test_concurrent_writes_share_transactions(
     assert sorted(a.status_code for a in again) == [200] * 9 + [201]
     assert await score_of(org, team) == 31
     undone = await asyncio.gather(
-        *(
-            org.client.delete(f"/team/{team}/progress/{task}", headers=org.admin)
-            for _ in range(10)
-        )
+        *(org.client.delete(f"/team/{team}/progress/{task}", headers=org.admin) for _ in range(10))
     )
     assert sorted(a.status_code for a in undone) == [204] + [404] * 9
     assert await score_of(org, team) == 30
 
 
 async def test_a_failed_batch_is_answered_by_the_route(
-    world: World, fast: FastWrites, monkeypatch: pytest.MonkeyPatch
+    world: World, fast: FastWrites, app_state: AppState, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A batch whose transaction fails (here: the first one) writes nothing; each of its
     requests runs again through the route."""
     org = world.org()
     team = await org.create_team()
     tree = await make_discipline(world.db, org_id=org.id, shape=[[[10]]])
-    run = record.record_many
+    target: Any = record if app_state.db.is_sqlite else batchwrite
+    name = "record_many_sqlite" if app_state.db.is_sqlite else "write_batch"
+    run = getattr(target, name)
     failures = []
 
     async def failing_once(session: Any, writes: Any) -> Any:
@@ -271,7 +266,7 @@ async def test_a_failed_batch_is_answered_by_the_route(
             raise OperationalError("COMMIT", {}, Exception("the database went away"))
         return await run(session, writes)
 
-    monkeypatch.setattr(record, "record_many", failing_once)
+    monkeypatch.setattr(target, name, failing_once)
     done = await complete(org, team["Id"], tree.task(0, 0, 0))
     assert done.status_code == 201, done.text
     assert done.json()["Score"] == 10

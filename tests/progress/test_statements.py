@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from fastapi import FastAPI
 from sqlalchemy import event
 
 from questline.web.state import AppState
@@ -53,9 +54,12 @@ def sent(state: AppState) -> Iterator[Sent]:
         event.remove(engine, "before_cursor_execute", before)
 
 
+@pytest.mark.parametrize("fast_path", [False, True], ids=["route", "fast-path"])
 async def test_a_completion_and_a_withdrawal_cost_few_statements(
-    world: World, app_state: AppState
+    world: World, app_state: AppState, app: FastAPI, fast_path: bool
 ) -> None:
+    """Through the route, and through the fast path's group commit (a batch of one)."""
+    app.state.progress_fast_path.enabled = fast_path
     org = world.org()
     team = await org.create_team()
     tree = await make_discipline(world.db, org_id=org.id, shape=[[[10, 25]]])
@@ -83,12 +87,20 @@ async def test_a_completion_and_a_withdrawal_cost_few_statements(
         assert len(first.batched) == 1 + 6, first.batched  # lookup + 5 writes
         assert len(repeat.batched) == 1 + 1, repeat.batched  # the lookup finds it done
         assert len(withdrawal.batched) == 1 + 6, withdrawal.batched
+    elif fast_path:
+        # Lock the batch's teams, look everything up, write everything (one statement).
+        assert first.statements == 3, first.round_trips
+        assert first.round_trips[0].startswith("SELECT 1 FROM teams")
+        assert first.round_trips[2].startswith("WITH added AS")
+        assert repeat.statements == 2, repeat.round_trips  # nothing to write
+        assert withdrawal.statements == 3, withdrawal.round_trips
     else:
         assert first.statements == 2, first.round_trips
         assert first.round_trips[1].startswith("WITH ins AS")
         assert repeat.statements == 1, repeat.round_trips
         assert withdrawal.statements == 2, withdrawal.round_trips
-        assert not first.batched
+    assert not first.batched or app_state.db.is_sqlite
+    assert app.state.progress_fast_path.answered == (4 if fast_path else 0)  # with the warm-up
 
 
 async def test_refusals_write_nothing(world: World, app_state: AppState) -> None:

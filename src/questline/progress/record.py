@@ -52,7 +52,7 @@ from questline.storage.db import (
     utcnow,
 )
 from questline.teams.models import TeamStatus
-from questline.web.errors import Conflict, Problem, not_found
+from questline.web.errors import Conflict, not_found
 from questline.web.metrics import TASKS_COMPLETED, TASKS_WITHDRAWN, count_on_commit
 
 
@@ -257,7 +257,7 @@ async def _complete_pg(
             )
         ).one_or_none()
         if written is not None:
-            _written(session, org_id, int(written.version), TASKS_COMPLETED)
+            note_written(session, org_id, int(written.version), TASKS_COMPLETED)
             return Recorded(completion.model_copy(update={"score": int(written.score)}), True)
         # A concurrent request completed it between our read and our insert.
         row = (await session.execute(LOOKUP_PG, params)).one()
@@ -306,7 +306,7 @@ async def _withdraw_pg(
             "now": now,
         },
     )
-    _written(session, org_id, int(row.version), TASKS_WITHDRAWN)
+    note_written(session, org_id, int(row.version), TASKS_WITHDRAWN)
     return withdrawn
 
 
@@ -526,7 +526,7 @@ async def _complete_sqlite(
         raise outcome
     recorded, version = outcome
     if recorded.created:
-        _written(session, org_id, version, TASKS_COMPLETED)
+        note_written(session, org_id, version, TASKS_COMPLETED)
     return recorded
 
 
@@ -537,14 +537,14 @@ async def _withdraw_sqlite(
     if isinstance(outcome, BaseException):
         raise outcome
     withdrawn, version = outcome
-    _written(session, org_id, version, TASKS_WITHDRAWN)
+    note_written(session, org_id, version, TASKS_WITHDRAWN)
     return withdrawn
 
 
 # -- both -------------------------------------------------------------------------
 
 
-def _written(session: AsyncSession, org_id: uuid.UUID, version: int, counter: Any) -> None:
+def note_written(session: AsyncSession, org_id: uuid.UUID, version: int, counter: Any) -> None:
     """After the statements wrote: what the commit hands on (read model, dispatcher,
     metrics)."""
     note_bump(session, org_id, version)
@@ -576,7 +576,7 @@ async def withdraw(
     return await _withdraw_pg(session, org_id, team_id, task_id)
 
 
-# -- many writes in one transaction (the group commit of ``progress.batching``) ----
+# -- many writes in one transaction (the group commit of ``progress.batching``) ---
 
 
 @dataclass(frozen=True, slots=True)
@@ -598,65 +598,12 @@ Outcome = Recorded | schemas.Completion | None
 """What a write of a batch did: ``Recorded`` (completed, or found done), the withdrawn
 ``Completion``, or ``None``: refused, nothing written (the route answers it)."""
 
-LOCK_TEAMS_PG = text(
-    """
-SELECT 1 FROM teams
-WHERE (organization_id, id) IN (
-    SELECT * FROM unnest(CAST(:orgs AS uuid[]), CAST(:teams AS uuid[])))
-ORDER BY organization_id, id
-FOR UPDATE
-"""
-)
-"""Every team of a batch, locked in one order before any of its writes bumps a version
-row (see ``record_many``)."""
 
-
-def _by_team(writes: Sequence[Write]) -> list[int]:
-    """The writes' positions in (organization, team) order; ties keep arrival order."""
-    return sorted(range(len(writes)), key=lambda i: (writes[i].org_id, writes[i].team_id))
-
-
-async def record_many(session: AsyncSession, writes: Sequence[Write]) -> list[Outcome]:
-    """Run ``writes`` in the session's one transaction: one commit (and on PostgreSQL one
-    durable WAL flush) for all of them. Returns each write's outcome, in ``writes``'s
-    order. A refusal writes nothing and does not disturb the others; a database error
-    propagates (the caller rolls back the whole batch).
-
-    Lock order: every write takes its discipline, its team, then its organization's
-    version row, which it keeps until the commit. In a batch the version row of the
-    first write would be held while later writes wait for their teams, so on PostgreSQL
-    the batch first locks all its teams, sorted (``LOCK_TEAMS_PG``), then writes in
-    (organization, team) order: two batches, or a batch and a single write, never wait
-    for each other in a cycle. SQLite has one writer: the whole batch runs in one round
-    trip to the driver's thread.
-    """
-    if _is_sqlite(session):
-        return await _record_many_sqlite(session, writes)
-    order = _by_team(writes)
-    if len({(w.org_id, w.team_id) for w in writes}) > 1:
-        await session.execute(
-            LOCK_TEAMS_PG,
-            {
-                "orgs": [writes[i].org_id for i in order],
-                "teams": [writes[i].team_id for i in order],
-            },
-        )
-    outcomes: list[Outcome] = [None] * len(writes)
-    for i in order:
-        write = writes[i]
-        try:
-            if isinstance(write, Completing):
-                outcomes[i] = await _complete_pg(session, write.org_id, write.team_id, write.data)
-            else:
-                outcomes[i] = await _withdraw_pg(
-                    session, write.org_id, write.team_id, write.task_id
-                )
-        except Problem:
-            outcomes[i] = None
-    return outcomes
-
-
-async def _record_many_sqlite(session: AsyncSession, writes: Sequence[Write]) -> list[Outcome]:
+async def record_many_sqlite(session: AsyncSession, writes: Sequence[Write]) -> list[Outcome]:
+    """Run ``writes`` in the session's transaction, in one round trip to the SQLite
+    driver's thread (SQLite has one writer: nothing waits for locks in between); each
+    write's outcome, in order (``None``: refused, nothing written for it). On
+    PostgreSQL: ``progress.batchwrite``."""
     works = [
         complete_sqlite_work(w.org_id, w.team_id, w.data)
         if isinstance(w, Completing)
@@ -671,8 +618,8 @@ async def _record_many_sqlite(session: AsyncSession, writes: Sequence[Write]) ->
             continue
         result, version = outcome
         if isinstance(result, schemas.Completion):
-            _written(session, write.org_id, version, TASKS_WITHDRAWN)
+            note_written(session, write.org_id, version, TASKS_WITHDRAWN)
         elif result.created:
-            _written(session, write.org_id, version, TASKS_COMPLETED)
+            note_written(session, write.org_id, version, TASKS_COMPLETED)
         outcomes.append(result)
     return outcomes

@@ -1,0 +1,384 @@
+"""A batch of progress writes on PostgreSQL in three statements, whatever its size.
+
+The group commit (``progress.batching``) hands a batch of writes — completions and
+withdrawals, of any teams, in arrival order — to ``write_batch``, inside one
+transaction:
+
+1. ``LOCK_TEAMS`` locks every team of the batch, in (organization, team) order, so two
+   batches never wait for each other in a cycle.
+2. ``LOOKUP`` then reads, for each write, its team (status, score, what decides
+   ``score_reached_at``), its task (discipline and points, if the organization sees
+   it; its discipline locked ``FOR KEY SHARE``, as a single write does) and any
+   existing completion. It runs after the locks, so its snapshot already holds every
+   change made to these teams before (READ COMMITTED: each statement its own snapshot).
+3. Python decides every write in turn with the rules of ``progress.record`` (the same
+   refusals, the same idempotency, the score and its history step by step), and
+   ``WRITE`` applies the net result in one statement: the completions added and
+   removed, each team's final score and counters, every history step, every outbox
+   event, and one version bump per organization (after the teams: the lock order of
+   every write).
+
+A write that would be refused comes back as ``None`` with nothing written for it.
+Writes to the same team in one batch apply in arrival order; they were concurrent
+requests, so that is one order the clients could have seen.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from questline.events.service import as_payload
+from questline.progress import schemas
+from questline.progress.models import ScoreChange
+from questline.progress.record import (
+    Completing,
+    Outcome,
+    Recorded,
+    Write,
+    note_written,
+)
+from questline.progress.service import check_completed_at
+from questline.readmodel.http import dumps
+from questline.storage.db import new_id, utcnow
+from questline.teams.models import TeamStatus
+from questline.web.errors import Problem
+from questline.web.metrics import TASKS_COMPLETED, TASKS_WITHDRAWN
+
+LOCK_TEAMS = text(
+    """
+SELECT 1 FROM teams
+WHERE (organization_id, id) IN (
+    SELECT * FROM unnest(CAST(:orgs AS uuid[]), CAST(:teams AS uuid[])))
+ORDER BY organization_id, id
+FOR UPDATE
+"""
+)
+
+LOOKUP = text(
+    """
+SELECT w.i, t.status, t.score, t.score_reached_at,
+       EXISTS (SELECT 1 FROM score_events AS e
+               WHERE e.organization_id = w.org AND e.team_id = w.team) AS has_history,
+       k.discipline_id, k.points,
+       c.discipline_id AS done_discipline_id, c.points AS done_points,
+       c.completed_at AS done_at
+FROM unnest(CAST(:orgs AS uuid[]), CAST(:teams AS uuid[]), CAST(:tasks AS uuid[]))
+     WITH ORDINALITY AS w(org, team, task, i)
+JOIN teams AS t ON t.organization_id = w.org AND t.id = w.team
+LEFT JOIN LATERAL (
+    SELECT tasks.discipline_id, tasks.points
+    FROM tasks JOIN disciplines AS d ON d.id = tasks.discipline_id
+    WHERE tasks.id = w.task AND (d.organization_id IS NULL OR d.organization_id = w.org)
+    FOR KEY SHARE OF d
+) AS k ON true
+LEFT JOIN task_completions AS c
+  ON c.organization_id = w.org AND c.team_id = w.team AND c.task_id = w.task
+"""
+)
+
+WRITE = text(
+    """
+WITH added AS (
+    INSERT INTO task_completions (organization_id, team_id, task_id, discipline_id, points,
+                                  completed_at, created_at)
+    SELECT r.organization_id, r.team_id, r.task_id, r.discipline_id, r.points,
+           r.completed_at, CAST(:now AS timestamptz)
+    FROM json_to_recordset(CAST(:added AS json)) AS r(
+        organization_id uuid, team_id uuid, task_id uuid, discipline_id uuid, points int,
+        completed_at timestamptz)
+    ON CONFLICT (organization_id, team_id, task_id) DO UPDATE SET
+        discipline_id = excluded.discipline_id, points = excluded.points,
+        completed_at = excluded.completed_at, created_at = excluded.created_at
+), removed AS (
+    DELETE FROM task_completions AS c
+    USING json_to_recordset(CAST(:removed AS json)) AS r(
+        organization_id uuid, team_id uuid, task_id uuid)
+    WHERE c.organization_id = r.organization_id AND c.team_id = r.team_id
+      AND c.task_id = r.task_id
+), scored AS (
+    UPDATE teams AS t SET
+        score = r.score,
+        tasks_completed = t.tasks_completed + r.completed,
+        version = t.version + r.steps,
+        score_reached_at = r.reached_at,
+        updated_at = CAST(:now AS timestamptz)
+    FROM json_to_recordset(CAST(:teams AS json)) AS r(
+        organization_id uuid, id uuid, score bigint, completed int, steps int,
+        reached_at timestamptz)
+    WHERE t.organization_id = r.organization_id AND t.id = r.id
+), history AS (
+    INSERT INTO score_events (organization_id, id, team_id, task_id, discipline_id, kind,
+                              delta, score_after, at, recorded_at)
+    SELECT r.organization_id, r.id, r.team_id, r.task_id, r.discipline_id, r.kind, r.delta,
+           r.score_after, r.at, CAST(:now AS timestamptz)
+    FROM json_to_recordset(CAST(:history AS json)) AS r(
+        organization_id uuid, id uuid, team_id uuid, task_id uuid, discipline_id uuid,
+        kind text, delta int, score_after bigint, at timestamptz)
+), outbox AS (
+    INSERT INTO events (organization_id, id, type, payload, created_at, pending)
+    SELECT r.organization_id, r.id, r.type, CAST(r.payload AS json),
+           CAST(:now AS timestamptz), true
+    FROM json_to_recordset(CAST(:events AS json)) AS r(
+        organization_id uuid, id uuid, type text, payload text)
+)
+INSERT INTO readmodel_versions (organization_id, version)
+SELECT org, 1 FROM unnest(CAST(:orgs AS uuid[])) AS org ORDER BY org
+ON CONFLICT (organization_id) DO UPDATE SET version = readmodel_versions.version + 1
+RETURNING organization_id, version
+"""
+)
+
+
+@dataclass(slots=True)
+class _Team:
+    status: str
+    score: int
+    reached_at: dt.datetime
+    has_history: bool
+    completed: int = 0
+    steps: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Done:
+    discipline_id: uuid.UUID
+    points: int
+    completed_at: dt.datetime
+
+
+@dataclass(slots=True)
+class _Plan:
+    """What the batch does, decided write by write."""
+
+    now: dt.datetime
+    teams: dict[tuple[uuid.UUID, uuid.UUID], _Team] = field(default_factory=dict)
+    tasks: dict[int, tuple[uuid.UUID, int] | None] = field(default_factory=dict)
+    """By write position: the task's (discipline, points), ``None`` if not visible."""
+    done: dict[tuple[uuid.UUID, uuid.UUID, uuid.UUID], _Done | None] = field(default_factory=dict)
+    first_done: dict[tuple[uuid.UUID, uuid.UUID, uuid.UUID], _Done | None] = field(
+        default_factory=dict
+    )
+    history: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    written: list[Write] = field(default_factory=list)
+
+    def step(
+        self,
+        write: Write,
+        team: _Team,
+        *,
+        task_id: uuid.UUID,
+        discipline_id: uuid.UUID,
+        delta: int,
+        at: dt.datetime,
+        event: str,
+        completion: schemas.Completion,
+    ) -> schemas.Completion:
+        """Apply one change to the team's score (``record``'s rules); returns the
+        completion with the new score, its history step and event queued."""
+        completing = event == "progress.completed"
+        team.score += delta
+        team.completed += 1 if completing else -1
+        team.steps += 1
+        if not (team.has_history and team.reached_at > at):
+            team.reached_at = at
+        team.has_history = True
+        kind = ScoreChange.COMPLETED if completing else ScoreChange.WITHDRAWN
+        self.history.append(
+            {
+                "organization_id": write.org_id,
+                "id": new_id(),
+                "team_id": write.team_id,
+                "task_id": task_id,
+                "discipline_id": discipline_id,
+                "kind": kind.value,
+                "delta": delta,
+                "score_after": team.score,
+                "at": at,
+            }
+        )
+        scored = completion.model_copy(update={"score": team.score})
+        self.events.append(
+            {
+                "organization_id": write.org_id,
+                "id": new_id(),
+                "type": event,
+                "payload": json.dumps(as_payload(scored)),
+            }
+        )
+        self.written.append(write)
+        return scored
+
+
+def _lists(writes: list[Write], order: list[int]) -> dict[str, list[uuid.UUID]]:
+    return {
+        "orgs": [writes[i].org_id for i in order],
+        "teams": [writes[i].team_id for i in order],
+    }
+
+
+async def write_batch(session: AsyncSession, writes: list[Write]) -> list[Outcome]:
+    """Decide and write ``writes`` in the session's transaction (three statements);
+    each write's outcome, in order (``None``: refused, nothing written for it)."""
+    order = sorted(range(len(writes)), key=lambda i: (writes[i].org_id, writes[i].team_id))
+    await session.execute(LOCK_TEAMS, _lists(writes, order))
+    plan = _Plan(now=utcnow())
+    await _look_up(session, writes, plan)
+    outcomes = [_decide(plan, position, write) for position, write in enumerate(writes)]
+    if plan.written:
+        await _write(session, plan)
+    return outcomes
+
+
+def _task_of(write: Write) -> uuid.UUID:
+    return write.data.task_id if isinstance(write, Completing) else write.task_id
+
+
+async def _look_up(session: AsyncSession, writes: list[Write], plan: _Plan) -> None:
+    rows = await session.execute(
+        LOOKUP,
+        {
+            "orgs": [w.org_id for w in writes],
+            "teams": [w.team_id for w in writes],
+            "tasks": [_task_of(w) for w in writes],
+        },
+    )
+    for row in rows:
+        position = int(row.i) - 1
+        write = writes[position]
+        key = (write.org_id, write.team_id)
+        if key not in plan.teams:
+            plan.teams[key] = _Team(
+                status=row.status,
+                score=int(row.score),
+                reached_at=row.score_reached_at,
+                has_history=bool(row.has_history),
+            )
+        plan.tasks[position] = (
+            None if row.discipline_id is None else (row.discipline_id, int(row.points))
+        )
+        done_key = (*key, _task_of(write))
+        if done_key not in plan.done:
+            plan.done[done_key] = (
+                None
+                if row.done_at is None
+                else _Done(row.done_discipline_id, int(row.done_points), row.done_at)
+            )
+            plan.first_done[done_key] = plan.done[done_key]
+
+
+def _decide(plan: _Plan, position: int, write: Write) -> Outcome:
+    team = plan.teams.get((write.org_id, write.team_id))
+    if team is None or team.status != TeamStatus.ACTIVE.value:
+        return None  # 404 or 409: the route answers
+    task_id = _task_of(write)
+    done_key = (write.org_id, write.team_id, task_id)
+    done = plan.done[done_key]
+    if isinstance(write, Completing):
+        task = plan.tasks.get(position)
+        if task is None:
+            return None  # 404
+        try:
+            completed_at = check_completed_at(write.data.completed_at, plan.now)
+        except Problem:
+            return None  # 422
+        if done is not None:
+            return Recorded(_completion(write.team_id, task_id, done, team.score), False)
+        added = _Done(task[0], task[1], completed_at)
+        plan.done[done_key] = added
+        scored = plan.step(
+            write,
+            team,
+            task_id=task_id,
+            discipline_id=added.discipline_id,
+            delta=added.points,
+            at=completed_at,
+            event="progress.completed",
+            completion=_completion(write.team_id, task_id, added, None),
+        )
+        return Recorded(scored, True)
+    if done is None:
+        return None  # 404: nothing to withdraw
+    plan.done[done_key] = None
+    return plan.step(
+        write,
+        team,
+        task_id=task_id,
+        discipline_id=done.discipline_id,
+        delta=-done.points,
+        at=plan.now,
+        event="progress.withdrawn",
+        completion=_completion(write.team_id, task_id, done, None),
+    )
+
+
+def _completion(
+    team_id: uuid.UUID, task_id: uuid.UUID, done: _Done, score: int | None
+) -> schemas.Completion:
+    return schemas.Completion(
+        team_id=team_id,
+        task_id=task_id,
+        discipline_id=done.discipline_id,
+        points=done.points,
+        completed_at=done.completed_at,
+        score=score,
+    )
+
+
+def _json(rows: list[dict[str, Any]]) -> str:
+    return dumps(rows).decode()
+
+
+async def _write(session: AsyncSession, plan: _Plan) -> None:
+    added: list[dict[str, Any]] = []
+    removed: list[dict[str, Any]] = []
+    for (org_id, team_id, task_id), final in plan.done.items():
+        first = plan.first_done[(org_id, team_id, task_id)]
+        key = {"organization_id": org_id, "team_id": team_id, "task_id": task_id}
+        if final is None and first is not None:
+            removed.append(key)
+        elif final is not None and final is not first:
+            added.append(
+                {
+                    **key,
+                    "discipline_id": final.discipline_id,
+                    "points": final.points,
+                    "completed_at": final.completed_at,
+                }
+            )
+    teams = [
+        {
+            "organization_id": org_id,
+            "id": team_id,
+            "score": team.score,
+            "completed": team.completed,
+            "steps": team.steps,
+            "reached_at": team.reached_at,
+        }
+        for (org_id, team_id), team in plan.teams.items()
+        if team.steps
+    ]
+    orgs = sorted({write.org_id for write in plan.written})
+    versions = await session.execute(
+        WRITE,
+        {
+            "now": plan.now,
+            "added": _json(added),
+            "removed": _json(removed),
+            "teams": _json(teams),
+            "history": _json(plan.history),
+            "events": _json(plan.events),
+            "orgs": orgs,
+        },
+    )
+    bumped = {row.organization_id: int(row.version) for row in versions}
+    for write in plan.written:
+        counter = TASKS_COMPLETED if isinstance(write, Completing) else TASKS_WITHDRAWN
+        note_written(session, write.org_id, bumped[write.org_id], counter)
