@@ -14,12 +14,13 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import asyncpg
 import pytest
+from fastapi import FastAPI
 from sqlalchemy import event, text
 
 from questline.config import Settings
@@ -66,7 +67,11 @@ async def heard(settings: Settings) -> AsyncIterator[tuple[Heard, Any]]:
 
 
 @contextmanager
-def statements(state: AppState) -> Iterator[list[str]]:
+def statements(
+    state: AppState, direct: list[Callable[[str], None]] | None = None
+) -> Iterator[list[str]]:
+    """Statements through the engine, and through ``direct`` listeners (the progress
+    group commit's, which runs on the driver's connection)."""
     seen: list[str] = []
 
     def before(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
@@ -74,20 +79,24 @@ def statements(state: AppState) -> Iterator[list[str]]:
 
     engine = state.db.engine.sync_engine
     event.listen(engine, "before_cursor_execute", before)
+    if direct is not None:
+        direct.append(seen.append)
     try:
         yield seen
     finally:
         event.remove(engine, "before_cursor_execute", before)
+        if direct is not None:
+            direct.remove(seen.append)
 
 
 async def test_a_progress_write_sends_no_notify_in_its_transaction(
-    world: World, app_state: AppState, heard: tuple[Heard, Any]
+    world: World, app_state: AppState, app: FastAPI, heard: tuple[Heard, Any]
 ) -> None:
     listener, _ = heard
     org = world.org()
     team = await org.create_team()
     tree = await make_discipline(world.db, org_id=org.id, shape=[[[10, 25]]])
-    with statements(app_state) as sent:
+    with statements(app_state, app.state.progress_fast_path.writes.listeners) as sent:
         done = await complete(org, team["Id"], tree.task(0, 0, 0))
         assert done.status_code == 201, done.text
         gone = await org.client.delete(

@@ -4,6 +4,12 @@
 no event, and a committed one is never lost (it waits in the table until delivered).
 """
 
-from questline.events.service import note_recorded, on_committed, record, record_many
+from questline.events.service import (
+    announce_committed,
+    note_recorded,
+    on_committed,
+    record,
+    record_many,
+)
 
-__all__ = ["note_recorded", "on_committed", "record", "record_many"]
+__all__ = ["announce_committed", "note_recorded", "on_committed", "record", "record_many"]

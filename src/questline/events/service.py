@@ -105,8 +105,14 @@ def on_committed(listener: Callable[[], None]) -> Callable[[], None]:
 
 @sa_event.listens_for(Session, "after_commit")
 def _after_commit(session: Session) -> None:
-    if not session.info.pop(_SESSION_FLAG, False):
-        return
+    if session.info.pop(_SESSION_FLAG, False):
+        announce_committed()
+
+
+def announce_committed() -> None:
+    """Events were committed (by a transaction of this process): call the listeners.
+    Sessions do it after their commit; writes made outside a session (the progress
+    group commit) call it themselves."""
     with _listeners_lock:
         listeners = list(_listeners)
     for listener in listeners:

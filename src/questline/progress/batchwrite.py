@@ -28,49 +28,35 @@ from __future__ import annotations
 import datetime as dt
 import json
 import uuid
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.events.service import as_payload
 from questline.progress import schemas
 from questline.progress.models import ScoreChange
-from questline.progress.record import (
-    Completing,
-    Outcome,
-    Recorded,
-    Write,
-    note_written,
-)
+from questline.progress.record import Completing, Outcome, Recorded, Write
 from questline.progress.service import check_completed_at
 from questline.readmodel.http import dumps
 from questline.storage.db import new_id, utcnow
 from questline.teams.models import TeamStatus
 from questline.web.errors import Problem
-from questline.web.metrics import TASKS_COMPLETED, TASKS_WITHDRAWN
 
-LOCK_TEAMS = text(
-    """
+LOCK_TEAMS = """
 SELECT 1 FROM teams
-WHERE (organization_id, id) IN (
-    SELECT * FROM unnest(CAST(:orgs AS uuid[]), CAST(:teams AS uuid[])))
+WHERE (organization_id, id) IN (SELECT * FROM unnest($1::uuid[], $2::uuid[]))
 ORDER BY organization_id, id
 FOR UPDATE
 """
-)
 
-LOOKUP = text(
-    """
+LOOKUP = """
 SELECT w.i, t.status, t.score, t.score_reached_at,
        EXISTS (SELECT 1 FROM score_events AS e
                WHERE e.organization_id = w.org AND e.team_id = w.team) AS has_history,
        k.discipline_id, k.points,
        c.discipline_id AS done_discipline_id, c.points AS done_points,
        c.completed_at AS done_at
-FROM unnest(CAST(:orgs AS uuid[]), CAST(:teams AS uuid[]), CAST(:tasks AS uuid[]))
-     WITH ORDINALITY AS w(org, team, task, i)
+FROM unnest($1::uuid[], $2::uuid[], $3::uuid[]) WITH ORDINALITY AS w(org, team, task, i)
 JOIN teams AS t ON t.organization_id = w.org AND t.id = w.team
 LEFT JOIN LATERAL (
     SELECT tasks.discipline_id, tasks.points
@@ -81,59 +67,67 @@ LEFT JOIN LATERAL (
 LEFT JOIN task_completions AS c
   ON c.organization_id = w.org AND c.team_id = w.team AND c.task_id = w.task
 """
-)
 
-WRITE = text(
-    """
+WRITE = """
 WITH added AS (
     INSERT INTO task_completions (organization_id, team_id, task_id, discipline_id, points,
                                   completed_at, created_at)
     SELECT r.organization_id, r.team_id, r.task_id, r.discipline_id, r.points,
-           r.completed_at, CAST(:now AS timestamptz)
-    FROM json_to_recordset(CAST(:added AS json)) AS r(
+           r.completed_at, $1::timestamptz
+    FROM json_to_recordset($2::json) AS r(
         organization_id uuid, team_id uuid, task_id uuid, discipline_id uuid, points int,
         completed_at timestamptz)
     ON CONFLICT (organization_id, team_id, task_id) DO UPDATE SET
         discipline_id = excluded.discipline_id, points = excluded.points,
         completed_at = excluded.completed_at, created_at = excluded.created_at
+    RETURNING 1
 ), removed AS (
     DELETE FROM task_completions AS c
-    USING json_to_recordset(CAST(:removed AS json)) AS r(
+    USING json_to_recordset($3::json) AS r(
         organization_id uuid, team_id uuid, task_id uuid)
     WHERE c.organization_id = r.organization_id AND c.team_id = r.team_id
       AND c.task_id = r.task_id
+    RETURNING 1
 ), scored AS (
     UPDATE teams AS t SET
         score = r.score,
         tasks_completed = t.tasks_completed + r.completed,
         version = t.version + r.steps,
         score_reached_at = r.reached_at,
-        updated_at = CAST(:now AS timestamptz)
-    FROM json_to_recordset(CAST(:teams AS json)) AS r(
+        updated_at = $1::timestamptz
+    FROM json_to_recordset($4::json) AS r(
         organization_id uuid, id uuid, score bigint, completed int, steps int,
         reached_at timestamptz)
     WHERE t.organization_id = r.organization_id AND t.id = r.id
+    RETURNING 1
 ), history AS (
     INSERT INTO score_events (organization_id, id, team_id, task_id, discipline_id, kind,
                               delta, score_after, at, recorded_at)
     SELECT r.organization_id, r.id, r.team_id, r.task_id, r.discipline_id, r.kind, r.delta,
-           r.score_after, r.at, CAST(:now AS timestamptz)
-    FROM json_to_recordset(CAST(:history AS json)) AS r(
+           r.score_after, r.at, $1::timestamptz
+    FROM json_to_recordset($5::json) AS r(
         organization_id uuid, id uuid, team_id uuid, task_id uuid, discipline_id uuid,
         kind text, delta int, score_after bigint, at timestamptz)
+    RETURNING 1
 ), outbox AS (
     INSERT INTO events (organization_id, id, type, payload, created_at, pending)
     SELECT r.organization_id, r.id, r.type, CAST(r.payload AS json),
-           CAST(:now AS timestamptz), true
-    FROM json_to_recordset(CAST(:events AS json)) AS r(
+           $1::timestamptz, true
+    FROM json_to_recordset($6::json) AS r(
         organization_id uuid, id uuid, type text, payload text)
+    RETURNING 1
 )
 INSERT INTO readmodel_versions (organization_id, version)
-SELECT org, 1 FROM unnest(CAST(:orgs AS uuid[])) AS org ORDER BY org
+SELECT org, 1 FROM unnest($7::uuid[]) AS org
+-- After every other change (these subqueries run first): the version rows stay locked
+-- only for the end of the statement and the commit.
+WHERE (SELECT count(*) FROM added) + (SELECT count(*) FROM removed)
+      + (SELECT count(*) FROM scored) + (SELECT count(*) FROM history)
+      + (SELECT count(*) FROM outbox) >= 0
+ORDER BY org
 ON CONFLICT (organization_id) DO UPDATE SET version = readmodel_versions.version + 1
 RETURNING organization_id, version
 """
-)
 
 
 @dataclass(slots=True)
@@ -217,61 +211,76 @@ class _Plan:
         return scored
 
 
-def _lists(writes: list[Write], order: list[int]) -> dict[str, list[uuid.UUID]]:
-    return {
-        "orgs": [writes[i].org_id for i in order],
-        "teams": [writes[i].team_id for i in order],
-    }
+Fetch = Callable[..., Awaitable[Sequence[Any]]]
+"""Runs one statement (SQL with ``$n`` parameters, then the arguments) in the batch's
+transaction; returns its rows (asyncpg records)."""
 
 
-async def write_batch(session: AsyncSession, writes: list[Write]) -> list[Outcome]:
-    """Decide and write ``writes`` in the session's transaction (three statements);
-    each write's outcome, in order (``None``: refused, nothing written for it)."""
+@dataclass(frozen=True, slots=True)
+class Written:
+    """A committed batch's outcomes and what it changed."""
+
+    outcomes: list[Outcome]
+    versions: dict[uuid.UUID, int]
+    """The version each organization of the batch was bumped to."""
+    completed: int
+    withdrawn: int
+
+
+async def write_batch(fetch: Fetch, writes: list[Write]) -> Written:
+    """Decide and write ``writes`` (three statements through ``fetch``, inside the
+    caller's transaction); each write's outcome, in order (``None``: refused, nothing
+    written for it)."""
     order = sorted(range(len(writes)), key=lambda i: (writes[i].org_id, writes[i].team_id))
-    await session.execute(LOCK_TEAMS, _lists(writes, order))
+    await fetch(LOCK_TEAMS, [writes[i].org_id for i in order], [writes[i].team_id for i in order])
     plan = _Plan(now=utcnow())
-    await _look_up(session, writes, plan)
+    rows = await fetch(
+        LOOKUP,
+        [w.org_id for w in writes],
+        [w.team_id for w in writes],
+        [_task_of(w) for w in writes],
+    )
+    _look_up(rows, writes, plan)
     outcomes = [_decide(plan, position, write) for position, write in enumerate(writes)]
-    if plan.written:
-        await _write(session, plan)
-    return outcomes
+    versions = await _write(fetch, plan) if plan.written else {}
+    completed = sum(isinstance(w, Completing) for w in plan.written)
+    return Written(outcomes, versions, completed, len(plan.written) - completed)
 
 
 def _task_of(write: Write) -> uuid.UUID:
     return write.data.task_id if isinstance(write, Completing) else write.task_id
 
 
-async def _look_up(session: AsyncSession, writes: list[Write], plan: _Plan) -> None:
-    rows = await session.execute(
-        LOOKUP,
-        {
-            "orgs": [w.org_id for w in writes],
-            "teams": [w.team_id for w in writes],
-            "tasks": [_task_of(w) for w in writes],
-        },
-    )
+def _look_up(rows: Sequence[Any], writes: list[Write], plan: _Plan) -> None:
     for row in rows:
-        position = int(row.i) - 1
+        position = int(row["i"]) - 1
         write = writes[position]
         key = (write.org_id, write.team_id)
         if key not in plan.teams:
             plan.teams[key] = _Team(
-                status=row.status,
-                score=int(row.score),
-                reached_at=row.score_reached_at,
-                has_history=bool(row.has_history),
+                status=row["status"],
+                score=int(row["score"]),
+                reached_at=row["score_reached_at"],
+                has_history=bool(row["has_history"]),
             )
+        discipline_id = row["discipline_id"]
         plan.tasks[position] = (
-            None if row.discipline_id is None else (row.discipline_id, int(row.points))
+            None if discipline_id is None else (_uuid(discipline_id), int(row["points"]))
         )
         done_key = (*key, _task_of(write))
         if done_key not in plan.done:
+            done_at = row["done_at"]
             plan.done[done_key] = (
                 None
-                if row.done_at is None
-                else _Done(row.done_discipline_id, int(row.done_points), row.done_at)
+                if done_at is None
+                else _Done(_uuid(row["done_discipline_id"]), int(row["done_points"]), done_at)
             )
             plan.first_done[done_key] = plan.done[done_key]
+
+
+def _uuid(value: Any) -> uuid.UUID:
+    """asyncpg's UUID (a subclass of its own) as the standard one."""
+    return value if type(value) is uuid.UUID else uuid.UUID(bytes=value.bytes)
 
 
 def _decide(plan: _Plan, position: int, write: Write) -> Outcome:
@@ -336,7 +345,7 @@ def _json(rows: list[dict[str, Any]]) -> str:
     return dumps(rows).decode()
 
 
-async def _write(session: AsyncSession, plan: _Plan) -> None:
+async def _write(fetch: Fetch, plan: _Plan) -> dict[uuid.UUID, int]:
     added: list[dict[str, Any]] = []
     removed: list[dict[str, Any]] = []
     for (org_id, team_id, task_id), final in plan.done.items():
@@ -365,20 +374,14 @@ async def _write(session: AsyncSession, plan: _Plan) -> None:
         for (org_id, team_id), team in plan.teams.items()
         if team.steps
     ]
-    orgs = sorted({write.org_id for write in plan.written})
-    versions = await session.execute(
+    rows = await fetch(
         WRITE,
-        {
-            "now": plan.now,
-            "added": _json(added),
-            "removed": _json(removed),
-            "teams": _json(teams),
-            "history": _json(plan.history),
-            "events": _json(plan.events),
-            "orgs": orgs,
-        },
+        plan.now,
+        _json(added),
+        _json(removed),
+        _json(teams),
+        _json(plan.history),
+        _json(plan.events),
+        sorted({write.org_id for write in plan.written}),
     )
-    bumped = {row.organization_id: int(row.version) for row in versions}
-    for write in plan.written:
-        counter = TASKS_COMPLETED if isinstance(write, Completing) else TASKS_WITHDRAWN
-        note_written(session, write.org_id, bumped[write.org_id], counter)
+    return {_uuid(row["organization_id"]): int(row["version"]) for row in rows}

@@ -159,10 +159,16 @@ class Database:
     def _after_commit(self, session: Session) -> None:
         notes = session.info.pop(COMMIT_NOTES_KEY, None)
         if notes:
-            if self.notifier is not None:
-                self.notifier.queue(notes)
-            for listener in self.commit_listeners:
-                listener(notes)
+            self.committed(notes)
+
+    def committed(self, notes: dict[Any, int]) -> None:
+        """A transaction bumped these versions (``{org_id: version}``) and committed:
+        announce them (the notifier, then the read model). Sessions call it after their
+        commit; writes made outside a session call it themselves."""
+        if self.notifier is not None:
+            self.notifier.queue(notes)
+        for listener in self.commit_listeners:
+            listener(notes)
 
     @staticmethod
     def _after_rollback(session: Session) -> None:
