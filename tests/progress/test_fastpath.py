@@ -5,15 +5,17 @@ anything unusual left to the route, concurrent writes sharing transactions."""
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Any
 
+import asyncpg
 import pytest
 from fastapi import FastAPI
-from sqlalchemy import select
+from sqlalchemy import select, text
 from sqlalchemy.exc import OperationalError
 
 from questline.events.models import Event
-from questline.progress import batchwrite, record
+from questline.progress import batchwrite, record, schemas
 from questline.progress.fastpath import FastWrites, canonical_uuid, match
 from questline.web.middleware import REQUESTS
 from questline.web.state import AppState
@@ -249,22 +251,27 @@ async def test_concurrent_writes_share_transactions(
 async def test_a_failed_batch_is_answered_by_the_route(
     world: World, fast: FastWrites, app_state: AppState, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A batch whose transaction fails (here: the first one) writes nothing; each of its
-    requests runs again through the route."""
+    """A batch that fails (here: the first one) leaves nothing written; each of its
+    requests runs again through the route. On SQLite the failure comes after the
+    batch's statements (its transaction rolls back); on PostgreSQL the connection is
+    lost before them (each statement there is its own transaction)."""
     org = world.org()
     team = await org.create_team()
     tree = await make_discipline(world.db, org_id=org.id, shape=[[[10]]])
-    target: Any = record if app_state.db.is_sqlite else batchwrite
-    name = "record_many_sqlite" if app_state.db.is_sqlite else "write_batch"
+    sqlite = app_state.db.is_sqlite
+    target: Any = record if sqlite else batchwrite
+    name = "record_many_sqlite" if sqlite else "write_batch"
     run = getattr(target, name)
     failures = []
 
-    async def failing_once(session: Any, writes: Any) -> Any:
+    async def failing_once(first: Any, writes: Any) -> Any:
         if not failures:
             failures.append(len(writes))
-            await run(session, writes)  # it wrote; the rollback must undo it
+            if not sqlite:
+                raise asyncpg.ConnectionDoesNotExistError("the connection was closed")
+            await run(first, writes)  # it wrote; the rollback must undo it
             raise OperationalError("COMMIT", {}, Exception("the database went away"))
-        return await run(session, writes)
+        return await run(first, writes)
 
     monkeypatch.setattr(target, name, failing_once)
     done = await complete(org, team["Id"], tree.task(0, 0, 0))
@@ -273,6 +280,70 @@ async def test_a_failed_batch_is_answered_by_the_route(
     assert failures == [1]
     assert fast.writes.failed_batches == 1
     assert fast.declined == 1
+    assert await score_of(org, team["Id"]) == 10
+
+
+@pytest.mark.postgres_only
+async def test_a_change_between_look_up_and_write_is_seen(
+    world: World, fast: FastWrites, app_state: AppState, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL: the batch looks up without locks. A completion that another request
+    commits between the batch's look-up and its write fails the write's check (the
+    team's version moved): nothing is written, and the batch is decided again."""
+    org = world.org()
+    team = await org.create_team()
+    tree = await make_discipline(world.db, org_id=org.id, shape=[[[10, 25]]])
+    team_id = uuid.UUID(team["Id"])
+    write = batchwrite._write
+    interleaved: list[int] = []
+
+    async def after_the_look_up(fetch: Any, plan: Any) -> Any:
+        if not interleaved:  # another request completes the other task, and commits
+            async with app_state.db.session() as session:
+                other = schemas.ProgressCreate(TaskId=uuid.UUID(tree.task(0, 0, 1)))
+                found = await record.complete(session, org_id=org.id, team_id=team_id, data=other)
+            interleaved.append(int(found.completion.score or 0))
+        return await write(fetch, plan)
+
+    monkeypatch.setattr(batchwrite, "_write", after_the_look_up)
+    statements: list[str] = []
+    fast.writes.listeners.append(statements.append)
+    done = await complete(org, team["Id"], tree.task(0, 0, 0))
+    assert done.status_code == 201, done.text
+    assert interleaved == [25]
+    assert done.json()["Score"] == 35  # decided again after the other completion
+    assert [sql.split()[0] for sql in statements] == ["SELECT", "WITH", "SELECT", "WITH"]
+    assert fast.answered == 1
+    assert await score_of(org, team["Id"]) == 35
+    history = await org.client.get(f"/team/{team['Id']}/graph", headers=org.member)
+    assert history.status_code == 200, history.text
+    assert "35" in history.text
+
+
+@pytest.mark.postgres_only
+async def test_a_batch_that_keeps_meeting_changes_takes_the_route(
+    world: World, fast: FastWrites, app_state: AppState, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    org = world.org()
+    team = await org.create_team()
+    tree = await make_discipline(world.db, org_id=org.id, shape=[[[10]]])
+    write = batchwrite._write
+    moved = []
+
+    async def always_moved(fetch: Any, plan: Any) -> Any:
+        async with app_state.db.session() as session:  # a rename: the version moves
+            await session.execute(
+                text("UPDATE teams SET version = version + 1 WHERE id = :id"),
+                {"id": uuid.UUID(team["Id"])},
+            )
+        moved.append(1)
+        return await write(fetch, plan)
+
+    monkeypatch.setattr(batchwrite, "_write", always_moved)
+    done = await complete(org, team["Id"], tree.task(0, 0, 0))
+    assert done.status_code == 201, done.text
+    assert len(moved) == batchwrite.ATTEMPTS
+    assert (fast.answered, fast.declined, fast.writes.failed_batches) == (0, 1, 1)
     assert await score_of(org, team["Id"]) == 10
 
 

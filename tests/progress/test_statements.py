@@ -97,13 +97,13 @@ async def test_a_completion_and_a_withdrawal_cost_few_statements(
         assert len(repeat.batched) == 1 + 1, repeat.batched  # the lookup finds it done
         assert len(withdrawal.batched) == 1 + 6, withdrawal.batched
     elif fast_path:
-        # Lock the batch's teams, look everything up, write everything (one statement).
-        assert first.statements == 3, first.round_trips
-        assert first.round_trips[0].startswith("SELECT 1 FROM teams")
-        assert first.round_trips[2].startswith("WITH added AS")
-        # BEGIN and COMMIT: the driver's own (the route's, too, are not counted).
-        assert repeat.statements == 2, repeat.round_trips  # nothing to write
-        assert withdrawal.statements == 3, withdrawal.round_trips
+        # Look everything up, write everything: two statements, each its own
+        # transaction (no BEGIN, no COMMIT).
+        assert first.statements == 2, first.round_trips
+        assert first.round_trips[0].startswith("SELECT w.i")
+        assert first.round_trips[1].startswith("WITH held AS")
+        assert repeat.statements == 1, repeat.round_trips  # nothing to write
+        assert withdrawal.statements == 2, withdrawal.round_trips
     else:
         assert first.statements == 2, first.round_trips
         assert first.round_trips[1].startswith("WITH ins AS")

@@ -1,22 +1,31 @@
-"""A batch of progress writes on PostgreSQL in three statements, whatever its size.
+"""A batch of progress writes on PostgreSQL in two statements, whatever its size, and
+no transaction held open between them.
 
 The group commit (``progress.batching``) hands a batch of writes — completions and
-withdrawals, of any teams, in arrival order — to ``write_batch``, inside one
-transaction:
+withdrawals, of any teams, in arrival order — to ``write_batch``:
 
-1. ``LOCK_TEAMS`` locks every team of the batch, in (organization, team) order, so two
-   batches never wait for each other in a cycle.
-2. ``LOOKUP`` then reads, for each write, its team (status, score, what decides
-   ``score_reached_at``), its task (discipline and points, if the organization sees
-   it; its discipline locked ``FOR KEY SHARE``, as a single write does) and any
-   existing completion. It runs after the locks, so its snapshot already holds every
-   change made to these teams before (READ COMMITTED: each statement its own snapshot).
-3. Python decides every write in turn with the rules of ``progress.record`` (the same
-   refusals, the same idempotency, the score and its history step by step), and
-   ``WRITE`` applies the net result in one statement: the completions added and
-   removed, each team's final score and counters, every history step, every outbox
-   event, and one version bump per organization (after the teams: the lock order of
-   every write).
+1. ``LOOKUP`` reads, in one snapshot, for each write its team (status, score, what
+   decides ``score_reached_at``, and the row's ``version``), its task (discipline and
+   points, if the organization sees it) and any existing completion.
+2. Python decides every write in turn with the rules of ``progress.record`` (the same
+   refusals, the same idempotency, the score and its history step by step).
+3. ``WRITE`` applies the net result in one statement, its own transaction: it first
+   locks every team it changes — in (organization, team) order — *if its version is
+   still the one looked up*, then every task it completes *if its discipline and
+   points are still those looked up* (``FOR KEY SHARE``: a discipline's replace or
+   delete cannot remove it before the commit). Only when every check held does it write
+   the completions added and removed, each team's final score and counters, every
+   history step, every outbox event and, last, one version bump per organization.
+
+Every write that changes a team's completions or score bumps its ``version``
+(``progress.record``, ``progress.scores``, the ORM's version counter), so a check that
+holds means nothing changed since the look-up: the batch is what it would have been
+under locks taken at the look-up. When a check fails, nothing is written and the batch
+is looked up and decided again (``ATTEMPTS``), then left to the route.
+
+The statement takes the team locks before the task locks and the version row last:
+the order of a discipline's replace (its teams, then its tasks) and of every other
+write (the version row last), so it waits for them but never in a cycle.
 
 A write that would be refused comes back as ``None`` with nothing written for it.
 Writes to the same team in one batch apply in arrival order; they were concurrent
@@ -42,15 +51,8 @@ from questline.storage.db import new_id, utcnow
 from questline.teams.models import TeamStatus
 from questline.web.errors import Problem
 
-LOCK_TEAMS = """
-SELECT 1 FROM teams
-WHERE (organization_id, id) IN (SELECT * FROM unnest($1::uuid[], $2::uuid[]))
-ORDER BY organization_id, id
-FOR UPDATE
-"""
-
 LOOKUP = """
-SELECT w.i, t.status, t.score, t.score_reached_at,
+SELECT w.i, t.status, t.score, t.score_reached_at, t.version,
        EXISTS (SELECT 1 FROM score_events AS e
                WHERE e.organization_id = w.org AND e.team_id = w.team) AS has_history,
        k.discipline_id, k.points,
@@ -62,14 +64,29 @@ LEFT JOIN LATERAL (
     SELECT tasks.discipline_id, tasks.points
     FROM tasks JOIN disciplines AS d ON d.id = tasks.discipline_id
     WHERE tasks.id = w.task AND (d.organization_id IS NULL OR d.organization_id = w.org)
-    FOR KEY SHARE OF d
 ) AS k ON true
 LEFT JOIN task_completions AS c
   ON c.organization_id = w.org AND c.team_id = w.team AND c.task_id = w.task
 """
 
 WRITE = """
-WITH added AS (
+WITH held AS (
+    SELECT t.id FROM teams AS t
+    JOIN json_to_recordset($4::json) AS r(organization_id uuid, id uuid, seen int)
+      ON t.organization_id = r.organization_id AND t.id = r.id AND t.version = r.seen
+    ORDER BY t.organization_id, t.id
+    FOR UPDATE OF t
+), kept AS (
+    SELECT k.id FROM tasks AS k
+    JOIN json_to_recordset($8::json) AS r(id uuid, discipline_id uuid, points int)
+      ON k.id = r.id AND k.discipline_id = r.discipline_id AND k.points = r.points
+    WHERE (SELECT count(*) FROM held) >= 0  -- after the teams
+    ORDER BY k.id
+    FOR KEY SHARE OF k
+), ok AS (
+    SELECT (SELECT count(*) FROM held) = json_array_length($4::json)
+           AND (SELECT count(*) FROM kept) = json_array_length($8::json) AS ok
+), added AS (
     INSERT INTO task_completions (organization_id, team_id, task_id, discipline_id, points,
                                   completed_at, created_at)
     SELECT r.organization_id, r.team_id, r.task_id, r.discipline_id, r.points,
@@ -77,16 +94,24 @@ WITH added AS (
     FROM json_to_recordset($2::json) AS r(
         organization_id uuid, team_id uuid, task_id uuid, discipline_id uuid, points int,
         completed_at timestamptz)
-    ON CONFLICT (organization_id, team_id, task_id) DO UPDATE SET
-        discipline_id = excluded.discipline_id, points = excluded.points,
-        completed_at = excluded.completed_at, created_at = excluded.created_at
+    WHERE (SELECT ok FROM ok)
+    RETURNING 1
+), replaced AS (
+    UPDATE task_completions AS c SET
+        discipline_id = r.discipline_id, points = r.points, completed_at = r.completed_at,
+        created_at = $1::timestamptz
+    FROM json_to_recordset($9::json) AS r(
+        organization_id uuid, team_id uuid, task_id uuid, discipline_id uuid, points int,
+        completed_at timestamptz)
+    WHERE c.organization_id = r.organization_id AND c.team_id = r.team_id
+      AND c.task_id = r.task_id AND (SELECT ok FROM ok)
     RETURNING 1
 ), removed AS (
     DELETE FROM task_completions AS c
     USING json_to_recordset($3::json) AS r(
         organization_id uuid, team_id uuid, task_id uuid)
     WHERE c.organization_id = r.organization_id AND c.team_id = r.team_id
-      AND c.task_id = r.task_id
+      AND c.task_id = r.task_id AND (SELECT ok FROM ok)
     RETURNING 1
 ), scored AS (
     UPDATE teams AS t SET
@@ -98,7 +123,7 @@ WITH added AS (
     FROM json_to_recordset($4::json) AS r(
         organization_id uuid, id uuid, score bigint, completed int, steps int,
         reached_at timestamptz)
-    WHERE t.organization_id = r.organization_id AND t.id = r.id
+    WHERE t.organization_id = r.organization_id AND t.id = r.id AND (SELECT ok FROM ok)
     RETURNING 1
 ), history AS (
     INSERT INTO score_events (organization_id, id, team_id, task_id, discipline_id, kind,
@@ -108,6 +133,7 @@ WITH added AS (
     FROM json_to_recordset($5::json) AS r(
         organization_id uuid, id uuid, team_id uuid, task_id uuid, discipline_id uuid,
         kind text, delta int, score_after bigint, at timestamptz)
+    WHERE (SELECT ok FROM ok)
     RETURNING 1
 ), outbox AS (
     INSERT INTO events (organization_id, id, type, payload, created_at, pending)
@@ -115,15 +141,17 @@ WITH added AS (
            $1::timestamptz, true
     FROM json_to_recordset($6::json) AS r(
         organization_id uuid, id uuid, type text, payload text)
+    WHERE (SELECT ok FROM ok)
     RETURNING 1
 )
 INSERT INTO readmodel_versions (organization_id, version)
 SELECT org, 1 FROM unnest($7::uuid[]) AS org
 -- After every other change (these subqueries run first): the version rows stay locked
--- only for the end of the statement and the commit.
-WHERE (SELECT count(*) FROM added) + (SELECT count(*) FROM removed)
-      + (SELECT count(*) FROM scored) + (SELECT count(*) FROM history)
-      + (SELECT count(*) FROM outbox) >= 0
+-- only for the end of the statement and its commit. Nothing when a check failed.
+WHERE (SELECT ok FROM ok)
+  AND (SELECT count(*) FROM added) + (SELECT count(*) FROM replaced)
+      + (SELECT count(*) FROM removed) + (SELECT count(*) FROM scored)
+      + (SELECT count(*) FROM history) + (SELECT count(*) FROM outbox) >= 0
 ORDER BY org
 ON CONFLICT (organization_id) DO UPDATE SET version = readmodel_versions.version + 1
 RETURNING organization_id, version
@@ -133,6 +161,8 @@ RETURNING organization_id, version
 @dataclass(slots=True)
 class _Team:
     status: str
+    version: int
+    """The row's version at the look-up: ``WRITE`` writes only if it still is."""
     score: int
     reached_at: dt.datetime
     has_history: bool
@@ -227,24 +257,35 @@ class Written:
     withdrawn: int
 
 
+ATTEMPTS = 3
+"""Look-ups and decisions of one batch at most, when teams or tasks change between its
+look-up and its write; then ``Contended`` (the route runs each write)."""
+
+
+class Contended(Exception):
+    """The batch's teams or tasks kept changing between its look-up and its write."""
+
+
 async def write_batch(fetch: Fetch, writes: list[Write]) -> Written:
-    """Decide and write ``writes`` (three statements through ``fetch``, inside the
-    caller's transaction); each write's outcome, in order (``None``: refused, nothing
-    written for it)."""
-    order = sorted(range(len(writes)), key=lambda i: (writes[i].org_id, writes[i].team_id))
-    await fetch(LOCK_TEAMS, [writes[i].org_id for i in order], [writes[i].team_id for i in order])
-    plan = _Plan(now=utcnow())
-    rows = await fetch(
-        LOOKUP,
+    """Decide and write ``writes`` (two statements through ``fetch``, each its own
+    transaction); each write's outcome, in order (``None``: refused, nothing written
+    for it)."""
+    lists = (
         [w.org_id for w in writes],
         [w.team_id for w in writes],
         [_task_of(w) for w in writes],
     )
-    _look_up(rows, writes, plan)
-    outcomes = [_decide(plan, position, write) for position, write in enumerate(writes)]
-    versions = await _write(fetch, plan) if plan.written else {}
-    completed = sum(isinstance(w, Completing) for w in plan.written)
-    return Written(outcomes, versions, completed, len(plan.written) - completed)
+    for _ in range(ATTEMPTS):
+        plan = _Plan(now=utcnow())
+        _look_up(await fetch(LOOKUP, *lists), writes, plan)
+        outcomes = [_decide(plan, position, write) for position, write in enumerate(writes)]
+        if not plan.written:
+            return Written(outcomes, {}, 0, 0)
+        versions = await _write(fetch, plan)
+        if versions:
+            completed = sum(isinstance(w, Completing) for w in plan.written)
+            return Written(outcomes, versions, completed, len(plan.written) - completed)
+    raise Contended(f"{len(writes)} progress writes met concurrent changes {ATTEMPTS} times")
 
 
 def _task_of(write: Write) -> uuid.UUID:
@@ -259,6 +300,7 @@ def _look_up(rows: Sequence[Any], writes: list[Write], plan: _Plan) -> None:
         if key not in plan.teams:
             plan.teams[key] = _Team(
                 status=row["status"],
+                version=int(row["version"]),
                 score=int(row["score"]),
                 reached_at=row["score_reached_at"],
                 has_history=bool(row["has_history"]),
@@ -346,26 +388,38 @@ def _json(rows: list[dict[str, Any]]) -> str:
 
 
 async def _write(fetch: Fetch, plan: _Plan) -> dict[uuid.UUID, int]:
+    """The plan's net changes in one statement; the versions bumped, or nothing when a
+    team or task had changed since the look-up (then nothing was written)."""
     added: list[dict[str, Any]] = []
+    replaced: list[dict[str, Any]] = []
     removed: list[dict[str, Any]] = []
+    tasks: dict[uuid.UUID, dict[str, Any]] = {}
     for (org_id, team_id, task_id), final in plan.done.items():
         first = plan.first_done[(org_id, team_id, task_id)]
         key = {"organization_id": org_id, "team_id": team_id, "task_id": task_id}
-        if final is None and first is not None:
-            removed.append(key)
-        elif final is not None and final is not first:
-            added.append(
-                {
-                    **key,
-                    "discipline_id": final.discipline_id,
-                    "points": final.points,
-                    "completed_at": final.completed_at,
-                }
-            )
+        if final is None:
+            if first is not None:
+                removed.append(key)
+            continue
+        if final is first:
+            continue
+        row = {
+            **key,
+            "discipline_id": final.discipline_id,
+            "points": final.points,
+            "completed_at": final.completed_at,
+        }
+        (added if first is None else replaced).append(row)
+        tasks[task_id] = {
+            "id": task_id,
+            "discipline_id": final.discipline_id,
+            "points": final.points,
+        }
     teams = [
         {
             "organization_id": org_id,
             "id": team_id,
+            "seen": team.version,
             "score": team.score,
             "completed": team.completed,
             "steps": team.steps,
@@ -383,5 +437,7 @@ async def _write(fetch: Fetch, plan: _Plan) -> dict[uuid.UUID, int]:
         _json(plan.history),
         _json(plan.events),
         sorted({write.org_id for write in plan.written}),
+        _json(list(tasks.values())),
+        _json(replaced),
     )
     return {_uuid(row["organization_id"]): int(row["version"]) for row in rows}
