@@ -43,11 +43,13 @@ logger = logging.getLogger("questline.progress")
 MAX_BATCH = 64
 """Writes per transaction at most: bounds a transaction's locks and the time its
 writes wait for the slowest of them."""
-CONCURRENT_BATCHES_PG = 2
-"""Transactions of a process under way at once on PostgreSQL: while one waits for the
-server (its lookups, its commit), the next batch takes its locks and looks up; two
-batches lock their teams in one order and bump versions last, so they never deadlock.
-SQLite has one writer: one batch at a time."""
+CONCURRENT_BATCHES = 1
+"""Batches of a process under way at once. Every batch of an organization ends on its
+version row, locked until the batch's commit (WAL flush included): batches queue there
+one at a time, so more at once only makes each smaller. Measured on PostgreSQL
+(``bench/run.py --quick --only "POST /team/{id}"``, 2 workers): one at a time
+2,500 to 2,960 writes/s, two 1,900 to 2,550, four 1,650 (BENCHMARKS.md). SQLite has one
+writer anyway."""
 
 
 class GroupCommit:
@@ -58,7 +60,7 @@ class GroupCommit:
     ) -> None:
         self.db = db
         self.max_batch = max_batch
-        self.concurrency = concurrency or (1 if db.is_sqlite else CONCURRENT_BATCHES_PG)
+        self.concurrency = concurrency or CONCURRENT_BATCHES
         self._queue: list[tuple[record.Write, asyncio.Future[record.Outcome]]] = []
         self._runners: set[asyncio.Task[None]] = set()
         self.batches = 0

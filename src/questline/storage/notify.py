@@ -12,8 +12,10 @@ Instead ``Database`` hands each commit's bumped versions to this process's
 * **coalescing** — pending versions are kept as one per organization (the highest);
   a send takes everything pending and issues one ``pg_notify`` per organization in ONE
   statement (``unnest`` of the payloads), so under load sends batch by themselves;
-* **no delay** — a send starts as soon as something is pending and the previous send
-  has finished: on a quiet service a change goes out a round trip after its commit;
+* **little delay** — a send starts as soon as something is pending, at least
+  ``SEND_INTERVAL`` after the previous one: on a quiet service a change goes out a
+  round trip after its commit, under load one send every few milliseconds carries all
+  the versions bumped meanwhile (each send is a transaction that takes the notify lock);
 * **no WAL wait under the lock** — the connection runs with
   ``synchronous_commit = off``: the notifying transaction writes nothing but the
   notification, so its commit need not wait for a flush while it holds the lock (a lost
@@ -44,6 +46,10 @@ ALL = "*"
 """The notification payload of a change seen by every organization (a global discipline)."""
 
 SEND = "SELECT count(pg_notify($1, p)) FROM unnest($2::text[]) AS p"
+SEND_INTERVAL = 0.005
+"""Seconds between the start of two sends at least: a quiet service's change goes out
+at once, a busy one's in one send every few milliseconds (each ``NOTIFY`` is a
+transaction, and takes the database-wide notify lock)."""
 CLOSE_WAIT = 2.0
 """Seconds ``close`` waits for what is pending to go out."""
 
@@ -170,6 +176,8 @@ class Notifier:
             pause = 0.05
             self.sends += 1
             self.sent += len(payloads)
+            # Under load, the next send carries everything bumped meanwhile.
+            await asyncio.sleep(SEND_INTERVAL)
 
     async def flush(self, timeout: float = CLOSE_WAIT) -> bool:  # noqa: ASYNC109
         """Wait until nothing is pending (at most ``timeout`` s); True if it went out."""
