@@ -20,7 +20,7 @@ from questline.progress.fastpath import FastWrites, canonical_uuid, match
 from questline.web.middleware import REQUESTS
 from questline.web.state import AppState
 from tests.factories import World
-from tests.progress.factories import complete, make_discipline, score_of
+from tests.progress.factories import complete, history, make_discipline, score_of
 
 pytestmark = pytest.mark.anyio
 
@@ -321,6 +321,32 @@ async def test_a_change_between_look_up_and_write_is_seen(
 
 
 @pytest.mark.postgres_only
+async def test_a_discipline_deleted_between_look_up_and_write(
+    world: World, fast: FastWrites, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The write's check finds the task's discipline gone: nothing is written, the
+    batch is decided again and refuses (the route answers 404)."""
+    org = world.org()
+    team = await org.create_team()
+    tree = await make_discipline(world.db, org_id=org.id, shape=[[[10]]])
+    write = batchwrite._write
+    deleted: list[int] = []
+
+    async def after_the_look_up(fetch: Any, plan: Any) -> Any:
+        if not deleted:
+            gone = await org.client.delete(f"/discipline/{tree.id}", headers=org.admin)
+            deleted.append(gone.status_code)
+        return await write(fetch, plan)
+
+    monkeypatch.setattr(batchwrite, "_write", after_the_look_up)
+    done = await complete(org, team["Id"], tree.task(0, 0, 0))
+    assert deleted == [204]
+    assert done.status_code == 404, done.text
+    assert (fast.answered, fast.declined) == (0, 1)
+    assert await score_of(org, team["Id"]) == 0
+
+
+@pytest.mark.postgres_only
 async def test_a_batch_that_keeps_meeting_changes_takes_the_route(
     world: World, fast: FastWrites, app_state: AppState, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -345,6 +371,30 @@ async def test_a_batch_that_keeps_meeting_changes_takes_the_route(
     assert len(moved) == batchwrite.ATTEMPTS
     assert (fast.answered, fast.declined, fast.writes.failed_batches) == (0, 1, 1)
     assert await score_of(org, team["Id"]) == 10
+
+
+async def test_completions_racing_a_forced_discipline_delete(
+    world: World, fast: FastWrites
+) -> None:
+    """The batch locks the discipline of what it completes (as the route does): the
+    delete waits for it, or it finds the task gone (404 through the route); never a
+    5xx, never a completion left behind."""
+    org = world.org()
+    teams = [(await org.create_team())["Id"] for _ in range(4)]
+    tree = await make_discipline(world.db, org_id=org.id, shape=[[[1, 2, 4, 8]]])
+    for team in teams:  # the delete has completions to withdraw
+        assert (await complete(org, team, tree.tasks[0])).status_code == 201
+    writes = [complete(org, team, task) for team in teams for task in tree.tasks[1:]]
+    delete = org.client.delete(f"/discipline/{tree.id}?force=true", headers=org.admin)
+    answers = await asyncio.gather(*writes[:6], delete, *writes[6:])
+    deleted = answers.pop(6)
+    assert deleted.status_code == 204, deleted.text
+    assert {a.status_code for a in answers} <= {201, 404}, [a.text for a in answers]
+    for team in teams:
+        assert await score_of(org, team) == 0
+        left = await org.client.get(f"/team/{team}/progress", headers=org.member)
+        assert left.json() == []
+        assert sum(step.delta for step in await history(world.db, team)) == 0
 
 
 def test_only_canonical_paths_match() -> None:

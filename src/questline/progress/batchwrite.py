@@ -10,10 +10,11 @@ withdrawals, of any teams, in arrival order — to ``write_batch``:
 2. Python decides every write in turn with the rules of ``progress.record`` (the same
    refusals, the same idempotency, the score and its history step by step).
 3. ``WRITE`` applies the net result in one statement, its own transaction: it first
-   locks every team it changes — in (organization, team) order — *if its version is
-   still the one looked up*, then every task it completes *if its discipline and
-   points are still those looked up* (``FOR KEY SHARE``: a discipline's replace or
-   delete cannot remove it before the commit). Only when every check held does it write
+   locks the disciplines of the tasks it completes (``FOR KEY SHARE``, as a single
+   write does: a discipline's replace or delete waits for the commit), then every team
+   it changes — in (organization, team) order — *if its version is still the one looked
+   up*, then every task it completes *if its discipline and points are still those
+   looked up* (``FOR KEY SHARE``). Only when every check held does it write
    the completions added and removed, each team's final score and counters, every
    history step, every outbox event and, last, one version bump per organization.
 
@@ -23,9 +24,10 @@ holds means nothing changed since the look-up: the batch is what it would have b
 under locks taken at the look-up. When a check fails, nothing is written and the batch
 is looked up and decided again (``ATTEMPTS``), then left to the route.
 
-The statement takes the team locks before the task locks and the version row last:
-the order of a discipline's replace (its teams, then its tasks) and of every other
-write (the version row last), so it waits for them but never in a cycle.
+The statement locks disciplines, then teams, then tasks, and the version row last: the
+order of a single write (discipline, team, version row) and of a discipline's replace
+or delete (the discipline, its teams, then its tasks), so it may wait for them but
+never in a cycle.
 
 A write that would be refused comes back as ``None`` with nothing written for it.
 Writes to the same team in one batch apply in arrival order; they were concurrent
@@ -70,10 +72,17 @@ LEFT JOIN task_completions AS c
 """
 
 WRITE = """
-WITH held AS (
+WITH disciplines_held AS (
+    SELECT d.id FROM disciplines AS d
+    WHERE d.id IN (SELECT r.discipline_id
+                   FROM json_to_recordset($8::json) AS r(discipline_id uuid))
+    ORDER BY d.id
+    FOR KEY SHARE OF d
+), held AS (
     SELECT t.id FROM teams AS t
     JOIN json_to_recordset($4::json) AS r(organization_id uuid, id uuid, seen int)
       ON t.organization_id = r.organization_id AND t.id = r.id AND t.version = r.seen
+    WHERE (SELECT count(*) FROM disciplines_held) >= 0  -- after the disciplines
     ORDER BY t.organization_id, t.id
     FOR UPDATE OF t
 ), kept AS (
@@ -84,7 +93,10 @@ WITH held AS (
     ORDER BY k.id
     FOR KEY SHARE OF k
 ), ok AS (
-    SELECT (SELECT count(*) FROM held) = json_array_length($4::json)
+    SELECT (SELECT count(*) FROM disciplines_held)
+               = (SELECT count(DISTINCT r.discipline_id)
+                  FROM json_to_recordset($8::json) AS r(discipline_id uuid))
+           AND (SELECT count(*) FROM held) = json_array_length($4::json)
            AND (SELECT count(*) FROM kept) = json_array_length($8::json) AS ok
 ), added AS (
     INSERT INTO task_completions (organization_id, team_id, task_id, discipline_id, points,
