@@ -17,6 +17,7 @@ from sqlalchemy.exc import OperationalError
 from questline.events.models import Event
 from questline.progress import batchwrite, record, schemas
 from questline.progress.fastpath import FastWrites, canonical_uuid, match
+from questline.web.metrics import PROGRESS_BATCH_WRITES, PROGRESS_BATCHES
 from questline.web.middleware import REQUESTS
 from questline.web.state import AppState
 from tests.factories import World
@@ -96,10 +97,14 @@ async def test_the_write_is_recorded_like_the_routes(
     assert board.status_code == 200
     version = await app_state.readmodel.version(org.id)
     counted = REQUESTS.labels("POST", "/team/{team_id}/progress", "201")._value.get()
+    batches = PROGRESS_BATCHES._value.get()
+    in_batches = PROGRESS_BATCH_WRITES._value.get()
 
     done = await complete(org, team["Id"], tree.task(0, 0, 1))
     assert done.status_code == 201, done.text
     assert fast.answered == 1
+    assert PROGRESS_BATCHES._value.get() == batches + 1
+    assert PROGRESS_BATCH_WRITES._value.get() == in_batches + 1
 
     assert REQUESTS.labels("POST", "/team/{team_id}/progress", "201")._value.get() == counted + 1
     assert await app_state.readmodel.version(org.id) == (version or 0) + 1

@@ -36,7 +36,13 @@ import asyncpg
 from questline import events
 from questline.progress import batchwrite, record
 from questline.storage.db import Database
-from questline.web.metrics import TASKS_COMPLETED, TASKS_WITHDRAWN
+from questline.web.metrics import (
+    PROGRESS_BATCH_WRITES,
+    PROGRESS_BATCHES,
+    PROGRESS_BATCHES_FAILED,
+    TASKS_COMPLETED,
+    TASKS_WITHDRAWN,
+)
 
 logger = logging.getLogger("questline.progress")
 
@@ -109,6 +115,7 @@ class GroupCommit:
                 outcomes = await self._commit_pg(list(writes))
         except Exception:
             self.failed_batches += 1
+            PROGRESS_BATCHES_FAILED.inc()
             logger.info(
                 "a batch of %s progress writes failed; the route runs each",
                 len(writes),
@@ -117,6 +124,8 @@ class GroupCommit:
             return [None] * len(writes)
         self.batches += 1
         self.writes += len(writes)
+        PROGRESS_BATCHES.inc()
+        PROGRESS_BATCH_WRITES.inc(len(writes))
         return outcomes
 
     async def _commit_pg(self, writes: list[record.Write]) -> list[record.Outcome]:

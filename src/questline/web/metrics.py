@@ -29,6 +29,17 @@ TASKS_COMPLETED = Counter(
     "questline_tasks_completed", "Task completions recorded (a repeated completion is not)"
 )
 TASKS_WITHDRAWN = Counter("questline_tasks_withdrawn", "Task completions withdrawn")
+PROGRESS_BATCHES = Counter(
+    "questline_progress_batches",
+    "Batches of progress writes committed by the group commit (one transaction each)",
+)
+PROGRESS_BATCH_WRITES = Counter(
+    "questline_progress_batch_writes", "Progress writes in those batches (refusals included)"
+)
+PROGRESS_BATCHES_FAILED = Counter(
+    "questline_progress_batches_failed",
+    "Batches that failed and left each of their writes to the route",
+)
 BULK_ROWS_IMPORTED = Counter(
     "questline_bulk_rows_imported",
     "Rows of successful POST /team/bulk requests: CSV records, or JSON team items",
