@@ -2,9 +2,10 @@
 
 For a read: on a miss (the read model's entry dropped, its memos of the version kept:
 what most misses meet) and on a hit, as "miss / hit". For a write row: the statements
-of one completion (POST …/progress). The counts are of statements the database driver
-runs through the engine (BEGIN on SQLite included) and of the read model's lean misses
-(readmodel/lean.py); the read model's version checks (the LISTEN connection, SQLite's
+of one completion (POST …/progress: a batch of one of the group commit). The counts are
+of statements the database driver runs through the engine (BEGIN on SQLite included),
+of the read model's lean misses (readmodel/lean.py) and of the progress group commit
+on PostgreSQL (progress/batching.py; both bypass the engine); the read model's version checks (the LISTEN connection, SQLite's
 private connection) are not counted.
 """
 
@@ -41,6 +42,7 @@ async def count(
 
     event.listen(state.db.engine.sync_engine, "before_cursor_execute", before)
     state.readmodel.lean.listeners.append(before)
+    app.state.progress_fast_path.writes.listeners.append(before)
     found: dict[str, str] = {}
     transport = httpx.ASGITransport(app=app)
     try:

@@ -101,7 +101,7 @@ async def test_a_completion_and_a_withdrawal_cost_few_statements(
         # transaction (no BEGIN, no COMMIT).
         assert first.statements == 2, first.round_trips
         assert first.round_trips[0].startswith("SELECT w.i")
-        assert first.round_trips[1].startswith("WITH held AS")
+        assert first.round_trips[1].startswith("WITH disciplines_held AS")
         assert repeat.statements == 1, repeat.round_trips  # nothing to write
         assert withdrawal.statements == 2, withdrawal.round_trips
     else:
