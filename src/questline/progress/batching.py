@@ -3,18 +3,19 @@ commits share the next one.
 
 Every progress write bumps its organization's read-model version, and that row stays
 locked until the commit; on PostgreSQL with ``synchronous_commit = on`` the commit
-waits for its WAL flush (an ``fdatasync``). One write a transaction therefore means
-one flush at a time for the whole organization, whatever the number of workers: the
-disk's flush latency, not the CPU, capped the rate of writes.
+waits for its WAL flush. One write a transaction therefore means one turn of that row
+at a time for the whole organization, whatever the number of workers; and each
+transaction has its fixed costs (a session, ``BEGIN``, ``COMMIT``, on SQLite the write
+lock).
 
 ``GroupCommit`` keeps one queue per process. A write joins the queue and waits; one
-task takes everything queued (up to ``max_batch``) and runs it in ONE transaction
-(three statements on PostgreSQL, ``progress.batchwrite``, on the driver's connection
-without a session; one round trip to the
-driver's thread on SQLite, ``record.record_many_sqlite``), then answers each write.
-While that transaction commits, the next writes queue up: under load a batch holds
-many writes, one flush and one version-row lock for all of them; a lone write runs at
-once, in a batch of one.
+task takes everything queued (up to ``max_batch``) and writes it in ONE transaction —
+on PostgreSQL one look-up and one checked write statement on the driver's connection,
+without a session (``progress.batchwrite``); on SQLite one round trip to the driver's
+thread (``record.record_many_sqlite``) — then answers each write. While a batch is
+written, the next writes queue up: under load a batch holds many writes, one commit
+and one turn of the version row for all of them; a lone write runs at once, in a batch
+of one.
 
 A refusal (unknown team or task, archived team, a future ``CompletedAt``) writes
 nothing and is answered ``None``: the caller lets the route answer it (with its
@@ -54,7 +55,7 @@ CONCURRENT_BATCHES = 1
 version row, locked until the batch's commit (WAL flush included): batches queue there
 one at a time, so more at once only makes each smaller. Measured on PostgreSQL
 (``bench/run.py --quick --only "POST /team/{id}"``, 2 workers): one at a time
-2,500 to 2,960 writes/s, two 1,900 to 2,550, four 1,650 (BENCHMARKS.md). SQLite has one
+2,537 to 2,960 writes/s, two 1,923 to 2,552, four 1,650 (BENCHMARKS.md). SQLite has one
 writer anyway."""
 
 

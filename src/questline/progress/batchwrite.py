@@ -254,7 +254,7 @@ class _Plan:
 
 
 Fetch = Callable[..., Awaitable[Sequence[Any]]]
-"""Runs one statement (SQL with ``$n`` parameters, then the arguments) in the batch's
+"""Runs one statement (SQL with ``$n`` parameters, then the arguments), its own
 transaction; returns its rows (asyncpg records)."""
 
 
