@@ -16,9 +16,10 @@ from sqlalchemy.exc import OperationalError
 
 from questline.events.models import Event
 from questline.progress import batchwrite, record, schemas
-from questline.progress.fastpath import FastWrites, canonical_uuid, match
+from questline.progress.fastpath import FastWrites, match
 from questline.web.metrics import PROGRESS_BATCH_WRITES, PROGRESS_BATCHES
 from questline.web.middleware import REQUESTS
+from questline.web.paths import canonical_uuid
 from questline.web.state import AppState
 from tests.factories import World
 from tests.progress.factories import complete, history, make_discipline, score_of
@@ -134,6 +135,11 @@ async def test_refusals_and_unusual_requests_take_the_route(
     url = f"/team/{team['Id']}/progress"
     version = await app_state.readmodel.version(org.id)
 
+    async def raw(body: bytes, media: str = "application/json") -> Any:
+        return await org.client.post(
+            url, content=body, headers={**org.admin, "Content-Type": media}
+        )
+
     refused = {
         "hidden task": (await complete(org, team["Id"], foreign.task(0, 0, 0)), 404),
         "unknown team": (
@@ -155,36 +161,10 @@ async def test_refusals_and_unusual_requests_take_the_route(
             422,
         ),
         "wrong type": (await org.client.post(url, json={"TaskId": 5}, headers=org.admin), 422),
-        "not JSON": (
-            await org.client.post(
-                url,
-                content=b'{"TaskId": ',
-                headers={**org.admin, "Content-Type": "application/json"},
-            ),
-            400,
-        ),
-        "too deep": (
-            await org.client.post(
-                url,
-                content=b"[" * 40 + b"]" * 40,
-                headers={**org.admin, "Content-Type": "application/json"},
-            ),
-            400,
-        ),
-        "NUL": (
-            await org.client.post(
-                url,
-                content=b'{"TaskId": "\\u0000"}',
-                headers={**org.admin, "Content-Type": "application/json"},
-            ),
-            422,
-        ),
-        "text/plain": (
-            await org.client.post(
-                url, content=b"{}", headers={**org.admin, "Content-Type": "text/plain"}
-            ),
-            415,
-        ),
+        "not JSON": (await raw(b'{"TaskId": '), 400),
+        "too deep": (await raw(b"[" * 40 + b"]" * 40), 400),
+        "NUL": (await raw(b'{"TaskId": "\\u0000"}'), 422),
+        "text/plain": (await raw(b"{}", "text/plain"), 415),
         "query": (
             await org.client.post(url + "?dryRun=1", json={"TaskId": task}, headers=org.admin),
             422,

@@ -46,7 +46,7 @@ from typing import Any
 from questline.events.service import as_payload
 from questline.progress import schemas
 from questline.progress.models import ScoreChange
-from questline.progress.record import Completing, Outcome, Recorded, Write
+from questline.progress.record import Completing, Done, Outcome, Recorded, Write
 from questline.progress.service import check_completed_at
 from questline.readmodel.http import dumps
 from questline.storage.db import new_id, utcnow
@@ -182,13 +182,6 @@ class _Team:
     steps: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class _Done:
-    discipline_id: uuid.UUID
-    points: int
-    completed_at: dt.datetime
-
-
 @dataclass(slots=True)
 class _Plan:
     """What the batch does, decided write by write."""
@@ -197,8 +190,8 @@ class _Plan:
     teams: dict[tuple[uuid.UUID, uuid.UUID], _Team] = field(default_factory=dict)
     tasks: dict[int, tuple[uuid.UUID, int] | None] = field(default_factory=dict)
     """By write position: the task's (discipline, points), ``None`` if not visible."""
-    done: dict[tuple[uuid.UUID, uuid.UUID, uuid.UUID], _Done | None] = field(default_factory=dict)
-    first_done: dict[tuple[uuid.UUID, uuid.UUID, uuid.UUID], _Done | None] = field(
+    done: dict[tuple[uuid.UUID, uuid.UUID, uuid.UUID], Done | None] = field(default_factory=dict)
+    first_done: dict[tuple[uuid.UUID, uuid.UUID, uuid.UUID], Done | None] = field(
         default_factory=dict
     )
     history: list[dict[str, Any]] = field(default_factory=list)
@@ -327,7 +320,7 @@ def _look_up(rows: Sequence[Any], writes: list[Write], plan: _Plan) -> None:
             plan.done[done_key] = (
                 None
                 if done_at is None
-                else _Done(_uuid(row["done_discipline_id"]), int(row["done_points"]), done_at)
+                else Done(_uuid(row["done_discipline_id"]), int(row["done_points"]), done_at)
             )
             plan.first_done[done_key] = plan.done[done_key]
 
@@ -353,8 +346,8 @@ def _decide(plan: _Plan, position: int, write: Write) -> Outcome:
         except Problem:
             return None  # 422
         if done is not None:
-            return Recorded(_completion(write.team_id, task_id, done, team.score), False)
-        added = _Done(task[0], task[1], completed_at)
+            return Recorded(done.as_completion(write.team_id, task_id, team.score), False)
+        added = Done(task[0], task[1], completed_at)
         plan.done[done_key] = added
         scored = plan.step(
             write,
@@ -364,7 +357,7 @@ def _decide(plan: _Plan, position: int, write: Write) -> Outcome:
             delta=added.points,
             at=completed_at,
             event="progress.completed",
-            completion=_completion(write.team_id, task_id, added, None),
+            completion=added.as_completion(write.team_id, task_id, None),
         )
         return Recorded(scored, True)
     if done is None:
@@ -378,20 +371,7 @@ def _decide(plan: _Plan, position: int, write: Write) -> Outcome:
         delta=-done.points,
         at=plan.now,
         event="progress.withdrawn",
-        completion=_completion(write.team_id, task_id, done, None),
-    )
-
-
-def _completion(
-    team_id: uuid.UUID, task_id: uuid.UUID, done: _Done, score: int | None
-) -> schemas.Completion:
-    return schemas.Completion(
-        team_id=team_id,
-        task_id=task_id,
-        discipline_id=done.discipline_id,
-        points=done.points,
-        completed_at=done.completed_at,
-        score=score,
+        completion=done.as_completion(write.team_id, task_id, None),
     )
 
 

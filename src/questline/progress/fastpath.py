@@ -38,6 +38,7 @@ from questline.progress import record, schemas
 from questline.progress.batching import GroupCommit
 from questline.web.bodies import check_json_text
 from questline.web.errors import Problem, Unauthorized
+from questline.web.paths import canonical_uuid
 
 MAX_BODY = 1024
 """Bytes of a body this path reads (a completion is about 100); larger ones take the
@@ -66,18 +67,6 @@ class RouteName:
 
 COMPLETE_ROUTE = RouteName("/team/{team_id}/progress")
 WITHDRAW_ROUTE = RouteName("/team/{team_id}/progress/{task_id}")
-
-
-def canonical_uuid(text: str) -> uuid.UUID | None:
-    """The id when ``text`` is its canonical lower-case form; anything else takes the
-    route (which accepts, or refuses, more forms)."""
-    if len(text) != 36:
-        return None
-    try:
-        parsed = uuid.UUID(text)
-    except ValueError:
-        return None
-    return parsed if str(parsed) == text else None
 
 
 def match(method: str, path: str) -> tuple[uuid.UUID, uuid.UUID | None] | None:

@@ -84,14 +84,29 @@ def _existing(found: _Found, team_id: uuid.UUID, task_id: uuid.UUID) -> schemas.
     assert found.done_discipline_id is not None
     assert found.done_points is not None
     assert found.done_at is not None
-    return schemas.Completion(
-        team_id=team_id,
-        task_id=task_id,
-        discipline_id=found.done_discipline_id,
-        points=found.done_points,
-        completed_at=found.done_at,
-        score=found.score,
-    )
+    done = Done(found.done_discipline_id, found.done_points, found.done_at)
+    return done.as_completion(team_id, task_id, found.score)
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    """A completion as stored: what it earned, and when."""
+
+    discipline_id: uuid.UUID
+    points: int
+    completed_at: dt.datetime
+
+    def as_completion(
+        self, team_id: uuid.UUID, task_id: uuid.UUID, score: int | None
+    ) -> schemas.Completion:
+        return schemas.Completion(
+            team_id=team_id,
+            task_id=task_id,
+            discipline_id=self.discipline_id,
+            points=self.points,
+            completed_at=self.completed_at,
+            score=score,
+        )
 
 
 def _decide(found: _Found | None) -> None:
@@ -233,12 +248,8 @@ async def _complete_pg(
     now = utcnow()
     completed_at = check_completed_at(data.completed_at, now)
     if found.done_at is None:
-        completion = schemas.Completion(
-            team_id=team_id,
-            task_id=data.task_id,
-            discipline_id=found.discipline_id,
-            points=found.points,
-            completed_at=completed_at,
+        completion = Done(found.discipline_id, found.points, completed_at).as_completion(
+            team_id, data.task_id, None
         )
         written = (
             await session.execute(
@@ -288,13 +299,8 @@ async def _withdraw_pg(
     _refuse_archived(row.status)
     if row.version is None:
         raise not_found("completion of this task by this team")
-    withdrawn = schemas.Completion(
-        team_id=team_id,
-        task_id=task_id,
-        discipline_id=row.discipline_id,
-        points=row.points,
-        completed_at=row.completed_at,
-        score=int(row.score),
+    withdrawn = Done(row.discipline_id, row.points, row.completed_at).as_completion(
+        team_id, task_id, int(row.score)
     )
     await session.execute(
         EVENT_PG,
@@ -459,13 +465,8 @@ def complete_sqlite_work(
             at=completed_at,
             now=now,
         )
-        completion = schemas.Completion(
-            team_id=team_id,
-            task_id=data.task_id,
-            discipline_id=found.discipline_id,
-            points=points,
-            completed_at=completed_at,
-            score=score,
+        completion = Done(found.discipline_id, points, completed_at).as_completion(
+            team_id, data.task_id, score
         )
         version = _finish_sqlite(batch, org_id, "progress.completed", completion)
         return Recorded(completion, True), version
@@ -505,14 +506,8 @@ def withdraw_sqlite_work(
             at=now,
             now=now,
         )
-        withdrawn = schemas.Completion(
-            team_id=team_id,
-            task_id=task_id,
-            discipline_id=discipline_id,
-            points=points,
-            completed_at=parse_sqlite_time(completed_at),
-            score=score,
-        )
+        done = Done(discipline_id, points, parse_sqlite_time(completed_at))
+        withdrawn = done.as_completion(team_id, task_id, score)
         return withdrawn, _finish_sqlite(batch, org_id, "progress.withdrawn", withdrawn)
 
     return work

@@ -33,6 +33,7 @@ from sqlalchemy import make_url
 from sqlalchemy.sql import Select
 
 from questline.storage.db import Database
+from questline.web.paths import canonical_uuid
 
 log = logging.getLogger(__name__)
 
@@ -205,11 +206,4 @@ class LeanRoute:
     def resource_of(self, path: str) -> uuid.UUID | None:
         if not (path.startswith(self.prefix) and path.endswith(self.suffix)):
             return None
-        raw = path[len(self.prefix) : len(path) - len(self.suffix)]
-        if len(raw) != 36:
-            return None
-        try:
-            parsed = uuid.UUID(raw)
-        except ValueError:
-            return None
-        return parsed if str(parsed) == raw else None
+        return canonical_uuid(path[len(self.prefix) : len(path) - len(self.suffix)])

@@ -22,6 +22,19 @@ def _parser(kind: str, name: str):  # type: ignore[no-untyped-def]
     return parse
 
 
+def canonical_uuid(text: str) -> uuid.UUID | None:
+    """The id when ``text`` is its canonical lower-case form, else ``None``: the paths
+    answered before routing (the read model's lean misses, the progress writes' fast
+    path) take only that form and leave every other to the route."""
+    if len(text) != 36:
+        return None
+    try:
+        parsed = uuid.UUID(text)
+    except ValueError:
+        return None
+    return parsed if str(parsed) == text else None
+
+
 TeamId = Annotated[uuid.UUID, Depends(_parser("team", "team_id"))]
 MemberId = Annotated[uuid.UUID, Depends(_parser("member", "member_id"))]
 DisciplineId = Annotated[uuid.UUID, Depends(_parser("discipline", "discipline_id"))]
