@@ -29,6 +29,11 @@ order of a single write (discipline, team, version row) and of a discipline's re
 or delete (the discipline, its teams, then its tasks), so it may wait for them but
 never in a cycle.
 
+The teams are found with ``id = ANY(ARRAY(…))``, not by joining the JSON rows: the
+planner takes any ``json_to_recordset`` for 100 rows, and joined so it hashed them
+against a sequential scan of ``teams`` (EXPLAIN ANALYZE at 10,000 teams: two scans of
+1.2 ms each, 3.0 ms for a one-write batch; 0.66 ms with the index).
+
 A write that would be refused comes back as ``None`` with nothing written for it.
 Writes to the same team in one batch apply in arrival order; they were concurrent
 requests, so that is one order the clients could have seen.
@@ -74,22 +79,30 @@ LEFT JOIN task_completions AS c
 WRITE = """
 WITH disciplines_held AS (
     SELECT d.id FROM disciplines AS d
-    WHERE d.id IN (SELECT r.discipline_id
-                   FROM json_to_recordset($8::json) AS r(discipline_id uuid))
+    WHERE d.id = ANY(ARRAY(SELECT r.discipline_id
+                           FROM json_to_recordset($8::json) AS r(discipline_id uuid)))
     ORDER BY d.id
     FOR KEY SHARE OF d
 ), held AS (
     SELECT t.id FROM teams AS t
-    JOIN json_to_recordset($4::json) AS r(organization_id uuid, id uuid, seen int)
-      ON t.organization_id = r.organization_id AND t.id = r.id AND t.version = r.seen
-    WHERE (SELECT count(*) FROM disciplines_held) >= 0  -- after the disciplines
+    WHERE t.organization_id = ANY(ARRAY(
+            SELECT r.organization_id FROM json_to_recordset($4::json) AS r(organization_id uuid)))
+      AND t.id = ANY(ARRAY(SELECT r.id FROM json_to_recordset($4::json) AS r(id uuid)))
+      AND t.version = (
+            SELECT r.seen
+            FROM json_to_recordset($4::json) AS r(organization_id uuid, id uuid, seen int)
+            WHERE r.organization_id = t.organization_id AND r.id = t.id)
+      AND (SELECT count(*) FROM disciplines_held) >= 0  -- after the disciplines
     ORDER BY t.organization_id, t.id
     FOR UPDATE OF t
 ), kept AS (
     SELECT k.id FROM tasks AS k
-    JOIN json_to_recordset($8::json) AS r(id uuid, discipline_id uuid, points int)
-      ON k.id = r.id AND k.discipline_id = r.discipline_id AND k.points = r.points
-    WHERE (SELECT count(*) FROM held) >= 0  -- after the teams
+    WHERE k.id = ANY(ARRAY(SELECT r.id FROM json_to_recordset($8::json) AS r(id uuid)))
+      AND EXISTS (SELECT 1
+                  FROM json_to_recordset($8::json) AS r(id uuid, discipline_id uuid, points int)
+                  WHERE r.id = k.id AND r.discipline_id = k.discipline_id
+                    AND r.points = k.points)
+      AND (SELECT count(*) FROM held) >= 0  -- after the teams
     ORDER BY k.id
     FOR KEY SHARE OF k
 ), ok AS (
@@ -126,16 +139,18 @@ WITH disciplines_held AS (
       AND c.task_id = r.task_id AND (SELECT ok FROM ok)
     RETURNING 1
 ), scored AS (
-    UPDATE teams AS t SET
-        score = r.score,
-        tasks_completed = t.tasks_completed + r.completed,
-        version = t.version + r.steps,
-        score_reached_at = r.reached_at,
-        updated_at = $1::timestamptz
-    FROM json_to_recordset($4::json) AS r(
-        organization_id uuid, id uuid, score bigint, completed int, steps int,
-        reached_at timestamptz)
-    WHERE t.organization_id = r.organization_id AND t.id = r.id AND (SELECT ok FROM ok)
+    UPDATE teams AS t
+    SET (score, tasks_completed, version, score_reached_at, updated_at) = (
+        SELECT r.score, t.tasks_completed + r.completed, t.version + r.steps, r.reached_at,
+               $1::timestamptz
+        FROM json_to_recordset($4::json) AS r(
+            organization_id uuid, id uuid, score bigint, completed int, steps int,
+            reached_at timestamptz)
+        WHERE r.organization_id = t.organization_id AND r.id = t.id)
+    WHERE t.organization_id = ANY(ARRAY(
+            SELECT r.organization_id FROM json_to_recordset($4::json) AS r(organization_id uuid)))
+      AND t.id = ANY(ARRAY(SELECT r.id FROM json_to_recordset($4::json) AS r(id uuid)))
+      AND (SELECT ok FROM ok)
     RETURNING 1
 ), history AS (
     INSERT INTO score_events (organization_id, id, team_id, task_id, discipline_id, kind,
