@@ -44,6 +44,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from questline import events
 from questline.config import Settings
 from questline.events.models import PLATFORM_ORG, Event
+from questline.storage.batching import one_of
 from questline.storage.db import Database, new_id, utcnow
 from questline.webhooks.models import DeliveryStatus, Webhook, WebhookDelivery
 from questline.webhooks.sending import Attempt, Outcome, Sender, body_of, message_id, rfc3339
@@ -158,7 +159,12 @@ class Dispatcher:
             return await session.scalar(query.limit(1)) is not None
 
     async def fan_out(self) -> int:
-        if not await self._any(select(Event.id).where(Event.pending.is_(True))):
+        # On SQLite a cheap read first (an idle pass takes no write lock). Not on
+        # PostgreSQL: there this scan of the pending events cost 4.6 ms a call under a
+        # write load (pg_stat_statements), the locking select below 0.3 ms.
+        if self.db.is_sqlite and not await self._any(
+            select(Event.id).where(Event.pending.is_(True))
+        ):
             return 0
         async with self.db.session(write=True) as session:
             pending = list(
@@ -202,11 +208,16 @@ class Dispatcher:
             if rows:
                 await session.execute(insert(WebhookDelivery), rows)
             # One statement marks the batch done (not an UPDATE per event).
+            # The sets bound as one parameter each: one statement text whatever the
+            # batch's size, so PostgreSQL plans it once (an IN list of each length was
+            # a new statement: 8-13 ms a call under a write load).
             await session.execute(
                 update(Event)
                 .where(
-                    Event.organization_id.in_({e.organization_id for e in pending}),
-                    Event.id.in_([e.id for e in pending]),
+                    one_of(
+                        session, Event.organization_id, list({e.organization_id for e in pending})
+                    ),
+                    one_of(session, Event.id, [e.id for e in pending]),
                 )
                 .values(pending=False)
                 .execution_options(synchronize_session=False)
