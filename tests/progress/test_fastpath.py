@@ -121,6 +121,7 @@ async def test_the_write_is_recorded_like_the_routes(
     assert len(completed) == 1
     assert completed[0].payload["TaskId"] == tree.task(0, 0, 1)
     assert completed[0].payload["Score"] == 25
+    assert completed[0].payload == done.json()  # the event carries what was answered
 
 
 async def test_refusals_and_unusual_requests_take_the_route(

@@ -42,13 +42,11 @@ requests, so that is one order the clients could have seen.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from questline.events.service import as_payload
 from questline.progress import schemas
 from questline.progress.models import ScoreChange
 from questline.progress.record import Completing, Done, Outcome, Recorded, Write
@@ -224,9 +222,9 @@ class _Plan:
         at: dt.datetime,
         event: str,
         completion: schemas.Completion,
-    ) -> schemas.Completion:
+    ) -> tuple[schemas.Completion, bytes]:
         """Apply one change to the team's score (``record``'s rules); returns the
-        completion with the new score, its history step and event queued."""
+        completion with the new score and its JSON, its history step and event queued."""
         completing = event == "progress.completed"
         team.score += delta
         team.completed += 1 if completing else -1
@@ -249,16 +247,17 @@ class _Plan:
             }
         )
         scored = completion.model_copy(update={"score": team.score})
+        body = schemas.COMPLETION_JSON.to_json(scored, by_alias=True)
         self.events.append(
             {
                 "organization_id": write.org_id,
                 "id": new_id(),
                 "type": event,
-                "payload": json.dumps(as_payload(scored)),
+                "payload": body.decode(),  # the event's JSON is the response's
             }
         )
         self.written.append(write)
-        return scored
+        return scored, body
 
 
 Fetch = Callable[..., Awaitable[Sequence[Any]]]
@@ -364,7 +363,7 @@ def _decide(plan: _Plan, position: int, write: Write) -> Outcome:
             return Recorded(done.as_completion(write.team_id, task_id, team.score), False)
         added = Done(task[0], task[1], completed_at)
         plan.done[done_key] = added
-        scored = plan.step(
+        scored, body = plan.step(
             write,
             team,
             task_id=task_id,
@@ -374,11 +373,11 @@ def _decide(plan: _Plan, position: int, write: Write) -> Outcome:
             event="progress.completed",
             completion=added.as_completion(write.team_id, task_id, None),
         )
-        return Recorded(scored, True)
+        return Recorded(scored, True, body)
     if done is None:
         return None  # 404: nothing to withdraw
     plan.done[done_key] = None
-    return plan.step(
+    withdrawn, _ = plan.step(
         write,
         team,
         task_id=task_id,
@@ -388,6 +387,7 @@ def _decide(plan: _Plan, position: int, write: Write) -> Outcome:
         event="progress.withdrawn",
         completion=done.as_completion(write.team_id, task_id, None),
     )
+    return withdrawn
 
 
 def _json(rows: list[dict[str, Any]]) -> str:

@@ -44,8 +44,6 @@ MAX_BODY = 1024
 """Bytes of a body this path reads (a completion is about 100); larger ones take the
 route, with its own limits."""
 
-_COMPLETION = schemas.Completion.__pydantic_serializer__
-
 
 @dataclass(slots=True)
 class FastWrites:
@@ -183,7 +181,7 @@ class ProgressWriteFastPath:
 
     async def _send_completion(self, send: Send, recorded: record.Recorded) -> None:
         completion = recorded.completion
-        body = _COMPLETION.to_json(completion, by_alias=True)
+        body = recorded.body or schemas.COMPLETION_JSON.to_json(completion, by_alias=True)
         location = f"{self.public_url}/team/{completion.team_id}/progress/{completion.task_id}"
         await send(
             {

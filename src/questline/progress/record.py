@@ -61,6 +61,9 @@ class Recorded:
     completion: schemas.Completion
     """With ``score``: the team's score after the request."""
     created: bool
+    body: bytes | None = None
+    """The completion's JSON as the API writes it, when already made (the group commit
+    makes it once for the outbox event and the response)."""
 
 
 @dataclass(frozen=True, slots=True)

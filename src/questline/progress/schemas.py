@@ -32,6 +32,11 @@ class Completion(OutputModel):
     )
 
 
+COMPLETION_JSON = Completion.__pydantic_serializer__
+"""A completion's JSON as the API writes it (``to_json(c, by_alias=True)``), without
+validating it again: the fast path's response and the outbox event's payload."""
+
+
 class Counts(OutputModel):
     tasks_completed: int
     tasks_total: int
