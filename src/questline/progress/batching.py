@@ -51,12 +51,11 @@ MAX_BATCH = 64
 """Writes per transaction at most: bounds a transaction's locks and the time its
 writes wait for the slowest of them."""
 CONCURRENT_BATCHES = 1
-"""Batches of a process under way at once. Every batch of an organization ends on its
-version row, locked until the batch's commit (WAL flush included): batches queue there
-one at a time, so more at once only makes each smaller. Measured on PostgreSQL
-(``bench/run.py --quick --only "POST /team/{id}"``, 2 workers): one at a time
-2,537 to 2,960 writes/s, two 1,923 to 2,552, four 1,650 (BENCHMARKS.md). SQLite has one
-writer anyway."""
+"""Batches of a process under way at once. More at once made each batch smaller (more
+statements and commits for the same writes) and every one of an organization still
+ends on its version row: measured on PostgreSQL (``bench/run.py --quick --only
+"POST /team/{id}"``, 2 workers), one at a time 2,537 to 2,960 writes/s, two 1,923 to
+2,552, four 1,650 (BENCHMARKS.md). SQLite has one writer anyway."""
 
 
 class GroupCommit:
