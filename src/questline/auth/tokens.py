@@ -43,6 +43,16 @@ class Caller:
         return self.role is Role.OPERATOR
 
 
+def bearer_token(authorization: bytes | None) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header's raw value, else
+    ``None`` (no header, another scheme, nothing after it)."""
+    if authorization is None:
+        return None
+    scheme, _, credentials = authorization.decode("latin-1").partition(" ")
+    token = credentials.strip()
+    return token if scheme.lower() == "bearer" and token else None
+
+
 def load_or_create_secret(settings: Settings) -> str:
     """The HS256 secret: configured, or kept in the data directory (created once)."""
     if settings.jwt_secret is not None:

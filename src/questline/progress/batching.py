@@ -32,8 +32,6 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import asyncpg
-
 from questline import events
 from questline.progress import batchwrite, record
 from questline.storage.db import Database
@@ -50,25 +48,21 @@ logger = logging.getLogger("questline.progress")
 MAX_BATCH = 64
 """Writes per transaction at most: bounds a transaction's locks and the time its
 writes wait for the slowest of them."""
-CONCURRENT_BATCHES = 1
-"""Batches of a process under way at once. More at once made each batch smaller (more
-statements and commits for the same writes) and every one of an organization still
-ends on its version row: measured on PostgreSQL (``bench/run.py --quick --only
-"POST /team/{id}"``, 2 workers), one at a time 2,537 to 2,960 writes/s, two 1,923 to
-2,552, four 1,650 (BENCHMARKS.md). SQLite has one writer anyway."""
 
 
 class GroupCommit:
-    """The process's queue of progress writes and the tasks that commit them."""
+    """The process's queue of progress writes and the task that commits them, one batch
+    at a time. More batches at once made each smaller (more statements and commits for
+    the same writes), and every one of an organization still ends on its version row:
+    measured on PostgreSQL (``bench/run.py --quick --only "POST /team/{id}"``, 2
+    workers), one at a time 2,537 to 2,960 writes/s, two 1,923 to 2,552, four 1,650
+    (BENCHMARKS.md). SQLite has one writer anyway."""
 
-    def __init__(
-        self, db: Database, *, max_batch: int = MAX_BATCH, concurrency: int | None = None
-    ) -> None:
+    def __init__(self, db: Database, *, max_batch: int = MAX_BATCH) -> None:
         self.db = db
         self.max_batch = max_batch
-        self.concurrency = concurrency or CONCURRENT_BATCHES
         self._queue: list[tuple[record.Write, asyncio.Future[record.Outcome]]] = []
-        self._runners: set[asyncio.Task[None]] = set()
+        self._runner: asyncio.Task[None] | None = None
         self.batches = 0
         """Transactions committed (for tests and ``bench``: writes ÷ batches)."""
         self.writes = 0
@@ -82,10 +76,8 @@ class GroupCommit:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[record.Outcome] = loop.create_future()
         self._queue.append((write, future))
-        if len(self._runners) < self.concurrency:
-            runner = loop.create_task(self._run())
-            self._runners.add(runner)
-            runner.add_done_callback(self._runners.discard)
+        if self._runner is None or self._runner.done():
+            self._runner = loop.create_task(self._run())
         return await future
 
     async def _run(self) -> None:
@@ -129,20 +121,12 @@ class GroupCommit:
         return outcomes
 
     async def _commit_pg(self, writes: list[record.Write]) -> list[record.Outcome]:
-        """The batch on the asyncpg connection of a pooled connection, each statement
-        its own transaction: no session, no BEGIN or COMMIT round trip, no SQLAlchemy
-        per statement (profiled, those were most of a batch's time). What a session
+        """The batch on the driver's connection (``Database.driver_connection``), each
+        statement its own transaction: no session, no BEGIN or COMMIT round trip, no
+        SQLAlchemy per statement (profiled, those were most of a batch's time). What a session
         does after its commit is done here."""
-        async with self.db.engine.connect() as connection:
-            pooled = await connection.get_raw_connection()
-            driver: Any = pooled.driver_connection
-            try:
-                written = await batchwrite.write_batch(self._fetcher(driver), writes)
-            except asyncpg.PostgresError:
-                raise  # that statement rolled back; the connection is fine
-            except BaseException:
-                await connection.invalidate()  # its state is unknown
-                raise
+        async with self.db.driver_connection() as driver:
+            written = await batchwrite.write_batch(self._fetcher(driver), writes)
         if written.versions:
             self.db.committed(dict(written.versions))
             events.announce_committed()
@@ -162,10 +146,11 @@ class GroupCommit:
     async def close(self) -> None:
         """Let the queued writes finish (at shutdown, after the server stopped taking
         requests)."""
-        while self._runners:
-            await asyncio.gather(*self._runners, return_exceptions=True)
+        runner = self._runner
+        if runner is not None and not runner.done():
+            await runner
         if self.batches or self.failed_batches:
-            logger.warning(
+            logger.info(
                 "progress group commit: %s writes in %s transactions (%s failed)",
                 self.writes,
                 self.batches,

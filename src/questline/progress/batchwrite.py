@@ -212,52 +212,45 @@ class _Plan:
     written: list[Write] = field(default_factory=list)
 
     def step(
-        self,
-        write: Write,
-        team: _Team,
-        *,
-        task_id: uuid.UUID,
-        discipline_id: uuid.UUID,
-        delta: int,
-        at: dt.datetime,
-        event: str,
-        completion: schemas.Completion,
+        self, write: Write, team: _Team, done: Done, kind: ScoreChange, at: dt.datetime
     ) -> tuple[schemas.Completion, bytes]:
-        """Apply one change to the team's score (``record``'s rules); returns the
-        completion with the new score and its JSON, its history step and event queued."""
-        completing = event == "progress.completed"
+        """Apply ``done`` completed or withdrawn (``kind``) to the team's score with
+        ``record``'s rules; returns the completion with the new score and its JSON, its
+        history step and outbox event queued."""
+        completing = kind is ScoreChange.COMPLETED
+        delta = done.points if completing else -done.points
         team.score += delta
         team.completed += 1 if completing else -1
         team.steps += 1
         if not (team.has_history and team.reached_at > at):
             team.reached_at = at
         team.has_history = True
-        kind = ScoreChange.COMPLETED if completing else ScoreChange.WITHDRAWN
+        task_id = _task_of(write)
         self.history.append(
             {
                 "organization_id": write.org_id,
                 "id": new_id(),
                 "team_id": write.team_id,
                 "task_id": task_id,
-                "discipline_id": discipline_id,
+                "discipline_id": done.discipline_id,
                 "kind": kind.value,
                 "delta": delta,
                 "score_after": team.score,
                 "at": at,
             }
         )
-        scored = completion.model_copy(update={"score": team.score})
-        body = schemas.COMPLETION_JSON.to_json(scored, by_alias=True)
+        completion = done.as_completion(write.team_id, task_id, team.score)
+        body = schemas.COMPLETION_JSON.to_json(completion, by_alias=True)
         self.events.append(
             {
                 "organization_id": write.org_id,
                 "id": new_id(),
-                "type": event,
+                "type": "progress.completed" if completing else "progress.withdrawn",
                 "payload": body.decode(),  # the event's JSON is the response's
             }
         )
         self.written.append(write)
-        return scored, body
+        return completion, body
 
 
 Fetch = Callable[..., Awaitable[Sequence[Any]]]
@@ -363,30 +356,12 @@ def _decide(plan: _Plan, position: int, write: Write) -> Outcome:
             return Recorded(done.as_completion(write.team_id, task_id, team.score), False)
         added = Done(task[0], task[1], completed_at)
         plan.done[done_key] = added
-        scored, body = plan.step(
-            write,
-            team,
-            task_id=task_id,
-            discipline_id=added.discipline_id,
-            delta=added.points,
-            at=completed_at,
-            event="progress.completed",
-            completion=added.as_completion(write.team_id, task_id, None),
-        )
-        return Recorded(scored, True, body)
+        completion, body = plan.step(write, team, added, ScoreChange.COMPLETED, completed_at)
+        return Recorded(completion, True, body)
     if done is None:
         return None  # 404: nothing to withdraw
     plan.done[done_key] = None
-    withdrawn, _ = plan.step(
-        write,
-        team,
-        task_id=task_id,
-        discipline_id=done.discipline_id,
-        delta=-done.points,
-        at=plan.now,
-        event="progress.withdrawn",
-        completion=done.as_completion(write.team_id, task_id, None),
-    )
+    withdrawn, _ = plan.step(write, team, done, ScoreChange.WITHDRAWN, plan.now)
     return withdrawn
 
 

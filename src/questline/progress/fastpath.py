@@ -33,11 +33,11 @@ import orjson
 from pydantic import ValidationError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from questline.auth.tokens import Role, TokenService
+from questline.auth.tokens import Role, TokenService, bearer_token
 from questline.progress import record, schemas
 from questline.progress.batching import GroupCommit
-from questline.web.bodies import check_json_text
-from questline.web.errors import Problem, Unauthorized
+from questline.web.bodies import check_json_text, is_json_media
+from questline.web.errors import Problem, ServiceUnavailable, Unauthorized
 from questline.web.paths import canonical_uuid
 
 MAX_BODY = 1024
@@ -147,10 +147,11 @@ class ProgressWriteFastPath:
         task_id: uuid.UUID | None,
     ) -> record.Outcome:
         headers = _headers(scope)
-        org_id = self._admin_org(headers.get(b"authorization"))
+        org_id = await self._admin_org(headers.get(b"authorization"))
         if task_id is not None:
             return await self.writes.write(record.Withdrawing(org_id, team_id, task_id))
-        if b"idempotency-key" in headers or not _is_json(headers.get(b"content-type")):
+        content_type = headers.get(b"content-type", b"").decode("latin-1")
+        if b"idempotency-key" in headers or not is_json_media(content_type):
             raise _Decline
         length = headers.get(b"content-length")
         if length is None or not length.isdigit() or int(length) > MAX_BODY:
@@ -159,12 +160,13 @@ class ProgressWriteFastPath:
         data = self._parse(body)
         return await self.writes.write(record.Completing(org_id, team_id, data))
 
-    def _admin_org(self, authorization: bytes | None) -> uuid.UUID:
-        if authorization is None or authorization[:7].lower() != b"bearer ":
+    async def _admin_org(self, authorization: bytes | None) -> uuid.UUID:
+        token = bearer_token(authorization)
+        if token is None:
             raise _Decline
-        try:
-            caller = self.tokens.verify(authorization[7:].strip().decode("latin-1"))
-        except Unauthorized:
+        try:  # a remembered token: a look-up; an identity provider's key: fetched
+            caller = await self.tokens.verify_async(token)
+        except (Unauthorized, ServiceUnavailable):
             raise _Decline from None
         org_id = caller.org_id
         if caller.role is not Role.ADMIN or org_id is None or org_id not in self.known_orgs:
@@ -203,12 +205,6 @@ def _headers(scope: Scope) -> dict[bytes, bytes]:
     for name, value in scope["headers"]:
         found.setdefault(name, value)
     return found
-
-
-def _is_json(content_type: bytes | None) -> bool:
-    if content_type is None:
-        return False
-    return content_type.split(b";", 1)[0].strip().lower() == b"application/json"
 
 
 async def _read_body(receive: Receive, received: list[Message]) -> bytes:

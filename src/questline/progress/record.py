@@ -520,11 +520,8 @@ async def _complete_sqlite(
     session: AsyncSession, org_id: uuid.UUID, team_id: uuid.UUID, data: schemas.ProgressCreate
 ) -> Recorded:
     outcome = await run_in_sqlite_thread(session, complete_sqlite_work(org_id, team_id, data))
-    if isinstance(outcome, BaseException):
-        raise outcome
-    recorded, version = outcome
-    if recorded.created:
-        note_written(session, org_id, version, TASKS_COMPLETED)
+    recorded = _settled(session, org_id, outcome)
+    assert isinstance(recorded, Recorded)
     return recorded
 
 
@@ -532,11 +529,26 @@ async def _withdraw_sqlite(
     session: AsyncSession, org_id: uuid.UUID, team_id: uuid.UUID, task_id: uuid.UUID
 ) -> schemas.Completion:
     outcome = await run_in_sqlite_thread(session, withdraw_sqlite_work(org_id, team_id, task_id))
+    withdrawn = _settled(session, org_id, outcome)
+    assert isinstance(withdrawn, schemas.Completion)
+    return withdrawn
+
+
+def _settled(
+    session: AsyncSession,
+    org_id: uuid.UUID,
+    outcome: tuple[Recorded | schemas.Completion, int] | BaseException,
+) -> Recorded | schemas.Completion:
+    """A SQLite work's outcome back on the event loop: its refusal raised, its write
+    noted for the commit (a repeated completion wrote nothing)."""
     if isinstance(outcome, BaseException):
         raise outcome
-    withdrawn, version = outcome
-    note_written(session, org_id, version, TASKS_WITHDRAWN)
-    return withdrawn
+    result, version = outcome
+    if isinstance(result, schemas.Completion):
+        note_written(session, org_id, version, TASKS_WITHDRAWN)
+    elif result.created:
+        note_written(session, org_id, version, TASKS_COMPLETED)
+    return result
 
 
 # -- both -------------------------------------------------------------------------
@@ -609,15 +621,7 @@ async def record_many_sqlite(session: AsyncSession, writes: Sequence[Write]) -> 
         for w in writes
     ]
     done = await run_in_sqlite_thread(session, lambda batch: [work(batch) for work in works])
-    outcomes: list[Outcome] = []
-    for write, outcome in zip(writes, done, strict=True):
-        if isinstance(outcome, BaseException):
-            outcomes.append(None)
-            continue
-        result, version = outcome
-        if isinstance(result, schemas.Completion):
-            note_written(session, write.org_id, version, TASKS_WITHDRAWN)
-        elif result.created:
-            note_written(session, write.org_id, version, TASKS_COMPLETED)
-        outcomes.append(result)
-    return outcomes
+    return [
+        None if isinstance(outcome, BaseException) else _settled(session, write.org_id, outcome)
+        for write, outcome in zip(writes, done, strict=True)
+    ]

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from questline.auth.tokens import Caller, Role, TokenService
+from questline.auth.tokens import Caller, Role, TokenService, bearer_token
 from questline.readmodel.cache import Entry, Key
 from questline.readmodel.http import entry_of, etag_matches
 from questline.readmodel.lean import LeanRequest, LeanRoute, LeanUnavailable
@@ -123,11 +123,12 @@ class ReadModelFastPath:
             elif name == b"accept" and b"csv" in value.lower():
                 token = None  # CSV export (web/csvexport.py): never the cached JSON
                 break
-        if token is None or token[:7].lower() != b"bearer ":
+        bearer = bearer_token(token)
+        if bearer is None:
             await self.app(scope, receive, send)
             return
         try:
-            caller = self.tokens.verify(token[7:].strip().decode("latin-1"))
+            caller = self.tokens.verify(bearer)
         except Unauthorized:
             await self.app(scope, receive, send)
             return

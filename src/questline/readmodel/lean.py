@@ -156,14 +156,8 @@ class LeanReader:
             raise
 
     async def _fetch_postgres(self, sql: str, arguments: list[Any]) -> list[Any]:
-        async with self.db.engine.connect() as connection:
-            pooled = await connection.get_raw_connection()
-            driver: Any = pooled.driver_connection
-            try:
-                return list(await driver.fetch(sql, *arguments))
-            except BaseException:
-                await connection.invalidate()
-                raise
+        async with self.db.driver_connection() as driver:
+            return list(await driver.fetch(sql, *arguments))
 
     def close(self) -> None:
         if self._sqlite is not None:

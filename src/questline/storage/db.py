@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar, cast
 
+import asyncpg
 from sqlalchemy import DateTime, Dialect, MetaData, event, insert
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
@@ -192,6 +193,23 @@ class Database:
                 await session.commit()
             except BaseException:
                 await session.rollback()
+                raise
+
+    @asynccontextmanager
+    async def driver_connection(self) -> AsyncIterator[Any]:
+        """PostgreSQL: the asyncpg connection of a pooled connection, outside any
+        transaction (each statement its own), for the paths that skip the session (lean
+        reads, the progress group commit). An error the server reported for a statement
+        leaves the connection in the pool; any other failure drops it (its state is
+        unknown)."""
+        async with self.engine.connect() as connection:
+            pooled = await connection.get_raw_connection()
+            try:
+                yield pooled.driver_connection
+            except asyncpg.PostgresError:
+                raise
+            except BaseException:
+                await connection.invalidate()
                 raise
 
     async def dispose(self) -> None:

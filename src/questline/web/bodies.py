@@ -100,7 +100,12 @@ def without_gc_pauses(work: Callable[..., T], *args: Any) -> T:
 
 
 def is_json_request(request: Request) -> bool:
-    media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    return is_json_media(request.headers.get("content-type", ""))
+
+
+def is_json_media(content_type: str) -> bool:
+    """``application/json`` or any ``…+json`` media type, parameters aside."""
+    media = content_type.split(";", 1)[0].strip().lower()
     return media == "application/json" or media.endswith("+json")
 
 

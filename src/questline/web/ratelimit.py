@@ -29,7 +29,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from questline.auth.tokens import TokenService
+from questline.auth.tokens import TokenService, bearer_token
 from questline.config import Settings
 from questline.web.errors import (
     ServiceUnavailable,
@@ -123,10 +123,7 @@ async def caller_identity(scope: Scope, tokens: TokenService) -> str:
 def _bearer_token(scope: Scope) -> str | None:
     for name, value in scope["headers"]:
         if name == b"authorization":
-            raw: bytes = value
-            scheme, _, credentials = raw.decode("latin-1").partition(" ")
-            if scheme.lower() == "bearer" and credentials.strip():
-                return credentials.strip()
+            return bearer_token(value)
     return None
 
 
