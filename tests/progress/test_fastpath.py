@@ -189,6 +189,59 @@ async def test_refusals_and_unusual_requests_take_the_route(
     assert fast.answered == 0
 
 
+async def test_hostile_and_foreign_requests_write_nothing_through_the_fast_path(
+    world: World, fast: FastWrites, app_state: AppState
+) -> None:
+    """Another organization's admin, Unicode-tricky ids, a body past the fast path's
+    size or without a length: the route answers each (4xx problem, or the write itself
+    for a valid large body), never a 5xx."""
+    org = world.org()
+    team = await org.create_team()
+    tree = await make_discipline(world.db, org_id=org.id, shape=[[[10]]])
+    task = tree.task(0, 0, 0)
+    url = f"/team/{team['Id']}/progress"
+    other = world.org()
+    await other.create_team()  # known to the process: its token passes the fast path's check
+
+    foreign = await other.client.post(url, json={"TaskId": task}, headers=other.admin)
+    assert foreign.status_code == 404, foreign.text
+    foreign_undo = await other.client.delete(f"{url}/{task}", headers=other.admin)
+    assert foreign_undo.status_code == 404, foreign_undo.text
+    assert fast.answered == 0  # the batch refused both: nothing of another organization
+
+    tricky = [
+        rb'{"TaskId": "\ud800"}',  # a lone surrogate
+        '{"TaskId": "\uff10\uff11\uff12"}'.encode(),  # full-width digits
+        b'{"TaskId": "' + task.encode() + rb'\u200b"}',  # a zero-width space
+        rb'{"\u0054askId": 5}',  # an escaped key, a wrong type
+    ]
+    for body in tricky:
+        answer = await org.client.post(
+            url, content=body, headers={**org.admin, "Content-Type": "application/json"}
+        )
+        assert answer.status_code in (400, 422), (body, answer.text)
+        assert answer.headers["content-type"] == "application/problem+json"
+    assert await score_of(org, team["Id"]) == 0
+
+    async def chunked() -> Any:
+        yield b'{"TaskId": '
+        yield f'"{task}"}}'.encode()
+
+    no_length = await org.client.post(
+        url, content=chunked(), headers={**org.admin, "Content-Type": "application/json"}
+    )
+    assert no_length.status_code == 201, no_length.text  # the route wrote it
+    gone = await org.client.delete(f"{url}/{task}", headers=org.admin)
+    assert gone.status_code == 204
+    padded = b'{"TaskId": "' + task.encode() + b'"' + b" " * 2000 + b"}"
+    large = await org.client.post(
+        url, content=padded, headers={**org.admin, "Content-Type": "application/json"}
+    )
+    assert large.status_code == 201, large.text
+    assert fast.answered == 1  # only the DELETE; both POSTs took the route
+    assert await score_of(org, team["Id"]) == 10
+
+
 async def test_an_idempotency_key_takes_the_route(world: World, fast: FastWrites) -> None:
     org = world.org()
     team = await org.create_team()
