@@ -65,7 +65,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         readmodel=ReadModel(db, settings),
     )
 
-    fast_writes = FastWrites(GroupCommit(db), enabled=settings.progress_fast_path_enabled)
+    fast_writes = FastWrites(
+        GroupCommit(db, gather_window=settings.progress_gather_window_ms / 1000),
+        enabled=settings.progress_fast_path_enabled,
+    )
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:

@@ -111,6 +111,10 @@ class Settings(BaseSettings):
     """Answer ``POST /team/{id}/progress`` and its ``DELETE`` before routing, the writes
     of a process group-committed (docs/performance.md, "Writes"); off: every progress
     write takes the route and a transaction of its own."""
+    progress_gather_window_ms: float = Field(default=1.0, ge=0, le=50)
+    """Under concurrent progress writes, how long a batch may wait for the writers of the
+    last one before it is written (0: never); a write with nobody else around never
+    waits (docs/performance.md, "Writes")."""
 
     # Rate limits per caller (token sub+org, else client address) and class of route.
     rate_limit_enabled: bool = True

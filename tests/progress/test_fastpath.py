@@ -287,6 +287,83 @@ async def test_concurrent_writes_share_transactions(
     assert await score_of(org, team) == 30
 
 
+class _HeldBatches:
+    """Records each batch's size; holds the first one until ``release`` (so that writes
+    queue behind it)."""
+
+    def __init__(self, writes: Any) -> None:
+        self.sizes: list[int] = []
+        self.entered = asyncio.Event()
+        self.released = asyncio.Event()
+        self._commit = writes._commit
+
+    async def __call__(self, batch: Any) -> Any:
+        self.sizes.append(len(batch))
+        if len(self.sizes) == 1:
+            self.entered.set()
+            await self.released.wait()
+        return await self._commit(batch)
+
+
+async def _queued(writes: Any, count: int) -> None:
+    for _ in range(1000):
+        if len(writes._queue) >= count:
+            return
+        await asyncio.sleep(0)
+    raise AssertionError(f"{count} writes never queued")
+
+
+@pytest.mark.parametrize("others_come_back", [True, False])
+async def test_a_batch_gathers_the_writers_of_the_last_one(
+    world: World, fast: FastWrites, monkeypatch: pytest.MonkeyPatch, others_come_back: bool
+) -> None:
+    """Three writes commit together while a fourth queues: a round of four. The next
+    batch waits for four writes, and leaves the moment they are there (a window of a
+    minute is never reached); if they never come, it leaves when the window ends with
+    the one it has."""
+    org = world.org()
+    teams = [await org.create_team() for _ in range(7)]
+    tree = await make_discipline(world.db, org_id=org.id, shape=[[[3]]])
+    task = tree.task(0, 0, 0)
+    writes = fast.writes
+    monkeypatch.setattr(writes, "gather_window", 60.0 if others_come_back else 0.05)
+    held = _HeldBatches(writes)
+    monkeypatch.setattr(writes, "_commit", held)
+    gathered = writes.gathered
+
+    first = [asyncio.create_task(complete(org, t["Id"], task)) for t in teams[:3]]
+    await held.entered.wait()
+    fourth = asyncio.create_task(complete(org, teams[3]["Id"], task))
+    await _queued(writes, 1)
+    held.released.set()
+    answers = await asyncio.gather(*first)
+    later = [fourth]
+    if others_come_back:
+        later += [asyncio.create_task(complete(org, t["Id"], task)) for t in teams[4:]]
+    answers += await asyncio.wait_for(asyncio.gather(*later), 20)
+
+    assert [a.status_code for a in answers] == [201] * len(answers), [a.text for a in answers]
+    assert held.sizes == ([3, 4] if others_come_back else [3, 1])
+    assert writes.gathered == gathered + 1
+    for team in teams[: len(answers)]:
+        assert await score_of(org, team["Id"]) == 3
+
+
+async def test_a_write_with_nobody_around_never_waits(
+    world: World, fast: FastWrites, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    org = world.org()
+    team = await org.create_team()
+    tree = await make_discipline(world.db, org_id=org.id, shape=[[[1, 2, 4]]])
+    monkeypatch.setattr(fast.writes, "gather_window", 60.0)
+    gathered = fast.writes.gathered
+    for task in tree.tasks:
+        done = await asyncio.wait_for(complete(org, team["Id"], task), 20)
+        assert done.status_code == 201, done.text
+    assert fast.writes.gathered == gathered
+    assert await score_of(org, team["Id"]) == 7
+
+
 async def test_a_failed_batch_is_answered_by_the_route(
     world: World, fast: FastWrites, app_state: AppState, monkeypatch: pytest.MonkeyPatch
 ) -> None:
