@@ -24,8 +24,9 @@ without the wait the next batch left with the few writes that happened to queue
 meanwhile, while the others queued behind it. A batch costs most of its time whatever
 its size (two statements, a commit, its round trips: on PostgreSQL ~0.75 ms of CPU for
 one write, ~1.2 ms for four, ~1.6 ms for eight), so fewer, fuller batches are both
-faster and cheaper. Only a batch that follows another with writes already queued
-waits; the wait ends as soon as as many writes are queued as were active in the last
+faster and cheaper. Only a batch that follows a round of several writes waits (with
+none queued yet, the task waits for them too, rather than leaving the next one to go
+alone and the others to queue behind it); the wait ends as soon as as many writes are queued as were active in the last
 round (the batch plus those that queued while it was written), and never lasts longer
 than the window. A write with nobody else around never waits.
 
@@ -81,6 +82,7 @@ class GroupCommit:
         self._runner: asyncio.Task[None] | None = None
         self._gathering: asyncio.Future[None] | None = None
         self._gather_target = 0
+        self._closing = False
         self.gathered = 0
         """Batches that waited for their writers (tests and ``bench``)."""
         self.batches = 0
@@ -103,12 +105,15 @@ class GroupCommit:
         return await future
 
     async def _run(self) -> None:
-        """Commit batches until the queue is empty."""
+        """Commit batches until the queue is empty (and, after a round of several
+        writes, stays empty for the gather window)."""
         batch: list[tuple[record.Write, asyncio.Future[record.Outcome]]] = []
         active = 0
         try:
-            while self._queue:
+            while True:
                 await self._gather(active)
+                if not self._queue:
+                    return
                 batch = self._queue[: self.max_batch]
                 del self._queue[: self.max_batch]
                 outcomes = await self._commit([write for write, _ in batch])
@@ -127,7 +132,7 @@ class GroupCommit:
         """Wait, at most ``gather_window``, until ``active`` writes (the last round's)
         are queued; at once when they are, or when the last round had one."""
         target = min(active, self.max_batch)
-        if not self.gather_window or target < 2 or len(self._queue) >= target:
+        if not self.gather_window or target < 2 or len(self._queue) >= target or self._closing:
             return
         loop = asyncio.get_running_loop()
         self._gathering = gathering = loop.create_future()
@@ -187,7 +192,10 @@ class GroupCommit:
 
     async def close(self) -> None:
         """Let the queued writes finish (at shutdown, after the server stopped taking
-        requests)."""
+        requests); a batch waiting for writers stops waiting."""
+        self._closing = True
+        if self._gathering is not None:
+            _settle(self._gathering)
         runner = self._runner
         if runner is not None and not runner.done():
             await runner
