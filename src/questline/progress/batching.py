@@ -26,9 +26,10 @@ its size (two statements, a commit, its round trips: on PostgreSQL ~0.75 ms of C
 one write, ~1.2 ms for four, ~1.6 ms for eight), so fewer, fuller batches are both
 faster and cheaper. Only a batch that follows a round of several writes waits (with
 none queued yet, the task waits for them too, rather than leaving the next one to go
-alone and the others to queue behind it); the wait ends as soon as as many writes are queued as were active in the last
-round (the batch plus those that queued while it was written), and never lasts longer
-than the window. A write with nobody else around never waits.
+alone and the others to queue behind it); the wait ends as soon as as many writes are
+queued as were active in the last round (the batch plus those that queued while it was
+written), and never lasts longer than the window. A write with nobody else around
+never waits.
 
 A refusal (unknown team or task, archived team, a future ``CompletedAt``) writes
 nothing and is answered ``None``: the caller lets the route answer it (with its
