@@ -57,6 +57,13 @@ async def test_only_subscribed_events_of_the_own_organization_are_sent(
     requests = hook_receiver.requests
     assert [r.json()["type"] for r in requests] == ["team.updated"]
     assert requests[0].json()["data"] == response.json()
+    # The outbox keeps the event that was sent (done) and nothing of those no webhook
+    # receives: both organizations' team.created are gone.
+    async with app_state.db.session(write=False) as session:
+        kept = (
+            await session.execute(select(Event.organization_id, Event.type, Event.pending))
+        ).all()
+    assert [tuple(row) for row in kept] == [(org.id, "team.updated", False)]
 
 
 async def test_a_rolled_back_change_sends_nothing(
