@@ -85,7 +85,7 @@ class GroupCommit:
         self._gather_target = 0
         self._closing = False
         self.gathered = 0
-        """Batches that waited for their writers (tests and ``bench``)."""
+        """Batches that waited for their writers (the tests read it)."""
         self.batches = 0
         """Transactions committed (for tests and ``bench``: writes ÷ batches)."""
         self.writes = 0
