@@ -39,7 +39,7 @@ from bench import growth, rules
 from bench.rules import EPOCH, ORG_ID, Kind, TaskRef
 from bench.sqlgen import ident
 from questline.demo import content as demo_content
-from questline.storage.models import Base
+from questline.models import Base
 
 PROGRESS_TABLES = ("task_completions", "score_events")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import text
 
-from questline.storage.models import Base
+from questline.models import Base
 from questline.web.state import AppState
 
 

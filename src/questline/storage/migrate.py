@@ -6,14 +6,22 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
+from sqlalchemy import MetaData
 
 from questline.config import Settings
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
 
-def alembic_config(settings: Settings) -> Config:
+def alembic_config(settings: Settings, *, metadata: MetaData | None = None) -> Config:
+    """Alembic's configuration for the database of ``settings``.
+
+    ``metadata`` (``questline.models.Base.metadata``) is needed only to autogenerate a
+    revision, e.g. ``command.revision(alembic_config(s, metadata=Base.metadata),
+    "add x", autogenerate=True)``; upgrading runs the revisions as written.
+    """
     config = Config()
+    config.attributes["target_metadata"] = metadata
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     config.set_main_option("sqlalchemy.url", settings.resolved_database_url.replace("%", "%%"))
     return config

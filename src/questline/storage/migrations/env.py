@@ -1,4 +1,10 @@
-"""Alembic environment: runs migrations over the async engine of the configured URL."""
+"""Alembic environment: runs migrations over the async engine of the configured URL.
+
+Running the migrations needs no models: each revision says what it changes. Only
+autogenerating a revision compares the database with the models; its caller hands the
+metadata in (``config.attributes["target_metadata"]``, see ``storage.migrate``), so that
+this module, like the rest of ``storage``, imports no domain.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +15,8 @@ from sqlalchemy import pool
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from questline.storage.models import Base
-
 config = context.config
-target_metadata = Base.metadata
+target_metadata = config.attributes.get("target_metadata")
 
 
 def _run(connection: Connection) -> None:

@@ -1,4 +1,11 @@
-"""Every table, imported once so that ``Base.metadata`` is complete (Alembic, tests)."""
+"""Every table of the application, imported once so that ``Base.metadata`` is complete.
+
+The registry belongs to the application, not to ``storage``: storage is plumbing and
+knows no domain. Who needs every table imports this module: the tests (to empty the
+database) and whoever autogenerates a migration (``storage.migrate.alembic_config``'s
+``metadata``). Serving needs no registry: the app imports every domain's routes, which
+import their models.
+"""
 
 from questline.auth.models import DashboardSession, SigninCode
 from questline.disciplines.models import Discipline, Level, Quest, Resource, Task
