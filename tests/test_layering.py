@@ -5,9 +5,9 @@ under ``TYPE_CHECKING``).
   plumbing, never the other way round.
 * No two packages import each other, directly or through others: each package can be
   read, tested and changed knowing only the packages below it.
-* The application modules (``app``, ``models``: they import every domain) are imported
-  by the command line only; the base modules (``config``, ``logging_setup``) import no
-  package.
+* The application modules (``app``, ``models``, ``api_examples``: they import the
+  domains) are imported by the command line only; the base modules (``config``,
+  ``logging_setup``) import no package.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import questline
 
 ROOT = Path(questline.__file__).parent
 PLUMBING = frozenset({"web", "storage"})
-APPLICATION = frozenset({"app", "models"})
+APPLICATION = frozenset({"app", "models", "api_examples"})
 APPLICATION_IMPORTERS = frozenset({"cli"})
 BASE = frozenset({"config", "logging_setup"})
 
@@ -205,7 +205,8 @@ def test_the_application_is_imported_by_the_command_line_only() -> None:
     ]
     if found:
         pytest.fail(
-            _report("A package imports the application (app, models):", found), pytrace=False
+            _report("A package imports the application (app, models, api_examples):", found),
+            pytrace=False,
         )
 
 

@@ -11,9 +11,10 @@ import httpx
 import pytest
 from pydantic import BaseModel
 
+from questline.api_examples import PENDING
+from questline.app import create_app
 from questline.bulk.schemas import CSV_HEADER
 from questline.teams.schemas import TeamCreate
-from questline.web import openapi_examples as ex
 from questline.web.problems import CATALOGUE
 
 pytestmark = pytest.mark.anyio
@@ -25,6 +26,20 @@ async def _document(client: httpx.AsyncClient) -> dict[str, Any]:
     response = await client.get("/openapi.json")
     assert response.status_code == 200
     return dict(response.json())
+
+
+def _models_with_examples() -> dict[type[BaseModel], list[Any]]:
+    """Every model of the service with examples of its own (``web.schemas.examples``)."""
+    assert create_app  # every domain's schemas are imported
+    found: dict[type[BaseModel], list[Any]] = {}
+    todo = list(BaseModel.__subclasses__())
+    while todo:
+        model = todo.pop()
+        todo.extend(model.__subclasses__())
+        extra = model.model_config.get("json_schema_extra")
+        if model.__module__.startswith("questline.") and isinstance(extra, dict):
+            found[model] = list(extra.get("examples") or [])
+    return found
 
 
 def _operations(document: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
@@ -67,11 +82,18 @@ async def test_every_body_has_an_example_that_its_model_accepts(
             if status.startswith("2") and media is not None:
                 assert "example" in media, (method, path, status)
     # Each example is valid for its model (requests as clients send them, responses as
-    # the service writes them).
-    models: dict[type[BaseModel], Any] = {**ex.REQUESTS, **ex.RESPONSES}
-    for model, example in models.items():
-        model.model_validate(example)
-    for item in ex.BULK_JSON:
+    # the service writes them), and every component that shows one is such a model.
+    models = _models_with_examples()
+    for model, examples in [*models.items(), *((m, [e]) for m, e in PENDING.items())]:
+        assert examples, model
+        for example in examples:
+            model.model_validate(example)
+    named = {model.__name__ for model in [*models, *PENDING]}
+    schemas = document["components"]["schemas"]
+    assert {name for name, schema in schemas.items() if "examples" in schema} <= named
+    assert len(named) >= 25
+    bulk_json = document["paths"]["/team/bulk"]["post"]["requestBody"]["content"]
+    for item in bulk_json["application/json"]["example"]:
         TeamCreate.model_validate(item)
     bulk = document["paths"]["/team/bulk"]["post"]["requestBody"]["content"]
     assert bulk["text/csv"]["example"].startswith(CSV_HEADER)
@@ -85,7 +107,9 @@ async def test_the_examples_are_accepted_by_the_service(
 ) -> None:
     org = world.org()
     member = await org.create_member("ada@example.org")
-    body = {**ex.REQUESTS[TeamCreate], "members": [member["Id"]]}
+    document = await _document(client)
+    example = document["components"]["schemas"]["TeamCreate"]["examples"][0]
+    body = {**example, "members": [member["Id"]]}
     created = await client.post("/team", json=body, headers=org.admin)
     assert created.status_code == 201, created.text
     for key in ("name", "tags"):

@@ -18,6 +18,7 @@ from questline.readmodel import versions
 from questline.teams.schemas import Team
 from questline.web.bodies import gc_paused
 from questline.web.errors import UnsupportedMediaType
+from questline.web.example_ids import MEMBER
 from questline.web.openapi import problem_responses
 from questline.web.routing import SessionDep, TransactionalRoute
 from questline.web.state import app_state, request_state
@@ -30,6 +31,11 @@ _CSV_EXAMPLE = (
     "Example Voyagers,grace@example.org,Grace,\r\n"
     '"Example Pathfinders, Inc.",,,onboarding\r\n'
 )
+
+_JSON_EXAMPLE: list[dict[str, Any]] = [
+    {"name": "Rockets", "tags": ["onboarding"], "members": [MEMBER]},
+    {"name": "Comets, Inc.", "tags": []},
+]
 
 _DESCRIPTION = f"""**Experimental**: the request and response shapes may still change.
 
@@ -80,7 +86,8 @@ def _request_body() -> dict[str, Any]:
                     "type": "array",
                     "minItems": 1,
                     "items": {"$ref": "#/components/schemas/TeamCreate"},
-                }
+                },
+                "example": _JSON_EXAMPLE,
             },
             "text/csv": {"schema": {"type": "string"}, "example": _CSV_EXAMPLE},
         },

@@ -1,8 +1,11 @@
-"""Example documents shown in the OpenAPI document (copy, edit, send)."""
+"""Examples shown in the OpenAPI document: documents to send (copy, edit, send), and a
+discipline as the service writes it."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from questline.web.example_ids import AT, DISCIPLINE, LATER, LEVEL, ORG, QUEST, RESOURCE, TASK
 
 BASIC_DOCUMENT: dict[str, Any] = {
     "Title": "Cloud basics",
@@ -56,3 +59,63 @@ FULL_DOCUMENT: dict[str, Any] = {
         },
     ],
 }
+
+_RESOURCE: dict[str, Any] = {
+    "Id": RESOURCE,
+    "Order": 0,
+    "Title": "OWASP Top 10",
+    "Description": "",
+    "Url": "https://owasp.org/www-project-top-ten/",
+    "Kind": "Link",
+}
+_BASE: dict[str, Any] = {
+    "Id": DISCIPLINE,
+    "Title": "Web security",
+    "Description": "From headers to a content security policy.",
+    "OrganizationId": ORG,
+    "Color": "Purple",
+    "CreatedAt": AT,
+    "UpdatedAt": LATER,
+}
+DISCIPLINE_OUT: dict[str, Any] = {
+    **_BASE,
+    "Resources": [_RESOURCE],
+    "Levels": [
+        {
+            "Id": LEVEL,
+            "Order": 0,
+            "Title": "Basics",
+            "Description": "What every page needs.",
+            "Resources": [],
+            "Quests": [
+                {
+                    "Id": QUEST,
+                    "Order": 0,
+                    "Title": "Headers",
+                    "Description": "",
+                    "Resources": [],
+                    "Tasks": [
+                        {
+                            "Id": TASK,
+                            "Order": 0,
+                            "Title": "Send HSTS",
+                            "Description": "Strict-Transport-Security on every response.",
+                            "Points": 10,
+                            "Resources": [],
+                        }
+                    ],
+                }
+            ],
+        }
+    ],
+}
+"""A discipline as ``GET /discipline/{id}`` writes it."""
+
+SUMMARY_OUT: dict[str, Any] = {
+    **_BASE,
+    "LevelCount": 1,
+    "QuestCount": 1,
+    "TaskCount": 1,
+    "PointsTotal": 10,
+}
+"""A discipline as ``GET /discipline`` lists it."""

@@ -20,13 +20,14 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_pascal
 
-from questline.disciplines.examples import FULL_DOCUMENT
+from questline.disciplines.examples import DISCIPLINE_OUT, FULL_DOCUMENT, SUMMARY_OUT
 from questline.disciplines.models import Color
 from questline.web.schemas import (
     PRINTABLE,
     InputModel,
     OutputModel,
     UtcDateTime,
+    examples,
     refuse_invisible,
     text,
 )
@@ -205,7 +206,7 @@ class DisciplineCreate(DisciplineDocument):
     """`POST /discipline`: the basic fields alone create an empty discipline; with `Levels`
     and/or `Resources` the whole tree is created from this one document."""
 
-    model_config = ConfigDict(json_schema_extra={"examples": [FULL_DOCUMENT]})
+    model_config = examples(FULL_DOCUMENT)
 
     organization_id: uuid.UUID | None = Field(
         default=None,
@@ -221,7 +222,7 @@ class DisciplineReplace(DisciplineDocument):
     this discipline's, `CreatedAt` and `UpdatedAt` are ignored.
     """
 
-    model_config = ConfigDict(json_schema_extra={"examples": [FULL_DOCUMENT]})
+    model_config = examples(FULL_DOCUMENT)
 
     id: uuid.UUID | None = Field(default=None, description="Read-only; this discipline's id.")
     organization_id: uuid.UUID | None = Field(
@@ -280,12 +281,16 @@ class DisciplineBase(OutputModel):
 class Discipline(DisciplineBase):
     """A discipline with its whole tree, every node in `Order`."""
 
+    model_config = examples(DISCIPLINE_OUT)
+
     resources: list[Resource]
     levels: list[Level]
 
 
 class DisciplineSummary(DisciplineBase):
     """A discipline as listed: its counts instead of its tree."""
+
+    model_config = examples(SUMMARY_OUT)
 
     level_count: int
     quest_count: int

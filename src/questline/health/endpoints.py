@@ -18,12 +18,15 @@ from questline.storage.db import Database, utcnow
 from questline.storage.pool import pool_status
 from questline.web.errors import NotFound, ServiceUnavailable
 from questline.web.openapi import problem_responses
+from questline.web.schemas import examples
 from questline.web.state import app_state
 
 router = APIRouter(tags=["operations"])
 
 
 class Health(BaseModel):
+    model_config = examples({"status": "ok"})
+
     status: str
 
 

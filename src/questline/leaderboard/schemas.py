@@ -4,10 +4,22 @@ import uuid
 
 from pydantic import Field
 
-from questline.web.schemas import OutputModel, UtcDateTime
+from questline.web.example_ids import AT, LATER, TEAM
+from questline.web.schemas import OutputModel, UtcDateTime, examples
 
 
 class LeaderboardEntry(OutputModel):
+    model_config = examples(
+        {
+            "Rank": 1,
+            "TeamId": TEAM,
+            "Name": "Rockets",
+            "Score": 60,
+            "TasksCompleted": 3,
+            "ReachedAt": LATER,
+        }
+    )
+
     rank: int = Field(description="1-based position (offset + index).")
     team_id: uuid.UUID
     name: str
@@ -24,6 +36,18 @@ class GraphPoint(OutputModel):
 
 
 class Series(OutputModel):
+    model_config = examples(
+        {
+            "TeamId": TEAM,
+            "Name": "Rockets",
+            "Points": [
+                {"At": AT, "Score": 0},
+                {"At": AT, "Score": 10},
+                {"At": LATER, "Score": 60},
+            ],
+        }
+    )
+
     team_id: uuid.UUID
     name: str
     points: list[GraphPoint]

@@ -1,17 +1,20 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, EmailStr, Field
 
+from questline.members import schemas as members
 from questline.members.schemas import Member
 from questline.teams.models import TeamStatus
+from questline.web.example_ids import AT, MEMBER, ORG, TEAM
 from questline.web.schemas import (
     InputModel,
     OutputModel,
     StrictBoolean,
     UtcDateTime,
+    examples,
     fits_when_case_folded,
     normalized_name,
     text,
@@ -39,6 +42,10 @@ Tags = Annotated[list[Tag], Field(max_length=MAX_TAGS), AfterValidator(_dedupe_t
 
 
 class TeamCreate(InputModel):
+    model_config = examples(
+        {"name": "Rockets", "tags": ["onboarding", "2026"], "members": [MEMBER]}
+    )
+
     name: TeamName
     members: Annotated[list[uuid.UUID], Field(max_length=MAX_MEMBERS_ON_CREATE)] = Field(
         default_factory=list, description="Ids of members of the organization to put in the team."
@@ -49,26 +56,50 @@ class TeamCreate(InputModel):
 class TeamUpdate(InputModel):
     """``PATCH /team/{id}``: only the fields given change."""
 
+    model_config = examples({"Name": "Rockets", "Tags": ["onboarding"], "Status": "Archived"})
+
     name: TeamName | None = Field(default=None, alias="Name")
     tags: Tags | None = Field(default=None, alias="Tags")
     status: TeamStatus | None = Field(default=None, alias="Status")
 
 
 class AdminFlag(InputModel):
+    model_config = examples({"IsAdminTeam": True})
+
     is_admin_team: StrictBoolean = Field(alias="IsAdminTeam")
 
 
 class SurveyFlag(InputModel):
+    model_config = examples({"IsSurveyCompleted": True})
+
     is_survey_completed: StrictBoolean = Field(default=True, alias="IsSurveyCompleted")
 
 
 class MemberAdd(InputModel):
+    model_config = examples({"email": "ada@example.org", "givenName": "Ada"})
+
     email: Annotated[EmailStr, Field(max_length=320)]
     given_name: Annotated[str, text(100), normalized_name(100)] = Field(alias="givenName")
 
 
+EXAMPLE: dict[str, Any] = {
+    "Id": TEAM,
+    "Name": "Rockets",
+    "OrganizationId": ORG,
+    "Status": "Active",
+    "Tags": ["onboarding", "2026"],
+    "Score": 60,
+    "IsSurveyCompleted": False,
+    "IsAdminTeam": False,
+    "MemberCount": 1,
+    "CreatedAt": AT,
+}
+
+
 class Team(OutputModel):
     """A team as listed: the seed's seven fields first, then additive ones."""
+
+    model_config = examples(EXAMPLE)
 
     id: uuid.UUID
     name: str
@@ -83,4 +114,6 @@ class Team(OutputModel):
 
 
 class TeamDetail(Team):
+    model_config = examples({**EXAMPLE, "Members": [members.EXAMPLE]})
+
     members: list[Member]

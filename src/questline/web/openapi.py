@@ -13,7 +13,8 @@ import base64
 import hashlib
 import json
 import re
-from collections.abc import Iterator, Sequence
+import typing
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import swagger_ui_bundle
@@ -22,6 +23,7 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse
 from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel
 
 from questline.web.errors import PROBLEM_MEDIA_TYPE, ProblemDocument
 
@@ -181,16 +183,52 @@ def _component(schema: dict[str, Any]) -> tuple[str | None, bool]:
     return None, False
 
 
-def polish_document(document: dict[str, Any], public_url: str) -> dict[str, Any]:
-    """Timestamps as ``date-time``, an example for every body, and every error response
-    with its problem types (each a page of the service) and an example."""
-    from questline.web import openapi_examples as ex
+def _models(annotation: Any, seen: set[type[BaseModel]]) -> Iterator[type[BaseModel]]:
+    """The models in a type (``list[Team]``, ``Flag | None``) and, in turn, in their
+    fields."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        if annotation in seen:
+            return
+        seen.add(annotation)
+        yield annotation
+        for field in annotation.model_fields.values():
+            yield from _models(field.annotation, seen)
+    for argument in typing.get_args(annotation):
+        yield from _models(argument, seen)
+
+
+def body_examples(app: FastAPI) -> dict[str, list[Any]]:
+    """The examples each body model of the app's routes carries (``web.schemas.examples``),
+    by component name."""
+    seen: set[type[BaseModel]] = set()
+    found: dict[str, list[Any]] = {}
+    for route in _api_routes(app.routes):
+        annotations = [route.response_model]
+        if route.body_field is not None:
+            annotations.append(route.body_field.field_info.annotation)
+        for annotation in annotations:
+            for model in _models(annotation, seen):
+                extra = model.model_config.get("json_schema_extra")
+                listed = extra.get("examples") if isinstance(extra, dict) else None
+                if isinstance(listed, list) and listed:
+                    found[model.__name__] = listed
+    return found
+
+
+def polish_document(
+    document: dict[str, Any], public_url: str, examples: Mapping[str, list[Any]]
+) -> dict[str, Any]:
+    """Timestamps as ``date-time``, an example for every body (the first of its model's
+    ``examples``, by component name), and every error response with its problem types
+    (each a page of the service) and an example."""
     from questline.web.problems import example_problem, slugs_for, type_base
 
-    requests = {model.__name__: value for model, value in ex.REQUESTS.items()}
-    responses = {model.__name__: value for model, value in ex.RESPONSES.items()}
-    responses.update(ex.OTHER_RESPONSES)
-    for schema in document.get("components", {}).get("schemas", {}).values():
+    schemas = document.get("components", {}).get("schemas", {})
+    for component, values in examples.items():
+        if component in schemas:  # FastAPI's copy has lost every null (``exclude_none``)
+            schemas[component]["examples"] = values
+    by_name = {component: values[0] for component, values in examples.items()}
+    for schema in schemas.values():
         for name, prop in schema.get("properties", {}).items():
             if _is_timestamp(name):
                 _mark_date_time(prop)
@@ -202,17 +240,15 @@ def polish_document(document: dict[str, Any], public_url: str) -> dict[str, Any]
             body = operation.get("requestBody", {}).get("content", {}).get("application/json")
             if body is not None and "example" not in body and "examples" not in body:
                 name, many = _component(body.get("schema", {}))
-                if many and name == "TeamCreate":
-                    body["example"] = ex.BULK_JSON
-                elif name in requests:
-                    body["example"] = [requests[name]] if many else requests[name]
+                if name in by_name:
+                    body["example"] = [by_name[name]] if many else by_name[name]
             for status, response in operation.get("responses", {}).items():
                 content = response.get("content", {})
                 if status.startswith("2") and "application/json" in content:
                     media = content["application/json"]
                     name, many = _component(media.get("schema", {}))
-                    if name in responses and "example" not in media:
-                        media["example"] = [responses[name]] if many else responses[name]
+                    if name in by_name and "example" not in media:
+                        media["example"] = [by_name[name]] if many else by_name[name]
                 elif status.isdigit() and int(status) >= 400:
                     if PROBLEM_MEDIA_TYPE not in content:
                         response.update(_problem_entry(int(status)))
@@ -228,14 +264,21 @@ def polish_document(document: dict[str, Any], public_url: str) -> dict[str, Any]
     return document
 
 
-def install_openapi(app: FastAPI, public_url: str = "http://127.0.0.1:8000") -> None:
-    """Serve the completed document at ``/openapi.json`` (and from ``app.openapi()``)."""
+def install_openapi(
+    app: FastAPI,
+    public_url: str = "http://127.0.0.1:8000",
+    examples: Mapping[type[BaseModel], Any] | None = None,
+) -> None:
+    """Serve the completed document at ``/openapi.json`` (and from ``app.openapi()``).
+    ``examples``: a body of each model that carries no example of its own."""
     generate = app.openapi
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             name_operations(app)
-        return polish_document(complete_problem_responses(generate()), public_url)
+        listed = body_examples(app)
+        listed.update({model.__name__: [value] for model, value in (examples or {}).items()})
+        return polish_document(complete_problem_responses(generate()), public_url, listed)
 
     app.openapi = openapi  # type: ignore[method-assign]
 

@@ -35,6 +35,15 @@ UtcDateTime = Annotated[dt.datetime, PlainSerializer(_rfc3339, return_type=str)]
 """A timestamp written as RFC 3339 in UTC, e.g. ``2026-11-22T10:00:00Z``."""
 
 
+def examples(*values: Any) -> ConfigDict:
+    """A model's ``model_config`` with its examples for the API document (JSON Schema's
+    ``examples``): each valid for the model (tests/web/test_openapi_document.py), the
+    first shown with every body of the model (``web.openapi.polish_document``). Input
+    examples use the documented casing (docs/api.md), output examples PascalCase. A
+    subclass sets its own: it would show its parent's otherwise."""
+    return ConfigDict(json_schema_extra={"examples": list(values)})
+
+
 class OutputModel(BaseModel):
     """Base of every response body: PascalCase names, read from ORM attributes."""
 

@@ -1,12 +1,13 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field
 
 from questline.events.service import EventType
-from questline.web.schemas import InputModel, OutputModel, UtcDateTime, text
+from questline.web.example_ids import AT, DELIVERY, EVENT, LATER, ORG, WEBHOOK
+from questline.web.schemas import InputModel, OutputModel, UtcDateTime, examples, text
 from questline.webhooks.models import DeliveryStatus
 
 
@@ -20,6 +21,14 @@ Description = Annotated[str, text(500)]
 
 
 class WebhookCreate(InputModel):
+    model_config = examples(
+        {
+            "url": "https://hooks.example.org/questline",
+            "events": ["progress.completed", "team.created"],
+            "description": "Progress into the learning channel",
+        }
+    )
+
     url: Url = Field(description="Absolute http(s) URL of a public address.")
     events: EventTypes = Field(description="The event types to send.")
     description: Description | None = None
@@ -27,6 +36,8 @@ class WebhookCreate(InputModel):
 
 class WebhookUpdate(InputModel):
     """``PATCH /webhook/{id}``: only the fields given change."""
+
+    model_config = examples({"Enabled": False})
 
     url: Url | None = Field(default=None, alias="Url")
     events: EventTypes | None = Field(default=None, alias="Events")
@@ -36,7 +47,25 @@ class WebhookUpdate(InputModel):
     description: Description | None = Field(default=None, alias="Description")
 
 
+EXAMPLE: dict[str, Any] = {
+    "Id": WEBHOOK,
+    "OrganizationId": ORG,
+    "Url": "https://hooks.example.org/questline",
+    "Events": ["progress.completed", "team.created"],
+    "Description": "Progress into the learning channel",
+    "Enabled": True,
+    "DisabledReason": None,
+    "FailingSince": None,
+    "PreviousSecretExpiresAt": None,
+    "CreatedAt": AT,
+    "UpdatedAt": AT,
+}
+_SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+
 class Webhook(OutputModel):
+    model_config = examples(EXAMPLE)
+
     id: uuid.UUID
     organization_id: uuid.UUID
     url: str
@@ -58,10 +87,14 @@ class Webhook(OutputModel):
 
 
 class WebhookWithSecret(Webhook):
+    model_config = examples({**EXAMPLE, "Secret": _SECRET})
+
     secret: str = Field(description="The signing secret (`whsec_…`): shown only here.")
 
 
 class SecretRotated(OutputModel):
+    model_config = examples({"Secret": _SECRET, "PreviousSecretExpiresAt": LATER})
+
     secret: str = Field(description="The new signing secret: shown only here.")
     previous_secret_expires_at: UtcDateTime = Field(
         description="The old secret keeps signing (alongside the new one) until then."
@@ -69,6 +102,22 @@ class SecretRotated(OutputModel):
 
 
 class Delivery(OutputModel):
+    model_config = examples(
+        {
+            "Id": DELIVERY,
+            "WebhookId": WEBHOOK,
+            "EventId": EVENT,
+            "Event": "progress.completed",
+            "Status": "Succeeded",
+            "Attempts": 1,
+            "LastStatusCode": 204,
+            "LastAttemptAt": AT,
+            "LastError": None,
+            "NextAttemptAt": None,
+            "CreatedAt": AT,
+        }
+    )
+
     id: uuid.UUID
     webhook_id: uuid.UUID
     event_id: uuid.UUID = Field(description="`webhook-id` is `msg_` + this, on every attempt.")
