@@ -46,11 +46,11 @@ from tests.support.postgres import PostgresServer
 from questline.app import create_app
 from questline.auth.tokens import Role
 from questline.config import Settings
-from questline.members.models import Member
+from questline.members.models import Member, TeamMembership
 from questline.organizations.models import Organization
 from questline.storage.db import Database, new_id, utcnow
 from questline.storage.migrate import upgrade
-from questline.teams.models import Team, TeamMembership, TeamStatus
+from questline.teams.models import Team, TeamStatus
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,12 @@ import their models.
 from questline.auth.models import DashboardSession, SigninCode
 from questline.disciplines.models import Discipline, Level, Quest, Resource, Task
 from questline.events.models import Event
-from questline.members.models import Member
+from questline.members.models import Member, TeamMembership
 from questline.organizations.models import Organization
 from questline.progress.models import ScoreEvent, TaskCompletion
 from questline.readmodel.models import ReadModelVersion
 from questline.storage.db import Base
-from questline.teams.models import Team, TeamMembership
+from questline.teams.models import Team
 from questline.web.idempotency import IdempotencyRecord
 from questline.webhooks.models import Webhook, WebhookDelivery
 

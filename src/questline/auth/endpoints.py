@@ -18,10 +18,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from questline.auth import sessions
 from questline.auth.models import DashboardSession
 from questline.auth.schemas import SessionCreate, SessionInfo
-from questline.members.models import Member
+from questline.members.models import Member, TeamMembership
 from questline.members.service import email_key
 from questline.organizations.service import ensure_organization
-from questline.teams.models import TeamMembership
 from questline.web.bodies import CheckedBodyRoute
 from questline.web.errors import Unauthorized
 from questline.web.openapi import problem_responses

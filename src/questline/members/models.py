@@ -3,7 +3,7 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 
-from sqlalchemy import ForeignKey, String, UniqueConstraint
+from sqlalchemy import ForeignKey, ForeignKeyConstraint, Index, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from questline.storage.db import Base, UTCDateTime, new_id, utcnow
@@ -21,4 +21,31 @@ class Member(Base):
     email_key: Mapped[str] = mapped_column(String(320))
     """The e-mail address lower-cased: unique per organization."""
     given_name: Mapped[str] = mapped_column(String(100))
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class TeamMembership(Base):
+    """A member's place in a team. Kept with the members: a member's teams are read here,
+    and the teams package, which builds on this one, adds and removes them."""
+
+    __tablename__ = "team_members"
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["organization_id", "team_id"],
+            ["teams.organization_id", "teams.id"],
+            ondelete="CASCADE",
+        ),
+        ForeignKeyConstraint(
+            ["organization_id", "member_id"],
+            ["members.organization_id", "members.id"],
+            ondelete="CASCADE",
+        ),
+        Index("ix_team_members_member", "organization_id", "member_id"),
+    )
+
+    organization_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("organizations.id", ondelete="CASCADE"), primary_key=True
+    )
+    team_id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    member_id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)

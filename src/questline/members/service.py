@@ -12,9 +12,8 @@ from sqlalchemy import select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.members import schemas
-from questline.members.models import Member
+from questline.members.models import Member, TeamMembership
 from questline.storage.db import insert_ignoring_conflicts, new_id, utcnow
-from questline.teams.models import TeamMembership
 from questline.web.pagination import PageRequest, cursor_parts
 
 

@@ -17,9 +17,10 @@ from pydantic import TypeAdapter
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from questline.members.models import TeamMembership
 from questline.storage.batching import one_of, write_rows
 from questline.storage.db import new_id, utcnow
-from questline.teams.models import Team, TeamMembership, TeamStatus
+from questline.teams.models import Team, TeamStatus
 from questline.teams.service import name_key
 from questline.web.schemas import UtcDateTime
 

@@ -9,7 +9,6 @@ from sqlalchemy import (
     BigInteger,
     Enum,
     ForeignKey,
-    ForeignKeyConstraint,
     Index,
     String,
     UniqueConstraint,
@@ -72,27 +71,3 @@ Index(
     Team.score_reached_at,
     Team.name_key,
 )
-
-
-class TeamMembership(Base):
-    __tablename__ = "team_members"
-    __table_args__ = (
-        ForeignKeyConstraint(
-            ["organization_id", "team_id"],
-            ["teams.organization_id", "teams.id"],
-            ondelete="CASCADE",
-        ),
-        ForeignKeyConstraint(
-            ["organization_id", "member_id"],
-            ["members.organization_id", "members.id"],
-            ondelete="CASCADE",
-        ),
-        Index("ix_team_members_member", "organization_id", "member_id"),
-    )
-
-    organization_id: Mapped[uuid.UUID] = mapped_column(
-        ForeignKey("organizations.id", ondelete="CASCADE"), primary_key=True
-    )
-    team_id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
-    member_id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
-    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)

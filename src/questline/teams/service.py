@@ -15,13 +15,13 @@ from sqlalchemy.orm import aliased
 from questline import events
 from questline.auth.tokens import Role
 from questline.members import service as members_service
-from questline.members.models import Member
+from questline.members.models import Member, TeamMembership
 from questline.readmodel.http import dumps
 from questline.readmodel.lean import LeanRequest
 from questline.readmodel.versions import bump
 from questline.storage.db import insert_ignoring_conflicts, utcnow
 from questline.teams import schemas
-from questline.teams.models import Team, TeamMembership, TeamStatus
+from questline.teams.models import Team, TeamStatus
 from questline.web.errors import Conflict, FieldError, PreconditionFailed, Unprocessable, not_found
 from questline.web.metrics import TEAMS_CREATED, count_on_commit
 from questline.web.pagination import PageRequest, cursor_parts
