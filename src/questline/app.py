@@ -30,7 +30,7 @@ from questline.readmodel.fastpath import ReadModelFastPath
 from questline.readmodel.lean import LeanRoute
 from questline.readmodel.model import ReadModel
 from questline.storage.db import Database
-from questline.teams import service as teams_service
+from questline.teams import queries as teams_queries
 from questline.teams.endpoints import router as teams_router
 from questline.web import idempotency
 from questline.web.errors import CrashGuardMiddleware, install_error_handlers
@@ -147,7 +147,7 @@ def _add_middleware(app: FastAPI, state: AppState, fast_writes: FastWrites) -> N
         tokens=state.tokens,
         known_orgs=state.known_orgs,
         lean_routes=(
-            LeanRoute("/team/", "", teams_service.lean_team_detail),
+            LeanRoute("/team/", "", teams_queries.lean_team_detail),
             LeanRoute("/team/", "/overview", overview.lean_overview),
         ),
     )

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import event
 
 from questline.progress import overview
-from questline.teams import service as teams_service
+from questline.teams import queries as teams_queries
 from questline.web.state import AppState
 from tests.factories import Org, World
 from tests.progress.factories import completed, make_discipline
@@ -162,7 +162,7 @@ async def test_other_id_forms_get_the_routes_answer(
 async def test_a_team_too_large_for_the_loop_takes_the_route(
     world: World, app_state: AppState, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(teams_service, "LEAN_MAX_ROWS", 1)
+    monkeypatch.setattr(teams_queries, "LEAN_MAX_ROWS", 1)
     app_state.readmodel.lean._statements.clear()  # compiled again with the new bound
     org, team = await _team_with_progress(world)
     app_state.readmodel.cache.clear()

@@ -20,7 +20,7 @@ from sqlalchemy import insert
 from questline.organizations.service import ensure_organization
 from questline.readmodel import http as readmodel_http
 from questline.readmodel.versions import bump
-from questline.teams import service as teams_service
+from questline.teams import queries as teams_queries
 from questline.teams.models import Team
 from questline.web.pagination import PageRequest
 from questline.web.state import AppState
@@ -120,10 +120,10 @@ def stream_past(monkeypatch: pytest.MonkeyPatch, state: AppState, rows: int) -> 
 async def fresh_list(world: World, org: Org) -> list[Any]:
     """The list as the paged code path builds it (the reference)."""
     async with world.db.session(write=False) as session:
-        rows = await teams_service.list_team_rows(
+        rows = await teams_queries.list_team_rows(
             session, org_id=org.id, page=PageRequest(limit=None, after=None)
         )
-    return list(orjson.loads(teams_service.encode_team_rows(rows)))
+    return list(orjson.loads(teams_queries.encode_team_rows(rows)))
 
 
 async def test_a_short_list_is_cached_bytes_and_a_long_one_is_streamed(

@@ -35,8 +35,8 @@ from questline.bulk.schemas import (
     first_problems,
     nothing_to_create,
 )
-from questline.members.batch import Person
 from questline.members.emails import normalize_email
+from questline.members.find_many import Person
 from questline.members.service import email_key
 from questline.teams.schemas import MAX_MEMBERS_ON_CREATE, MAX_TAGS
 from questline.teams.service import name_key

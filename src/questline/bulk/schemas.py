@@ -8,7 +8,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from questline.members.batch import Person
+from questline.members.find_many import Person
 from questline.teams.schemas import Tags, TeamName
 from questline.web.errors import MAX_LISTED_ERRORS, FieldError, PayloadTooLarge, Unprocessable
 from questline.web.schemas import normalized_name, text

@@ -18,10 +18,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline import events
 from questline.bulk.schemas import BulkPlan, ItemError, PlannedTeam
-from questline.members import batch as members_batch
+from questline.members import find_many
 from questline.members.service import email_key
 from questline.readmodel.versions import bump
-from questline.teams import batch as teams_batch
+from questline.teams import create_many
 from questline.teams.service import name_key
 from questline.web.errors import MAX_LISTED_ERRORS, Conflict, Unprocessable
 from questline.web.metrics import BULK_ROWS_IMPORTED, TEAMS_CREATED, count_on_commit
@@ -57,11 +57,11 @@ async def create_teams(
     errors = [*plan.errors, *taken, *unknown]
     if errors:
         raise _report(errors, unlisted=plan.problem_count - len(plan.errors))
-    ids_by_email = await members_batch.find_or_create_many(
+    ids_by_email = await find_many.find_or_create_many(
         session, org_id=org_id, people=[p for team in plan.teams for p in team.people]
     )
     new_teams = [
-        teams_batch.NewTeam(
+        create_many.NewTeam(
             name=team.name,
             tags=team.tags,
             member_ids=list(
@@ -72,7 +72,7 @@ async def create_teams(
         )
         for team in plan.teams
     ]
-    created = await teams_batch.insert_teams(session, org_id=org_id, teams=new_teams)
+    created = await create_many.insert_teams(session, org_id=org_id, teams=new_teams)
     # One outbox row for the whole bulk; its payload dumped by pydantic-core in one call
     # (the outbox would otherwise walk 10,000 values in Python).
     payload = _CreatedTeams.model_construct(created)
@@ -89,7 +89,7 @@ async def create_teams(
 async def _taken_names(
     session: AsyncSession, *, org_id: uuid.UUID, teams: Sequence[PlannedTeam]
 ) -> list[ItemError]:
-    taken = await teams_batch.existing_name_keys(
+    taken = await create_many.existing_name_keys(
         session, org_id=org_id, keys={name_key(t.name) for t in teams}
     )
     return [
@@ -109,7 +109,7 @@ async def _unknown_members(
     wanted = {member_id for team in teams for member_id in team.member_ids}
     if not wanted:
         return []
-    known = await members_batch.existing_member_ids(session, org_id=org_id, member_ids=wanted)
+    known = await find_many.existing_member_ids(session, org_id=org_id, member_ids=wanted)
     errors = []
     for team in teams:
         reported: set[uuid.UUID] = set()

@@ -17,8 +17,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.disciplines import schemas
 from questline.disciplines.models import Discipline, Level, Quest, Resource, ResourceOwner, Task
-from questline.storage.batching import chunked
 from questline.storage.db import new_id
+from questline.storage.many_rows import chunked
 from questline.web.errors import FieldError, Unprocessable
 
 Row = Mapping[Any, Any]

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from starlette.background import BackgroundTask
 
 from questline.auth.dependencies import MemberOf
-from questline.leaderboard import graphs, rankings, schemas, service, stream
+from questline.leaderboard import graphs, schemas, selection, standings, stream
 from questline.readmodel.http import dumps, serve
 from questline.teams import service as teams_service
 from questline.web import csvexport
@@ -108,7 +108,7 @@ async def get_leaderboard(
     session: SessionDep,
     window: WindowDep,
     around: AroundQuery,
-    limit: Annotated[int, Query(ge=1, le=service.MAX_LIMIT)] = service.DEFAULT_LIMIT,
+    limit: Annotated[int, Query(ge=1, le=standings.MAX_LIMIT)] = standings.DEFAULT_LIMIT,
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
 ) -> Response:
     """Teams that are neither admin nor archived, by `Score` (desc), then the time the
@@ -125,23 +125,23 @@ async def get_leaderboard(
     `offset`).
 
     With `Accept: text/csv`: the same entries as CSV (an attachment)."""
-    selection = rankings.Selection(
+    chosen = selection.Selection(
         start=window.start, end=window.end, discipline_id=window.discipline_id
     )
 
-    async def page() -> tuple[list[service.Entry], dict[str, str]]:
+    async def page() -> tuple[list[standings.Entry], dict[str, str]]:
         if around is not None:
             if offset:
                 raise Unprocessable(
                     "'offset' does not combine with 'around'.",
                     errors=[FieldError(field="offset", message="Leave it out with 'around'.")],
                 )
-            found = await rankings.around(
-                session, org_id=tenant.org_id, team_id=around, selection=selection, limit=limit
+            found = await selection.around(
+                session, org_id=tenant.org_id, team_id=around, selection=chosen, limit=limit
             )
             return found, {}
-        found = await rankings.ranking(
-            session, org_id=tenant.org_id, selection=selection, limit=limit + 1, offset=offset
+        found = await selection.ranking(
+            session, org_id=tenant.org_id, selection=chosen, limit=limit + 1, offset=offset
         )
         headers = {}
         if len(found) > limit:
@@ -166,7 +166,7 @@ async def get_leaderboard(
     )
 
 
-def entry_json(entry: service.Entry) -> dict[str, object]:
+def entry_json(entry: standings.Entry) -> dict[str, object]:
     """A ``schemas.LeaderboardEntry`` as its JSON object (tests check the two agree)."""
     return {
         "Rank": entry.rank,
@@ -223,7 +223,7 @@ async def stream_leaderboard(
     tenant: MemberOf,
     session: SessionDep,
     discipline_id: DisciplineQuery,
-    limit: Annotated[int, Query(ge=1, le=service.MAX_LIMIT)] = service.DEFAULT_LIMIT,
+    limit: Annotated[int, Query(ge=1, le=standings.MAX_LIMIT)] = standings.DEFAULT_LIMIT,
     last_event_id: Annotated[
         str | None,
         Header(
@@ -241,7 +241,7 @@ async def stream_leaderboard(
     15 s keeps idle connections open. Streams are capped per organization and per
     server process: 503 with `Retry-After` beyond."""
     if discipline_id is not None:
-        await service.ensure_discipline_visible(
+        await standings.ensure_discipline_visible(
             session, org_id=tenant.org_id, discipline_id=discipline_id
         )
     state = app_state(request)

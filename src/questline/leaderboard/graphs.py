@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from questline.leaderboard import service as leaderboard
+from questline.leaderboard import standings
 from questline.progress.models import ScoreEvent
 from questline.teams.models import Team
 from questline.web.errors import FieldError, Unprocessable
@@ -96,7 +96,7 @@ async def team_series(session: AsyncSession, *, team: Team, window: Window) -> S
     """One team's series, whatever its status (admin teams have a graph of their own)."""
     window.check()
     if window.discipline_id is not None:
-        await leaderboard.ensure_discipline_visible(
+        await standings.ensure_discipline_visible(
             session, org_id=team.organization_id, discipline_id=window.discipline_id
         )
     changes = await _changes(
@@ -110,7 +110,7 @@ async def top_series(
 ) -> list[Series]:
     """The series of the leaderboard's first ``top`` teams, in rank order."""
     window.check()
-    entries = await leaderboard.ranking(
+    entries = await standings.ranking(
         session, org_id=org_id, limit=top, discipline_id=window.discipline_id
     )
     ids = [e.team_id for e in entries]

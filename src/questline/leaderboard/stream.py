@@ -32,7 +32,7 @@ from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from questline.config import Settings
-from questline.leaderboard import service
+from questline.leaderboard import standings
 from questline.readmodel.cache import Entry
 from questline.readmodel.http import dumps
 from questline.readmodel.model import ReadModel
@@ -91,7 +91,7 @@ class Query:
 async def snapshot(db: Database, query: Query) -> bytes:
     """The body ``GET /leaderboard`` answers for these parameters (first page)."""
     async with db.session(write=False) as session:
-        entries = await service.ranking(
+        entries = await standings.ranking(
             session, org_id=query.org_id, limit=query.limit, discipline_id=query.discipline_id
         )
     return dumps(

@@ -11,7 +11,7 @@ from questline.auth.dependencies import AdminOf, MemberOf
 from questline.members import service as members_service
 from questline.members.schemas import Member
 from questline.readmodel.http import dumps, serve, serve_list
-from questline.teams import models, schemas, service
+from questline.teams import models, queries, schemas, service
 from questline.web import csvexport
 from questline.web.openapi import problem_responses
 from questline.web.pagination import (
@@ -53,7 +53,7 @@ async def list_teams(
     `Accept: text/csv`: the same teams as CSV (`Tags` joined with `;`)."""
 
     async def team_page() -> tuple[list[Any], dict[str, str]]:
-        rows = await service.list_team_rows(session, org_id=tenant.org_id, page=page)
+        rows = await queries.list_team_rows(session, org_id=tenant.org_id, page=page)
         rows, more = split_page(rows, page)
         scratch = Response()
         last = [rows[-1].name_key, str(rows[-1].id)] if more else None
@@ -63,7 +63,7 @@ async def list_teams(
 
     if csvexport.wants_csv(request):
         rows, headers = await team_page()
-        teams = [schemas.Team.model_validate(service.team_json(r, r.member_count)) for r in rows]
+        teams = [schemas.Team.model_validate(queries.team_json(r, r.member_count)) for r in rows]
         return csvexport.response(schemas.Team, teams, filename="teams.csv", headers=headers)
 
     if page.limit is None and page.after is None:
@@ -72,13 +72,13 @@ async def list_teams(
             request,
             organization_id=tenant.org_id,
             variant=tenant.caller.role.value,
-            statement=service.whole_list_query(tenant.org_id),
-            encode=service.encode_team_rows,
+            statement=queries.whole_list_query(tenant.org_id),
+            encode=queries.encode_team_rows,
         )
 
     async def build(_version: int) -> tuple[bytes, dict[str, str]]:
         rows, headers = await team_page()
-        return dumps([service.team_json(row, row.member_count) for row in rows]), headers
+        return dumps([queries.team_json(row, row.member_count) for row in rows]), headers
 
     return await serve(
         request, organization_id=tenant.org_id, variant=tenant.caller.role.value, build=build
@@ -115,10 +115,10 @@ async def get_team(
     `If-None-Match` here (304 while nothing changed)."""
 
     async def build(version: int) -> tuple[bytes, dict[str, str]]:
-        body, etag = await service.team_detail_json(
+        body, etag = await queries.team_detail_json(
             session, org_id=tenant.org_id, team_id=team_id, hide_emails=not tenant.is_admin
         )
-        return dumps(body), {"ETag": service.detail_etag(etag, version, tenant.caller.role.value)}
+        return dumps(body), {"ETag": queries.detail_etag(etag, version, tenant.caller.role.value)}
 
     return await serve(
         request,
@@ -186,7 +186,7 @@ async def list_team_members(
     page in the `Link` header). Members (role `member`) see names, not e-mails."""
     team = await service.get_team(session, org_id=tenant.org_id, team_id=team_id)
     rows = list(
-        await service.team_members(session, org_id=tenant.org_id, team_id=team.id, page=page)
+        await queries.team_members(session, org_id=tenant.org_id, team_id=team.id, page=page)
     )
     rows, more = split_page(rows, page)
     announce_next_page(

@@ -1,30 +1,23 @@
-"""Team rules: creation, changes, membership and the admin flag."""
+"""Team rules: creation, changes, membership and the admin flag, and the team they
+apply to (``get_team``). Reading teams as JSON: ``teams.queries``."""
 
 from __future__ import annotations
 
-import functools
 import uuid
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from sqlalchemy import ColumnElement, Select, bindparam, delete, func, insert, select, tuple_
+from sqlalchemy import ColumnElement, delete, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import aliased
 
 from questline import events
-from questline.auth.tokens import Role
 from questline.members import service as members_service
 from questline.members.models import Member, TeamMembership
-from questline.readmodel.http import dumps
-from questline.readmodel.lean import LeanRequest
 from questline.readmodel.versions import bump
 from questline.storage.db import insert_ignoring_conflicts, utcnow
 from questline.teams import schemas
 from questline.teams.models import Team, TeamStatus
 from questline.web.errors import Conflict, FieldError, PreconditionFailed, Unprocessable, not_found
 from questline.web.metrics import TEAMS_CREATED, count_on_commit
-from questline.web.pagination import PageRequest, cursor_parts
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,221 +60,6 @@ def member_count_column() -> ColumnElement[int]:
         .correlate(Team)
         .scalar_subquery()
     )
-
-
-def _teams_query(org_id: uuid.UUID) -> Select[Team, int]:
-    return select(Team, member_count_column()).where(Team.organization_id == org_id)
-
-
-TEAM_COLUMNS = (
-    Team.id,
-    Team.name,
-    Team.organization_id,
-    Team.status,
-    Team.tags,
-    Team.score,
-    Team.is_survey_completed,
-    Team.is_admin_team,
-    Team.created_at,
-    Team.name_key,
-)
-
-
-def team_json(row: Any, member_count: int) -> dict[str, Any]:
-    """A ``schemas.Team`` as its JSON object, from a row of ``TEAM_COLUMNS`` (or a Team)."""
-    return {
-        "Id": row.id,
-        "Name": row.name,
-        "OrganizationId": row.organization_id,
-        "Status": row.status.value if isinstance(row.status, TeamStatus) else row.status,
-        "Tags": list(row.tags),
-        "Score": row.score,
-        "IsSurveyCompleted": row.is_survey_completed,
-        "IsAdminTeam": row.is_admin_team,
-        "MemberCount": member_count,
-        "CreatedAt": row.created_at,
-    }
-
-
-def whole_list_query(org_id: uuid.UUID) -> Any:
-    """``GET /team`` without paging: every team of the organization with its member
-    count, by name, in one statement (streamed by ``readmodel.http.serve_list``)."""
-    return (
-        select(*TEAM_COLUMNS, member_count_column().label("member_count"))
-        .where(Team.organization_id == org_id)
-        .order_by(Team.name_key, Team.id)
-    )
-
-
-def encode_team_rows(rows: Sequence[Any]) -> bytes:
-    """A chunk of ``whole_list_query``'s rows as a JSON array (``GET /team``'s items)."""
-    return dumps([team_json(row, row.member_count) for row in rows])
-
-
-async def list_team_rows(
-    session: AsyncSession, *, org_id: uuid.UUID, page: PageRequest
-) -> list[Any]:
-    """``GET /team`` in one Core statement: the team columns and the member count."""
-    query = select(*TEAM_COLUMNS, member_count_column().label("member_count")).where(
-        Team.organization_id == org_id
-    )
-    if page.after is not None:
-        name_after, id_after = cursor_parts(page.after, str, uuid.UUID)
-        query = query.where(tuple_(Team.name_key, Team.id) > (name_after, id_after))
-    query = query.order_by(Team.name_key, Team.id)
-    if page.fetch_size is not None:
-        query = query.limit(page.fetch_size)
-    return list((await session.execute(query)).all())
-
-
-async def team_detail_json(
-    session: AsyncSession, *, org_id: uuid.UUID, team_id: uuid.UUID, hide_emails: bool
-) -> tuple[dict[str, Any], str]:
-    """``GET /team/{id}`` in one Core statement (``detail_query``). Returns the
-    ``schemas.TeamDetail`` JSON object and the team's ETag. ``hide_emails``: what a
-    caller with the member role sees (``members.as_seen_by``)."""
-    rows = (await session.execute(detail_query(), {"org": org_id, "team": team_id})).all()
-    found = detail_from_rows(rows, hide_emails=hide_emails)
-    if found is None:
-        raise not_found("team")
-    return found
-
-
-DETAIL_MEMBER_AT = len(TEAM_COLUMNS) + 1
-"""Where a ``detail_query`` row's member columns start (after the team's and its version)."""
-
-
-def detail_from_rows(
-    rows: Sequence[Any], *, hide_emails: bool
-) -> tuple[dict[str, Any], str] | None:
-    """The ``schemas.TeamDetail`` JSON object and ETag from ``detail_query``'s rows
-    (None: no such team). Shared by the route and the read model's lean miss."""
-    if not rows:
-        return None
-    team = rows[0]
-    members: list[dict[str, Any]] = []
-    last = None
-    at = DETAIL_MEMBER_AT
-    for row in rows:
-        member_id, member_org, email, given_name, created_at, in_team = row[at : at + 6]
-        if member_id is None:
-            continue  # a team without members: its one row has none
-        if member_id != last:
-            last = member_id
-            members.append(
-                {
-                    "Id": member_id,
-                    "OrganizationId": member_org,
-                    "Email": None if hide_emails else email,  # members see names only
-                    "GivenName": given_name,
-                    "TeamIds": [],
-                    "CreatedAt": created_at,
-                }
-            )
-        if in_team is not None:
-            members[-1]["TeamIds"].append(in_team)
-    body = team_json(_TeamView(*team[: len(TEAM_COLUMNS)]), len(members))
-    body["Members"] = members
-    return body, f'"{team[0].hex}.{team[len(TEAM_COLUMNS)]}"'
-
-
-@dataclass(frozen=True, slots=True)
-class _TeamView:
-    """A row of ``TEAM_COLUMNS`` by attribute (``team_json`` reads attributes)."""
-
-    id: Any
-    name: Any
-    organization_id: Any
-    status: Any
-    tags: Any
-    score: Any
-    is_survey_completed: Any
-    is_admin_team: Any
-    created_at: Any
-    name_key: Any
-
-
-def detail_etag(team_etag: str, version: int, role: str) -> str:
-    """``GET /team/{id}``'s validator: the team's own (``If-Match`` compares that part),
-    then the organization's version and the role (members' bodies hide e-mails)."""
-    return f'{team_etag[:-1]}-{version}{role[0]}"'
-
-
-LEAN_MAX_ROWS = 2_000
-"""A lean miss (read model fast path) reads at most this many rows on the event loop;
-a larger team takes the route."""
-
-
-async def lean_team_detail(request: LeanRequest) -> tuple[bytes, dict[str, str]] | None:
-    """``GET /team/{id}`` on a read-model miss, without a session (``readmodel.lean``):
-    the route's statement and body. None (the route answers): no such team in the
-    caller's organization (its 404), or a team too large for the loop."""
-    reader = request.reader
-    statement = reader.statement("team-detail", lambda: detail_query(LEAN_MAX_ROWS + 1))
-    rows = await reader.fetch(
-        statement, {"org": request.organization_id, "team": request.resource_id}
-    )
-    if len(rows) > LEAN_MAX_ROWS:
-        return None
-    found = detail_from_rows(rows, hide_emails=request.role != Role.ADMIN.value)
-    if found is None:
-        return None
-    body, etag = found
-    return dumps(body), {"ETag": detail_etag(etag, request.version, request.role)}
-
-
-@functools.cache
-def detail_query(limit: int | None = None) -> Any:
-    """The team, then one row per (member, team of that member), ordered by the members'
-    e-mails: the team's columns repeat on each row (a team without members has one row
-    with NULL member columns). ``limit`` bounds the rows (the lean read's guard).
-    Built once: composing a statement costs more CPU than running it (profiled)."""
-    org: Any = bindparam("org")
-    team: Any = bindparam("team")
-    mine, other = aliased(TeamMembership), aliased(TeamMembership)
-    query = (
-        select(
-            *TEAM_COLUMNS,
-            Team.version,
-            Member.id,
-            Member.organization_id,
-            Member.email,
-            Member.given_name,
-            Member.created_at,
-            other.team_id,
-        )
-        .select_from(Team)
-        .outerjoin(mine, (mine.organization_id == Team.organization_id) & (mine.team_id == Team.id))
-        .outerjoin(
-            Member,
-            (Member.organization_id == mine.organization_id) & (Member.id == mine.member_id),
-        )
-        .outerjoin(
-            other,
-            (other.organization_id == Member.organization_id) & (other.member_id == Member.id),
-        )
-        .where(Team.organization_id == org, Team.id == team)
-        .order_by(Member.email_key, Member.id, other.team_id)
-    )
-    return query if limit is None else query.limit(limit)
-
-
-async def list_teams(
-    session: AsyncSession, *, org_id: uuid.UUID, page: PageRequest
-) -> list[TeamWithCount]:
-    query = _teams_query(org_id)
-    if page.after is not None:
-        name_after, id_after = cursor_parts(page.after, str, uuid.UUID)
-        query = query.where(tuple_(Team.name_key, Team.id) > (name_after, id_after))
-    query = query.order_by(Team.name_key, Team.id)
-    if page.fetch_size is not None:
-        query = query.limit(page.fetch_size)
-    rows = await session.execute(query)
-    return [TeamWithCount(row[0], row[1]) for row in rows.all()]
-
-
-def cursor_of(team: Team) -> list[str]:
-    return [team.name_key, str(team.id)]
 
 
 async def get_team(
@@ -519,9 +297,3 @@ async def remove_member(session: AsyncSession, *, team: Team, member_id: uuid.UU
         raise not_found("member in this team")
     await _record_membership(session, team, member_id, "member.removed")
     await bump(session, team.organization_id)
-
-
-async def team_members(
-    session: AsyncSession, *, org_id: uuid.UUID, team_id: uuid.UUID, page: PageRequest
-) -> Sequence[Member]:
-    return await members_service.list_members(session, org_id=org_id, page=page, team_id=team_id)

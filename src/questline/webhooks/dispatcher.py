@@ -44,8 +44,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from questline import events
 from questline.config import Settings
 from questline.events.models import PLATFORM_ORG, Event
-from questline.storage.batching import one_of
 from questline.storage.db import Database, new_id, utcnow
+from questline.storage.many_rows import one_of
 from questline.webhooks.models import DeliveryStatus, Webhook, WebhookDelivery
 from questline.webhooks.sending import Attempt, Outcome, Sender, body_of, message_id, rfc3339
 from questline.webhooks.service import signing_secrets

@@ -3,7 +3,7 @@
 A constant number of statements whatever the number of teams: the bulk path creates up
 to 10,000 teams in one request, and a round trip a team would make that take minutes
 on a remote PostgreSQL. The writes are ``COPY`` on PostgreSQL and ``executemany`` on
-SQLite (``questline.storage.batching.write_rows``).
+SQLite (``questline.storage.many_rows.write_rows``).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.members.models import TeamMembership
-from questline.storage.batching import one_of, write_rows
 from questline.storage.db import new_id, utcnow
+from questline.storage.many_rows import one_of, write_rows
 from questline.teams.models import Team, TeamStatus
 from questline.teams.service import name_key
 from questline.web.schemas import UtcDateTime

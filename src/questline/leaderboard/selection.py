@@ -1,4 +1,4 @@
-"""The rankings people ask for besides the plain leaderboard.
+"""The ranking a request selects besides the current standings (``standings``).
 
 * **Windowed** (``from``/``to``): teams ranked by the points of their completions whose
   ``CompletedAt`` lies in the window (both ends inclusive, either may be open). A
@@ -10,7 +10,7 @@
   (``(limit-1)//2`` before it, the rest after; fewer at the edges), with their true
   ranks, in whichever ranking the other parameters select.
 
-The overall ranking stays in ``service`` (an index range scan); these aggregate the
+The overall ranking is in ``standings`` (an index range scan); these aggregate the
 organization's completions, as the per-discipline ranking does.
 """
 
@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from sqlalchemy import Select, and_, case, func, select, true
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from questline.leaderboard import service
-from questline.leaderboard.service import Entry
+from questline.leaderboard import standings
+from questline.leaderboard.standings import Entry
 from questline.progress.models import TaskCompletion
 from questline.teams import service as teams_service
 from questline.teams.models import Team
@@ -90,7 +90,7 @@ async def ranking(
     """A page of the selected ranking (``limit=None``: every ranked team)."""
     selection.check()
     if not selection.windowed:
-        return await service.ranking(
+        return await standings.ranking(
             session,
             org_id=org_id,
             limit=EVERY if limit is None else limit,
@@ -98,13 +98,13 @@ async def ranking(
             discipline_id=selection.discipline_id,
         )
     if selection.discipline_id is not None:
-        await service.ensure_discipline_visible(
+        await standings.ensure_discipline_visible(
             session, org_id=org_id, discipline_id=selection.discipline_id
         )
     rows = (
         await session.execute(window_query(org_id, selection, limit=limit, offset=offset))
     ).all()
-    return service.entries_from_rows(rows, offset=offset)
+    return standings.entries_from_rows(rows, offset=offset)
 
 
 def centred(rank: int, limit: int) -> tuple[int, int]:
@@ -133,7 +133,7 @@ async def around(
             errors=[FieldError(field="around", message="Name a ranked team.")],
         )
     if not selection.windowed and selection.discipline_id is None:
-        rank = await service.rank_of(session, team=team)
+        rank = await standings.rank_of(session, team=team)
         assert rank is not None
         offset, count = centred(rank, limit)
         return await ranking(

@@ -1,4 +1,5 @@
-"""Ranking: the teams of an organization that are neither admin nor archived.
+"""The current standings: the teams of an organization that are neither admin nor
+archived, by score overall or by points in a discipline, and a team's rank.
 
 The overall ranking reads the team rows in the order of the index
 ``ix_teams_leaderboard`` — ``organization_id =, is_ranked = true, score DESC,

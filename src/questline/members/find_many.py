@@ -14,8 +14,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.members.models import Member
 from questline.members.service import email_key
-from questline.storage.batching import one_of
 from questline.storage.db import UTCDateTime, insert_ignoring_conflicts, new_id, utcnow
+from questline.storage.many_rows import one_of
 
 
 @dataclass(frozen=True, slots=True)
