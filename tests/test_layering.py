@@ -5,6 +5,8 @@ under ``TYPE_CHECKING``).
   plumbing, never the other way round.
 * No two packages import each other, directly or through others: each package can be
   read, tested and changed knowing only the packages below it.
+* Only the transaction's owners commit (``storage/db.py``'s ``Database.session``, the
+  request boundary ``web/routing.py``): services only flush.
 * The application modules (``app``, ``models``, ``api_examples``: they import the
   domains) are imported by the command line only; the base modules (``config``,
   ``logging_setup``) import no package.
@@ -218,3 +220,23 @@ def test_the_base_modules_import_no_package() -> None:
         pytest.fail(
             _report("A base module (config, logging_setup) imports more:", found), pytrace=False
         )
+
+
+COMMITTERS = frozenset({"questline/storage/db.py", "questline/web/routing.py"})
+
+
+def test_only_the_transaction_owners_commit() -> None:
+    found = []
+    for path in sorted(ROOT.rglob("*.py")):
+        relative = path.relative_to(ROOT.parent).as_posix()
+        if relative in COMMITTERS:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "commit"
+            ):
+                found.append(f"  src/{relative}:{node.lineno}: calls commit()")
+    if found:
+        pytest.fail("\n".join(["Only the transaction's owners commit:", *found]), pytrace=False)

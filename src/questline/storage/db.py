@@ -1,7 +1,12 @@
 """Database: declarative base, column types, engine factory and dialect helpers.
 
-The request boundary (``questline.web.routing.TransactionalRoute``) owns the transaction:
-services only ``flush()``, never ``commit()``.
+Services only ``flush()``, never ``commit()``: whoever opens the session owns its
+transaction. A route's is the request boundary's (``questline.web.routing.
+TransactionalRoute``, which commits once the endpoint succeeded); work outside a route's
+transaction (auth's session routes, the health probe, idempotency records, the progress
+group commit, the webhook dispatcher, the leaderboard stream, the command line, the demo
+loader) opens ``Database.session()``, which commits on success and rolls back on error.
+tests/test_layering.py holds every other module to it (no ``commit()`` call).
 """
 
 from __future__ import annotations
