@@ -188,8 +188,8 @@ def flatten(
 
 ROWS_PER_STATEMENT = 1000
 """Rows of one executemany: SQLAlchemy prepares every row's parameters (UUIDs to text on
-SQLite) on the event loop before the statement runs, 15 ms a thousand rows; a 5 MiB
-document's 10,000 tasks in one statement stalled every other request for 170 ms."""
+SQLite) on the event loop before the statement runs, so the rows of a whole large
+document in one statement would stall every other request (docs/reliability.md)."""
 
 
 async def _execute_many(session: AsyncSession, statement: Any, rows: Sequence[Row]) -> None:
@@ -213,8 +213,8 @@ async def known_ids(session: AsyncSession, discipline_id: uuid.UUID) -> KnownIds
         for model in NODE_MODELS
     ]
     found: dict[str, set[uuid.UUID]] = defaultdict(set)
-    # Streamed a thousand rows at a time: converting a large tree's ids in one go held
-    # the event loop for 50 ms and more.
+    # Streamed a thousand rows at a time: converting a large tree's ids in one go would
+    # hold the event loop (docs/reliability.md).
     result = await session.stream(union_all(*parts))
     async for partition in result.partitions(ROWS_PER_STATEMENT):
         for kind, node_id in partition:

@@ -76,7 +76,7 @@ class RenderedMetrics:
     """The exposition of this process, rendered at most once in ``max_age`` seconds.
 
     Rendering walks every series (the request counter and latency histogram hold one
-    per route, method and status): 20 to 30 ms of CPU on a busy process. It runs in a
+    per route, method and status), long CPU work on a busy process. It runs in a
     worker thread, one render for every scrape waiting meanwhile, and scrapes within
     ``max_age`` (``QUESTLINE_METRICS_CACHE_SECONDS``, 1 s) get the same bytes, so
     however often ``/metrics`` is called it costs at most one render a second."""

@@ -151,8 +151,9 @@ async def rank_of(session: AsyncSession, *, team: Team) -> int | None:
 
     The teams ahead are counted as three ranges of ``ix_teams_leaderboard`` (higher
     score; same score reached earlier; same score and time, name first), each a tight
-    index-only range. One ``OR`` of the three made SQLite merge row sets and
-    PostgreSQL filter the whole organization: 4x slower at 100,000 teams (BENCHMARKS.md).
+    index-only range. One ``OR`` of the three makes SQLite merge row sets and
+    PostgreSQL filter the whole organization (docs/performance.md, "Figures behind the
+    code").
     """
     if not team.is_ranked:
         return None

@@ -1,14 +1,15 @@
 """E-mail addresses validated and normalized exactly as ``pydantic.EmailStr`` does, fast.
 
-``EmailStr`` (email-validator) spends ~30 µs on an address, two thirds of it on the
-domain; a bulk import checks tens of thousands of addresses that share a handful of
-domains. For an address of the plain form — a dot-atom ASCII local part, an ASCII host
-name — email-validator's verdict is its rules on the local part (the dot-atom syntax,
-checked here the same way), on the whole length (at most 254), and on the domain,
-which email-validator itself checks here, once a domain. Every other address (also a
-local part over 64 characters, which a strict email-validator would refuse), and every
-address that fails, goes through ``EmailStr`` as it is, so results and messages are
-``EmailStr``'s; a property test holds the two together.
+``EmailStr`` (email-validator) spends most of its time on an address on the domain, and
+a bulk import checks tens of thousands of addresses that share a handful of domains
+(figures: docs/performance.md, "Figures behind the code"). For an address of the plain
+form — a dot-atom ASCII local part, an ASCII host name — email-validator's verdict is
+its rules on the local part (the dot-atom syntax, checked here the same way), on the
+whole length (at most 254), and on the domain, which email-validator itself checks here,
+once a domain. Every other address (also a local part over 64 characters, which a strict
+email-validator would refuse), and every address that fails, goes through ``EmailStr``
+as it is, so results and messages are ``EmailStr``'s; a property test holds the two
+together.
 """
 
 from __future__ import annotations

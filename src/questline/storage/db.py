@@ -291,10 +291,10 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
     ``asyncio.Lock``, FIFO) and holds it until its connection is back in the pool (after
     the commit or rollback). SQLite has one write lock per database anyway; writers that
     wait in an asyncio queue are woken the moment it is free, where writers that wait in
-    SQLite's busy handler poll it, sleeping up to 100 ms between tries — under sixteen
-    concurrent writes that sleep, not the work, was most of a write's p50 and p99.
-    Other processes (and ``DEFERRED`` transactions that write) still meet the busy
-    handler.
+    SQLite's busy handler poll it, sleeping between tries: under concurrent writes that
+    sleep, not the work, made most of a write's latency (docs/performance.md, "Writes",
+    SQLite's busy handler). Other processes (and ``DEFERRED`` transactions that write)
+    still meet the busy handler.
     """
 
     @event.listens_for(engine.sync_engine, "connect")

@@ -3,8 +3,8 @@
 A write transaction bumps its organization's version row but sends no ``NOTIFY``:
 PostgreSQL's ``PreCommit_Notify`` takes one database-wide lock that a notifying
 transaction holds through its commit (WAL flush included), so every notifying commit
-in the database would wait for the previous one — measured, it halved the progress
-writes' throughput (docs/performance.md, "Writes").
+in the database would wait for the previous one (docs/performance.md, "NOTIFY out of
+the write transaction").
 
 Instead ``Database`` hands each commit's bumped versions to this process's
 ``Notifier`` (``queue``), which sends them on a connection of its own:
@@ -66,10 +66,6 @@ class Notifier:
 
     def __init__(self, url: str) -> None:
         self.dsn = asyncpg_dsn(url)
-        self.sent = 0
-        """Payloads sent so far (tests read it)."""
-        self.sends = 0
-        """Statements sent so far."""
         self._pending: dict[uuid.UUID, int] = {}
         self._everything = False
         self._wake: asyncio.Event | None = None
@@ -174,8 +170,6 @@ class Notifier:
                 self._put_back(payloads)
                 raise
             pause = 0.05
-            self.sends += 1
-            self.sent += len(payloads)
             # Under load, the next send carries everything bumped meanwhile.
             await asyncio.sleep(SEND_INTERVAL)
 

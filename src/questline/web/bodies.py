@@ -9,12 +9,12 @@ the API has a use for it).
 
 Bodies larger than ``LARGE_BODY_BYTES`` (a discipline document may be 5 MiB) are then
 parsed and validated against the route's body model in a worker thread, with the
-cyclic garbage collector paused (``without_gc_pauses``): validating a 5 MiB document
-takes around a second of CPU, and full collections over its hundreds of thousands of
-fresh objects held the GIL for 300 ms at a time. FastAPI is handed the validated model
-(it does not validate an instance of the model again), so nothing of it runs on the
-loop. Smaller bodies are checked and parsed on the loop (well under a millisecond).
-See docs/reliability.md.
+cyclic garbage collector paused (``without_gc_pauses``): validating a large document
+is long CPU work, and full collections over its many fresh objects hold the GIL, and
+so stall every other request, for long stretches (figures: docs/reliability.md).
+FastAPI is handed the validated model (it does not validate an instance of the model
+again), so nothing of it runs on the loop. Smaller bodies are cheap enough to check
+and parse on the loop.
 """
 
 from __future__ import annotations
@@ -48,8 +48,8 @@ T = TypeVar("T")
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 LARGE_BODY_BYTES = 64 * 1024
-"""Bodies up to this size are checked, parsed and validated on the event loop (well under
-a millisecond); larger ones in a worker thread."""
+"""Bodies up to this size are checked, parsed and validated on the event loop (cheaper
+than a hand-off to a thread); larger ones in a worker thread."""
 
 _NUL_ESCAPE = b"\\u0000"
 
@@ -70,8 +70,7 @@ def gc_paused() -> Iterator[None]:
     Parsing, validating and writing a large document or a bulk request makes hundreds of
     thousands of short-lived, acyclic objects (freed by reference counting); the
     collections they trigger walk all of them holding the GIL, which stalls the event
-    loop's thread however the work itself is split (a full collection about once a bulk
-    request of 1,000 teams, 100-200 ms each)."""
+    loop's thread however the work itself is split (figures: docs/bulk.md)."""
     global _gc_pausers, _gc_paused_since
     with _gc_lock:
         if _gc_pausers == 0:

@@ -10,7 +10,7 @@ from questline.web.errors import not_found
 
 def _parser(kind: str, name: str):  # type: ignore[no-untyped-def]
     # async: FastAPI runs a plain ``def`` dependency in its thread pool, a hand-off per
-    # request that queues under load (bench/load.py showed it).
+    # request that queues under load (docs/reliability.md).
     async def parse(
         raw: Annotated[str, Path(alias=name, description=f"Id of the {kind}")],
     ) -> uuid.UUID:

@@ -160,8 +160,8 @@ class Dispatcher:
 
     async def fan_out(self) -> int:
         # On SQLite a cheap read first (an idle pass takes no write lock). Not on
-        # PostgreSQL: there this scan of the pending events cost 4.6 ms a call under a
-        # write load (pg_stat_statements), the locking select below 0.3 ms.
+        # PostgreSQL: there, under a write load, this scan of the pending events costs
+        # far more than the locking select below (docs/performance.md).
         if self.db.is_sqlite and not await self._any(
             select(Event.id).where(Event.pending.is_(True))
         ):
@@ -173,8 +173,8 @@ class Dispatcher:
                         self._locking(
                             # Rows, not ORM objects (under a write load this pass runs
                             # for every batch of writes), and not the payload: fanning
-                            # out needs none, and decoding a 5 MiB discipline document
-                            # held the event loop 50 ms.
+                            # out needs none, and decoding a large discipline document
+                            # would hold the event loop.
                             select(Event.organization_id, Event.id, Event.type, Event.created_at)
                             .where(Event.pending.is_(True))
                             .order_by(Event.id)
@@ -368,8 +368,8 @@ class Dispatcher:
 async def _finish(session: AsyncSession, statement: Delete | Update, events: Sequence[Any]) -> None:
     """``statement`` (a delete or update of ``Event``) for ``events``, in one statement.
     The sets bound as one parameter each: one statement text whatever their size, so
-    PostgreSQL plans it once (an IN list of each length was a new statement: 8-13 ms a
-    call under a write load)."""
+    PostgreSQL plans it once (an IN list of each length is a new statement, planned anew
+    under a write load: docs/performance.md)."""
     if not events:
         return
     await session.execute(
