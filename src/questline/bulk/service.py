@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from prometheus_client import Counter
 from pydantic import RootModel
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -22,10 +23,15 @@ from questline.members import find_many
 from questline.members.service import email_key
 from questline.readmodel.versions import bump
 from questline.teams import create_many
-from questline.teams.service import name_key
+from questline.teams.service import TEAMS_CREATED, name_key
 from questline.web.errors import MAX_LISTED_ERRORS, Conflict, Unprocessable
-from questline.web.metrics import BULK_ROWS_IMPORTED, TEAMS_CREATED, count_on_commit
+from questline.web.metrics import count_on_commit
 
+BULK_ROWS_IMPORTED = Counter(
+    "questline_bulk_rows_imported",
+    "Rows of successful POST /team/bulk requests: CSV records, or JSON team items",
+    ["format"],
+)
 _CSV_ROWS = BULK_ROWS_IMPORTED.labels("csv")
 _JSON_ROWS = BULK_ROWS_IMPORTED.labels("json")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
+from prometheus_client import Counter
 from sqlalchemy import ColumnElement, delete, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -17,7 +18,11 @@ from questline.storage.db import insert_ignoring_conflicts, utcnow
 from questline.teams import schemas
 from questline.teams.models import Team, TeamStatus
 from questline.web.errors import Conflict, FieldError, PreconditionFailed, Unprocessable, not_found
-from questline.web.metrics import TEAMS_CREATED, count_on_commit
+from questline.web.metrics import count_on_commit
+
+TEAMS_CREATED = Counter(
+    "questline_teams_created", "Teams created, one by one (POST /team) and in bulk"
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,7 @@
-"""The business counters of ``/metrics`` and how services bump them cheaply.
+"""How services bump the counters of ``/metrics`` cheaply, and the boundary's counters.
+
+Each domain defines its own counters beside the code that counts (``teams.service``'s
+``TEAMS_CREATED``); the progress counters still wait here for theirs.
 
 A service calls :func:`count_on_commit` inside its transaction; the count is applied
 when that transaction commits (a request that fails and rolls back counts nothing) and
@@ -22,9 +25,6 @@ from sqlalchemy.orm import Session
 # scrape's lines and render time, and nothing here reads them.
 disable_created_metrics()  # type: ignore[no-untyped-call]
 
-TEAMS_CREATED = Counter(
-    "questline_teams_created", "Teams created, one by one (POST /team) and in bulk"
-)
 TASKS_COMPLETED = Counter(
     "questline_tasks_completed", "Task completions recorded (a repeated completion is not)"
 )
@@ -39,11 +39,6 @@ PROGRESS_BATCH_WRITES = Counter(
 PROGRESS_BATCHES_FAILED = Counter(
     "questline_progress_batches_failed",
     "Batches that failed and left each of their writes to the route",
-)
-BULK_ROWS_IMPORTED = Counter(
-    "questline_bulk_rows_imported",
-    "Rows of successful POST /team/bulk requests: CSV records, or JSON team items",
-    ["format"],
 )
 IDEMPOTENT_REPLAYS = Counter(
     "questline_idempotent_replays",
