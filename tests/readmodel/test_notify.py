@@ -138,16 +138,19 @@ async def test_coalescing_sends_the_highest_version_in_one_statement(
     sends: list[list[str]] = []  # the payloads of each statement the notifier sends
     connect = notifier._connect
 
-    async def counted() -> Any:
-        connection = await connect()
-        fetchval = connection.fetchval
+    class Counted:
+        def __init__(self, connection: Any) -> None:
+            self.connection = connection
 
-        async def send(query: str, channel: str, payloads: list[str], **kwargs: Any) -> Any:
+        async def fetchval(self, query: str, channel: str, payloads: list[str], **kw: Any) -> Any:
             sends.append(list(payloads))
-            return await fetchval(query, channel, payloads, **kwargs)
+            return await self.connection.fetchval(query, channel, payloads, **kw)
 
-        connection.fetchval = send
-        return connection
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.connection, name)
+
+    async def counted() -> Any:
+        return Counted(await connect())
 
     notifier._connect = counted  # type: ignore[method-assign]
     first, second = uuid.uuid4(), uuid.uuid4()
