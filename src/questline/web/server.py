@@ -5,8 +5,8 @@ in one place (``ServerLimits``, read from the ``QUESTLINE_SERVER_*`` settings) w
 server runs the application (docs/reliability.md, "Limits at the server boundary").
 
 uvicorn's httptools parser bounds neither the size of a header nor the time a client
-may take to send one: a 50 MiB header was read whole, and a client sending one byte a
-minute held its connection forever. ``LimitedHttpToolsProtocol`` checks the bytes of
+may take to send one: it reads a header of any size whole, and keeps the connection of
+a client that sends one byte a minute forever. ``LimitedHttpToolsProtocol`` checks the bytes of
 the request head *before* the parser buffers them:
 
 * a request line longer than ``max_request_line_bytes`` or a query string longer than

@@ -19,10 +19,10 @@ Every server process runs one (``Dispatcher.start`` in the app's lifespan). A pa
 
 A commit that recorded events wakes this process's dispatcher, which waits
 ``COALESCE_SECONDS`` before its pass so that a burst of writes is fanned out in one
-transaction instead of one each (under a write load, a pass per event doubled every
-write's cost, and on SQLite took the one write lock once more per write); work committed
-by other processes is found by polling every ``webhooks_poll_seconds``. Requests never
-wait for any of this.
+transaction instead of one each (a pass per event is a second write transaction for
+every write, and on SQLite a second turn of the one write lock: docs/performance.md,
+"Writes"); work committed by other processes is found by polling every
+``webhooks_poll_seconds``. Requests never wait for any of this.
 """
 
 from __future__ import annotations
