@@ -33,10 +33,10 @@ from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.auth.models import DashboardSession, SigninCode
-from questline.auth.tokens import Caller, Role
 from questline.config import Settings
 from questline.storage.db import utcnow
 from questline.web.errors import Forbidden, Unauthorized
+from questline.web.identity import Caller, Role
 
 SESSION_COOKIE = "questline_session"
 CSRF_HEADER = "X-CSRF-Token"

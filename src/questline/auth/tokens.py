@@ -7,13 +7,11 @@ With an identity provider: RS256/ES256 verified with a PEM public key or a JWKS 
 from __future__ import annotations
 
 import datetime as dt
-import enum
 import os
 import secrets
 import tempfile
 import time
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,35 +20,7 @@ import jwt
 from questline.auth.jwks import JwksCache, key_id_of
 from questline.config import SECRET_FILE_NAME, Settings
 from questline.web.errors import Unauthorized
-
-
-class Role(enum.StrEnum):
-    MEMBER = "member"
-    ADMIN = "admin"
-    OPERATOR = "operator"
-
-
-@dataclass(frozen=True, slots=True)
-class Caller:
-    """Who is calling: the verified claims of the bearer token."""
-
-    subject: str
-    role: Role
-    org_id: uuid.UUID | None
-
-    @property
-    def is_operator(self) -> bool:
-        return self.role is Role.OPERATOR
-
-
-def bearer_token(authorization: bytes | None) -> str | None:
-    """The token of an ``Authorization: Bearer <token>`` header's raw value, else
-    ``None`` (no header, another scheme, nothing after it)."""
-    if authorization is None:
-        return None
-    scheme, _, credentials = authorization.decode("latin-1").partition(" ")
-    token = credentials.strip()
-    return token if scheme.lower() == "bearer" and token else None
+from questline.web.identity import Caller, Role
 
 
 def load_or_create_secret(settings: Settings) -> str:

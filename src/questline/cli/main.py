@@ -9,11 +9,12 @@ from typing import Annotated
 import typer
 
 from questline import __version__
-from questline.auth.tokens import Role, TokenService
+from questline.auth.tokens import TokenService
 from questline.cli.backup import backup_command, restore_command
 from questline.cli.importer import import_teams
 from questline.config import Settings
 from questline.storage.db import Database
+from questline.web.identity import Role
 
 app = typer.Typer(
     help="Questline: teams, disciplines, progress and leaderboards.", no_args_is_help=True

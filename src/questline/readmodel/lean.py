@@ -33,7 +33,6 @@ from sqlalchemy import make_url
 from sqlalchemy.sql import Select
 
 from questline.storage.db import Database
-from questline.web.paths import canonical_uuid
 
 log = logging.getLogger(__name__)
 
@@ -186,18 +185,3 @@ class MemoPeek(Protocol):
 LeanBuild = Callable[[LeanRequest], Awaitable[tuple[bytes, dict[str, str]] | None]]
 """Builds the body and headers of a miss, or None: take the route (not found, too large,
 a memo not built yet at this version)."""
-
-
-@dataclass(frozen=True, slots=True)
-class LeanRoute:
-    """``{prefix}{uuid}{suffix}`` (the canonical lower-case form only), answered by
-    ``build`` on a miss."""
-
-    prefix: str
-    suffix: str
-    build: LeanBuild
-
-    def resource_of(self, path: str) -> uuid.UUID | None:
-        if not (path.startswith(self.prefix) and path.endswith(self.suffix)):
-            return None
-        return canonical_uuid(path[len(self.prefix) : len(path) - len(self.suffix)])

@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import make_url
+from starlette.requests import HTTPConnection
 
 from questline.config import Settings
 from questline.readmodel.cache import ByteLRU, Entry, Key
@@ -129,3 +130,8 @@ class ReadModel:
         self.lean.close()
         if self.source is not None:
             await self.source.stop()
+
+
+def readmodel_of(connection: HTTPConnection) -> ReadModel:
+    """The application's read model (kept on ``app.state.readmodel``)."""
+    return cast(ReadModel, connection.app.state.readmodel)

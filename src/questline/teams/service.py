@@ -13,7 +13,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from questline import events
-from questline.auth.tokens import Role
 from questline.members import service as members_service
 from questline.members.models import Member
 from questline.readmodel.http import dumps
@@ -23,6 +22,7 @@ from questline.storage.db import insert_ignoring_conflicts, utcnow
 from questline.teams import schemas
 from questline.teams.models import Team, TeamMembership, TeamStatus
 from questline.web.errors import Conflict, FieldError, PreconditionFailed, Unprocessable, not_found
+from questline.web.identity import Role
 from questline.web.metrics import TEAMS_CREATED, count_on_commit
 from questline.web.pagination import PageRequest, cursor_parts
 
