@@ -199,16 +199,19 @@ ACCEPTS = [None, "text/csv", "application/xml", "*/*"]
 
 
 def _read_requests(scene: Scene, path: str) -> Iterator[Request]:
+    """Every role with the existing ids; the organization's own roles with every kind
+    of id, query string, ``Accept`` and ``HEAD`` (access is decided before the rest)."""
     params = re.findall(r"{(\w+)}", path)
-    values = list(itertools.product(*(_ids(scene, name) for name in params))) or [()]
+    kinds = list(itertools.product(*(_ids(scene, name) for name in params))) or [()]
     for role, headers in _roles(scene).items():
-        for chosen in values:
+        own = role in ("admin", "member")
+        for position, chosen in enumerate(kinds if own else kinds[:1]):
             concrete = path
             for name, value in zip(params, chosen, strict=True):
                 concrete = concrete.replace("{" + name + "}", value)
-            queries = QUERIES.get(path, [""]) if role in ("admin", "member") else [""]
-            for query in queries:
-                for accept in ACCEPTS if role == "member" else [None]:
+            for query in QUERIES.get(path, [""]) if own and position == 0 else [""]:
+                accepts = ACCEPTS if role == "member" and position == 0 else [None]
+                for accept in accepts:
                     extra = {"Accept": accept} if accept else {}
                     for method in ("GET", "HEAD") if role == "admin" else ("GET",):
                         yield Request(method, concrete + query, {**headers, **extra})
@@ -265,7 +268,10 @@ async def _compare_writes(
         for name, (body, content_headers) in _write_bodies(scene).items():
             if role != "admin" and name != "plain":
                 continue
-            for team_kind in ("own", "missing", "foreign", "upper", "malformed"):
+            kinds = (
+                ("own", "missing", "foreign", "upper", "malformed") if name == "plain" else ("own",)
+            )
+            for team_kind in kinds if role == "admin" else ("own",):
                 for query in ("", "?dryRun=1") if team_kind == "own" else ("",):
                     compared += await _compare_write_pair(
                         fast, slow, log, scene, roles[role], body, content_headers, team_kind, query
@@ -339,4 +345,4 @@ async def test_the_fast_lane_answers_as_every_route_does(
     answered = _grown(answered_before, _samples(ANSWERED))
     # Not vacuous: the fast lane answered something of every route that declares it.
     assert {(method, route) for method, route in answered} == declared, answered
-    assert compared > 500
+    assert compared > 300
