@@ -25,7 +25,7 @@ from questline.leaderboard.endpoints import router as leaderboard_router
 from questline.members.endpoints import router as members_router
 from questline.progress.batching import GroupCommit
 from questline.progress.endpoints import router as progress_router
-from questline.readmodel.model import ReadModel
+from questline.readmodel.service import ReadModel
 from questline.storage.db import Database
 from questline.teams.endpoints import router as teams_router
 from questline.web import idempotency

@@ -14,7 +14,7 @@ from questline.auth.authentication import Identity
 from questline.auth.tokens import TokenService
 from questline.config import Settings
 from questline.progress.batching import GroupCommit
-from questline.readmodel.model import ReadModel
+from questline.readmodel.service import ReadModel
 from questline.storage.db import Database
 from questline.web.state import AppState
 

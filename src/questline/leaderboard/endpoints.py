@@ -10,7 +10,7 @@ from starlette.background import BackgroundTask
 
 from questline.leaderboard import graphs, rankings, schemas, service, stream
 from questline.readmodel.http import CachedRead, dumps, serve
-from questline.readmodel.model import readmodel_of
+from questline.readmodel.service import readmodel_of
 from questline.teams import service as teams_service
 from questline.web import csvexport
 from questline.web.access import MemberOf

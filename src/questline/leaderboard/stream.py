@@ -35,7 +35,7 @@ from questline.config import Settings
 from questline.leaderboard import service
 from questline.readmodel.cache import Entry
 from questline.readmodel.http import dumps
-from questline.readmodel.model import ReadModel
+from questline.readmodel.service import ReadModel
 from questline.storage.db import Database
 from questline.web.errors import ServiceUnavailable
 

@@ -7,7 +7,7 @@ from fastapi import APIRouter, Request, Response, status
 from questline.progress import overview, record, schemas, service
 from questline.progress.early_write import GroupCommittedWrite, completion_response
 from questline.readmodel.http import CachedRead, dumps, serve
-from questline.readmodel.model import readmodel_of
+from questline.readmodel.service import readmodel_of
 from questline.teams import service as teams_service
 from questline.web import csvexport
 from questline.web.access import AdminOf, MemberOf

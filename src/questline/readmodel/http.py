@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.readmodel.cache import Entry, Key
 from questline.readmodel.lean import LeanBuild, LeanRequest, LeanUnavailable
-from questline.readmodel.model import ReadModel, readmodel_of
+from questline.readmodel.service import ReadModel, readmodel_of
 from questline.web import csvexport
 from questline.web.identity import Caller
 from questline.web.paths import canonical_uuid

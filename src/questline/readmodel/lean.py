@@ -3,8 +3,8 @@
 A read-model miss of a small resource (``GET /team/{id}``, its overview) is one
 statement. Through the ORM session it costs a pool checkout, a ``BEGIN``, the statement,
 a ``COMMIT`` and SQLAlchemy's per-execution machinery; on SQLite each of those is also a
-hop to aiosqlite's thread. Profiled (bench/profile.py --miss), that was most of a miss.
-Here the statement is compiled once per dialect and run directly:
+hop to aiosqlite's thread, and that was most of a miss (docs/performance.md, "Lean
+misses"). Here the statement is compiled once per dialect and run directly:
 
 * **SQLite** — on a private read-only ``sqlite3`` connection of this process in
   autocommit mode, on the event loop: a single ``SELECT`` is its own read transaction
@@ -145,8 +145,8 @@ class LeanReader:
                 isolation_level=None,
                 check_same_thread=False,
             )
-            # A larger page cache than SQLite's 2 MiB: misses land on random teams, and
-            # at 100,000 teams this halved the overview's statement (0.85 vs 1.9 ms).
+            # A larger page cache than SQLite's 2 MiB: misses land on random teams of a
+            # large organization (docs/performance.md, "Lean misses").
             connection.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KIB}")
         try:
             return connection.execute(sql, arguments).fetchall()

@@ -4,7 +4,7 @@ Kept apart from ``routing`` so that the access rules (which record the caller on
 request) and the transactional route (which calls them) need not import each other.
 Only the boundary's own needs are here; a domain keeps what it shares between requests
 on ``app.state`` under its own name, behind an accessor of its own
-(``questline.readmodel.model.readmodel_of``, ``questline.auth.authentication.identity_of``).
+(``questline.readmodel.service.readmodel_of``, ``questline.auth.authentication.identity_of``).
 """
 
 from __future__ import annotations
