@@ -36,14 +36,28 @@ REFRESH_COMMAND = "make frontend"
 
 def openapi_text() -> str:
     """The service's OpenAPI document as committed: 2-space JSON, keys in the service's
-    order, a final newline. Built with default settings (no ``.env``) and a throwaway
-    data directory, so the checkout's configuration cannot change it."""
+    order, a final newline. Built from the settings' defaults alone (no environment
+    variable, no ``.env``: ``QUESTLINE_PUBLIC_URL``, for one, shows in the document) and
+    a throwaway data directory, so the machine's configuration cannot change it."""
+    from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
+
     from questline.app import create_app
     from questline.config import Settings
 
+    class Defaults(Settings):
+        @classmethod
+        def settings_customise_sources(
+            cls,
+            settings_cls: type[BaseSettings],
+            init_settings: PydanticBaseSettingsSource,
+            env_settings: PydanticBaseSettingsSource,
+            dotenv_settings: PydanticBaseSettingsSource,
+            file_secret_settings: PydanticBaseSettingsSource,
+        ) -> tuple[PydanticBaseSettingsSource, ...]:
+            return (init_settings,)
+
     with tempfile.TemporaryDirectory(prefix="questline-openapi-") as data_dir:
-        settings = Settings(_env_file=None, data_dir=Path(data_dir))
-        document = create_app(settings).openapi()
+        document = create_app(Defaults(data_dir=Path(data_dir))).openapi()
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
 
 
