@@ -20,7 +20,7 @@ export UV_PYTHON_DOWNLOADS := never
 export UV_LINK_MODE := copy
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 
-.PHONY: run setup setup-runtime test lint typecheck check format bench bench-quick bench-scale lock clean
+.PHONY: run setup setup-runtime test lint typecheck check format bench bench-quick bench-scale lock frontend clean
 
 $(UV):
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check --target $(TOOLS) \
@@ -77,6 +77,12 @@ bench-quick: setup
 ## The scale-out row (docs/deploy.md): reads/s with 1, 2, 3 processes and a replica, ~5 min.
 bench-scale: setup
 	$(BIN)/python bench/scaleout.py $(BENCH_ARGS)
+
+## The dashboard's generated files, after a change of the API or of frontend/: the OpenAPI
+## document (frontend/openapi.json), its TypeScript types (frontend/src/api-types.ts) and
+## the committed bundle (src/questline/dashboard/static/), with the dev group's Node.js.
+frontend: setup
+	$(BIN)/python -m tests.dashboard.frontend_build
 
 clean:
 	rm -rf $(VENV) $(TOOLS) data .pytest_cache .mypy_cache .ruff_cache
