@@ -33,7 +33,7 @@ from questline.storage.db import Database
 from questline.teams import service as teams_service
 from questline.teams.endpoints import router as teams_router
 from questline.web import idempotency
-from questline.web.errors import CrashGuardMiddleware, install_error_handlers
+from questline.web.error_handlers import CrashGuardMiddleware, install_error_handlers
 from questline.web.hardening import RequestTimeoutMiddleware, SecurityHeadersMiddleware, drain
 from questline.web.head import HeadAsGetMiddleware
 from questline.web.middleware import AccessLogMiddleware, BodyGuardMiddleware
