@@ -132,7 +132,9 @@ def discipline_tree() -> tuple[dict[str, list[dict[str, Any]]], list[TaskRef]]:
                     t_id = add("tasks", Kind.TASK, t_values)
                     resources(d_id, "task", t_id, task)
                     tasks.append(TaskRef(t_id, d_id, task["Points"]))
-    assert len(tasks) == rules.TASK_COUNT, "the demo's disciplines changed: update bench/dataset/rules.py"
+    assert len(tasks) == rules.TASK_COUNT, (
+        "the demo's disciplines changed: update bench/dataset/rules.py"
+    )
     return rows, tasks
 
 
