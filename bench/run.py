@@ -3,8 +3,10 @@
 For each backend (SQLite, PostgreSQL) and each dataset size, the runner seeds a fresh
 database (bench/dataset/), starts ``questline serve`` as users run it, drives it
 over loopback with wrk (bench/harness/lua/) for a bounded time per endpoint (bench/harness/rows.py),
-and prints a table. Results go to bench/results/<date>-<backend>[-quick].json and the
-latest figures into BENCHMARKS.md.
+and prints a table. Then it times the command line's start (bench/harness/cli_startup.py:
+``questline --version``, ``token create`` and ``signin-link`` beside ``python -c pass``).
+Results go to bench/results/<date>-<backend>[-quick].json and <date>-cli[-quick].json,
+and the latest figures into BENCHMARKS.md. ``--only "command line"`` runs that row alone.
 
 Run with the project's virtualenv: ``.venv/bin/python -m bench.run [--quick]``.
 """
@@ -23,7 +25,7 @@ from typing import Any
 
 from tests.support.postgres import PostgresServer, free_port
 
-from bench.harness import markdown, report, statements
+from bench.harness import cli_startup, markdown, report, statements
 from bench.harness.loadgen import LoadSettings, Service, ensure_wrk, wrk_version
 from bench.harness.measure import Context, measure_all
 from bench.harness.report import RESULTS_DIR, ROOT
@@ -43,7 +45,9 @@ FULL_SIZES = [1_000, 10_000, 100_000]
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.run", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--quick", action="store_true", help="1,000 teams, a few seconds a row")
     parser.add_argument(
         "--backend", choices=["sqlite", "postgresql", "both"], default="both", help="default both"
@@ -54,6 +58,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=1, help="wrk threads (default 1)")
     parser.add_argument("--connections", type=int, default=16, help="wrk connections")
     parser.add_argument("--only", default="", help="run only rows whose name contains this")
+    parser.add_argument(
+        "--cli-runs",
+        type=int,
+        default=None,
+        help=f"runs of each command for the {cli_startup.NAME!r} row (default 21, quick 7)",
+    )
     parser.add_argument(
         "--compare-workers",
         action=argparse.BooleanOptionalAction,
@@ -66,6 +76,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     args.sizes = args.sizes or ([1_000] if args.quick else FULL_SIZES)
     args.duration = args.duration or (3.0 if args.quick else 8.0)
     args.warmup = args.warmup if args.warmup is not None else (1.0 if args.quick else 2.0)
+    args.cli_runs = args.cli_runs or (7 if args.quick else 21)
     if args.compare_workers is None:
         args.compare_workers = not args.quick and COMPARE_WORKERS_AT in args.sizes
     return args
@@ -190,14 +201,24 @@ def _stop_cleanly() -> None:
 def main(argv: list[str] | None = None) -> int:
     _stop_cleanly()
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    wrk = ensure_wrk()
+    only = args.only.lower()
     backends = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
+    if not any(only in row.name.lower() for row in ROWS):
+        backends = []  # --only names no endpoint: no server to start
+    wrk = ensure_wrk() if backends else ""
     written = []
     for backend in backends:
         result = run_backend(backend, args, wrk)
         path = report.save(result, RESULTS_DIR)
         written.append(path)
         print(report.text_table(result), flush=True)
+        print(f"results: {path.relative_to(ROOT)}", flush=True)
+    if only in cli_startup.NAME:
+        print(f"{cli_startup.NAME}: {args.cli_runs} runs of each command", flush=True)
+        measured = cli_startup.measure(args.cli_runs)
+        result = cli_startup.build(measured, mode=_mode(args), command=report.command(sys.argv))
+        path = cli_startup.save(result, RESULTS_DIR)
+        print(cli_startup.text_table(result), flush=True)
         print(f"results: {path.relative_to(ROOT)}", flush=True)
     if not args.no_markdown and not args.only:
         markdown.write_markdown(ROOT / "BENCHMARKS.md", RESULTS_DIR)

@@ -1,4 +1,5 @@
-"""BENCHMARKS.md: its generated part, from the latest result of each backend."""
+"""BENCHMARKS.md: its generated part, from the latest result of each backend and of the
+command line's start (``harness/cli_startup.py``)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from bench.harness import cli_startup
 from bench.harness.report import (
     BEGIN,
     END,
@@ -20,18 +22,21 @@ from bench.harness.report import (
 ORDER = ["sqlite", "postgresql"]
 
 
-def render(results: dict[str, dict[str, Any]]) -> str:
-    if not results:
+def render(results: dict[str, dict[str, Any]], cli: dict[str, Any] | None = None) -> str:
+    if not results and cli is None:
         return "_No results yet: run `make bench`._"
     present = [b for b in ORDER if b in results]
     parts = [_summary(results, present)]
     for backend in present:
         parts.append(_backend_table(results[backend]))
-    parts.append(_slopes(results, present))
-    parts.append(_goals(results, present))
+    if present:
+        parts.append(_slopes(results, present))
+        parts.append(_goals(results, present))
     if "postgresql" in results:
         parts.append(_workers(results["postgresql"]))
-    parts.append(_machine(results, present))
+    parts.append(cli_startup.markdown(cli))
+    if present:
+        parts.append(_machine(results, present))
     return "\n\n".join(p for p in parts if p)
 
 
@@ -165,7 +170,8 @@ def latest(directory: Path) -> dict[str, dict[str, Any]]:
     chosen: dict[str, dict[str, Any]] = {}
     for path in directory.glob("*.json"):
         result = json.loads(path.read_text())
-        if "mode" not in result or "backend" not in result:  # probes/servers.py, scaleout.py
+        # probes/servers.py, scaleout.py and the command line's start have no backend
+        if "mode" not in result or "backend" not in result:
             continue
         backend = result["backend"]
         key = (result["mode"] == "full", result["finished_at"])
@@ -176,7 +182,7 @@ def latest(directory: Path) -> dict[str, dict[str, Any]]:
 
 
 def write_markdown(path: Path, directory: Path) -> None:
-    generated = render(latest(directory))
+    generated = render(latest(directory), cli_startup.latest(directory))
     text = path.read_text() if path.exists() else f"# Benchmarks\n\n{BEGIN}\n{END}\n"
     if BEGIN not in text or END not in text:
         text += f"\n{BEGIN}\n{END}\n"
