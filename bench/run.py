@@ -216,7 +216,9 @@ def main(argv: list[str] | None = None) -> int:
     if only in cli_startup.NAME:
         print(f"{cli_startup.NAME}: {args.cli_runs} runs of each command", flush=True)
         measured = cli_startup.measure(args.cli_runs)
-        result = cli_startup.build(measured, mode=_mode(args), command=report.command(sys.argv))
+        # the row is whole whatever --only left out of the endpoints: full or quick
+        mode = "quick" if args.quick else "full"
+        result = cli_startup.build(measured, mode=mode, command=report.command(sys.argv))
         path = cli_startup.save(result, RESULTS_DIR)
         print(cli_startup.text_table(result), flush=True)
         print(f"results: {path.relative_to(ROOT)}", flush=True)
