@@ -3,7 +3,7 @@ load neither FastAPI nor what they do not need of SQLAlchemy (issue 25, item 8).
 
 Each command runs as the user runs it, in a fresh interpreter with ``-X importtime``,
 and the test reads which modules it imported. No clock is read: the wall times are a
-row of ``python -m bench.run`` (``bench/probes/cli_startup.py``).
+row of ``python -m bench.run`` (``bench/harness/cli_startup.py``).
 """
 
 from __future__ import annotations
