@@ -66,17 +66,18 @@ format: setup
 lock: $(UV)
 	$(UV) lock
 
-## Benchmarks (BENCHMARKS.md): SQLite and PostgreSQL at 1,000, 10,000 and 100,000 teams, ~20 min.
+## Benchmarks (BENCHMARKS.md): SQLite and PostgreSQL at 1,000, 10,000 and 100,000 teams, and
+## the command line's start, ~20 min. `bench` is a package: run from the repository's root.
 bench: setup
-	$(BIN)/python bench/run.py $(BENCH_ARGS)
+	$(BIN)/python -m bench.run $(BENCH_ARGS)
 
 ## The same at 1,000 teams, a few seconds an endpoint (~3 min), for development.
 bench-quick: setup
-	$(BIN)/python bench/run.py --quick $(BENCH_ARGS)
+	$(BIN)/python -m bench.run --quick $(BENCH_ARGS)
 
 ## The scale-out row (docs/deploy.md): reads/s with 1, 2, 3 processes and a replica, ~5 min.
 bench-scale: setup
-	$(BIN)/python bench/scaleout.py $(BENCH_ARGS)
+	$(BIN)/python -m bench.scaleout $(BENCH_ARGS)
 
 ## The dashboard's generated files, after a change of the API or of frontend/: the OpenAPI
 ## document (frontend/openapi.json), its TypeScript types (frontend/src/api-types.ts) and

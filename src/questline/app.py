@@ -29,7 +29,7 @@ from questline.readmodel.service import ReadModel
 from questline.storage.db import Database
 from questline.teams.endpoints import router as teams_router
 from questline.web import idempotency
-from questline.web.errors import CrashGuardMiddleware, install_error_handlers
+from questline.web.error_handlers import CrashGuardMiddleware, install_error_handlers
 from questline.web.fastlane import FastLane
 from questline.web.hardening import RequestTimeoutMiddleware, SecurityHeadersMiddleware, drain
 from questline.web.head import HeadAsGetMiddleware

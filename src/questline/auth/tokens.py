@@ -17,7 +17,6 @@ from typing import Any
 
 import jwt
 
-from questline.auth.jwks import JwksCache, key_id_of
 from questline.config import SECRET_FILE_NAME, Settings
 from questline.web.errors import Unauthorized
 from questline.web.identity import Caller, Role
@@ -77,6 +76,8 @@ class TokenService:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.algorithms = [a for a in settings.jwt_algorithms if a.lower() != "none"]
+        if settings.jwt_jwks_url:  # its HTTP client only with an identity provider's keys
+            from questline.auth.jwks import JwksCache
         self._jwks = (
             JwksCache(
                 settings.jwt_jwks_url,
@@ -165,6 +166,8 @@ class TokenService:
         if known is not None:
             return known
         if self._jwks is not None:
+            from questline.auth.jwks import key_id_of
+
             return self._decode(token, await self._jwks.key_for(key_id_of(token)))
         return self.verify(token)
 
@@ -193,6 +196,8 @@ class TokenService:
 
     def _verification_key(self, token: str) -> Any:
         if self._jwks is not None:  # no I/O here: only keys already fetched
+            from questline.auth.jwks import key_id_of
+
             key = self._jwks.cached_key(key_id_of(token))
             if key is None:
                 raise Unauthorized("The token is not valid: its signing key is not known yet.")

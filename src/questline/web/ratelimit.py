@@ -31,11 +31,11 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from questline.config import Settings
+from questline.web.error_handlers import problem_from
 from questline.web.errors import (
     ServiceUnavailable,
     TooManyRequests,
     Unauthorized,
-    problem_from,
 )
 from questline.web.identity import Caller, bearer_token
 from questline.web.metrics import RATE_LIMITED

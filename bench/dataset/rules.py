@@ -30,7 +30,7 @@ TASK_COUNT = len(COLORS) * 3 * 2 * 3
 
 
 class Kind:
-    """The id kinds of ``bench.sqlgen.ident``."""
+    """The id kinds of ``bench.dataset.sqlgen.ident``."""
 
     TEAM, MEMBER, SCORE_EVENT = 1, 2, 3
     DISCIPLINE, LEVEL, QUEST, TASK, RESOURCE = 10, 11, 12, 13, 14

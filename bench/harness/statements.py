@@ -5,8 +5,8 @@ what most misses meet) and on a hit, as "miss / hit". For a write row: the state
 of one completion (POST …/progress: a batch of one of the group commit). The counts are
 of statements the database driver runs through the engine (BEGIN on SQLite included),
 of the read model's lean misses (readmodel/lean.py) and of the progress group commit
-on PostgreSQL (progress/batching.py; both bypass the engine); the read model's version checks (the LISTEN connection, SQLite's
-private connection) are not counted.
+on PostgreSQL (progress/batching.py; both bypass the engine); the read model's version
+checks (the LISTEN connection, SQLite's private connection) are not counted.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 from sqlalchemy import event
 
-from bench.rows import Row
+from bench.harness.rows import Row
 from questline.app import create_app
 from questline.config import Settings
 

@@ -1,5 +1,5 @@
 -- Shared by the benchmark's wrk scripts: configuration from the environment, id files,
--- and one JSON line of results that bench/run.py reads back.
+-- and one JSON line of results that bench/harness/loadgen.py reads back.
 local M = {}
 
 function M.env(name, default)

@@ -19,7 +19,7 @@ class Row:
     name: str
     """As printed: method and path, with ``{id}`` for a per-request id."""
     script: str
-    """The wrk script in bench/lua/."""
+    """The wrk script in bench/harness/lua/."""
     route: tuple[str, str]
     """(method, OpenAPI path) that must exist for the row to run."""
     path: str = ""

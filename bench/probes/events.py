@@ -1,7 +1,7 @@
 """Events benchmarks: the live leaderboard's latency at many open streams, and webhook
 deliveries per second to a local receiver.
 
-    .venv/bin/python bench/events.py [--backend sqlite|postgresql] [--streams 1000]
+    .venv/bin/python -m bench.probes.events [--backend sqlite|postgresql] [--streams 1000]
         [--writes 20] [--deliveries 2000]
 
 Stream latency: ``--streams`` clients hold ``GET /leaderboard/stream?limit=10`` open
@@ -25,7 +25,6 @@ import datetime as dt
 import json
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 import uuid
@@ -33,17 +32,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from tests.support.live import LiveServer
+from tests.support.postgres import PostgresServer
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from tests.support.live import LiveServer  # noqa: E402
-from tests.support.postgres import PostgresServer  # noqa: E402
-
-from questline.auth.tokens import Role, TokenService  # noqa: E402
-from questline.config import Settings  # noqa: E402
-from questline.storage.migrate import upgrade  # noqa: E402
+from questline.auth.tokens import Role, TokenService
+from questline.config import Settings
+from questline.storage.migrate import upgrade
 
 JWT_SECRET = "questline-benchmark-secret-not-for-production-use-0123456789"
 

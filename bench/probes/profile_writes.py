@@ -1,6 +1,6 @@
 """Profile the progress write path (POST …/progress then DELETE, alternating) in-process.
 
-    .venv/bin/python bench/profile_writes.py --backend sqlite --clients 16 --pairs 400
+    .venv/bin/python -m bench.probes.profile_writes --backend sqlite --clients 16 --pairs 400
 
 Each client takes its own (team, task) pairs, completes one and withdraws it, like
 ``progress.lua``. Prints the statements of one completion and one withdrawal (with
@@ -11,32 +11,27 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+import httpx
+from pyinstrument import Profiler
 
-import httpx  # noqa: E402
-from pyinstrument import Profiler  # noqa: E402
-
-from bench.dataset import seed, seeding_engine  # noqa: E402
-from bench.profile import _count_statements, profiled_database  # noqa: E402
-from bench.run import _settings, _tokens  # noqa: E402
-from questline.app import create_app  # noqa: E402
+from bench.dataset.seed import seed, seeding_engine
+from bench.harness.service import settings_for, tokens_for
+from bench.probes.profile_endpoint import count_statements, profiled_database
+from questline.app import create_app
 
 
 async def _profile(args: argparse.Namespace, url: str | None, data_dir: Path) -> str:
-    settings = _settings(data_dir, url).model_copy(update={"rate_limit_enabled": False})
+    settings = settings_for(data_dir, url).model_copy(update={"rate_limit_enabled": False})
     engine = seeding_engine(settings.resolved_database_url)
     seeded = await seed(engine, args.teams)
     await engine.dispose()
-    tokens = _tokens(settings, seeded)
+    tokens = tokens_for(settings, seeded)
     app = create_app(settings)
-    statements = _count_statements(app.state.questline.db.engine.sync_engine)
+    statements = count_statements(app.state.questline.db.engine.sync_engine)
     transport = httpx.ASGITransport(app=app)
     headers = {"Authorization": f"Bearer {tokens['admin']}"}
     pairs = seeded.progress_pairs
@@ -72,7 +67,7 @@ async def _profile(args: argparse.Namespace, url: str | None, data_dir: Path) ->
         started = time.perf_counter()
         cpu = time.process_time()
         cprof: Any = None
-        if args.cprofile:  # run with ``python -P`` (bench/profile.py shadows ``profile``)
+        if args.cprofile:
             import cProfile
 
             cprof = cProfile.Profile()

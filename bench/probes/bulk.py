@@ -38,9 +38,6 @@ from typing import Any
 
 import httpx
 from sqlalchemy import insert
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from tests.support.postgres import PostgresServer
 
 from questline.app import create_app

@@ -1,4 +1,4 @@
-"""Results: the JSON files, the printed table and the goals (BENCHMARKS.md: bench/markdown.py)."""
+"""Results: the JSON files, the printed table and the goals (BENCHMARKS.md: harness/markdown.py)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from bench.loadgen import LoadSettings
-from bench.rows import BARE, ROWS
+from bench.harness.loadgen import LoadSettings
+from bench.harness.rows import BARE, ROWS
 
+ROOT = Path(__file__).resolve().parents[2]
+"""The repository (``bench/`` sits beside ``src/``)."""
+RESULTS_DIR = ROOT / "bench" / "results"
 BEGIN, END = "<!-- bench:begin (written by bench/run.py) -->", "<!-- bench:end -->"
 SLOPE_LIMIT = 2.0
 LABELS = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
@@ -37,19 +40,17 @@ def machine(wrk: str) -> dict[str, Any]:
 
 
 def command(argv: list[str]) -> str:
-    return " ".join([".venv/bin/python bench/run.py", *argv[1:]])
+    return " ".join([".venv/bin/python -m bench.run", *argv[1:]])
 
 
-def _default_runs(result: dict[str, Any]) -> list[dict[str, Any]]:
+def default_runs(result: dict[str, Any]) -> list[dict[str, Any]]:
     """The runs with the backend's usual number of workers (not the comparison run)."""
     workers = result["workers"]
     return [run for run in result["runs"] if run["workers"] == workers]
 
 
 def _rows_by_size(result: dict[str, Any]) -> dict[int, dict[str, dict[str, Any]]]:
-    return {
-        run["teams"]: {row["name"]: row for row in run["rows"]} for run in _default_runs(result)
-    }
+    return {run["teams"]: {row["name"]: row for row in run["rows"]} for run in default_runs(result)}
 
 
 def slopes(result: dict[str, Any]) -> dict[str, float]:
@@ -153,20 +154,20 @@ def save(result: dict[str, Any], directory: Path) -> Path:
     return path
 
 
-def _fmt(value: float | None, pattern: str) -> str:
+def fmt(value: float | None, pattern: str) -> str:
     return "-" if value is None else format(value, pattern)
 
 
-def _row_cells(row: dict[str, Any]) -> list[str]:
+def row_cells(row: dict[str, Any]) -> list[str]:
     if row["status"] == "skipped":
         return ["not built yet", "", "", ""]
     if row.get("rps") is None:
         return [f"failed: {row['reason'][:60]}", "", "", ""]
     cells = [
-        _fmt(row["rps"], ",.0f"),
-        _fmt(row["p50_ms"], ".1f"),
-        _fmt(row["p99_ms"], ".1f"),
-        _fmt(row.get("ratio"), ".2f"),
+        fmt(row["rps"], ",.0f"),
+        fmt(row["p50_ms"], ".1f"),
+        fmt(row["p99_ms"], ".1f"),
+        fmt(row.get("ratio"), ".2f"),
     ]
     if row["status"] != "ok":
         cells[0] += f" ⚠ {row['reason']}"
@@ -180,7 +181,7 @@ def text_table(result: dict[str, Any]) -> str:
     ]
     for teams, rows in sorted(_rows_by_size(result).items()):
         for name, row in rows.items():
-            cells = _row_cells(row)
+            cells = row_cells(row)
             lines.append(
                 f"{teams:>8,}  {name:<46} {cells[0]:>9} {cells[1]:>8} {cells[2]:>8} {cells[3]:>7}"
             )

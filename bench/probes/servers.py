@@ -6,8 +6,8 @@ both) and measures the same rows with the same wrk settings as ``make bench``. P
 table of requests/s per server and round, the median of the rounds, and granian ÷
 uvicorn; writes the figures to bench/results/<date>-servers-<backend>.json.
 
-    .venv/bin/python bench/servers.py --backend sqlite
-    .venv/bin/python bench/servers.py --backend postgresql --rounds 3 --duration 5
+    .venv/bin/python -m bench.probes.servers --backend sqlite
+    .venv/bin/python -m bench.probes.servers --backend postgresql --rounds 3 --duration 5
 """
 
 from __future__ import annotations
@@ -25,25 +25,21 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from tests.support.postgres import PostgresServer, free_port
 
-from tests.support.postgres import PostgresServer, free_port  # noqa: E402
-
-from bench.loadgen import SERVERS, LoadSettings, Service, ensure_wrk  # noqa: E402
-from bench.measure import Context, RowResult, measure_all  # noqa: E402
-from bench.rows import ROWS, Row  # noqa: E402
-from bench.run import (  # noqa: E402
+from bench.harness.loadgen import SERVERS, LoadSettings, Service, ensure_wrk
+from bench.harness.measure import Context, RowResult, measure_all
+from bench.harness.report import RESULTS_DIR, ROOT
+from bench.harness.rows import ROWS, Row
+from bench.harness.service import (
     POSTGRES_SETTINGS,
-    RESULTS_DIR,
     WORKERS,
-    _seed,
-    _service_env,
-    _settings,
-    _tokens,
+    seed_database,
+    service_env,
+    settings_for,
+    tokens_for,
 )
-from questline.storage.migrate import upgrade  # noqa: E402
+from questline.storage.migrate import upgrade
 
 COMPARED = (
     "GET /team/{id}",
@@ -79,7 +75,7 @@ def _one_run(
     teams: int,
     ctx_args: dict[str, Any],
 ) -> list[RowResult]:
-    env = _service_env(data_dir, url)
+    env = service_env(data_dir, url)
     workdir: Path = ctx_args["workdir"]
     with Service(
         env=env, workers=WORKERS[backend], port=free_port(), workdir=workdir, server=server
@@ -116,10 +112,10 @@ def main(argv: list[str] | None = None) -> int:
             url = pg.create_database("bench_servers")
         data_dir = workdir / "data"
         data_dir.mkdir()
-        settings = _settings(data_dir, url)
+        settings = settings_for(data_dir, url)
         upgrade(settings)
-        seeded = asyncio.run(_seed(settings.resolved_database_url, args.teams))
-        tokens = _tokens(settings, seeded)
+        seeded = asyncio.run(seed_database(settings.resolved_database_url, args.teams))
+        tokens = tokens_for(settings, seeded)
         ctx_args = {"seeded": seeded, "tokens": tokens, "workdir": workdir, "wrk": wrk}
         ctx_args["load"] = load
         for round_number in range(args.rounds):

@@ -13,9 +13,9 @@ from typing import Any
 
 import httpx
 
-from bench.dataset import Seeded
-from bench.loadgen import LoadSettings, Measured, Service, run_wrk
-from bench.rows import BARE, Row
+from bench.dataset.seed import Seeded
+from bench.harness.loadgen import LoadSettings, Measured, Service, run_wrk
+from bench.harness.rows import BARE, Row
 
 
 @dataclass
@@ -37,7 +37,7 @@ class RowResult:
     loadavg: float = 0.0
     """The machine's 1-minute load average when the row started (noise indicator)."""
     statements: str = ""
-    """SQL statements a request sends: "miss / hit" for reads (bench/statements.py)."""
+    """SQL statements a request sends: "miss / hit" for reads (harness/statements.py)."""
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -1,6 +1,6 @@
 """What each layer of the request path costs, in-process, in microseconds a request.
 
-    .venv/bin/python bench/asgi_cost.py [--teams 1000] [--requests 3000]
+    .venv/bin/python -m bench.probes.asgi_cost [--teams 1000] [--requests 3000]
 
 Requests are raw ASGI calls (no network, no server): the figure is the application's own
 CPU per request. Each middleware is measured by removing it alone from the stack and
@@ -13,20 +13,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from bench.dataset import seed, seeding_engine  # noqa: E402
-from bench.run import _settings, _tokens  # noqa: E402
-from questline.app import create_app  # noqa: E402
-from questline.storage.migrate import upgrade  # noqa: E402
+from bench.dataset.seed import seed, seeding_engine
+from bench.harness.service import settings_for, tokens_for
+from questline.app import create_app
+from questline.storage.migrate import upgrade
 
 PATHS = ["/healthz", "/leaderboard?limit=50", "/team/{team}/overview", "/team?limit=100"]
 
@@ -89,11 +84,11 @@ async def _measure(
 
 
 async def _run(args: argparse.Namespace, data_dir: Path) -> None:
-    settings = _settings(data_dir, None).model_copy(update={"rate_limit_enabled": False})
+    settings = settings_for(data_dir, None).model_copy(update={"rate_limit_enabled": False})
     engine = seeding_engine(settings.resolved_database_url)
     seeded = await seed(engine, args.teams)
     await engine.dispose()
-    token = _tokens(settings, seeded)["member"]
+    token = tokens_for(settings, seeded)["member"]
     team = str(seeded.team_ids[len(seeded.team_ids) // 2])
     paths = [p.replace("{team}", team) for p in PATHS]
     base = await _measure(settings, paths, token, args.requests, None)
@@ -122,7 +117,7 @@ def main() -> int:
     args = parser.parse_args()
     data_dir = Path(tempfile.mkdtemp(prefix="questline-asgi-cost-"))
     try:
-        upgrade(_settings(data_dir, None))
+        upgrade(settings_for(data_dir, None))
         asyncio.run(_run(args, data_dir))
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)

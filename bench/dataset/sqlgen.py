@@ -26,7 +26,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Dialect
 
-from bench.rules import EPOCH
+from bench.dataset.rules import EPOCH
 
 EPOCH_MS = int(EPOCH.timestamp() * 1000)
 

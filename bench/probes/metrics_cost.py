@@ -1,6 +1,6 @@
 """What one ``GET /metrics`` scrape costs, in-process (no network, no server).
 
-    .venv/bin/python bench/metrics_cost.py [--scrapes 200]
+    .venv/bin/python -m bench.probes.metrics_cost [--scrapes 200]
 
 The registry is first filled as a busy process fills it: every route of the document
 called with a few statuses, so the request counter and latency histogram hold their
@@ -13,20 +13,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import sys
 import tempfile
 import time
-from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from questline.app import create_app  # noqa: E402
-from questline.config import Settings  # noqa: E402
-from questline.storage.migrate import upgrade  # noqa: E402
+from questline.app import create_app
+from questline.config import Settings
+from questline.storage.migrate import upgrade
 
 
 def main(scrapes: int) -> None:

@@ -117,7 +117,7 @@ def run_wrk(
 SERVERS = ("uvicorn", "granian")
 """``uvicorn``: ``questline serve`` (what the service ships). ``granian``: the same
 application under granian (a dev dependency), for the server comparison of
-bench/servers.py and docs/deploy.md."""
+bench/probes/servers.py and docs/deploy.md."""
 
 
 def granian_argv(*, port: int, workers: int) -> list[str]:

@@ -1,6 +1,6 @@
 """Bounded load test: a live server (2 workers) on a harness-started PostgreSQL.
 
-    .venv/bin/python bench/load.py [--seconds 60] [--clients 50] [--workers 2]
+    .venv/bin/python -m bench.probes.load [--seconds 60] [--clients 50] [--workers 2]
 
 Everything runs on this machine (loopback only) and stops by itself. 50 concurrent
 clients (httpx, asyncio) mix reads (``GET /team``, ``GET /team/{id}``), member
@@ -23,7 +23,6 @@ import asyncio
 import collections
 import random
 import secrets
-import sys
 import tempfile
 import time
 import uuid
@@ -32,16 +31,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from tests.support.live import LiveServer
+from tests.support.postgres import PostgresServer
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from tests.support.live import LiveServer  # noqa: E402
-from tests.support.postgres import PostgresServer  # noqa: E402
-
-from questline.auth.tokens import Role, TokenService  # noqa: E402
-from questline.config import Settings  # noqa: E402
-from questline.storage.migrate import upgrade  # noqa: E402
+from questline.auth.tokens import Role, TokenService
+from questline.config import Settings
+from questline.storage.migrate import upgrade
 
 TEAMS = 20
 LEVELS, QUESTS, TASKS = 3, 3, 4  # 36 tasks with points 1..36

@@ -1,4 +1,4 @@
-"""The benchmark's dataset (``bench.rules``), written set-based with SQLAlchemy Core.
+"""The benchmark's dataset (``bench.dataset.rules``), written set-based with SQLAlchemy Core.
 
 The discipline tree (147 rows) is inserted from Python. Everything that grows with
 the number of teams is ``INSERT … SELECT`` computed by the database from a row
@@ -35,9 +35,9 @@ from sqlalchemy import (
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-from bench import growth, rules
-from bench.rules import EPOCH, ORG_ID, Kind, TaskRef
-from bench.sqlgen import ident
+from bench.dataset import growth, rules
+from bench.dataset.rules import EPOCH, ORG_ID, Kind, TaskRef
+from bench.dataset.sqlgen import ident
 from questline.demo import content as demo_content
 from questline.storage.models import Base
 
@@ -132,7 +132,9 @@ def discipline_tree() -> tuple[dict[str, list[dict[str, Any]]], list[TaskRef]]:
                     t_id = add("tasks", Kind.TASK, t_values)
                     resources(d_id, "task", t_id, task)
                     tasks.append(TaskRef(t_id, d_id, task["Points"]))
-    assert len(tasks) == rules.TASK_COUNT, "the demo's disciplines changed: update bench/rules.py"
+    assert len(tasks) == rules.TASK_COUNT, (
+        "the demo's disciplines changed: update bench/dataset/rules.py"
+    )
     return rows, tasks
 
 
@@ -158,7 +160,7 @@ def _check_covers(table: Table, query: Select[Any]) -> list[str]:
 
 
 class SchemaDrift(RuntimeError):
-    """The schema changed in a way the seed does not know: update bench/dataset.py."""
+    """The schema changed in a way the seed does not know: update bench/dataset/seed.py."""
 
 
 def history_available() -> bool:

@@ -1,7 +1,7 @@
 """The rows that grow with the number of teams, as ``SELECT``s the database runs.
 
 Teams, members, memberships, completions and score history are computed from a row
-generator (``bench.sqlgen.numbers``) and the ``stride`` table: which task the teams
+generator (``bench.dataset.sqlgen.numbers``) and the ``stride`` table: which task the teams
 whose first task is ``start`` did at step ``k``, and their score after it (1,080
 rows). The seed inserts each ``SELECT`` with ``INSERT … SELECT``.
 """
@@ -26,9 +26,9 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Dialect
 
-from bench import rules
-from bench.rules import COMPLETIONS_PER_TEAM, EPOCH, ORG_ID, Kind, TaskRef
-from bench.sqlgen import concat, ident_sql, json_sql, numbers, timestamp_sql
+from bench.dataset import rules
+from bench.dataset.rules import COMPLETIONS_PER_TEAM, EPOCH, ORG_ID, Kind, TaskRef
+from bench.dataset.sqlgen import concat, ident_sql, json_sql, numbers, timestamp_sql
 from questline.storage.db import UTCDateTime
 
 # -- the stride: which task a team did at step k, and its score after it -------------

@@ -1,6 +1,6 @@
 """Profile one endpoint with pyinstrument, in-process, on a seeded database.
 
-    .venv/bin/python bench/profile.py --teams 10000 --backend postgresql \\
+    .venv/bin/python -m bench.probes.profile_endpoint --teams 10000 --backend postgresql \\
         "/leaderboard?limit=50" [--requests 200] [--role member] [--html out.html]
 
 ``{team}`` and ``{discipline}`` in the path are replaced by seeded ids. The app runs
@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -22,31 +21,27 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+import httpx
+from pyinstrument import Profiler
+from sqlalchemy import Engine, event
+from tests.support.postgres import PostgresServer
 
-import httpx  # noqa: E402
-from pyinstrument import Profiler  # noqa: E402
-from sqlalchemy import Engine, event  # noqa: E402
-from tests.support.postgres import PostgresServer  # noqa: E402
-
-from bench.dataset import seed, seeding_engine  # noqa: E402
-from bench.run import JWT_SECRET, _settings, _tokens  # noqa: E402
-from questline.app import create_app  # noqa: E402
-from questline.storage.migrate import upgrade  # noqa: E402
+from bench.dataset.seed import seed, seeding_engine
+from bench.harness.service import JWT_SECRET, settings_for, tokens_for
+from questline.app import create_app
+from questline.storage.migrate import upgrade
 
 
 async def _profile(args: argparse.Namespace, url: str | None, data_dir: Path) -> str:
-    settings = _settings(data_dir, url)
+    settings = settings_for(data_dir, url)
     engine = seeding_engine(settings.resolved_database_url)
     seeded = await seed(engine, args.teams)
     await engine.dispose()
-    tokens = _tokens(settings, seeded)
+    tokens = tokens_for(settings, seeded)
     path = args.path.replace("{team}", str(seeded.team_ids[len(seeded.team_ids) // 2]))
     path = path.replace("{discipline}", str(seeded.discipline_ids[0]))
     app = create_app(settings)
-    statements = _count_statements(app.state.questline.db.engine.sync_engine)
+    statements = count_statements(app.state.questline.db.engine.sync_engine)
     transport = httpx.ASGITransport(app=app)
     headers = {"Authorization": f"Bearer {tokens[args.role]}"}
     async with httpx.AsyncClient(
@@ -82,7 +77,7 @@ async def _profile(args: argparse.Namespace, url: str | None, data_dir: Path) ->
     return profiler.output_text(unicode=True, color=False, show_all=False)
 
 
-def _count_statements(engine: Engine) -> list[str]:
+def count_statements(engine: Engine) -> list[str]:
     """Every statement the driver runs, with its time in the database (ms)."""
     seen: list[str] = []
     started: list[float] = []
@@ -139,7 +134,7 @@ def profiled_database(backend: str) -> Iterator[tuple[str | None, Path]]:
         if backend == "postgresql":
             server = PostgresServer().start()
             url = server.create_database("profile")
-        upgrade(_settings(data_dir, url))
+        upgrade(settings_for(data_dir, url))
         yield url, data_dir
     finally:
         if server:

@@ -1,32 +1,42 @@
-"""BENCHMARKS.md: its generated part, from the latest result of each backend."""
+"""BENCHMARKS.md: its generated part, from the latest result of each backend and of the
+command line's start (``harness/cli_startup.py``)."""
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-if __name__ == "__main__":  # python bench/markdown.py: re-render BENCHMARKS.md
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.report import BEGIN, END, LABELS, _default_runs, _fmt, _row_cells
+from bench.harness import cli_startup
+from bench.harness.report import (
+    BEGIN,
+    END,
+    LABELS,
+    RESULTS_DIR,
+    ROOT,
+    default_runs,
+    fmt,
+    row_cells,
+)
 
 ORDER = ["sqlite", "postgresql"]
 
 
-def render(results: dict[str, dict[str, Any]]) -> str:
-    if not results:
+def render(results: dict[str, dict[str, Any]], cli: dict[str, Any] | None = None) -> str:
+    if not results and cli is None:
         return "_No results yet: run `make bench`._"
     present = [b for b in ORDER if b in results]
     parts = [_summary(results, present)]
     for backend in present:
         parts.append(_backend_table(results[backend]))
-    parts.append(_slopes(results, present))
-    parts.append(_goals(results, present))
+    if present:
+        parts.append(_slopes(results, present))
+        parts.append(_goals(results, present))
     if "postgresql" in results:
         parts.append(_workers(results["postgresql"]))
-    parts.append(_machine(results, present))
+    parts.append(cli_startup.markdown(cli))
+    if present:
+        parts.append(_machine(results, present))
     return "\n\n".join(p for p in parts if p)
 
 
@@ -34,7 +44,7 @@ def _summary(results: dict[str, dict[str, Any]], present: list[str]) -> str:
     lines = []
     for backend in present:
         r = results[backend]
-        sizes = ", ".join(f"{run['teams']:,}" for run in _default_runs(r))
+        sizes = ", ".join(f"{run['teams']:,}" for run in default_runs(r))
         lines.append(
             f"- **{LABELS[backend]}**: {r['mode']} run of {r['finished_at']}, "
             f"{r['workers']} worker process(es), {sizes} teams; "
@@ -51,10 +61,10 @@ def _backend_table(result: dict[str, Any]) -> str:
         "| Teams | Endpoint | req/s | p50 ms | p99 ms | of bare | statements (miss / hit) |",
         "|---:|---|---:|---:|---:|---:|---:|",
     ]
-    for run in _default_runs(result):
+    for run in default_runs(result):
         history = "" if run.get("history_seeded", True) else " (no history)"
         for row in run["rows"]:
-            cells = [*_row_cells(row), row.get("statements", "")]
+            cells = [*row_cells(row), row.get("statements", "")]
             lines.append(
                 f"| {run['teams']:,}{history} | `{row['name']}` | " + " | ".join(cells) + " |"
             )
@@ -83,10 +93,10 @@ def _slopes(results: dict[str, dict[str, Any]], present: list[str]) -> str:
         for b in present:
             value = results[b]["slopes"].get(name)
             drift = results[b].get("bare_drift")
-            cells.append(_fmt(value, ".2f"))
-            cells.append(_fmt(value / drift if value and drift else None, ".2f"))
+            cells.append(fmt(value, ".2f"))
+            cells.append(fmt(value / drift if value and drift else None, ".2f"))
         lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
-    drifts = ", ".join(f"{LABELS[b]} {_fmt(results[b].get('bare_drift'), '.2f')}" for b in present)
+    drifts = ", ".join(f"{LABELS[b]} {fmt(results[b].get('bare_drift'), '.2f')}" for b in present)
     lines += ["", f"Drift: {drifts}."]
     return "\n".join(lines)
 
@@ -126,8 +136,8 @@ def _workers(result: dict[str, Any]) -> str:
     for name, row in one.items():
         other = two.get(name, {})
         a, b = row.get("rps"), other.get("rps")
-        gain = _fmt(b / a if a and b else None, ".2f")
-        lines.append(f"| `{name}` | {_fmt(a, ',.0f')} | {_fmt(b, ',.0f')} | {gain} |")
+        gain = fmt(b / a if a and b else None, ".2f")
+        lines.append(f"| `{name}` | {fmt(a, ',.0f')} | {fmt(b, ',.0f')} | {gain} |")
     return "\n".join(lines)
 
 
@@ -160,7 +170,8 @@ def latest(directory: Path) -> dict[str, dict[str, Any]]:
     chosen: dict[str, dict[str, Any]] = {}
     for path in directory.glob("*.json"):
         result = json.loads(path.read_text())
-        if "mode" not in result or "backend" not in result:  # bench/servers.py, scaleout.py
+        # probes/servers.py, scaleout.py and the command line's start have no backend
+        if "mode" not in result or "backend" not in result:
             continue
         backend = result["backend"]
         key = (result["mode"] == "full", result["finished_at"])
@@ -171,7 +182,7 @@ def latest(directory: Path) -> dict[str, dict[str, Any]]:
 
 
 def write_markdown(path: Path, directory: Path) -> None:
-    generated = render(latest(directory))
+    generated = render(latest(directory), cli_startup.latest(directory))
     text = path.read_text() if path.exists() else f"# Benchmarks\n\n{BEGIN}\n{END}\n"
     if BEGIN not in text or END not in text:
         text += f"\n{BEGIN}\n{END}\n"
@@ -180,6 +191,5 @@ def write_markdown(path: Path, directory: Path) -> None:
     path.write_text(f"{head}{BEGIN}\n{generated}\n{END}{tail}")
 
 
-if __name__ == "__main__":
-    root = Path(__file__).resolve().parent.parent
-    write_markdown(root / "BENCHMARKS.md", root / "bench" / "results")
+if __name__ == "__main__":  # python -m bench.harness.markdown: re-render BENCHMARKS.md
+    write_markdown(ROOT / "BENCHMARKS.md", RESULTS_DIR)
