@@ -346,3 +346,42 @@ async def test_the_fast_lane_answers_as_every_route_does(
     # Not vacuous: the fast lane answered something of every route that declares it.
     assert {(method, route) for method, route in answered} == declared, answered
     assert compared > 300
+
+
+def test_a_route_declared_earlier_wins_its_paths() -> None:
+    """As in routing: a path that an earlier route matches is never answered early by a
+    later one, whatever the shapes (a literal segment, a mount, a longer path)."""
+    from fastapi import APIRouter
+    from starlette.staticfiles import StaticFiles
+
+    from questline.web.routing import TransactionalRoute, answers_early
+
+    class Never:
+        async def __call__(self, *_: Any) -> None:
+            return None
+
+    router = APIRouter(route_class=TransactionalRoute)
+
+    @router.get("/x/special")
+    async def special() -> None: ...
+
+    @router.get("/x/{item}")
+    @answers_early(Never())
+    async def item(item: str) -> None: ...
+
+    @router.get("/y/{item}/z")
+    @answers_early(Never())
+    async def deeper(item: str) -> None: ...
+
+    app = FastAPI()
+    app.include_router(router)
+    app.mount("/y/files", StaticFiles(directory=".", check_dir=False))
+    lanes = {lane.route.path: lane for lane in lanes_of(app.routes)["GET"]}
+    assert [getattr(r, "path", None) for r in lanes["/x/{item}"].earlier] == ["/x/special"]
+    assert lanes["/y/{item}/z"].earlier == ()  # the mount comes after it
+    app2 = FastAPI()
+    app2.mount("/y/files", StaticFiles(directory=".", check_dir=False))
+    app2.include_router(router)
+    lanes2 = {lane.route.path: lane for lane in lanes_of(app2.routes)["GET"]}
+    assert [getattr(r, "path", None) for r in lanes2["/y/{item}/z"].earlier] == ["/y/files"]
+    assert [getattr(r, "path", None) for r in lanes2["/x/{item}"].earlier] == ["/x/special"]

@@ -31,7 +31,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.routing import iter_route_contexts
 from prometheus_client import Counter
-from starlette.routing import BaseRoute, Match
+from starlette.routing import BaseRoute, Match, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from questline.web.access import authorize
@@ -50,7 +50,9 @@ class Lane:
     route: TransactionalRoute
     answer: EarlyAnswer
     earlier: tuple[BaseRoute, ...]
-    """The routes before it that could take the same request."""
+    """The routes before it whose paths could match the same request (they win it)."""
+    answered: Any
+    """Its child of ``ANSWERED``."""
 
 
 def flat_routes(routes: Sequence[BaseRoute]) -> list[BaseRoute]:
@@ -67,8 +69,13 @@ def lanes_of(app_routes: Sequence[BaseRoute]) -> dict[str, tuple[Lane, ...]]:
         if not isinstance(route, TransactionalRoute) or route.early_answer is None:
             continue
         for method in route.methods or ():
-            earlier = tuple(other for other in routes[:position] if _may_take(other, method))
-            found.setdefault(method, []).append(Lane(route, route.early_answer, earlier))
+            earlier = tuple(
+                other
+                for other in routes[:position]
+                if _may_take(other, method) and _may_overlap(other, route.path)
+            )
+            answered = ANSWERED.labels(method, route.path)
+            found.setdefault(method, []).append(Lane(route, route.early_answer, earlier, answered))
     return {method: tuple(lanes) for method, lanes in found.items()}
 
 
@@ -76,6 +83,28 @@ def _may_take(route: BaseRoute, method: str) -> bool:
     """Whether ``route`` may answer ``method`` at all (a mount answers every method)."""
     methods = getattr(route, "methods", None)
     return methods is None or method in methods
+
+
+def _segments(path: str) -> list[str]:
+    return path.strip("/").split("/")
+
+
+def _may_overlap(route: BaseRoute, template: str) -> bool:
+    """Whether some path could match both ``route`` and the path ``template``, judged
+    from the two declarations: segment by segment, a parameter may match anything but a
+    slash. Anything this cannot judge (no path, a ``:path`` parameter) may overlap."""
+    path = getattr(route, "path", None)
+    if not isinstance(path, str) or ":path}" in path or ":path}" in template:
+        return True
+    theirs, ours = _segments(path), _segments(template)
+    if isinstance(route, Mount):  # a prefix: the rest of the path is the mount's
+        theirs = [segment for segment in theirs if segment]
+        if len(ours) < len(theirs):
+            return False
+        ours = ours[: len(theirs)]
+    elif len(theirs) != len(ours):
+        return False
+    return all(a == b or "{" in a or "{" in b for a, b in zip(theirs, ours, strict=True))
 
 
 class FastLane:
@@ -94,7 +123,10 @@ class FastLane:
         if scope["type"] != "http" or not self.enabled:
             await self.app(scope, receive, send)
             return
+        path = scope["path"]
         for lane in self._lanes_for(scope["method"]):
+            if lane.route.path_regex.match(path) is None:
+                continue
             matched, child = lane.route.matches(scope)
             if matched is Match.FULL:
                 if any(other.matches(scope)[0] is Match.FULL for other in lane.earlier):
@@ -126,7 +158,7 @@ class FastLane:
             await self.app(scope, _replay(received, receive), send)
             return
         scope["route"] = lane.route
-        ANSWERED.labels(scope["method"], lane.route.path).inc()
+        lane.answered.inc()
         await response(scope, receive, send)
 
 

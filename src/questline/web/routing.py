@@ -226,6 +226,8 @@ def declared_query_names(dependant: Dependant) -> frozenset[str]:
 def refuse_unknown_query_parameters(request: Request, known: frozenset[str]) -> None:
     """422 naming unknown query parameters: ``?limt=5`` must not quietly list everything
     (DESIGN §2: unknown input is rejected, not dropped)."""
+    if not request.scope["query_string"]:
+        return
     nul = [name for name, value in request.query_params.multi_items() if "\x00" in name + value]
     if nul:
         raise Unprocessable(
