@@ -20,7 +20,7 @@ export UV_PYTHON_DOWNLOADS := never
 export UV_LINK_MODE := copy
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 
-.PHONY: run setup setup-runtime test lint typecheck check format bench bench-quick bench-scale lock clean
+.PHONY: run setup setup-runtime test lint typecheck check format bench bench-quick bench-scale lock frontend clean
 
 $(UV):
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check --target $(TOOLS) \
@@ -66,17 +66,24 @@ format: setup
 lock: $(UV)
 	$(UV) lock
 
-## Benchmarks (BENCHMARKS.md): SQLite and PostgreSQL at 1,000, 10,000 and 100,000 teams, ~20 min.
+## Benchmarks (BENCHMARKS.md): SQLite and PostgreSQL at 1,000, 10,000 and 100,000 teams, and
+## the command line's start, ~20 min. `bench` is a package: run from the repository's root.
 bench: setup
-	$(BIN)/python bench/run.py $(BENCH_ARGS)
+	$(BIN)/python -m bench.run $(BENCH_ARGS)
 
 ## The same at 1,000 teams, a few seconds an endpoint (~3 min), for development.
 bench-quick: setup
-	$(BIN)/python bench/run.py --quick $(BENCH_ARGS)
+	$(BIN)/python -m bench.run --quick $(BENCH_ARGS)
 
 ## The scale-out row (docs/deploy.md): reads/s with 1, 2, 3 processes and a replica, ~5 min.
 bench-scale: setup
-	$(BIN)/python bench/scaleout.py $(BENCH_ARGS)
+	$(BIN)/python -m bench.scaleout $(BENCH_ARGS)
+
+## The dashboard's generated files, after a change of the API or of frontend/: the OpenAPI
+## document (frontend/openapi.json), its TypeScript types (frontend/src/api-types.ts) and
+## the committed bundle (src/questline/dashboard/static/), with the dev group's Node.js.
+frontend: setup
+	$(BIN)/python -m tests.dashboard.frontend_build
 
 clean:
 	rm -rf $(VENV) $(TOOLS) data .pytest_cache .mypy_cache .ruff_cache

@@ -1,19 +1,20 @@
 """How fast Questline is: ``make bench`` (full) and ``make bench-quick``.
 
 For each backend (SQLite, PostgreSQL) and each dataset size, the runner seeds a fresh
-database (bench/dataset.py), starts ``questline serve`` as users run it, drives it
-over loopback with wrk (bench/lua/) for a bounded time per endpoint (bench/rows.py),
-and prints a table. Results go to bench/results/<date>-<backend>[-quick].json and the
-latest figures into BENCHMARKS.md.
+database (bench/dataset/), starts ``questline serve`` as users run it, drives it
+over loopback with wrk (bench/harness/lua/) for a bounded time per endpoint (bench/harness/rows.py),
+and prints a table. Then it times the command line's start (bench/harness/cli_startup.py:
+``questline --version``, ``token create`` and ``signin-link`` beside ``python -c pass``).
+Results go to bench/results/<date>-<backend>[-quick].json and <date>-cli[-quick].json,
+and the latest figures into BENCHMARKS.md. ``--only "command line"`` runs that row alone.
 
-Run with the project's virtualenv: ``.venv/bin/python bench/run.py [--quick]``.
+Run with the project's virtualenv: ``.venv/bin/python -m bench.run [--quick]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import datetime as dt
 import shutil
 import signal
 import sys
@@ -22,39 +23,31 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from tests.support.postgres import PostgresServer, free_port
 
-from tests.support.postgres import PostgresServer, free_port  # noqa: E402
+from bench.harness import cli_startup, markdown, report, statements
+from bench.harness.loadgen import LoadSettings, Service, ensure_wrk, wrk_version
+from bench.harness.measure import Context, measure_all
+from bench.harness.report import RESULTS_DIR, ROOT
+from bench.harness.rows import ROWS, Row
+from bench.harness.service import (
+    POSTGRES_SETTINGS,
+    WORKERS,
+    seed_database,
+    service_env,
+    settings_for,
+    tokens_for,
+)
+from questline.storage.migrate import upgrade
 
-from bench import markdown, report, statements  # noqa: E402
-from bench.dataset import Seeded, seed, seeding_engine  # noqa: E402
-from bench.loadgen import LoadSettings, Service, ensure_wrk, wrk_version  # noqa: E402
-from bench.measure import Context, measure_all  # noqa: E402
-from bench.rows import ROWS, Row  # noqa: E402
-from questline.auth.tokens import Role, TokenService  # noqa: E402
-from questline.config import Settings  # noqa: E402
-from questline.storage.migrate import upgrade  # noqa: E402
-
-RESULTS_DIR = ROOT / "bench" / "results"
-JWT_SECRET = "questline-benchmark-secret-not-for-production-use-0123456789"
-# A durable server, as production runs it (the test harness switches durability off).
-POSTGRES_SETTINGS = {
-    "fsync": "on",
-    "synchronous_commit": "on",
-    "full_page_writes": "on",
-    "shared_buffers": "1GB",
-    "effective_cache_size": "8GB",
-    "max_connections": "200",
-}
-WORKERS = {"sqlite": 1, "postgresql": 2}
 COMPARE_WORKERS_AT = 10_000
 FULL_SIZES = [1_000, 10_000, 100_000]
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.run", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--quick", action="store_true", help="1,000 teams, a few seconds a row")
     parser.add_argument(
         "--backend", choices=["sqlite", "postgresql", "both"], default="both", help="default both"
@@ -65,6 +58,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=1, help="wrk threads (default 1)")
     parser.add_argument("--connections", type=int, default=16, help="wrk connections")
     parser.add_argument("--only", default="", help="run only rows whose name contains this")
+    parser.add_argument(
+        "--cli-runs",
+        type=int,
+        default=None,
+        help=f"runs of each command for the {cli_startup.NAME!r} row (default 21, quick 7)",
+    )
     parser.add_argument(
         "--compare-workers",
         action=argparse.BooleanOptionalAction,
@@ -77,46 +76,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     args.sizes = args.sizes or ([1_000] if args.quick else FULL_SIZES)
     args.duration = args.duration or (3.0 if args.quick else 8.0)
     args.warmup = args.warmup if args.warmup is not None else (1.0 if args.quick else 2.0)
+    args.cli_runs = args.cli_runs or (7 if args.quick else 21)
     if args.compare_workers is None:
         args.compare_workers = not args.quick and COMPARE_WORKERS_AT in args.sizes
     return args
-
-
-def _settings(data_dir: Path, url: str | None) -> Settings:
-    return Settings(data_dir=data_dir, database_url=url, jwt_secret=JWT_SECRET, _env_file=None)
-
-
-def _service_env(data_dir: Path, url: str | None) -> dict[str, str]:
-    env = {
-        "QUESTLINE_DATA_DIR": str(data_dir),
-        "QUESTLINE_JWT_SECRET": JWT_SECRET,
-        "QUESTLINE_LOG_LEVEL": "WARNING",
-        "QUESTLINE_RATE_LIMIT_ENABLED": "false",
-    }
-    if url:
-        env["QUESTLINE_DATABASE_URL"] = url
-    return env
-
-
-def _tokens(settings: Settings, seeded: Seeded) -> dict[str, str]:
-    service = TokenService(settings)
-    lifetime = dt.timedelta(hours=6)
-    return {
-        "member": service.mint(
-            role=Role.MEMBER, org_id=seeded.org_id, subject="bench-member", lifetime=lifetime
-        ),
-        "admin": service.mint(
-            role=Role.ADMIN, org_id=seeded.org_id, subject="bench-admin", lifetime=lifetime
-        ),
-    }
-
-
-async def _seed(url: str, teams: int) -> Seeded:
-    engine = seeding_engine(url)
-    try:
-        return await seed(engine, teams)
-    finally:
-        await engine.dispose()
 
 
 def run_size(
@@ -132,20 +95,20 @@ def run_size(
 ) -> list[dict[str, Any]]:
     data_dir = workdir / f"data-{backend}-{teams}"
     data_dir.mkdir(parents=True, exist_ok=True)
-    settings = _settings(data_dir, url)
+    settings = settings_for(data_dir, url)
     upgrade(settings)
-    seeded = asyncio.run(_seed(settings.resolved_database_url, teams))
+    seeded = asyncio.run(seed_database(settings.resolved_database_url, teams))
     history = "with" if seeded.history_seeded else "WITHOUT (no progress tables yet)"
     print(
         f"{backend}: seeded {teams:,} teams in {seeded.seconds:.1f} s, {history} history "
         f"({sum(seeded.rows.values()):,} rows)",
         flush=True,
     )
-    tokens = _tokens(settings, seeded)
+    tokens = tokens_for(settings, seeded)
     counted = asyncio.run(statements.count(settings, tokens, seeded, rows))
     runs = []
     for count in workers:
-        env = _service_env(data_dir, url)
+        env = service_env(data_dir, url)
         with Service(env=env, workers=count, port=free_port(), workdir=workdir) as service:
             print(f"{backend}, {teams:,} teams, {count} worker(s):", flush=True)
             ctx = Context(service, seeded, tokens, workdir, wrk, load)
@@ -238,14 +201,26 @@ def _stop_cleanly() -> None:
 def main(argv: list[str] | None = None) -> int:
     _stop_cleanly()
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    wrk = ensure_wrk()
+    only = args.only.lower()
     backends = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
+    if not any(only in row.name.lower() for row in ROWS):
+        backends = []  # --only names no endpoint: no server to start
+    wrk = ensure_wrk() if backends else ""
     written = []
     for backend in backends:
         result = run_backend(backend, args, wrk)
         path = report.save(result, RESULTS_DIR)
         written.append(path)
         print(report.text_table(result), flush=True)
+        print(f"results: {path.relative_to(ROOT)}", flush=True)
+    if only in cli_startup.NAME:
+        print(f"{cli_startup.NAME}: {args.cli_runs} runs of each command", flush=True)
+        measured = cli_startup.measure(args.cli_runs)
+        # the row is whole whatever --only left out of the endpoints: full or quick
+        mode = "quick" if args.quick else "full"
+        result = cli_startup.build(measured, mode=mode, command=report.command(sys.argv))
+        path = cli_startup.save(result, RESULTS_DIR)
+        print(cli_startup.text_table(result), flush=True)
         print(f"results: {path.relative_to(ROOT)}", flush=True)
     if not args.no_markdown and not args.only:
         markdown.write_markdown(ROOT / "BENCHMARKS.md", RESULTS_DIR)

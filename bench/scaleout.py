@@ -1,10 +1,10 @@
 """The scale-out row: reads/s with 1, 2 and 3 Questline processes, and with the replica.
 
-``make bench-scale`` (``.venv/bin/python bench/scaleout.py [--quick]``) starts the
+``make bench-scale`` (``.venv/bin/python -m bench.scaleout [--quick]``) starts the
 topology of docs/deploy.md from local binaries (tests/support/topology.py): a primary,
 a streaming hot-standby replica, pgbouncer in transaction pooling mode, and
 ``questline serve`` processes (one worker each) on their own ports. It seeds the
-benchmark's dataset (bench/dataset.py) into the primary, waits for the replica to
+benchmark's dataset (bench/dataset/) into the primary, waits for the replica to
 replay it, then drives each configuration with one wrk per process at once (the same
 total connections, split evenly: what a round-robin balancer does) and adds up the
 requests. Rate limits are off, as in ``make bench``.
@@ -31,20 +31,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+import asyncpg
+import httpx
+from tests.support.live import LiveServer
+from tests.support.topology import DATABASE, Cluster
 
-import asyncpg  # noqa: E402
-import httpx  # noqa: E402
-from tests.support.live import LiveServer  # noqa: E402
-from tests.support.topology import DATABASE, Cluster  # noqa: E402
-
-from bench.dataset import Seeded, seed, seeding_engine  # noqa: E402
-from bench.loadgen import LoadSettings, Measured, ensure_wrk, run_wrk, wrk_version  # noqa: E402
-from questline.auth.tokens import Role  # noqa: E402
-
-RESULTS_DIR = ROOT / "bench" / "results"
+from bench.dataset.seed import Seeded, seed, seeding_engine
+from bench.harness.loadgen import LoadSettings, Measured, ensure_wrk, run_wrk, wrk_version
+from bench.harness.report import RESULTS_DIR, ROOT
+from questline.auth.tokens import Role
 
 
 @dataclass(frozen=True)

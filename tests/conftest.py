@@ -21,9 +21,9 @@ from fastapi import FastAPI
 from questline.app import create_app
 from questline.config import Settings
 from questline.storage.migrate import upgrade
-from questline.web.state import AppState
 from tests.factories import World
 from tests.support.database import empty_all_tables
+from tests.support.harness import AppHarness
 from tests.support.postgres import PostgresServer, unique_database_name
 
 BACKENDS = [
@@ -117,7 +117,7 @@ def settings(migrated_settings: Settings) -> Settings:
 @pytest.fixture
 async def app(settings: Settings) -> AsyncIterator[FastAPI]:
     app = create_app(settings)
-    await empty_all_tables(app.state.questline)
+    await empty_all_tables(AppHarness(app))
     try:
         yield app
     finally:
@@ -125,8 +125,8 @@ async def app(settings: Settings) -> AsyncIterator[FastAPI]:
 
 
 @pytest.fixture
-def app_state(app: FastAPI) -> AppState:
-    state: AppState = app.state.questline
+def app_state(app: FastAPI) -> AppHarness:
+    state = AppHarness(app)
     return state
 
 
@@ -138,6 +138,6 @@ async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
 
 
 @pytest.fixture
-def world(client: httpx.AsyncClient, app_state: AppState) -> World:
+def world(client: httpx.AsyncClient, app_state: AppHarness) -> World:
     """Factories bound to this test's client and token service."""
     return World(client=client, tokens=app_state.tokens, db=app_state.db)

@@ -9,8 +9,9 @@ from typing import Any
 
 import httpx
 
-from questline.auth.tokens import Role, TokenService
+from questline.auth.tokens import TokenService
 from questline.storage.db import Database
+from questline.web.identity import Role
 
 _counter = itertools.count(1)
 

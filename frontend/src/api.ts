@@ -7,11 +7,17 @@ import type {
   DisciplineSummary,
   LeaderboardEntry,
   Member,
+  MemberAdd,
   Overview,
   Problem,
+  ProgressCreate,
   Series,
+  SessionCreate,
   SessionInfo,
+  SurveyFlag,
   Team,
+  TeamCreate,
+  TeamUpdate,
 } from './types';
 
 /** Raised for any failed call; `problem` holds the RFC 9457 body when there is one. */
@@ -168,7 +174,7 @@ export class Api {
     return info;
   }
 
-  async signIn(body: { Code: string } | { IdToken: string }): Promise<SessionInfo> {
+  async signIn(body: SessionCreate): Promise<SessionInfo> {
     const info = (await this.request<SessionInfo>('POST', '/auth/session', body)).data;
     this.csrf = info.CsrfToken;
     return info;
@@ -209,10 +215,11 @@ export class Api {
   }
 
   async createTeam(name: string, tags: string[]): Promise<Team> {
-    return (await this.request<Team>('POST', '/team', { name, tags })).data;
+    const body: TeamCreate = { name, tags };
+    return (await this.request<Team>('POST', '/team', body)).data;
   }
 
-  updateTeam(teamId: string, changes: { Name?: string; Tags?: string[]; Status?: string }, etag: string | null): Promise<ApiResult<Team>> {
+  updateTeam(teamId: string, changes: TeamUpdate, etag: string | null): Promise<ApiResult<Team>> {
     return this.request<Team>('PATCH', `/team/${enc(teamId)}`, changes, { headers: etag ? { 'If-Match': etag } : {} });
   }
 
@@ -229,7 +236,8 @@ export class Api {
   }
 
   addMember(teamId: string, email: string, givenName: string): Promise<ApiResult<Member>> {
-    return this.request<Member>('POST', `/team/${enc(teamId)}/members`, { email, givenName });
+    const body: MemberAdd = { email, givenName };
+    return this.request<Member>('POST', `/team/${enc(teamId)}/members`, body);
   }
 
   removeMember(teamId: string, memberId: string): Promise<ApiResult<unknown>> {
@@ -241,7 +249,8 @@ export class Api {
   }
 
   async setSurvey(teamId: string, done: boolean): Promise<Team> {
-    return (await this.request<Team>('POST', `/team/${enc(teamId)}/survey`, { IsSurveyCompleted: done })).data;
+    const body: SurveyFlag = { IsSurveyCompleted: done };
+    return (await this.request<Team>('POST', `/team/${enc(teamId)}/survey`, body)).data;
   }
 
   bulk(csv: string, dryRun: boolean, onUpload?: (fraction: number) => void): Promise<ApiResult<Team[]>> {
@@ -278,8 +287,8 @@ export class Api {
   }
 
   completeTask(teamId: string, taskId: string, completedAt: string | null = null): Promise<ApiResult<Completion>> {
-    const body: Record<string, string> = { TaskId: taskId };
-    if (completedAt) body['CompletedAt'] = completedAt;
+    const body: ProgressCreate = { TaskId: taskId };
+    if (completedAt) body.CompletedAt = completedAt;
     return this.request<Completion>('POST', `/team/${enc(teamId)}/progress`, body);
   }
 

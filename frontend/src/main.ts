@@ -14,7 +14,7 @@ import { renderLeaderboard } from './views/leaderboard';
 import { renderMembers } from './views/members';
 import { renderOnboarding } from './views/onboarding';
 import { renderSignIn } from './views/signin';
-import { renderTeam } from './views/team';
+import { renderTeam } from './views/team/index';
 import { renderTeams } from './views/teams';
 
 const TITLES: Record<RouteName, string> = {

@@ -1,170 +1,48 @@
-// Shapes of the Questline API (PascalCase output, DESIGN.md §4–§6).
+// Shapes of the Questline API, named for the views. They are the generated types of the
+// service's OpenAPI document (api-types.ts, from openapi.json by `npm run gen:types`;
+// `make frontend` refreshes both): never write an API shape by hand here. Only what is
+// purely client-side is written below.
 
-export interface Team {
-  Id: string;
-  Name: string;
-  OrganizationId: string;
-  Status: string;
-  Tags: string[];
-  Score: number;
-  IsSurveyCompleted: boolean;
-  IsAdminTeam: boolean;
-  MemberCount: number;
-  CreatedAt: string;
-}
+import type { components } from './api-types';
 
-export interface Member {
-  Id: string;
-  /** Null for callers with the member role (they see names, not addresses). */
-  Email: string | null;
-  GivenName: string;
-  TeamIds: string[];
-  CreatedAt: string;
-}
+type Schemas = components['schemas'];
 
-export interface Counts {
-  TasksCompleted: number;
-  TasksTotal: number;
-  PointsEarned: number;
-  PointsTotal: number;
-  Percent: number;
-}
-
-export interface QuestProgress extends Counts {
-  QuestId: string;
-  Title: string;
-}
-
-export interface LevelProgress extends Counts {
-  LevelId: string;
-  Title: string;
-  Quests: QuestProgress[];
-}
-
-export interface DisciplineProgress extends Counts {
-  DisciplineId: string;
-  Title: string;
-  Color: string | null;
-  CurrentLevelId: string | null;
-  Levels: LevelProgress[];
-}
-
-export interface Overview {
-  TeamId: string;
-  Name: string;
-  Status: string;
-  IsAdminTeam: boolean;
-  IsSurveyCompleted: boolean;
-  Score: number;
-  Rank: number | null;
-  MemberCount: number;
-  TasksCompleted: number;
-  LastActivityAt: string | null;
-  Disciplines: DisciplineProgress[];
-}
-
-export interface GraphPoint {
-  At: string;
-  Score: number;
-}
-
-export interface Series {
-  TeamId: string;
-  Name: string;
-  Points: GraphPoint[];
-}
-
-export interface LeaderboardEntry {
-  Rank: number;
-  TeamId: string;
-  Name: string;
-  Score: number;
-  TasksCompleted: number;
-  ReachedAt: string | null;
-}
-
-export interface DisciplineSummary {
-  Id: string;
-  Title: string;
-  Description: string;
-  OrganizationId: string | null;
-  Color: string | null;
-  LevelCount: number;
-  QuestCount: number;
-  TaskCount: number;
-  PointsTotal: number;
-  CreatedAt: string;
-  UpdatedAt: string;
-}
-
-export interface Resource {
-  Id: string;
-  Order: number;
-  Title: string;
-  Description: string;
-  Url: string;
-  Kind: string;
-}
-
-interface Node {
-  Id: string;
-  Order: number;
-  Title: string;
-  Description: string;
-  Resources: Resource[];
-}
-
-export interface Task extends Node {
-  Points: number;
-}
-
-export interface Quest extends Node {
-  Tasks: Task[];
-}
-
-export interface Level extends Node {
-  Quests: Quest[];
-}
-
-export interface Discipline {
-  Id: string;
-  Title: string;
-  Description: string;
-  OrganizationId: string | null;
-  Color: string | null;
-  CreatedAt: string;
-  UpdatedAt: string;
-  Resources: Resource[];
-  Levels: Level[];
-}
-
-/** RFC 9457 problem document, as the service sends it. */
-export interface Problem {
-  type?: string;
-  title?: string;
-  status?: number;
-  detail?: string;
-  instance?: string;
-  requestId?: string;
-  errors?: { field?: string; message?: string }[];
-}
-
+export type Team = Schemas['Team'];
+export type TeamStatus = Schemas['TeamStatus'];
+export type TeamUpdate = Schemas['TeamUpdate'];
+export type TeamCreate = Schemas['TeamCreate'];
+/** `Email` is null for callers with the member role (they see names, not addresses). */
+export type Member = Schemas['Member'];
+export type MemberAdd = Schemas['MemberAdd'];
+export type Overview = Schemas['Overview'];
+export type DisciplineProgress = Schemas['DisciplineProgress'];
+export type LevelProgress = Schemas['LevelProgress'];
+export type QuestProgress = Schemas['QuestProgress'];
+export type Series = Schemas['Series'];
+export type GraphPoint = Schemas['GraphPoint'];
+export type LeaderboardEntry = Schemas['LeaderboardEntry'];
+export type DisciplineSummary = Schemas['DisciplineSummary'];
+export type Discipline = Schemas['Discipline'];
+export type Level = Schemas['Level'];
+export type Quest = Schemas['Quest'];
+export type Task = Schemas['Task'];
+export type Resource = Schemas['Resource'];
+export type Completion = Schemas['Completion'];
+export type ProgressCreate = Schemas['ProgressCreate'];
+export type SurveyFlag = Schemas['SurveyFlag'];
+/** `POST /auth/session`: a sign-in code or an identity provider's ID token. */
+export type SessionCreate = Schemas['SessionCreate'];
 /** `GET /auth/session`: the signed-in dashboard session. */
-export interface SessionInfo {
-  Subject: string;
-  Role: string;
-  OrganizationId: string;
-  Email: string | null;
-  TeamIds: string[];
-  ExpiresAt: string;
-  CsrfToken: string;
-}
+export type SessionInfo = Schemas['SessionInfo'];
+export type ProblemDocument = Schemas['ProblemDocument'];
 
-export interface Completion {
-  TeamId: string;
-  TaskId: string;
-  DisciplineId: string;
-  Points: number;
-  CompletedAt: string;
-  Score: number | null;
-}
+// Client-side only -----------------------------------------------------------------
+
+/**
+ * An RFC 9457 problem document as the page reads it from any failed response: the
+ * service's ProblemDocument, every member optional, since a proxy or an older server
+ * may send less (or an error page that is no problem document at all).
+ */
+export type Problem = Partial<Omit<ProblemDocument, 'errors'>> & {
+  errors?: Partial<Schemas['FieldError']>[] | null;
+};

@@ -13,8 +13,9 @@ from fastapi import FastAPI
 from fastapi.responses import RedirectResponse
 
 from questline import __version__, api_examples
+from questline.auth.authentication import Identity
 from questline.auth.endpoints import router as auth_router
-from questline.auth.tokens import TokenService
+from questline.auth.tokens import TokenService, load_or_create_secret
 from questline.bulk.endpoints import router as bulk_router
 from questline.config import Settings
 from questline.dashboard.endpoints import mount_dashboard
@@ -22,18 +23,14 @@ from questline.disciplines.endpoints import router as disciplines_router
 from questline.health.endpoints import router as health_router
 from questline.leaderboard.endpoints import router as leaderboard_router
 from questline.members.endpoints import router as members_router
-from questline.progress import overview
 from questline.progress.batching import GroupCommit
 from questline.progress.endpoints import router as progress_router
-from questline.progress.fastpath import FastWrites, ProgressWriteFastPath
-from questline.readmodel.fastpath import ReadModelFastPath
-from questline.readmodel.lean import LeanRoute
-from questline.readmodel.model import ReadModel
+from questline.readmodel.service import ReadModel
 from questline.storage.db import Database
-from questline.teams import queries as teams_queries
 from questline.teams.endpoints import router as teams_router
 from questline.web import idempotency
-from questline.web.errors import CrashGuardMiddleware, install_error_handlers
+from questline.web.error_handlers import CrashGuardMiddleware, install_error_handlers
+from questline.web.fastlane import FastLane
 from questline.web.hardening import RequestTimeoutMiddleware, SecurityHeadersMiddleware, drain
 from questline.web.head import HeadAsGetMiddleware
 from questline.web.middleware import AccessLogMiddleware, BodyGuardMiddleware
@@ -58,17 +55,15 @@ Errors are RFC 9457 problem documents (`application/problem+json`).
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
     db = Database(settings)
+    identity = Identity(TokenService(settings))
     state = AppState(
         settings=settings,
         db=db,
-        tokens=TokenService(settings),
-        readmodel=ReadModel(db, settings),
+        authenticate=identity.authenticate,
+        signing_secret=lambda: load_or_create_secret(settings),
     )
-
-    fast_writes = FastWrites(
-        GroupCommit(db, gather_window=settings.progress_gather_window_ms / 1000),
-        enabled=settings.progress_fast_path_enabled,
-    )
+    readmodel = ReadModel(db, settings)
+    progress_writes = GroupCommit(db, gather_window=settings.progress_gather_window_ms / 1000)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -89,7 +84,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             if dispatcher is not None:
                 await dispatcher.stop()
         await drain(state.cancelled_requests, grace=10)
-        await fast_writes.writes.close()
+        await progress_writes.close()
         await state.db.dispose()
 
     app = FastAPI(
@@ -101,7 +96,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.questline = state
-    app.state.progress_fast_path = fast_writes
+    app.state.identity = identity
+    app.state.readmodel = readmodel
+    app.state.progress_writes = progress_writes
     install_error_handlers(app)
     for router in (
         health_router,
@@ -120,7 +117,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     mount_docs(app)
     mount_dashboard(app)
     install_openapi(app, settings.public_url, api_examples.PENDING)
-    _add_middleware(app, state, fast_writes)
+    _add_middleware(app, state, identity)
     return app
 
 
@@ -129,28 +126,11 @@ async def _to_dashboard() -> RedirectResponse:
     return RedirectResponse("/ui/", status_code=307)
 
 
-def _add_middleware(app: FastAPI, state: AppState, fast_writes: FastWrites) -> None:
+def _add_middleware(app: FastAPI, state: AppState, identity: Identity) -> None:
     """The ASGI stack, innermost first: the last one added sees a request first."""
     settings = state.settings
     hosts = [h.strip() for h in settings.allowed_hosts.split(",") if h.strip()]
-    app.add_middleware(
-        ProgressWriteFastPath,
-        fast=fast_writes,
-        tokens=state.tokens,
-        known_orgs=state.known_orgs,
-        public_url=settings.public_url,
-        max_json_depth=settings.max_json_depth,
-    )
-    app.add_middleware(
-        ReadModelFastPath,
-        readmodel=state.readmodel,
-        tokens=state.tokens,
-        known_orgs=state.known_orgs,
-        lean_routes=(
-            LeanRoute("/team/", "", teams_queries.lean_team_detail),
-            LeanRoute("/team/", "/overview", overview.lean_overview),
-        ),
-    )
+    app.add_middleware(FastLane, application=app, enabled=settings.fast_lane_enabled)
     app.add_middleware(HeadAsGetMiddleware)  # the rest see (and log) HEAD
     app.add_middleware(CrashGuardMiddleware)
     app.add_middleware(
@@ -169,7 +149,9 @@ def _add_middleware(app: FastAPI, state: AppState, fast_writes: FastWrites) -> N
         body_timeout=settings.server_body_timeout_seconds,
     )
     if settings.rate_limit_enabled:
-        app.add_middleware(RateLimitMiddleware, limiter=RateLimiter(settings), tokens=state.tokens)
+        app.add_middleware(
+            RateLimitMiddleware, limiter=RateLimiter(settings), verify=identity.tokens.verify_async
+        )
     app.add_middleware(ConcurrencyLimitMiddleware, limit=settings.server_max_concurrent_requests)
     app.add_middleware(AccessLogMiddleware)
     if hosts and "*" not in hosts:

@@ -107,10 +107,13 @@ class Settings(BaseSettings):
     """Comma-separated ``Host`` values served (empty or ``*``: any; links never use the
     Host header, they are built on ``public_url``)."""
 
+    fast_lane_enabled: bool = True
+    """Answer the routes that declare an early answer (cached reads, progress writes)
+    before FastAPI's routing (``questline.web.fastlane``, docs/performance.md); off:
+    every request takes its route. The answers are the same either way."""
     progress_fast_path_enabled: bool = True
-    """Answer ``POST /team/{id}/progress`` and its ``DELETE`` before routing, the writes
-    of a process group-committed (docs/performance.md, "Writes"); off: every progress
-    write takes the route and a transaction of its own."""
+    """Group-commit the progress writes the fast lane answers (docs/performance.md,
+    "Writes"); off: every progress write takes the route and a transaction of its own."""
     progress_gather_window_ms: float = Field(default=1.0, ge=0, le=50)
     """Under concurrent progress writes, how long a batch may wait for the writers of the
     last one before it is written (0: never); a write with nobody else around never

@@ -15,17 +15,17 @@ from typer.testing import CliRunner
 
 from questline.auth import sessions
 from questline.auth.models import DashboardSession
-from questline.auth.tokens import Role
 from questline.cli.main import app as cli
 from questline.config import Settings
-from questline.web.state import AppState
+from questline.web.identity import Role
 from tests.factories import World
+from tests.support.harness import AppHarness
 
 pytestmark = pytest.mark.anyio
 
 
 async def _code(
-    state: AppState,
+    state: AppHarness,
     org_id: uuid.UUID,
     role: Role = Role.ADMIN,
     email: str | None = None,
@@ -50,7 +50,7 @@ async def _sign_in(client: httpx.AsyncClient, code: str) -> dict[str, Any]:
 
 
 async def test_a_code_signs_in_once_and_the_cookie_reads_and_writes(
-    client: httpx.AsyncClient, app_state: AppState, world: World
+    client: httpx.AsyncClient, app_state: AppHarness, world: World
 ) -> None:
     org = world.org()
     team = await org.create_team("Owls")
@@ -109,7 +109,7 @@ async def test_a_code_signs_in_once_and_the_cookie_reads_and_writes(
 
 
 async def test_the_cookie_is_httponly_strict_and_secure_only_over_https(
-    app_state: AppState, world: World, client: httpx.AsyncClient, app: FastAPI
+    app_state: AppHarness, world: World, client: httpx.AsyncClient, app: FastAPI
 ) -> None:
     org = world.org()
     response = await client.post("/auth/session", json={"Code": await _code(app_state, org.id)})
@@ -127,7 +127,7 @@ async def test_the_cookie_is_httponly_strict_and_secure_only_over_https(
 
 
 async def test_members_get_a_read_only_session(
-    client: httpx.AsyncClient, app_state: AppState, world: World
+    client: httpx.AsyncClient, app_state: AppHarness, world: World
 ) -> None:
     org = world.org()
     info = await _sign_in(client, await _code(app_state, org.id, role=Role.MEMBER))
@@ -140,7 +140,7 @@ async def test_members_get_a_read_only_session(
 
 
 async def test_sign_out_ends_the_session_for_every_tab(
-    client: httpx.AsyncClient, app_state: AppState, world: World
+    client: httpx.AsyncClient, app_state: AppHarness, world: World
 ) -> None:
     org = world.org()
     info = await _sign_in(client, await _code(app_state, org.id))
@@ -157,7 +157,7 @@ async def test_sign_out_ends_the_session_for_every_tab(
 
 
 async def test_expired_codes_and_sessions_are_refused(
-    client: httpx.AsyncClient, app_state: AppState, world: World
+    client: httpx.AsyncClient, app_state: AppHarness, world: World
 ) -> None:
     org = world.org()
     old = await _code(app_state, org.id, lifetime=dt.timedelta(seconds=-1))
@@ -175,7 +175,7 @@ async def test_expired_codes_and_sessions_are_refused(
 
 
 async def test_a_verified_token_becomes_a_session_and_bearer_tokens_still_work(
-    client: httpx.AsyncClient, app_state: AppState, world: World
+    client: httpx.AsyncClient, app_state: AppHarness, world: World
 ) -> None:
     org = world.org()
     forged = org.admin_token[:-4] + ("AAAA" if not org.admin_token.endswith("AAAA") else "BBBB")

@@ -10,9 +10,10 @@ from types import SimpleNamespace
 import pytest
 
 from questline.auth import tokens as tokens_module
-from questline.auth.tokens import Role, TokenService
+from questline.auth.tokens import TokenService
 from questline.config import Settings
 from questline.web.errors import Unauthorized
+from questline.web.identity import Role
 
 
 def _service(tmp_path: Path) -> TokenService:

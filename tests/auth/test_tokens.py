@@ -19,9 +19,10 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from sqlalchemy import select
 
 from questline.app import create_app
-from questline.auth.tokens import Role, TokenService, load_or_create_secret
+from questline.auth.tokens import TokenService, load_or_create_secret
 from questline.config import Settings
 from questline.organizations.models import Organization
+from questline.web.identity import Role
 from tests.factories import World, bearer
 
 pytestmark = pytest.mark.anyio

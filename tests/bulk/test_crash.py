@@ -21,9 +21,10 @@ import asyncpg
 import httpx
 import pytest
 
-from questline.auth.tokens import Role, TokenService
+from questline.auth.tokens import TokenService
 from questline.config import Settings
 from questline.storage.migrate import upgrade
+from questline.web.identity import Role
 from tests.bulk.live import start_server
 from tests.support.postgres import PostgresServer
 

@@ -14,9 +14,9 @@ from sqlalchemy import event
 
 from questline.app import create_app
 from questline.config import Settings
-from questline.web.state import AppState
 from tests.bulk.factories import fields_of, post_csv, post_json, team_items, team_names
 from tests.factories import Org, World
+from tests.support.harness import AppHarness
 
 pytestmark = pytest.mark.anyio
 
@@ -231,7 +231,7 @@ async def test_concurrent_overlapping_requests_are_all_or_nothing(world: World) 
 
 
 async def test_writes_are_a_handful_of_statements_not_one_per_row(
-    world: World, app_state: AppState
+    world: World, app_state: AppHarness
 ) -> None:
     """3,000 teams with 3 members each: no statement a row (tests/bulk/test_statements.py
     asserts the counts are the same for 10 teams)."""

@@ -19,13 +19,13 @@ from questline.bulk import service as bulk_service
 from questline.teams.schemas import Team
 from questline.web import bodies
 from questline.web.idempotency import IdempotencyRecord
-from questline.web.state import AppState
 from tests.bulk.factories import csv_text, post_csv, post_json, team_items, team_names
 from tests.factories import Org, World
+from tests.support.harness import AppHarness
 
 
 @contextmanager
-def counted(app_state: AppState, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+def counted(app_state: AppHarness, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """The first keyword of every statement the engine runs, plus the driver's own
     bulk calls that the engine does not see: ``COPY <table>`` on PostgreSQL (asyncpg),
     ``EXECUTEMANY <table>`` on SQLite (aiosqlite)."""
@@ -58,7 +58,7 @@ def counted(app_state: AppState, monkeypatch: pytest.MonkeyPatch) -> Iterator[li
 
 
 async def statements_of(
-    app_state: AppState, monkeypatch: pytest.MonkeyPatch, send: Callable[[], Awaitable[Any]]
+    app_state: AppHarness, monkeypatch: pytest.MonkeyPatch, send: Callable[[], Awaitable[Any]]
 ) -> list[str]:
     with counted(app_state, monkeypatch) as seen:
         response = await send()
@@ -68,7 +68,7 @@ async def statements_of(
 
 @pytest.mark.anyio
 async def test_json_statements_are_as_many_for_10_teams_as_for_3000(
-    world: World, app_state: AppState, backend: str, monkeypatch: pytest.MonkeyPatch
+    world: World, app_state: AppHarness, backend: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     org = world.org()
     people = [(await org.create_member())["Id"] for _ in range(3)]
@@ -96,7 +96,7 @@ async def test_json_statements_are_as_many_for_10_teams_as_for_3000(
 
 @pytest.mark.anyio
 async def test_csv_statements_are_as_many_for_10_teams_as_for_2000(
-    world: World, app_state: AppState, backend: str, monkeypatch: pytest.MonkeyPatch
+    world: World, app_state: AppHarness, backend: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Members created by e-mail: one insert of them all, one SELECT of their ids."""
     org = world.org()
@@ -168,7 +168,7 @@ async def test_a_name_taken_between_check_and_write_is_409_and_keeps_nothing(
 
 @pytest.mark.anyio
 async def test_an_idempotency_record_is_the_request_hash_and_the_response(
-    world: World, app_state: AppState
+    world: World, app_state: AppHarness
 ) -> None:
     """Not the request: a 3 MB upload is kept as 64 hex digits; a retry with the same
     body replays the stored bytes, with another body under the same key it is 422."""

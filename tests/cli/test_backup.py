@@ -14,10 +14,11 @@ import pytest
 from fastapi import FastAPI
 
 from questline.app import create_app
-from questline.auth.tokens import Role
 from questline.config import Settings
 from questline.storage.migrate import upgrade
+from questline.web.identity import Role
 from tests.factories import World
+from tests.support.harness import AppHarness
 from tests.support.live import questline_command
 
 pytestmark = pytest.mark.anyio
@@ -40,7 +41,7 @@ async def served(tmp_path: Path) -> AsyncIterator[tuple[FastAPI, World, Path]]:
     transport = httpx.ASGITransport(app=app)
     try:
         async with httpx.AsyncClient(transport=transport, base_url="http://q.test") as client:
-            state = app.state.questline
+            state = AppHarness(app)
             yield app, World(client=client, tokens=state.tokens, db=state.db), data_dir
     finally:
         await app.state.questline.db.dispose()
@@ -98,7 +99,7 @@ async def test_restore_into_an_empty_data_directory_needs_no_force(
         transport = httpx.ASGITransport(app=other)
         async with httpx.AsyncClient(transport=transport, base_url="http://q.test") as client:
             # Tokens are signed with the new host's own secret (not part of the database).
-            token = other.state.questline.tokens.mint(role=Role.MEMBER, org_id=org.id, subject="t")
+            token = AppHarness(other).tokens.mint(role=Role.MEMBER, org_id=org.id, subject="t")
             response = await client.get("/team", headers={"Authorization": f"Bearer {token}"})
     finally:
         await other.state.questline.db.dispose()

@@ -24,10 +24,11 @@ from pathlib import Path
 import httpx
 
 from questline.auth import sessions
-from questline.auth.tokens import Role, TokenService
+from questline.auth.tokens import TokenService
 from questline.config import Settings
 from questline.storage.db import Database
 from questline.storage.migrate import upgrade
+from questline.web.identity import Role
 from tests.support.postgres import free_port
 
 START_TIMEOUT_S = 120.0

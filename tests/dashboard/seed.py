@@ -12,7 +12,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from questline.auth.tokens import Role
+from questline.web.identity import Role
 from tests.dashboard.live import LiveServer
 
 DISCIPLINE: dict[str, Any] = {

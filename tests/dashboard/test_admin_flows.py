@@ -12,7 +12,7 @@ from pathlib import Path
 
 from playwright.sync_api import Page, Route, expect
 
-from questline.auth.tokens import Role
+from questline.web.identity import Role
 from tests.dashboard.browser import Pages
 from tests.dashboard.live import LiveServer
 from tests.dashboard.seed import SeededOrg

@@ -6,16 +6,16 @@ import datetime as dt
 
 import pytest
 
-from questline.auth.tokens import Role
 from questline.demo.loader import ADMIN_TEAM, DEMO_ORG_ID, TEAM_NAMES, load_demo
-from questline.web.state import AppState
+from questline.web.identity import Role
 from tests.factories import World, bearer
+from tests.support.harness import AppHarness
 
 pytestmark = pytest.mark.anyio
 
 
 async def test_demo_has_teams_disciplines_and_a_week_of_progress(
-    world: World, app_state: AppState
+    world: World, app_state: AppHarness
 ) -> None:
     assert await load_demo(app_state.db) is True
     assert await load_demo(app_state.db) is False  # loads once

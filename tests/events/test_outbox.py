@@ -9,8 +9,8 @@ import pytest
 from sqlalchemy import select
 
 from questline.events.models import PLATFORM_ORG, Event
-from questline.web.state import AppState
 from tests.factories import World
+from tests.support.harness import AppHarness
 
 pytestmark = pytest.mark.anyio
 
@@ -26,12 +26,12 @@ DOCUMENT = {
 }
 
 
-async def recorded(state: AppState) -> list[Event]:
+async def recorded(state: AppHarness) -> list[Event]:
     async with state.db.session(write=False) as session:
         return list((await session.scalars(select(Event).order_by(Event.id))).all())
 
 
-async def test_every_change_records_its_event(world: World, app_state: AppState) -> None:
+async def test_every_change_records_its_event(world: World, app_state: AppHarness) -> None:
     org = world.org()
     admin = org.admin
     client = org.client
@@ -99,7 +99,9 @@ async def test_every_change_records_its_event(world: World, app_state: AppState)
     assert by_type["discipline.deleted"]["Title"] == "Cloud 2"
 
 
-async def test_a_forced_removal_records_each_withdrawal(world: World, app_state: AppState) -> None:
+async def test_a_forced_removal_records_each_withdrawal(
+    world: World, app_state: AppHarness
+) -> None:
     org = world.org()
     created = await org.client.post("/discipline", json=DOCUMENT, headers=org.admin)
     tasks = created.json()["Levels"][0]["Quests"][0]["Tasks"]
@@ -119,7 +121,7 @@ async def test_a_forced_removal_records_each_withdrawal(world: World, app_state:
 
 
 async def test_global_discipline_events_belong_to_every_organization(
-    world: World, app_state: AppState
+    world: World, app_state: AppHarness
 ) -> None:
     from tests.factories import bearer
 

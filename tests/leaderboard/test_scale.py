@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from sqlalchemy import event, text
 
-from questline.web.state import AppState
 from tests.factories import Org, World
+from tests.support.harness import AppHarness
 
 pytestmark = pytest.mark.anyio
 
@@ -40,7 +40,7 @@ WHERE t.organization_id = CAST(:org AS uuid)
 
 
 @contextmanager
-def capture(state: AppState) -> Iterator[list[tuple[str, Any]]]:
+def capture(state: AppHarness) -> Iterator[list[tuple[str, Any]]]:
     seen: list[tuple[str, Any]] = []
 
     def record(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_args: Any) -> None:
@@ -60,14 +60,14 @@ def nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
         yield from nodes(child)
 
 
-async def explain(state: AppState, statement: str, parameters: Any) -> list[dict[str, Any]]:
+async def explain(state: AppHarness, statement: str, parameters: Any) -> list[dict[str, Any]]:
     async with state.db.engine.connect() as connection:
         result = await connection.exec_driver_sql("EXPLAIN (FORMAT JSON) " + statement, parameters)
         document = result.scalar_one()
     return list(nodes(document[0]["Plan"]))
 
 
-async def _populate(world: World, state: AppState) -> Org:
+async def _populate(world: World, state: AppHarness) -> Org:
     org, other = world.org(), world.org()
     await org.create_team("Zero")  # creates the organization rows through the API
     await other.create_team("Zero")
@@ -83,7 +83,7 @@ async def _populate(world: World, state: AppState) -> Org:
 @pytest.mark.postgres_only  # EXPLAIN plans are PostgreSQL's
 @pytest.mark.slow
 async def test_leaderboard_reads_the_index_in_order_without_sorting(
-    world: World, app_state: AppState
+    world: World, app_state: AppHarness
 ) -> None:
     org = await _populate(world, app_state)
     with capture(app_state) as seen:
@@ -117,7 +117,7 @@ async def test_leaderboard_reads_the_index_in_order_without_sorting(
 
 @pytest.mark.postgres_only  # EXPLAIN plans are PostgreSQL's
 @pytest.mark.slow
-async def test_graph_reads_only_the_top_teams_history(world: World, app_state: AppState) -> None:
+async def test_graph_reads_only_the_top_teams_history(world: World, app_state: AppHarness) -> None:
     org = await _populate(world, app_state)
     with capture(app_state) as seen:
         response = await org.client.get("/leaderboard/graph?top=10", headers=org.member)

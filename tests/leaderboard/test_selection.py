@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from questline.app import create_app
 from questline.config import Settings
 from tests.factories import World
+from tests.support.harness import AppHarness
 
 BASE = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 POINTS = st.sampled_from([0, 1, 5, 10, 10, 20])
@@ -202,9 +203,7 @@ async def check(settings_: Settings, plan: Plan) -> None:
     try:
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://q.test") as client:
-            world = World(
-                client=client, tokens=app.state.questline.tokens, db=app.state.questline.db
-            )
+            world = World(client=client, tokens=AppHarness(app).tokens, db=app.state.questline.db)
             org = world.org()
             built = await build(client, org.admin, plan)
             for query in plan.queries:

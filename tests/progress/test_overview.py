@@ -10,9 +10,9 @@ import pytest
 from sqlalchemy import event
 
 from questline.disciplines.models import Color
-from questline.web.state import AppState
 from tests.factories import World
 from tests.progress.factories import at, completed, make_discipline
+from tests.support.harness import AppHarness
 
 pytestmark = pytest.mark.anyio
 
@@ -132,7 +132,7 @@ async def test_rank_is_null_for_admin_and_archived_teams(world: World) -> None:
 
 
 @contextmanager
-def counting_statements(state: AppState) -> Iterator[list[str]]:
+def counting_statements(state: AppHarness) -> Iterator[list[str]]:
     statements: list[str] = []
 
     def count(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
@@ -153,7 +153,7 @@ def counting_statements(state: AppState) -> Iterator[list[str]]:
 
 
 async def test_overview_costs_the_same_statements_for_any_tree_size(
-    world: World, app_state: AppState
+    world: World, app_state: AppHarness
 ) -> None:
     org = world.org()
     team = await org.create_team()

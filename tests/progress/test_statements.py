@@ -20,9 +20,9 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy import event
 
-from questline.web.state import AppState
 from tests.factories import World
 from tests.progress.factories import complete, make_discipline, score_of
+from tests.support.harness import AppHarness, fast_lane_answers
 
 pytestmark = pytest.mark.anyio
 
@@ -44,7 +44,7 @@ def sent(app: FastAPI) -> Iterator[Sent]:
     """Statements through the engine, and those the group commit sends on the driver's
     connection (PostgreSQL: each a round trip)."""
     log = Sent()
-    state: AppState = app.state.questline
+    state = AppHarness(app)
 
     def before(_conn: Any, cursor: Any, statement: str, *_args: Any) -> None:
         (log.batched if cursor is None else log.round_trips).append(" ".join(statement.split()))
@@ -53,7 +53,7 @@ def sent(app: FastAPI) -> Iterator[Sent]:
         log.round_trips.append(" ".join(statement.split()))
 
     engine = state.db.engine.sync_engine
-    listeners = app.state.progress_fast_path.writes.listeners
+    listeners = state.progress_writes.listeners
     event.listen(engine, "before_cursor_execute", before)
     listeners.append(direct)
     try:
@@ -65,10 +65,11 @@ def sent(app: FastAPI) -> Iterator[Sent]:
 
 @pytest.mark.parametrize("fast_path", [False, True], ids=["route", "fast-path"])
 async def test_a_completion_and_a_withdrawal_cost_few_statements(
-    world: World, app_state: AppState, app: FastAPI, fast_path: bool
+    world: World, app_state: AppHarness, app: FastAPI, fast_path: bool
 ) -> None:
     """Through the route, and through the fast path's group commit (a batch of one)."""
-    app.state.progress_fast_path.enabled = fast_path
+    app_state.configure(progress_fast_path_enabled=fast_path)
+    answered = fast_lane_answers("POST", "DELETE")
     org = world.org()
     team = await org.create_team()
     tree = await make_discipline(world.db, org_id=org.id, shape=[[[10, 25]]])
@@ -110,10 +111,12 @@ async def test_a_completion_and_a_withdrawal_cost_few_statements(
         assert repeat.statements == 1, repeat.round_trips
         assert withdrawal.statements == 2, withdrawal.round_trips
     assert not first.batched or app_state.db.is_sqlite
-    assert app.state.progress_fast_path.answered == (4 if fast_path else 0)  # with the warm-up
+    assert fast_lane_answers("POST", "DELETE") - answered == (
+        4 if fast_path else 0
+    )  # with the warm-up
 
 
-async def test_refusals_write_nothing(world: World, app_state: AppState) -> None:
+async def test_refusals_write_nothing(world: World, app_state: AppHarness) -> None:
     org = world.org()
     team = await org.create_team()
     tree = await make_discipline(world.db, org_id=org.id, shape=[[[10]]])

@@ -13,15 +13,15 @@ from sqlalchemy import event
 
 from questline.progress import overview
 from questline.teams import queries as teams_queries
-from questline.web.state import AppState
 from tests.factories import Org, World
 from tests.progress.factories import completed, make_discipline
+from tests.support.harness import AppHarness
 
 pytestmark = pytest.mark.anyio
 
 
 @contextmanager
-def statements(state: AppState) -> Iterator[dict[str, list[str]]]:
+def statements(state: AppHarness) -> Iterator[dict[str, list[str]]]:
     """The statements sent through the engine (the route) and the lean reader."""
     seen: dict[str, list[str]] = {"engine": [], "lean": []}
 
@@ -57,7 +57,7 @@ async def _team_with_progress(world: World) -> tuple[Org, dict[str, Any]]:
 @pytest.mark.parametrize("suffix", ["", "/overview"])
 @pytest.mark.parametrize("role", ["member", "admin"])
 async def test_a_lean_miss_sends_the_routes_bytes_in_one_statement(
-    world: World, app_state: AppState, suffix: str, role: str
+    world: World, app_state: AppHarness, suffix: str, role: str
 ) -> None:
     org, team = await _team_with_progress(world)
     headers = org.member if role == "member" else org.admin
@@ -88,7 +88,7 @@ async def test_a_lean_miss_sends_the_routes_bytes_in_one_statement(
 
 
 async def test_members_see_names_and_admins_see_emails_on_a_lean_miss(
-    world: World, app_state: AppState
+    world: World, app_state: AppHarness
 ) -> None:
     org, team = await _team_with_progress(world)
     url = f"/team/{team['Id']}"
@@ -104,7 +104,7 @@ async def test_members_see_names_and_admins_see_emails_on_a_lean_miss(
 
 @pytest.mark.parametrize("suffix", ["", "/overview"])
 async def test_another_organizations_team_is_the_routes_404(
-    world: World, app_state: AppState, suffix: str
+    world: World, app_state: AppHarness, suffix: str
 ) -> None:
     owner, team = await _team_with_progress(world)
     stranger = world.org()
@@ -121,7 +121,7 @@ async def test_another_organizations_team_is_the_routes_404(
 
 
 async def test_a_new_organizations_first_read_takes_the_route(
-    world: World, app_state: AppState
+    world: World, app_state: AppHarness
 ) -> None:
     org = world.org()
     missing = "0190d0c0-0000-7000-8000-000000000000"
@@ -140,7 +140,7 @@ async def test_a_new_organizations_first_read_takes_the_route(
     ],
 )
 async def test_other_id_forms_get_the_routes_answer(
-    world: World, app_state: AppState, shape: str
+    world: World, app_state: AppHarness, shape: str
 ) -> None:
     org, team = await _team_with_progress(world)
     team_id = team["Id"]
@@ -160,7 +160,7 @@ async def test_other_id_forms_get_the_routes_answer(
 
 
 async def test_a_team_too_large_for_the_loop_takes_the_route(
-    world: World, app_state: AppState, monkeypatch: pytest.MonkeyPatch
+    world: World, app_state: AppHarness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(teams_queries, "LEAN_MAX_ROWS", 1)
     app_state.readmodel.lean._statements.clear()  # compiled again with the new bound
@@ -185,7 +185,7 @@ async def test_the_writer_reads_its_write_on_a_lean_miss(world: World) -> None:
 
 
 async def test_ranks_from_the_memo_equal_ranks_counted_in_sql(
-    world: World, app_state: AppState, monkeypatch: pytest.MonkeyPatch
+    world: World, app_state: AppHarness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     org = world.org()
     teams = [await org.create_team(f"Rank {n}") for n in range(6)]

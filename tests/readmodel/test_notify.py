@@ -27,9 +27,9 @@ from questline.config import Settings
 from questline.readmodel.sources import PostgresSource
 from questline.readmodel.versions import CHANNEL, bump, bump_all
 from questline.storage.notify import ALL, Notifier, asyncpg_dsn
-from questline.web.state import AppState
 from tests.factories import World
 from tests.progress.factories import complete, make_discipline
+from tests.support.harness import AppHarness
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres_only]
 
@@ -68,7 +68,7 @@ async def heard(settings: Settings) -> AsyncIterator[tuple[Heard, Any]]:
 
 @contextmanager
 def statements(
-    state: AppState, direct: list[Callable[[str], None]] | None = None
+    state: AppHarness, direct: list[Callable[[str], None]] | None = None
 ) -> Iterator[list[str]]:
     """Statements through the engine, and through ``direct`` listeners (the progress
     group commit's, which runs on the driver's connection)."""
@@ -90,13 +90,13 @@ def statements(
 
 
 async def test_a_progress_write_sends_no_notify_in_its_transaction(
-    world: World, app_state: AppState, app: FastAPI, heard: tuple[Heard, Any]
+    world: World, app_state: AppHarness, app: FastAPI, heard: tuple[Heard, Any]
 ) -> None:
     listener, _ = heard
     org = world.org()
     team = await org.create_team()
     tree = await make_discipline(world.db, org_id=org.id, shape=[[[10, 25]]])
-    with statements(app_state, app.state.progress_fast_path.writes.listeners) as sent:
+    with statements(app_state, app_state.progress_writes.listeners) as sent:
         done = await complete(org, team["Id"], tree.task(0, 0, 0))
         assert done.status_code == 201, done.text
         gone = await org.client.delete(
@@ -112,7 +112,7 @@ async def test_a_progress_write_sends_no_notify_in_its_transaction(
 
 
 async def test_bump_and_bump_all_announce_only_after_the_commit(
-    world: World, app_state: AppState, heard: tuple[Heard, Any]
+    world: World, app_state: AppHarness, heard: tuple[Heard, Any]
 ) -> None:
     listener, _ = heard
     org = world.org()
@@ -172,7 +172,7 @@ async def test_coalescing_sends_the_highest_version_in_one_statement(
 
 
 async def test_a_failed_send_is_retried_on_a_new_connection(
-    settings: Settings, app_state: AppState, heard: tuple[Heard, Any]
+    settings: Settings, app_state: AppHarness, heard: tuple[Heard, Any]
 ) -> None:
     listener, _ = heard
     notifier = Notifier(settings.resolved_listen_url)
@@ -206,7 +206,7 @@ def _environment(settings: Settings) -> dict[str, str]:
 
 
 async def test_a_writer_that_dies_before_announcing_is_seen_through_the_re_read(
-    world: World, app_state: AppState, settings: Settings, heard: tuple[Heard, Any]
+    world: World, app_state: AppHarness, settings: Settings, heard: tuple[Heard, Any]
 ) -> None:
     listener, connection = heard
     org = world.org()

@@ -16,10 +16,10 @@ from questline.disciplines import schemas as discipline_schemas
 from questline.leaderboard import schemas as leaderboard_schemas
 from questline.progress import schemas as progress_schemas
 from questline.teams import schemas as team_schemas
-from questline.web.state import AppState
 from tests.disciplines.sql import count_statements
 from tests.factories import Org, World
 from tests.progress.factories import completed, make_discipline
+from tests.support.harness import AppHarness
 
 pytestmark = pytest.mark.anyio
 
@@ -64,7 +64,7 @@ async def test_bodies_match_the_response_models(world: World) -> None:
 
 
 async def test_a_hit_sends_no_statement_and_a_304_builds_nothing(
-    world: World, app_state: AppState
+    world: World, app_state: AppHarness
 ) -> None:
     org, teams, tree = await _seeded(world)
     for url in _urls(teams, tree):
@@ -83,7 +83,7 @@ async def test_a_hit_sends_no_statement_and_a_304_builds_nothing(
 
 
 async def test_304_without_any_cached_entry_for_version_etags(
-    world: World, app_state: AppState
+    world: World, app_state: AppHarness
 ) -> None:
     org, _teams, _tree = await _seeded(world)
     first = await world.client.get("/leaderboard", headers=org.member)
@@ -200,7 +200,7 @@ async def _write(
 )
 @given(writes=WRITES)
 async def test_cached_bytes_equal_a_fresh_build_after_random_writes(
-    world: World, app_state: AppState, writes: list[Any]
+    world: World, app_state: AppHarness, writes: list[Any]
 ) -> None:
     if not hasattr(world, "_seed"):
         world._seed = await _seeded(world)  # type: ignore[attr-defined]

@@ -23,9 +23,9 @@ from questline.readmodel.versions import bump
 from questline.teams import queries as teams_queries
 from questline.teams.models import Team
 from questline.web.pagination import PageRequest
-from questline.web.state import AppState
 from tests.factories import Org, World
 from tests.progress.factories import make_discipline
+from tests.support.harness import AppHarness
 
 pytestmark = pytest.mark.anyio
 
@@ -112,9 +112,9 @@ async def seed_teams(world: World, org: Org, count: int) -> None:
         await bump(session, org.id)
 
 
-def stream_past(monkeypatch: pytest.MonkeyPatch, state: AppState, rows: int) -> None:
+def stream_past(monkeypatch: pytest.MonkeyPatch, state: AppHarness, rows: int) -> None:
     settings = state.settings.model_copy(update={"read_model_stream_rows": rows})
-    monkeypatch.setattr(state, "settings", settings)
+    monkeypatch.setattr(state.state, "settings", settings)
 
 
 async def fresh_list(world: World, org: Org) -> list[Any]:
@@ -127,7 +127,7 @@ async def fresh_list(world: World, org: Org) -> list[Any]:
 
 
 async def test_a_short_list_is_cached_bytes_and_a_long_one_is_streamed(
-    world: World, app: FastAPI, app_state: AppState, monkeypatch: pytest.MonkeyPatch
+    world: World, app: FastAPI, app_state: AppHarness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     org = world.org()
     for n in range(8):
@@ -159,7 +159,7 @@ async def test_a_short_list_is_cached_bytes_and_a_long_one_is_streamed(
 
 
 async def test_the_discipline_list_streams_the_same_json(
-    world: World, app: FastAPI, app_state: AppState, monkeypatch: pytest.MonkeyPatch
+    world: World, app: FastAPI, app_state: AppHarness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     org = world.org()
     for _ in range(5):
@@ -180,7 +180,7 @@ async def test_the_discipline_list_streams_the_same_json(
 
 
 async def test_a_large_organization_streams_in_bounded_chunks(
-    world: World, app: FastAPI, app_state: AppState
+    world: World, app: FastAPI, app_state: AppHarness
 ) -> None:
     org = world.org()
     await seed_teams(world, org, 20_000)
@@ -206,7 +206,7 @@ async def test_a_large_organization_streams_in_bounded_chunks(
 
 
 async def test_a_client_leaving_mid_stream_gives_the_connection_back(
-    world: World, app: FastAPI, app_state: AppState, monkeypatch: pytest.MonkeyPatch
+    world: World, app: FastAPI, app_state: AppHarness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     org = world.org()
     for n in range(8):

@@ -18,19 +18,19 @@ from questline.app import create_app
 from questline.config import Settings
 from questline.readmodel.sources import PostgresSource
 from questline.readmodel.versions import bump, read_version
-from questline.web.state import AppState
 from tests.factories import Org, World, bearer
 from tests.progress.factories import make_discipline
+from tests.support.harness import AppHarness
 
 pytestmark = pytest.mark.anyio
 
 
-async def _version(state: AppState, org: Org) -> int:
+async def _version(state: AppHarness, org: Org) -> int:
     async with state.db.session(write=False) as session:
         return await read_version(session, org.id)
 
 
-async def _changes(state: AppState, org: Org, action: Any) -> int:
+async def _changes(state: AppHarness, org: Org, action: Any) -> int:
     """How much the organization's committed version grew during ``action``."""
     before = await _version(state, org)
     await action()
@@ -38,7 +38,7 @@ async def _changes(state: AppState, org: Org, action: Any) -> int:
 
 
 async def test_every_write_that_changes_a_read_bumps_the_version(
-    world: World, app_state: AppState
+    world: World, app_state: AppHarness
 ) -> None:
     org = world.org()
     client = world.client
@@ -86,7 +86,7 @@ async def test_every_write_that_changes_a_read_bumps_the_version(
     assert await _changes(app_state, org, delete) == 1
 
 
-async def test_a_read_or_a_refused_write_bumps_nothing(world: World, app_state: AppState) -> None:
+async def test_a_read_or_a_refused_write_bumps_nothing(world: World, app_state: AppHarness) -> None:
     org = world.org()
     team = await org.create_team("Rockets")
 
@@ -105,7 +105,7 @@ async def test_a_read_or_a_refused_write_bumps_nothing(world: World, app_state: 
 
 
 async def test_a_global_discipline_change_bumps_every_organization(
-    world: World, app_state: AppState
+    world: World, app_state: AppHarness
 ) -> None:
     first, second = world.org(), world.org()
     await first.create_team()
@@ -125,7 +125,7 @@ async def test_a_global_discipline_change_bumps_every_organization(
 
 
 async def test_the_writer_knows_its_version_when_the_commit_returns(
-    world: World, app_state: AppState
+    world: World, app_state: AppHarness
 ) -> None:
     org = world.org()
     await org.create_team()
@@ -139,7 +139,7 @@ async def test_the_writer_knows_its_version_when_the_commit_returns(
     assert app_state.readmodel.changes.known(org.id) == bumped
 
 
-async def test_a_rolled_back_bump_is_never_known(world: World, app_state: AppState) -> None:
+async def test_a_rolled_back_bump_is_never_known(world: World, app_state: AppHarness) -> None:
     org = world.org()
     await org.create_team()
     committed = await _version(app_state, org)
@@ -166,11 +166,11 @@ async def other_app(settings: Settings) -> AsyncIterator[FastAPI]:
 
 
 async def test_another_app_instance_sees_a_commit(
-    world: World, app_state: AppState, other_app: FastAPI
+    world: World, app_state: AppHarness, other_app: FastAPI
 ) -> None:
     org = world.org()
     await org.create_team()
-    other: AppState = other_app.state.questline
+    other = AppHarness(other_app)
     seen = await other.readmodel.version(org.id)
     assert seen == await _version(app_state, org)
     async with app_state.db.session() as session:
@@ -191,7 +191,7 @@ def _environment(settings: Settings) -> dict[str, str]:
 
 
 async def test_another_process_commit_is_seen(
-    world: World, app_state: AppState, settings: Settings
+    world: World, app_state: AppHarness, settings: Settings
 ) -> None:
     org = world.org()
     await org.create_team()
@@ -214,7 +214,9 @@ async def test_another_process_commit_is_seen(
         assert await app_state.readmodel.version(org.id) == bumped
 
 
-async def test_wait_returns_the_same_version_on_timeout(world: World, app_state: AppState) -> None:
+async def test_wait_returns_the_same_version_on_timeout(
+    world: World, app_state: AppHarness
+) -> None:
     org = world.org()
     await org.create_team()
     seen = await app_state.readmodel.version(org.id)
@@ -222,7 +224,7 @@ async def test_wait_returns_the_same_version_on_timeout(world: World, app_state:
     assert await app_state.readmodel.changes.wait(org.id, seen, timeout=0.01) == seen
 
 
-async def test_wait_wakes_on_a_commit_in_this_process(world: World, app_state: AppState) -> None:
+async def test_wait_wakes_on_a_commit_in_this_process(world: World, app_state: AppHarness) -> None:
     org = world.org()
     await org.create_team()
     seen = await app_state.readmodel.version(org.id)
@@ -235,11 +237,11 @@ async def test_wait_wakes_on_a_commit_in_this_process(world: World, app_state: A
 
 @pytest.mark.postgres_only
 async def test_a_lost_listening_connection_never_serves_an_old_version(
-    world: World, app_state: AppState, other_app: FastAPI
+    world: World, app_state: AppHarness, other_app: FastAPI
 ) -> None:
     org = world.org()
     await org.create_team()
-    other: AppState = other_app.state.questline
+    other = AppHarness(other_app)
     assert await other.readmodel.version(org.id) is not None
     source = other.readmodel.source
     assert isinstance(source, PostgresSource)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from sqlalchemy import text
 
 from questline.models import Base
-from questline.web.state import AppState
+from tests.support.harness import AppHarness
 
 
-async def empty_all_tables(state: AppState) -> None:
+async def empty_all_tables(state: AppHarness) -> None:
     """Delete every row of every table (the schema stays at head)."""
     tables = [t.name for t in Base.metadata.sorted_tables]
     async with state.db.engine.begin() as connection:

@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from questline.auth.tokens import Role, TokenService
+from questline.auth.tokens import TokenService
 from questline.config import Settings
 from questline.storage.migrate import upgrade
+from questline.web.identity import Role
 from tests.support.live import LiveServer
 from tests.support.pgbouncer import PgBouncer, Target, ensure_tool
 from tests.support.postgres import PostgresServer

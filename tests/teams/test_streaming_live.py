@@ -16,13 +16,14 @@ import orjson
 import pytest
 from sqlalchemy import insert
 
-from questline.auth.tokens import Role, TokenService
+from questline.auth.tokens import TokenService
 from questline.config import Settings
 from questline.organizations.service import ensure_organization
 from questline.readmodel.versions import bump
 from questline.storage.db import Database
 from questline.storage.migrate import upgrade
 from questline.teams.models import Team
+from questline.web.identity import Role
 from tests.support.live import LiveServer
 from tests.web.test_event_loop import BOUND, LOAD_FACTOR, _idle_p99, _p99, _probe_while
 

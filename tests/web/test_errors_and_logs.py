@@ -20,12 +20,13 @@ from fastapi import FastAPI
 from sqlalchemy import text
 
 from questline.app import create_app
-from questline.auth.tokens import Role
 from questline.config import Settings
 from questline.logging_setup import make_handler
 from questline.storage.migrate import upgrade
+from questline.web.identity import Role
 from tests.conftest import TEST_SETTINGS
 from tests.factories import World, bearer
+from tests.support.harness import AppHarness
 from tests.support.postgres import PostgresServer
 from tests.web.conftest import AppFactory, client_for
 
@@ -61,7 +62,7 @@ async def broken_app(throwaway_settings: Settings) -> AsyncIterator[FastAPI]:
 
 
 async def test_a_broken_database_gives_problems_without_internals(broken_app: FastAPI) -> None:
-    tokens = broken_app.state.questline.tokens
+    tokens = AppHarness(broken_app).tokens
     admin = bearer(tokens.mint(role=Role.ADMIN, org_id=uuid.uuid4(), subject="admin"))
     async with client_for(broken_app) as client:
         responses = [
@@ -116,7 +117,7 @@ async def test_no_token_is_ever_written_to_the_logs(
         {"sub": "x", "org": str(org.id), "role": "admin"}, "a-key-that-is-not-the-service-secret"
     )
     expired = _expired(world, org.id)
-    broken_admin = broken_app.state.questline.tokens.mint(
+    broken_admin = AppHarness(broken_app).tokens.mint(
         role=Role.ADMIN, org_id=org.id, subject="admin"
     )
     limited = make_app(rate_limit_enabled=True, rate_limit_writes="1/minute")

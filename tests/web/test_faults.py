@@ -22,9 +22,10 @@ from typing import Any
 import httpx
 import pytest
 
-from questline.auth.tokens import Role, TokenService
+from questline.auth.tokens import TokenService
 from questline.config import Settings
 from questline.storage.migrate import upgrade
+from questline.web.identity import Role
 from tests.conftest import BACKENDS
 from tests.factories import bearer
 from tests.support.live import LiveServer

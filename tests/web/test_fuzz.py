@@ -36,10 +36,12 @@ from schemathesis.config import SchemathesisConfig
 from schemathesis.python import asgi as schemathesis_asgi
 
 from questline.app import create_app
-from questline.auth.tokens import Role, TokenService
+from questline.auth.tokens import TokenService
 from questline.config import Settings
+from questline.web.identity import Role
 from tests.factories import World, bearer
 from tests.support.database import empty_all_tables
+from tests.support.harness import AppHarness
 from tests.web.seeding import Seeded, seed_organization
 
 FUZZ_EXAMPLES = int(os.environ.get("QUESTLINE_FUZZ_EXAMPLES", "25"))
@@ -65,10 +67,10 @@ async def _seed(settings: Settings) -> Seeded:
     """Seed through a throwaway app on this event loop (the fuzzed app gets its own)."""
     app = create_app(settings)
     try:
-        await empty_all_tables(app.state.questline)
+        await empty_all_tables(AppHarness(app))
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://seed.test") as client:
-            state = app.state.questline
+            state = AppHarness(app)
             world = World(client=client, tokens=state.tokens, db=state.db)
             return await seed_organization(world.org(), app.openapi()["paths"])
     finally:

@@ -267,6 +267,7 @@ NOT_LIMITS = frozenset(
         "allowed_hosts",
         "webhooks_allow_private_urls",
         "webhooks_dispatcher_enabled",
+        "fast_lane_enabled",
         "progress_fast_path_enabled",
         "log_level",
         "log_format",

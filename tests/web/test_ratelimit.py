@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from questline.auth.tokens import Role
+from questline.web.identity import Role
 from tests.factories import World, bearer
 from tests.support.postgres import free_port
 from tests.support.redis import RedisServer

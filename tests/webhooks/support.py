@@ -7,13 +7,13 @@ from typing import Any
 from sqlalchemy import func, select
 
 from questline.storage.db import Database
-from questline.web.state import AppState
 from questline.webhooks.dispatcher import Dispatcher
 from questline.webhooks.models import DeliveryStatus, WebhookDelivery
 from tests.factories import Org
+from tests.support.harness import AppHarness
 
 
-async def drain(state: AppState, *, settings: Any = None, passes: int = 200) -> Dispatcher:
+async def drain(state: AppHarness, *, settings: Any = None, passes: int = 200) -> Dispatcher:
     """Run dispatcher passes until no delivery is due or pending (retries included)."""
     import asyncio
 

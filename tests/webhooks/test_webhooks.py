@@ -14,9 +14,9 @@ from standardwebhooks.webhooks import WebhookVerificationError
 from questline.events.models import Event
 from questline.teams import schemas as team_schemas
 from questline.teams import service as teams_service
-from questline.web.state import AppState
 from questline.webhooks.dispatcher import Dispatcher
 from tests.factories import World
+from tests.support.harness import AppHarness
 from tests.webhooks.receiver import Receiver
 from tests.webhooks.support import drain, subscribe
 
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.anyio
 
 
 async def test_a_delivery_is_signed_and_carries_the_resource_as_the_api_returns_it(
-    world: World, app_state: AppState, hook_receiver: Receiver
+    world: World, app_state: AppHarness, hook_receiver: Receiver
 ) -> None:
     org = world.org()
     hook = await subscribe(org, hook_receiver.url, ["team.created", "team.updated"])
@@ -43,7 +43,7 @@ async def test_a_delivery_is_signed_and_carries_the_resource_as_the_api_returns_
 
 
 async def test_only_subscribed_events_of_the_own_organization_are_sent(
-    world: World, app_state: AppState, hook_receiver: Receiver
+    world: World, app_state: AppHarness, hook_receiver: Receiver
 ) -> None:
     org, other = world.org(), world.org()
     await subscribe(org, hook_receiver.url, ["team.updated"])
@@ -67,7 +67,7 @@ async def test_only_subscribed_events_of_the_own_organization_are_sent(
 
 
 async def test_a_rolled_back_change_sends_nothing(
-    world: World, app_state: AppState, hook_receiver: Receiver
+    world: World, app_state: AppHarness, hook_receiver: Receiver
 ) -> None:
     org = world.org()
     await subscribe(org, hook_receiver.url)
@@ -85,7 +85,7 @@ async def test_a_rolled_back_change_sends_nothing(
 
 
 async def test_a_failing_request_sends_nothing(
-    world: World, app_state: AppState, hook_receiver: Receiver
+    world: World, app_state: AppHarness, hook_receiver: Receiver
 ) -> None:
     """DELETE /discipline records its event, then refuses (409): the event goes too."""
     org = world.org()
@@ -115,7 +115,7 @@ async def test_a_failing_request_sends_nothing(
 
 
 async def test_retries_keep_the_webhook_id_and_the_list_shows_the_attempts(
-    world: World, app_state: AppState, hook_receiver: Receiver
+    world: World, app_state: AppHarness, hook_receiver: Receiver
 ) -> None:
     org = world.org()
     hook = await subscribe(org, hook_receiver.url)
@@ -138,7 +138,7 @@ async def test_retries_keep_the_webhook_id_and_the_list_shows_the_attempts(
 
 
 async def test_a_webhook_failing_too_long_is_disabled_and_says_so(
-    world: World, app_state: AppState, hook_receiver: Receiver
+    world: World, app_state: AppHarness, hook_receiver: Receiver
 ) -> None:
     org = world.org()
     hook = await subscribe(org, hook_receiver.url)
@@ -173,7 +173,7 @@ async def test_a_webhook_failing_too_long_is_disabled_and_says_so(
 
 
 async def test_a_delivery_gives_up_after_the_last_attempt(
-    world: World, app_state: AppState, hook_receiver: Receiver
+    world: World, app_state: AppHarness, hook_receiver: Receiver
 ) -> None:
     org = world.org()
     hook = await subscribe(org, hook_receiver.url)
@@ -190,7 +190,7 @@ async def test_a_delivery_gives_up_after_the_last_attempt(
 
 
 async def test_a_rotated_secret_signs_beside_the_new_one(
-    world: World, app_state: AppState, hook_receiver: Receiver
+    world: World, app_state: AppHarness, hook_receiver: Receiver
 ) -> None:
     org = world.org()
     hook = await subscribe(org, hook_receiver.url)
@@ -208,7 +208,7 @@ async def test_a_rotated_secret_signs_beside_the_new_one(
 
 
 async def test_deliveries_are_paged_newest_first(
-    world: World, app_state: AppState, hook_receiver: Receiver
+    world: World, app_state: AppHarness, hook_receiver: Receiver
 ) -> None:
     org = world.org()
     hook = await subscribe(org, hook_receiver.url)
@@ -243,7 +243,7 @@ async def test_deliveries_are_paged_newest_first(
     ],
 )
 async def test_internal_and_malformed_urls_are_refused(
-    world: World, app_state: AppState, url: str
+    world: World, app_state: AppHarness, url: str
 ) -> None:
     app_state.settings = app_state.settings.model_copy(
         update={"webhooks_allow_private_urls": False}
@@ -258,7 +258,7 @@ async def test_internal_and_malformed_urls_are_refused(
 
 
 async def test_a_public_address_is_accepted_and_a_patch_to_an_internal_one_refused(
-    world: World, app_state: AppState
+    world: World, app_state: AppHarness
 ) -> None:
     app_state.settings = app_state.settings.model_copy(
         update={"webhooks_allow_private_urls": False}
@@ -276,7 +276,7 @@ async def test_a_public_address_is_accepted_and_a_patch_to_an_internal_one_refus
 
 
 async def test_the_address_is_checked_again_at_delivery_time(
-    world: World, app_state: AppState, hook_receiver: Receiver
+    world: World, app_state: AppHarness, hook_receiver: Receiver
 ) -> None:
     """A name that now resolves inside (DNS rebinding) is refused when sending."""
     org = world.org()
@@ -295,7 +295,7 @@ async def test_the_address_is_checked_again_at_delivery_time(
 
 
 async def test_webhooks_are_invisible_across_organizations(
-    world: World, hook_receiver: Receiver, app_state: AppState
+    world: World, hook_receiver: Receiver, app_state: AppHarness
 ) -> None:
     owner, stranger = world.org(), world.org()
     hook = await subscribe(owner, hook_receiver.url)
@@ -353,7 +353,7 @@ async def test_unknown_event_types_and_fields_are_refused(
 
 
 async def test_deleting_a_webhook_stops_its_deliveries(
-    world: World, app_state: AppState, hook_receiver: Receiver
+    world: World, app_state: AppHarness, hook_receiver: Receiver
 ) -> None:
     org = world.org()
     hook = await subscribe(org, hook_receiver.url)
@@ -367,7 +367,7 @@ async def test_deleting_a_webhook_stops_its_deliveries(
 
 @pytest.mark.postgres_only
 async def test_two_dispatchers_never_send_one_delivery_twice(
-    world: World, app_state: AppState, hook_receiver: Receiver, backend: str
+    world: World, app_state: AppHarness, hook_receiver: Receiver, backend: str
 ) -> None:
     """``FOR UPDATE SKIP LOCKED``: concurrent passes split the work between them."""
     org = world.org()
@@ -387,7 +387,7 @@ async def test_two_dispatchers_never_send_one_delivery_twice(
 
 
 async def test_global_discipline_events_reach_every_subscribed_organization(
-    world: World, app_state: AppState, hook_receiver: Receiver
+    world: World, app_state: AppHarness, hook_receiver: Receiver
 ) -> None:
     from tests.factories import bearer
 

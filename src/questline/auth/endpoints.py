@@ -16,6 +16,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.auth import sessions
+from questline.auth.authentication import identity_of
 from questline.auth.models import DashboardSession
 from questline.auth.schemas import SessionCreate, SessionInfo
 from questline.members.models import Member, TeamMembership
@@ -117,7 +118,7 @@ async def create_session(
         if data.code is not None:
             grant = await sessions.exchange_code(session, settings=state.settings, code=data.code)
         else:
-            caller = state.tokens.verify(data.id_token or "")
+            caller = identity_of(request).tokens.verify(data.id_token or "")
             grant = await sessions.session_for_caller(
                 session,
                 settings=state.settings,
@@ -126,7 +127,7 @@ async def create_session(
             )
         await ensure_organization(session, grant.row.organization_id)
         info = await _info(session, grant.row)
-    state.known_orgs.add(grant.row.organization_id)
+    identity_of(request).known_orgs.add(grant.row.organization_id)
     response = _json(info, status.HTTP_201_CREATED)
     sessions.set_cookie(response, request, state.settings, grant)
     return response

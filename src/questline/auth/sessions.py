@@ -26,17 +26,20 @@ import hmac
 import secrets
 import uuid
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from fastapi import Request, Response
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.auth.models import DashboardSession, SigninCode
-from questline.auth.tokens import Caller, Role
 from questline.config import Settings
 from questline.storage.db import utcnow
 from questline.web.errors import Forbidden, Unauthorized
+from questline.web.identity import Caller, Role
+
+if TYPE_CHECKING:  # annotations only: the command line imports this without FastAPI
+    from fastapi import Request, Response
 
 SESSION_COOKIE = "questline_session"
 CSRF_HEADER = "X-CSRF-Token"

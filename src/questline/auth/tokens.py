@@ -7,50 +7,19 @@ With an identity provider: RS256/ES256 verified with a PEM public key or a JWKS 
 from __future__ import annotations
 
 import datetime as dt
-import enum
 import os
 import secrets
 import tempfile
 import time
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import jwt
 
-from questline.auth.jwks import JwksCache, key_id_of
 from questline.config import SECRET_FILE_NAME, Settings
 from questline.web.errors import Unauthorized
-
-
-class Role(enum.StrEnum):
-    MEMBER = "member"
-    ADMIN = "admin"
-    OPERATOR = "operator"
-
-
-@dataclass(frozen=True, slots=True)
-class Caller:
-    """Who is calling: the verified claims of the bearer token."""
-
-    subject: str
-    role: Role
-    org_id: uuid.UUID | None
-
-    @property
-    def is_operator(self) -> bool:
-        return self.role is Role.OPERATOR
-
-
-def bearer_token(authorization: bytes | None) -> str | None:
-    """The token of an ``Authorization: Bearer <token>`` header's raw value, else
-    ``None`` (no header, another scheme, nothing after it)."""
-    if authorization is None:
-        return None
-    scheme, _, credentials = authorization.decode("latin-1").partition(" ")
-    token = credentials.strip()
-    return token if scheme.lower() == "bearer" and token else None
+from questline.web.identity import Caller, Role
 
 
 def load_or_create_secret(settings: Settings) -> str:
@@ -107,6 +76,8 @@ class TokenService:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.algorithms = [a for a in settings.jwt_algorithms if a.lower() != "none"]
+        if settings.jwt_jwks_url:  # its HTTP client only with an identity provider's keys
+            from questline.auth.jwks import JwksCache
         self._jwks = (
             JwksCache(
                 settings.jwt_jwks_url,
@@ -195,6 +166,8 @@ class TokenService:
         if known is not None:
             return known
         if self._jwks is not None:
+            from questline.auth.jwks import key_id_of
+
             return self._decode(token, await self._jwks.key_for(key_id_of(token)))
         return self.verify(token)
 
@@ -223,6 +196,8 @@ class TokenService:
 
     def _verification_key(self, token: str) -> Any:
         if self._jwks is not None:  # no I/O here: only keys already fetched
+            from questline.auth.jwks import key_id_of
+
             key = self._jwks.cached_key(key_id_of(token))
             if key is None:
                 raise Unauthorized("The token is not valid: its signing key is not known yet.")

@@ -9,13 +9,13 @@ import anyio
 import orjson
 from fastapi import APIRouter, Query, Request, Response, status
 
-from questline.auth.dependencies import AdminOf
 from questline.bulk import service
 from questline.bulk.csv_input import parse_csv
 from questline.bulk.json_input import parse_json
 from questline.bulk.schemas import CSV_HEADER
 from questline.readmodel import versions
 from questline.teams.schemas import Team
+from questline.web.access import AdminOf
 from questline.web.bodies import gc_paused
 from questline.web.errors import UnsupportedMediaType
 from questline.web.example_ids import MEMBER

@@ -22,7 +22,7 @@ import sys
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import httpx
 import typer
@@ -206,35 +206,17 @@ def _print_problem(console: Console, headline: str, errors: list[tuple[str, str]
         console.print(f"  {where}: {message}", highlight=False, markup=False)
 
 
-def import_teams(
-    file: Annotated[
-        Path, typer.Argument(exists=True, dir_okay=False, readable=True, help="The CSV file.")
-    ],
-    url: Annotated[
-        str, typer.Option(envvar="QUESTLINE_URL", help="Base URL of the Questline API.")
-    ] = "http://127.0.0.1:8000",
-    token: Annotated[
-        str | None,
-        typer.Option(envvar="QUESTLINE_TOKEN", help="An admin token of the organization."),
-    ] = None,
-    batch_size: Annotated[
-        int, typer.Option(min=1, help="Teams a request (at most the server's limit).")
-    ] = 1000,
-    dry_run: Annotated[bool, typer.Option(help="Check the file only; send nothing.")] = False,
-    timeout: Annotated[float, typer.Option(help="Seconds to wait for each request.")] = 300.0,
-    skip_existing: Annotated[
-        bool,
-        typer.Option(help="Leave alone (and report) the teams whose name exists already."),
-    ] = False,
+def import_file(
+    file: Path,
+    *,
+    url: str,
+    token: str | None,
+    batch_size: int,
+    dry_run: bool,
+    timeout: float,
+    skip_existing: bool,
 ) -> None:
-    """Create the teams of a CSV file: header team,email,givenName,tags; a row a member.
-
-    Checks the whole file first: a problem on any line, and nothing is sent.
-
-    Members are found (ignoring case) or created by e-mail; tags are separated by ';'.
-
-    Running the same command again after a failure does not create anything twice.
-    """
+    """The work of ``questline import`` (declared in ``cli.main``): check, then send."""
     console = Console(stderr=True, soft_wrap=True)
     data = file.read_bytes()
     try:

@@ -1,19 +1,25 @@
-"""``questline``: serve, migrate, mint tokens, load the demo. Thin wrappers over services."""
+"""``questline``: serve, migrate, mint tokens, load the demo. Thin wrappers over services.
+
+This module is imported by every command, ``--version`` included, so it imports only
+what declaring the commands needs (Typer, the version, the roles and the settings). What
+a command works with — the web framework, the database, the HTTP client of
+``questline import`` — is imported inside that command, so that a command that needs
+none of it (``--version``, ``token create``) starts without loading it.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import uuid
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from questline import __version__
-from questline.auth.tokens import Role, TokenService
+from questline.auth.tokens import TokenService
 from questline.cli.backup import backup_command, restore_command
-from questline.cli.importer import import_teams
 from questline.config import Settings
-from questline.storage.db import Database
+from questline.web.identity import Role
 
 app = typer.Typer(
     help="Questline: teams, disciplines, progress and leaderboards.", no_args_is_help=True
@@ -22,7 +28,6 @@ db_app = typer.Typer(help="Database commands.", no_args_is_help=True)
 token_app = typer.Typer(help="Token commands.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(token_app, name="token")
-app.command("import")(import_teams)
 app.command("backup")(backup_command)
 app.command("restore")(restore_command)
 
@@ -134,6 +139,7 @@ async def _mint_signin_link(
     import datetime as dt
 
     from questline.auth import sessions
+    from questline.storage.db import Database
 
     db = Database(settings)
     try:
@@ -171,6 +177,8 @@ def signin_link(
         org_id = uuid.UUID(org)
     except ValueError as exc:
         raise typer.BadParameter("not a UUID", param_hint="--org") from exc
+    import asyncio
+
     settings = Settings()
     link = asyncio.run(
         _mint_signin_link(
@@ -184,7 +192,10 @@ def signin_link(
 @app.command()
 def demo() -> None:
     """Migrate, load the demo organization when it is empty, print its URL and admin token."""
+    import asyncio
+
     from questline.demo.loader import DEMO_ORG_ID, load_demo
+    from questline.storage.db import Database
 
     settings = Settings()
     _upgrade(settings)
@@ -209,3 +220,50 @@ def demo() -> None:
     typer.echo(f"              --org {DEMO_ORG_ID}` makes another)")
     typer.echo("admin token (send as 'Authorization: Bearer <token>'):")
     typer.echo(token)
+
+
+@app.command("import")
+def import_teams(
+    file: Annotated[
+        Path, typer.Argument(exists=True, dir_okay=False, readable=True, help="The CSV file.")
+    ],
+    url: Annotated[
+        str, typer.Option(envvar="QUESTLINE_URL", help="Base URL of the Questline API.")
+    ] = "http://127.0.0.1:8000",
+    token: Annotated[
+        str | None,
+        typer.Option(envvar="QUESTLINE_TOKEN", help="An admin token of the organization."),
+    ] = None,
+    batch_size: Annotated[
+        int, typer.Option(min=1, help="Teams a request (at most the server's limit).")
+    ] = 1000,
+    dry_run: Annotated[bool, typer.Option(help="Check the file only; send nothing.")] = False,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for each request.")] = 300.0,
+    skip_existing: Annotated[
+        bool,
+        typer.Option(help="Leave alone (and report) the teams whose name exists already."),
+    ] = False,
+) -> None:
+    """Create the teams of a CSV file: header team,email,givenName,tags; a row a member.
+
+    Checks the whole file first: a problem on any line, and nothing is sent.
+
+    Members are found (ignoring case) or created by e-mail; tags are separated by ';'.
+
+    Running the same command again after a failure does not create anything twice.
+    """
+    from questline.cli.importer import import_file
+
+    import_file(
+        file,
+        url=url,
+        token=token,
+        batch_size=batch_size,
+        dry_run=dry_run,
+        timeout=timeout,
+        skip_existing=skip_existing,
+    )
+
+
+if __name__ == "__main__":  # `python -m questline.cli.main`, as the `questline` script
+    app()

@@ -14,7 +14,6 @@ import uuid
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from questline.auth.tokens import Caller, Role
 from questline.demo import content as demo_content
 from questline.disciplines import schemas as discipline_schemas
 from questline.disciplines import service as disciplines_service
@@ -25,6 +24,7 @@ from questline.storage.db import Database, utcnow
 from questline.teams import schemas as team_schemas
 from questline.teams import service as teams_service
 from questline.teams.models import Team
+from questline.web.identity import Caller, Role
 
 DEMO_ORG_ID = uuid.UUID("0b6f3c1e-5d2a-4e8f-9a7b-2c4d6e8f0a1b")
 

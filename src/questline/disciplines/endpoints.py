@@ -8,14 +8,14 @@ from fastapi import APIRouter, Body, Header, Query, Request, Response, status
 from fastapi.openapi.models import Example
 from pydantic import BaseModel
 
-from questline.auth.dependencies import CallerDep
 from questline.disciplines import schemas, service
 from questline.disciplines.examples import BASIC_DOCUMENT, FULL_DOCUMENT
-from questline.readmodel.http import serve, serve_list
+from questline.readmodel.http import CachedRead, serve, serve_list
+from questline.web.access import CallerDep
 from questline.web.openapi import problem_responses
 from questline.web.pagination import PageDep, announce_next_page, public_url, split_page
 from questline.web.paths import DisciplineId
-from questline.web.routing import SessionDep, TransactionalRoute
+from questline.web.routing import SessionDep, TransactionalRoute, answers_early
 from questline.web.schemas import QueryBoolean
 
 router = APIRouter(prefix="/discipline", tags=["disciplines"], route_class=TransactionalRoute)
@@ -59,6 +59,7 @@ def _location(request: Request, discipline_id: Any) -> str:
 @router.get(
     "", response_model=list[schemas.DisciplineSummary], responses=problem_responses(401, 422)
 )
+@answers_early(CachedRead())
 async def list_disciplines(
     request: Request, response: Response, caller: CallerDep, session: SessionDep, page: PageDep
 ) -> list[schemas.DisciplineSummary]:
@@ -70,8 +71,6 @@ async def list_disciplines(
         # The whole list: cached bytes while short, streamed in chunks when long.
         return await serve_list(  # type: ignore[return-value]
             request,
-            organization_id=caller.org_id,
-            variant=caller.role.value,
             statement=service.whole_list_query(caller.org_id),
             encode=service.encode_summary_rows,
         )
@@ -124,6 +123,7 @@ async def create_discipline(
         **problem_responses(401, 404),
     },
 )
+@answers_early(CachedRead())
 async def get_discipline(
     discipline_id: DisciplineId,
     request: Request,
@@ -148,8 +148,6 @@ async def get_discipline(
 
         return await serve(
             request,
-            organization_id=caller.org_id,
-            variant=caller.role.value,
             build=build,
             own_etag=True,
         )

@@ -18,7 +18,6 @@ from sqlalchemy import ColumnElement, Select, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline import events
-from questline.auth.tokens import Caller, Role
 from questline.disciplines import schemas, tree
 from questline.disciplines.models import Discipline, Level, Quest, Task
 from questline.progress import hooks
@@ -26,6 +25,7 @@ from questline.readmodel import versions
 from questline.storage.db import new_id, utcnow
 from questline.web.bodies import gc_paused, without_gc_pauses
 from questline.web.errors import FieldError, Forbidden, PreconditionFailed, Unprocessable, not_found
+from questline.web.identity import Caller, Role
 from questline.web.pagination import PageRequest, cursor_parts
 
 T = TypeVar("T")

@@ -8,16 +8,17 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from starlette.background import BackgroundTask
 
-from questline.auth.dependencies import MemberOf
 from questline.leaderboard import graphs, schemas, selection, standings, stream
-from questline.readmodel.http import dumps, serve
+from questline.readmodel.http import CachedRead, dumps, serve
+from questline.readmodel.service import readmodel_of
 from questline.teams import service as teams_service
 from questline.web import csvexport
+from questline.web.access import MemberOf
 from questline.web.errors import FieldError, Unprocessable, not_found
 from questline.web.openapi import problem_responses
 from questline.web.pagination import public_url
 from questline.web.paths import TeamId
-from questline.web.routing import SessionDep, TransactionalRoute
+from questline.web.routing import SessionDep, TransactionalRoute, answers_early
 from questline.web.schemas import InputDateTime
 from questline.web.state import app_state
 
@@ -101,6 +102,7 @@ AroundQuery = Annotated[uuid.UUID | None, Depends(_around)]
         **problem_responses(401, 403, 404, 422),
     },
 )
+@answers_early(CachedRead())
 async def get_leaderboard(
     request: Request,
     response: Response,
@@ -161,9 +163,7 @@ async def get_leaderboard(
         entries, headers = await page()
         return dumps([entry_json(e) for e in entries]), headers
 
-    return await serve(
-        request, organization_id=tenant.org_id, variant=tenant.caller.role.value, build=build
-    )
+    return await serve(request, build=build)
 
 
 def entry_json(entry: standings.Entry) -> dict[str, object]:
@@ -249,7 +249,7 @@ async def stream_leaderboard(
     registry.acquire(tenant.org_id, state.settings)
     content = stream.events(
         db=state.db,
-        readmodel=state.readmodel,
+        readmodel=readmodel_of(request),
         settings=state.settings,
         query=stream.Query(org_id=tenant.org_id, discipline_id=discipline_id, limit=limit),
         last_event_id=stream.parse_last_event_id(last_event_id),
@@ -262,6 +262,7 @@ async def stream_leaderboard(
     response_model=list[schemas.Series],
     responses=problem_responses(401, 403, 404, 422),
 )
+@answers_early(CachedRead())
 async def get_leaderboard_graph(
     request: Request,
     tenant: MemberOf,
@@ -277,9 +278,7 @@ async def get_leaderboard_graph(
         found = await graphs.top_series(session, org_id=tenant.org_id, top=top, window=window)
         return dumps([series_json(s) for s in found]), {}
 
-    return await serve(
-        request, organization_id=tenant.org_id, variant=tenant.caller.role.value, build=build
-    )
+    return await serve(request, build=build)
 
 
 @router.get(

@@ -10,7 +10,7 @@ when nothing else did for ``stream_heartbeat_seconds`` (15 s), keeping proxies f
 closing an idle connection. A stream ends after ``stream_max_seconds`` (an hour): the
 client reconnects with ``Last-Event-ID`` (browsers' ``EventSource`` does by itself).
 
-A stream waits on ``AppState.readmodel.changes.wait`` — the version every write bumps
+A stream waits on ``ReadModel.changes.wait`` — the version every write bumps
 in its own transaction. A commit in this process wakes it at once; on PostgreSQL a
 commit in any other process reaches it through ``LISTEN questline_changes``; on SQLite
 through ``PRAGMA data_version``, checked every 50 ms while waiting. Streams are capped
@@ -35,7 +35,7 @@ from questline.config import Settings
 from questline.leaderboard import standings
 from questline.readmodel.cache import Entry
 from questline.readmodel.http import dumps
-from questline.readmodel.model import ReadModel
+from questline.readmodel.service import ReadModel
 from questline.storage.db import Database
 from questline.web.errors import ServiceUnavailable
 

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
-from questline.auth.dependencies import MemberOf
 from questline.members import schemas, service
+from questline.web.access import MemberOf
 from questline.web.openapi import problem_responses
 from questline.web.pagination import BoundedPageDep, announce_next_page, split_page
 from questline.web.paths import MemberId

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response, status
 
-from questline.auth.dependencies import AdminOf, MemberOf
 from questline.progress import overview, record, schemas, service
-from questline.readmodel.http import dumps, serve
+from questline.progress.early_write import GroupCommittedWrite, completion_response
+from questline.readmodel.http import CachedRead, dumps, serve
+from questline.readmodel.service import readmodel_of
 from questline.teams import service as teams_service
 from questline.web import csvexport
+from questline.web.access import AdminOf, MemberOf
 from questline.web.openapi import problem_responses
-from questline.web.pagination import public_url
 from questline.web.paths import TaskId, TeamId
-from questline.web.routing import SessionDep, TransactionalRoute
-from questline.web.state import app_state
+from questline.web.routing import SessionDep, TransactionalRoute, answers_early
 
 router = APIRouter(prefix="/team", tags=["progress"], route_class=TransactionalRoute)
 
@@ -30,29 +30,21 @@ router = APIRouter(prefix="/team", tags=["progress"], route_class=TransactionalR
         **problem_responses(400, 401, 403, 404, 409, 415, 422),
     },
 )
+@answers_early(GroupCommittedWrite())
 async def complete_task(
     team_id: TeamId,
     request: Request,
-    response: Response,
     tenant: AdminOf,
     session: SessionDep,
     data: schemas.ProgressCreate,
-) -> schemas.Completion:
+) -> Response:
     """Record that the team completed a task (`TaskId`, optional past `CompletedAt`).
 
     201 when this completes it (the team's `Score` grows by the task's points), 200 when
     it was already completed (nothing changes). Archived teams refuse progress (409).
     """
     result = await record.complete(session, org_id=tenant.org_id, team_id=team_id, data=data)
-    if not result.created:
-        response.status_code = status.HTTP_200_OK
-    response.headers["Location"] = public_url(
-        request,
-        request.app.url_path_for(
-            "get_completion", team_id=str(team_id), task_id=str(result.completion.task_id)
-        ),
-    )
-    return result.completion
+    return completion_response(request, result)
 
 
 @router.get(
@@ -89,6 +81,7 @@ async def get_completion(
     status_code=status.HTTP_204_NO_CONTENT,
     responses=problem_responses(401, 403, 404, 409),
 )
+@answers_early(GroupCommittedWrite())
 async def withdraw_task(
     team_id: TeamId, task_id: TaskId, tenant: AdminOf, session: SessionDep
 ) -> Response:
@@ -103,6 +96,7 @@ async def withdraw_task(
     response_model=schemas.Overview,
     responses=problem_responses(401, 403, 404),
 )
+@answers_early(CachedRead(miss=overview.lean_overview, resource="team_id"))
 async def get_overview(
     team_id: TeamId, request: Request, tenant: MemberOf, session: SessionDep
 ) -> Response:
@@ -110,7 +104,7 @@ async def get_overview(
     (global and its own, by title) the tasks and points done per level and quest.
     Send the `ETag` back as `If-None-Match`: 304 while nothing changed."""
 
-    readmodel = app_state(request).readmodel
+    readmodel = readmodel_of(request)
 
     async def build(version: int) -> tuple[bytes, dict[str, str]]:
         async def tree() -> list[overview.DisciplineNode]:
@@ -126,6 +120,4 @@ async def get_overview(
         )
         return dumps(found), {}
 
-    return await serve(
-        request, organization_id=tenant.org_id, variant=tenant.caller.role.value, build=build
-    )
+    return await serve(request, build=build)

@@ -19,6 +19,11 @@ from pydantic import TypeAdapter
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.readmodel.cache import Entry, Key
+from questline.readmodel.lean import LeanBuild, LeanRequest, LeanUnavailable
+from questline.readmodel.service import ReadModel, readmodel_of
+from questline.web import csvexport
+from questline.web.identity import Caller
+from questline.web.paths import canonical_uuid
 from questline.web.state import app_state, request_state
 
 JSON = "application/json"
@@ -76,7 +81,12 @@ def not_modified(etag: str) -> Response:
     return Response(status_code=304, headers={"ETag": etag})
 
 
-def _key(request: Request, organization_id: uuid.UUID, variant: str) -> Key:
+def variant_of(caller: Caller) -> str:
+    """Which body of a URL a caller gets: members' bodies hide what only admins see."""
+    return caller.role.value
+
+
+def cache_key(request: Request, organization_id: uuid.UUID, variant: str) -> Key:
     scope = request.scope
     host = b""
     for name, value in scope["headers"]:
@@ -86,28 +96,30 @@ def _key(request: Request, organization_id: uuid.UUID, variant: str) -> Key:
     return (organization_id, variant, scope["path"], scope["query_string"], host)
 
 
-async def serve(
-    request: Request,
-    *,
-    organization_id: uuid.UUID,
-    variant: str,
-    build: BodyBuilder,
-    own_etag: bool = False,
-) -> Response:
-    """The response of a cached read.
+def _reader(request: Request) -> tuple[uuid.UUID, str]:
+    """The organization and variant of the route's caller (a member route's)."""
+    caller = request_state(request).caller
+    if caller is None or caller.org_id is None:
+        raise RuntimeError("a cached read needs a caller of an organization")
+    return caller.org_id, variant_of(caller)
 
-    ``variant`` separates bodies that differ for the same URL (the caller's role).
-    With ``own_etag`` the body's builder returns the resource's ``ETag`` (one that
+
+async def serve(request: Request, *, build: BodyBuilder, own_etag: bool = False) -> Response:
+    """The response of a cached read, for the route's caller.
+
+    The caller's ``variant_of`` separates bodies that differ for the same URL. With
+    ``own_etag`` the body's builder returns the resource's ``ETag`` (one that
     ``If-Match`` also accepts); by default the ETag is the organization's version's, and
     ``If-None-Match`` is answered 304 without building even when nothing is cached.
     """
-    readmodel = app_state(request).readmodel
+    organization_id, variant = _reader(request)
+    readmodel = readmodel_of(request)
     if_none_match = request.headers.get("if-none-match")
     version = await readmodel.version(organization_id)
     if version is None:  # no version source: build every time
         body, headers = await build(-1)
         return Response(body, media_type=JSON, headers=dict(headers))
-    key = _key(request, organization_id, variant)
+    key = cache_key(request, organization_id, variant)
     entry = readmodel.cache.get(key)
     if entry is None or entry.version != version:
         if not own_etag and if_none_match is not None:
@@ -126,7 +138,7 @@ async def serve(
         entry = await readmodel.load(key, version, build_entry)
     else:
         readmodel.cache.hits += 1
-    return _cached_response(entry, if_none_match)
+    return cached_response(entry, if_none_match)
 
 
 STREAM_CHUNK_ROWS = 1_000
@@ -151,14 +163,7 @@ async def _close(result: Any, session: AsyncSession) -> None:
         await session.close()
 
 
-async def serve_list(
-    request: Request,
-    *,
-    organization_id: uuid.UUID,
-    variant: str,
-    statement: Any,
-    encode: EncodeItems,
-) -> Response:
+async def serve_list(request: Request, *, statement: Any, encode: EncodeItems) -> Response:
     """A whole list (no paging) as the read model serves it: cached bytes while it is
     short, else **streamed**.
 
@@ -174,25 +179,20 @@ async def serve_list(
     """
     state = app_state(request)
     if state.db.replicas.enabled:
-        return await _serve_list_routed(
-            request,
-            organization_id=organization_id,
-            variant=variant,
-            statement=statement,
-            encode=encode,
-        )
-    readmodel = state.readmodel
+        return await _serve_list_routed(request, statement=statement, encode=encode)
+    organization_id, variant = _reader(request)
+    readmodel = readmodel_of(request)
     threshold = state.settings.read_model_stream_rows
     if_none_match = request.headers.get("if-none-match")
     version = await readmodel.version(organization_id)
-    key = _key(request, organization_id, variant)
+    key = cache_key(request, organization_id, variant)
     etag: str | None = None
     if version is not None:
         etag = version_etag(organization_id, version, variant)
         entry = readmodel.cache.get(key)
         if entry is not None and entry.version == version:
             readmodel.cache.hits += 1
-            return _cached_response(entry, if_none_match)
+            return cached_response(entry, if_none_match)
         if if_none_match is not None and etag_matches(if_none_match, etag):
             return not_modified(etag)
         readmodel.cache.misses += 1
@@ -212,7 +212,7 @@ async def serve_list(
             return Response(body, media_type=JSON)
         entry = Entry(version=version, body=body, etag=etag)
         readmodel.cache.put(key, entry)
-        return _cached_response(entry, if_none_match)
+        return cached_response(entry, if_none_match)
 
     async def chunks() -> AsyncIterator[bytes]:
         try:
@@ -231,14 +231,7 @@ async def serve_list(
     return StreamingResponse(chunks(), media_type=JSON, headers=headers)
 
 
-async def _serve_list_routed(
-    request: Request,
-    *,
-    organization_id: uuid.UUID,
-    variant: str,
-    statement: Any,
-    encode: EncodeItems,
-) -> Response:
+async def _serve_list_routed(request: Request, *, statement: Any, encode: EncodeItems) -> Response:
     """A whole list with read replicas configured: read through the request's own session,
     which routes it (a replica only when it holds the caller's last write and the
     organization's version, else the primary; a failing replica is retried on the
@@ -251,10 +244,10 @@ async def _serve_list_routed(
         rows = (await request_state(request).session.execute(statement)).all()
         return _join([_items(encode(rows))]), {}
 
-    return await serve(request, organization_id=organization_id, variant=variant, build=build)
+    return await serve(request, build=build)
 
 
-def _cached_response(entry: Entry, if_none_match: str | None) -> Response:
+def cached_response(entry: Entry, if_none_match: str | None) -> Response:
     if if_none_match is not None and etag_matches(if_none_match, entry.etag):
         return not_modified(entry.etag)
     response = Response(entry.body, media_type=JSON)
@@ -263,3 +256,96 @@ def _cached_response(entry: Entry, if_none_match: str | None) -> Response:
     for name, value in entry.headers:
         raw.append((name.lower().encode("latin-1"), value.encode("latin-1")))
     return response
+
+
+class CachedRead:
+    """The early answer of a read the read model serves (``answers_early``): the entry
+    ``serve`` keeps for exactly this request — same key, same variant, same ``ETag`` and
+    304, same bytes and headers — when it is current.
+
+    With ``miss`` (a lean builder) and ``resource`` (the path parameter it reads), a
+    miss of a URL without a query string is built here too: one statement on the driver
+    (``questline.readmodel.lean``), kept and sent like the route's. Everything else —
+    no entry, a stale one, CSV, an ``If-None-Match`` that does not match (the route
+    judges validators), the builder's ``None`` — is left to the route.
+    """
+
+    def __init__(self, *, miss: LeanBuild | None = None, resource: str | None = None) -> None:
+        self.miss = miss
+        self.resource = resource
+
+    async def __call__(self, request: Request, caller: Caller) -> Response | None:
+        organization_id = caller.org_id
+        if organization_id is None or csvexport.wants_csv(request):
+            return None
+        readmodel = readmodel_of(request)
+        variant = variant_of(caller)
+        key = cache_key(request, organization_id, variant)
+        entry = readmodel.cache.get(key)
+        lean = (
+            self.miss is not None and readmodel.lean.available and not request.scope["query_string"]
+        )
+        if entry is None and not lean:
+            return None
+        try:
+            version = await readmodel.version(organization_id)
+        except Exception:  # the database is unreachable: the route answers (503, retries)
+            return None
+        if version is None:
+            return None
+        if entry is not None and entry.version == version:
+            readmodel.cache.hits += 1
+        elif lean:
+            entry = await self._build_miss(
+                request, readmodel, organization_id, variant, key, version
+            )
+        else:
+            entry = None
+        if entry is None:
+            return None
+        if_none_match = request.headers.get("if-none-match")
+        if if_none_match is not None and not etag_matches(if_none_match, entry.etag):
+            return None
+        return cached_response(entry, if_none_match)
+
+    async def _build_miss(
+        self,
+        request: Request,
+        readmodel: ReadModel,
+        organization_id: uuid.UUID,
+        variant: str,
+        key: Key,
+        version: int,
+    ) -> Entry | None:
+        build = self.miss
+        resource = canonical_uuid(str(request.path_params.get(self.resource or "", "")))
+        if build is None or resource is None:
+            return None
+        lean = LeanRequest(
+            reader=readmodel.lean,
+            memos=readmodel,
+            organization_id=organization_id,
+            resource_id=resource,
+            role=variant,
+            version=version,
+        )
+
+        async def build_entry() -> Entry:
+            try:
+                built = await build(lean)
+            except LeanUnavailable:
+                built = None
+            if built is None:
+                raise _LeftToTheRoute
+            return entry_of(organization_id, version, variant, built[0], built[1])
+
+        try:
+            entry = await readmodel.load(key, version, build_entry)
+        except _LeftToTheRoute:
+            return None
+        readmodel.cache.misses += 1
+        return entry
+
+
+class _LeftToTheRoute(Exception):
+    """The lean builder declined: the route answers."""

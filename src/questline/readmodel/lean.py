@@ -3,8 +3,8 @@
 A read-model miss of a small resource (``GET /team/{id}``, its overview) is one
 statement. Through the ORM session it costs a pool checkout, a ``BEGIN``, the statement,
 a ``COMMIT`` and SQLAlchemy's per-execution machinery; on SQLite each of those is also a
-hop to aiosqlite's thread. Profiled (bench/profile.py --miss), that was most of a miss.
-Here the statement is compiled once per dialect and run directly:
+hop to aiosqlite's thread, and that was most of a miss (docs/performance.md, "Lean
+misses"). Here the statement is compiled once per dialect and run directly:
 
 * **SQLite** — on a private read-only ``sqlite3`` connection of this process in
   autocommit mode, on the event loop: a single ``SELECT`` is its own read transaction
@@ -33,7 +33,6 @@ from sqlalchemy import make_url
 from sqlalchemy.sql import Select
 
 from questline.storage.db import Database
-from questline.web.paths import canonical_uuid
 
 log = logging.getLogger(__name__)
 
@@ -146,8 +145,8 @@ class LeanReader:
                 isolation_level=None,
                 check_same_thread=False,
             )
-            # A larger page cache than SQLite's 2 MiB: misses land on random teams, and
-            # at 100,000 teams this halved the overview's statement (0.85 vs 1.9 ms).
+            # A larger page cache than SQLite's 2 MiB: misses land on random teams of a
+            # large organization (docs/performance.md, "Lean misses").
             connection.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KIB}")
         try:
             return connection.execute(sql, arguments).fetchall()
@@ -186,18 +185,3 @@ class MemoPeek(Protocol):
 LeanBuild = Callable[[LeanRequest], Awaitable[tuple[bytes, dict[str, str]] | None]]
 """Builds the body and headers of a miss, or None: take the route (not found, too large,
 a memo not built yet at this version)."""
-
-
-@dataclass(frozen=True, slots=True)
-class LeanRoute:
-    """``{prefix}{uuid}{suffix}`` (the canonical lower-case form only), answered by
-    ``build`` on a miss."""
-
-    prefix: str
-    suffix: str
-    build: LeanBuild
-
-    def resource_of(self, path: str) -> uuid.UUID | None:
-        if not (path.startswith(self.prefix) and path.endswith(self.suffix)):
-            return None
-        return canonical_uuid(path[len(self.prefix) : len(path) - len(self.suffix)])

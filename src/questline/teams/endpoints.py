@@ -7,12 +7,12 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Header, Request, Response, status
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from questline.auth.dependencies import AdminOf, MemberOf
 from questline.members import service as members_service
 from questline.members.schemas import Member
-from questline.readmodel.http import dumps, serve, serve_list
+from questline.readmodel.http import CachedRead, dumps, serve, serve_list
 from questline.teams import models, queries, schemas, service
 from questline.web import csvexport
+from questline.web.access import AdminOf, MemberOf
 from questline.web.openapi import problem_responses
 from questline.web.pagination import (
     BoundedPageDep,
@@ -22,7 +22,7 @@ from questline.web.pagination import (
     split_page,
 )
 from questline.web.paths import MemberId, TeamId
-from questline.web.routing import SessionDep, TransactionalRoute
+from questline.web.routing import SessionDep, TransactionalRoute, answers_early
 
 router = APIRouter(prefix="/team", tags=["teams"], route_class=TransactionalRoute)
 
@@ -45,6 +45,7 @@ def _location(request: Request, team_id: object) -> str:
     response_model=list[schemas.Team],
     responses={**csvexport.openapi(schemas.Team), **problem_responses(401, 403, 422)},
 )
+@answers_early(CachedRead())
 async def list_teams(
     request: Request, tenant: MemberOf, session: SessionDep, page: PageDep
 ) -> Response:
@@ -70,8 +71,6 @@ async def list_teams(
         # The seed's whole list: cached bytes while short, streamed in chunks when long.
         return await serve_list(
             request,
-            organization_id=tenant.org_id,
-            variant=tenant.caller.role.value,
             statement=queries.whole_list_query(tenant.org_id),
             encode=queries.encode_team_rows,
         )
@@ -80,9 +79,7 @@ async def list_teams(
         rows, headers = await team_page()
         return dumps([queries.team_json(row, row.member_count) for row in rows]), headers
 
-    return await serve(
-        request, organization_id=tenant.org_id, variant=tenant.caller.role.value, build=build
-    )
+    return await serve(request, build=build)
 
 
 @router.post(
@@ -108,6 +105,7 @@ async def create_team(
 @router.get(
     "/{team_id}", response_model=schemas.TeamDetail, responses=problem_responses(401, 403, 404)
 )
+@answers_early(CachedRead(miss=queries.lean_team_detail, resource="team_id"))
 async def get_team(
     team_id: TeamId, request: Request, tenant: MemberOf, session: SessionDep
 ) -> Response:
@@ -122,8 +120,6 @@ async def get_team(
 
     return await serve(
         request,
-        organization_id=tenant.org_id,
-        variant=tenant.caller.role.value,
         build=build,
         own_etag=True,
     )

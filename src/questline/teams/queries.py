@@ -13,7 +13,6 @@ from sqlalchemy import bindparam, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
-from questline.auth.tokens import Role
 from questline.members import service as members_service
 from questline.members.models import Member, TeamMembership
 from questline.readmodel.http import dumps
@@ -21,6 +20,7 @@ from questline.readmodel.lean import LeanRequest
 from questline.teams.models import Team, TeamStatus
 from questline.teams.service import member_count_column
 from questline.web.errors import not_found
+from questline.web.identity import Role
 from questline.web.pagination import PageRequest, cursor_parts
 
 TEAM_COLUMNS = (

@@ -20,7 +20,8 @@ from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from questline.web.errors import ServiceUnavailable, problem_from
+from questline.web.error_handlers import problem_from
+from questline.web.errors import ServiceUnavailable
 
 logger = logging.getLogger("questline.web.hardening")
 

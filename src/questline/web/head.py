@@ -33,4 +33,9 @@ class HeadAsGetMiddleware:
                 return
             await send(message)
 
-        await self.app({**scope, "method": "GET"}, receive, send_without_body)
+        as_get = {**scope, "method": "GET"}
+        try:
+            await self.app(as_get, receive, send_without_body)
+        finally:
+            if "route" in as_get:  # the access log and /metrics name the route
+                scope["route"] = as_get["route"]

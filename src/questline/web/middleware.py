@@ -11,12 +11,12 @@ from prometheus_client import Counter, Histogram
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from questline.web.error_handlers import problem_from
 from questline.web.errors import (
     PayloadTooLarge,
     Problem,
     RequestTimeout,
     UnsupportedMediaType,
-    problem_from,
 )
 
 access_logger = logging.getLogger("questline.access")

@@ -50,10 +50,9 @@ def _cursor_key(request: Request) -> bytes:
     """A key derived from the service's signing secret: every worker and restart agrees."""
     key: bytes | None = getattr(request.app.state, "questline_cursor_key", None)
     if key is None:
-        from questline.auth.tokens import load_or_create_secret
         from questline.web.state import app_state
 
-        secret = load_or_create_secret(app_state(request).settings)
+        secret = app_state(request).signing_secret()
         key = hmac.new(secret.encode(), b"questline paging cursor v1", hashlib.sha256).digest()
         request.app.state.questline_cursor_key = key
     return key

@@ -19,6 +19,7 @@ import hashlib
 import logging
 import math
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from limits import RateLimitItem, parse
@@ -29,14 +30,14 @@ from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from questline.auth.tokens import TokenService, bearer_token
 from questline.config import Settings
+from questline.web.error_handlers import problem_from
 from questline.web.errors import (
     ServiceUnavailable,
     TooManyRequests,
     Unauthorized,
-    problem_from,
 )
+from questline.web.identity import Caller, bearer_token
 from questline.web.metrics import RATE_LIMITED
 
 logger = logging.getLogger("questline.web.ratelimit")
@@ -105,12 +106,16 @@ class RateLimiter:
         return Verdict(allowed, item.amount, stats.remaining, reset)
 
 
-async def caller_identity(scope: Scope, tokens: TokenService) -> str:
+VerifyToken = Callable[[str], Awaitable[Caller]]
+"""The caller of a bearer token (``Unauthorized`` when it does not verify)."""
+
+
+async def caller_identity(scope: Scope, verify: VerifyToken) -> str:
     """A stable, non-secret key for who is calling (see the module docstring)."""
     token = _bearer_token(scope)
     if token is not None:
         try:
-            caller = await tokens.verify_async(token)
+            caller = await verify(token)
         except (Unauthorized, ServiceUnavailable):
             pass
         else:
@@ -128,10 +133,10 @@ def _bearer_token(scope: Scope) -> str | None:
 
 
 class RateLimitMiddleware:
-    def __init__(self, app: ASGIApp, *, limiter: RateLimiter, tokens: TokenService) -> None:
+    def __init__(self, app: ASGIApp, *, limiter: RateLimiter, verify: VerifyToken) -> None:
         self.app = app
         self.limiter = limiter
-        self.tokens = tokens
+        self.verify = verify
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in EXEMPT_PATHS:
@@ -139,7 +144,7 @@ class RateLimitMiddleware:
             return
         route_class = classify(scope["method"], scope["path"])
         try:
-            identity = await caller_identity(scope, self.tokens)
+            identity = await caller_identity(scope, self.verify)
             verdict = await self.limiter.hit(route_class, identity)
         except Exception as exc:  # the counter store is down: let the request pass
             logger.warning("rate limit store failed; request not limited: %s", type(exc).__name__)

@@ -36,7 +36,8 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
 from questline.config import Settings
-from questline.web.errors import BadRequest, ServiceUnavailable, problem_from
+from questline.web.error_handlers import problem_from
+from questline.web.errors import BadRequest, ServiceUnavailable
 
 PROTOCOL_PATH = "questline.web.server:LimitedHttpToolsProtocol"
 

@@ -1,25 +1,30 @@
 """What the application and each request carry.
 
-Kept apart from ``routing`` so that authentication (which records the caller on the
-request) and the transactional route (which calls authentication) need not import
-each other.
+Kept apart from ``routing`` so that the access rules (which record the caller on the
+request) and the transactional route (which calls them) need not import each other.
+Only the boundary's own needs are here; a domain keeps what it shares between requests
+on ``app.state`` under its own name, behind an accessor of its own
+(``questline.readmodel.service.readmodel_of``, ``questline.auth.authentication.identity_of``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import cast
 
 from fastapi import Request
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from questline.auth.tokens import Caller, TokenService
 from questline.config import Settings
-from questline.readmodel.model import ReadModel
 from questline.storage.db import Database
 from questline.web import idempotency
+from questline.web.identity import Caller
+
+Authenticate = Callable[[Request, str | None], Awaitable[Caller]]
+"""The caller of a request's bearer token (or, without one, of its session cookie);
+``Unauthorized`` when there is none or it does not verify."""
 
 
 @dataclass
@@ -28,9 +33,9 @@ class AppState:
 
     settings: Settings
     db: Database
-    tokens: TokenService
-    readmodel: ReadModel
-    known_orgs: set[uuid.UUID] = field(default_factory=set)
+    authenticate: Authenticate
+    signing_secret: Callable[[], str]
+    """The service's signing secret (paging cursors are keyed by it)."""
     cancelled_requests: set[asyncio.Task[None]] = field(default_factory=set)
     """Requests past their timeout, still rolling back (see ``questline.web.hardening``)."""
 

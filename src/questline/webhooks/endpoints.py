@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response, status
 
-from questline.auth.dependencies import AdminOf
+from questline.web.access import AdminOf
 from questline.web.errors import Conflict
 from questline.web.openapi import problem_responses
 from questline.web.pagination import PageDep, announce_next_page, split_page

@@ -1,0 +1,1 @@
+"""The benchmark's dataset: its shape (``rules``) and the set-based seed (``seed``)."""

@@ -1,0 +1,1 @@
+"""What the benchmark runs share: rows, load generator, service, measuring and reports."""

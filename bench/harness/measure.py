@@ -1,0 +1,229 @@
+"""Measuring the rows against one running service: pre-flight, warm-up, wrk."""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import statistics
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.dataset.seed import Seeded
+from bench.harness.loadgen import LoadSettings, Measured, Service, run_wrk
+from bench.harness.rows import BARE, Row
+
+
+@dataclass
+class RowResult:
+    name: str
+    status: str
+    """ok | skipped | failed"""
+    reason: str = ""
+    rps: float | None = None
+    p50_ms: float | None = None
+    p90_ms: float | None = None
+    p99_ms: float | None = None
+    ratio: float | None = None
+    """requests/s divided by the bare endpoint's (mean of its two measurements, before
+    and after the rows), same server, same run."""
+    requests: int = 0
+    errors: dict[str, int] = field(default_factory=dict)
+    statuses: dict[str, int] = field(default_factory=dict)
+    loadavg: float = 0.0
+    """The machine's 1-minute load average when the row started (noise indicator)."""
+    statements: str = ""
+    """SQL statements a request sends: "miss / hit" for reads (harness/statements.py)."""
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    service: Service
+    seeded: Seeded
+    tokens: dict[str, str]
+    workdir: Path
+    wrk: str
+    load: LoadSettings
+
+
+def _route_key(method: str, path: str) -> tuple[str, str]:
+    return method.lower(), re.sub(r"\{[^}]*\}", "{}", path)
+
+
+def available_routes(base_url: str) -> set[tuple[str, str]]:
+    document = httpx.get(f"{base_url}/openapi.json", timeout=30).json()
+    return {
+        _route_key(method, path)
+        for path, operations in document.get("paths", {}).items()
+        for method in operations
+    }
+
+
+def _ids_file(ctx: Context, row: Row) -> str:
+    if row.ids == "none":
+        return ""
+    path = ctx.workdir / f"ids-{row.ids}.txt"
+    if not path.exists():
+        seeded = ctx.seeded
+        if row.ids == "teams":
+            lines = [str(t) for t in seeded.team_ids]
+        elif row.ids == "disciplines":
+            lines = [str(d) for d in seeded.discipline_ids]
+        else:
+            lines = [f"{team} {task}" for team, task in seeded.progress_pairs]
+        path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def _preflight(ctx: Context, row: Row) -> str | None:
+    """One request of the row's kind; the reason it is not as expected, or None."""
+    headers = {"Authorization": f"Bearer {ctx.tokens[row.role]}"}
+    base = ctx.service.base_url
+    with httpx.Client(base_url=base, headers=headers, timeout=60) as client:
+        if row.script == "get.lua":
+            path = row.path
+            if row.ids == "teams":
+                path = path.replace("{id}", str(ctx.seeded.team_ids[0]))
+            elif row.ids == "disciplines":
+                path = path.replace("{id}", str(ctx.seeded.discipline_ids[0]))
+            answers = [client.get(path)]
+        elif row.script == "progress.lua":
+            team, task = ctx.seeded.spare_pair
+            answers = [client.post(f"/team/{team}/progress", json={"TaskId": str(task)})]
+            withdrawn = client.delete(f"/team/{team}/progress/{task}")
+            if withdrawn.status_code not in (200, 204):
+                answers.append(withdrawn)
+        else:
+            name = f"preflight {secrets.token_hex(4)}"
+            answers = [client.post("/team/bulk", json=[{"name": name}])]
+    for answer in answers:
+        if answer.status_code not in row.expect and answer.status_code not in (200, 204):
+            request = answer.request
+            return (
+                f"{request.method} {request.url.path} answered {answer.status_code}: "
+                f"{answer.text[:200]}"
+            )
+    return None
+
+
+def _etag(ctx: Context, row: Row) -> str:
+    headers = {"Authorization": f"Bearer {ctx.tokens[row.role]}"}
+    with httpx.Client(base_url=ctx.service.base_url, headers=headers, timeout=60) as client:
+        return client.get(row.path).headers.get("etag", "")
+
+
+def measure(ctx: Context, row: Row) -> RowResult:
+    result = RowResult(name=row.name, status="ok", loadavg=round(os.getloadavg()[0], 2))
+    reason = _preflight(ctx, row)
+    if reason is not None:
+        result.status, result.reason = "failed", reason
+        return result
+    env = {
+        "BENCH_TOKEN": ctx.tokens[row.role],
+        "BENCH_PATH": row.path,
+        "BENCH_IDS": _ids_file(ctx, row),
+        "BENCH_RUN": uuid.uuid4().hex[:8],
+        "BENCH_READ_AFTER": row.read_after,
+        "BENCH_IF_NONE_MATCH": _etag(ctx, row) if row.revalidate else "",
+    }
+    if ctx.load.warmup_s > 0:
+        # Rows over many ids warm up walking the ids in order (every process's read
+        # model gets each id's entry when the window allows), then measure random ids.
+        run_wrk(
+            ctx.wrk,
+            base_url=ctx.service.base_url,
+            script=row.script,
+            env={**env, "BENCH_SEQUENTIAL": "1"} if row.ids in ("teams", "disciplines") else env,
+            load=ctx.load,
+            seconds=ctx.load.warmup_s,
+        )
+    env["BENCH_RUN"] = uuid.uuid4().hex[:8]
+    env["BENCH_OFFSET"] = str(len(ctx.seeded.progress_pairs) // 2 // ctx.load.threads)
+    measured: Measured = run_wrk(
+        ctx.wrk,
+        base_url=ctx.service.base_url,
+        script=row.script,
+        env=env,
+        load=ctx.load,
+        seconds=max(ctx.load.duration_s, row.min_seconds),
+    )
+    result.rps = round(measured.rps, 1)
+    result.p50_ms = round(measured.p50_ms, 2)
+    result.p90_ms = round(measured.p90_ms, 2)
+    result.p99_ms = round(measured.p99_ms, 2)
+    result.requests = measured.requests
+    result.errors = {k: v for k, v in measured.errors.items() if v}
+    result.statuses = measured.statuses
+    if not measured.requests:
+        result.status, result.reason = "failed", "no request completed in the measured time"
+    elif measured.error_count > 0.01 * measured.requests:
+        result.status = "failed"
+        result.reason = f"{measured.error_count} of {measured.requests} requests failed"
+        if measured.statuses:
+            result.reason += f" (statuses {measured.statuses})"
+    return result
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
+def measure_all(ctx: Context, rows: list[Row], teams: int, *, log: Any = _say) -> list[RowResult]:
+    """The bare endpoint, the reads, the bare endpoint again, then the writes (they change
+    the data, and a write row leaves requests running in the server after wrk stops).
+    Ratios divide by the mean of the two bare figures, taken around the reads."""
+    routes = available_routes(ctx.service.base_url)
+    results = [_bare(ctx, teams, log, "")]
+    reads = [r for r in rows if not r.writes]
+    writes = [r for r in rows if r.writes]
+    for row in reads:
+        results += _row(ctx, row, teams, routes, log)
+    results.append(_bare(ctx, teams, log, ", again"))
+    for row in writes:
+        results += _row(ctx, row, teams, routes, log)
+    bare = [r.rps for r in results if r.name.startswith(BARE.name) and r.rps]
+    ceiling = statistics.mean(bare) if bare else None
+    for result in results:
+        if result.rps is not None and ceiling and not result.name.startswith(BARE.name):
+            result.ratio = round(result.rps / ceiling, 3)
+    return results
+
+
+def _bare(ctx: Context, teams: int, log: Any, suffix: str) -> RowResult:
+    result = measure(ctx, BARE)
+    result.name += suffix
+    log(_line(result, teams))
+    return result
+
+
+def _row(
+    ctx: Context, row: Row, teams: int, routes: set[tuple[str, str]], log: Any
+) -> list[RowResult]:
+    if row.only_at is not None and row.only_at != teams:
+        return []
+    if _route_key(*row.route) not in routes:
+        result = RowResult(name=row.name, status="skipped", reason="endpoint not in this build yet")
+    else:
+        result = measure(ctx, row)
+    log(_line(result, teams))
+    return [result]
+
+
+def _line(r: RowResult, teams: int) -> str:
+    if r.status == "skipped":
+        return f"  {teams:>7,}  {r.name:<46} skipped: {r.reason}"
+    if r.rps is None:
+        return f"  {teams:>7,}  {r.name:<46} FAILED: {r.reason}"
+    ratio = f"{r.ratio:.2f}" if r.ratio is not None else "   -"
+    flag = "" if r.status == "ok" else f"  FAILED: {r.reason}"
+    return (
+        f"  {teams:>7,}  {r.name:<46} {r.rps:>8.1f} req/s  p50 {r.p50_ms:>7.2f} ms"
+        f"  p99 {r.p99_ms:>8.2f} ms  x bare {ratio}  load {r.loadavg:.1f}{flag}"
+    )

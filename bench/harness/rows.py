@@ -1,0 +1,122 @@
+"""The benchmark's rows: one small declarative entry per measured endpoint.
+
+A row names its wrk script, the request it sends, the ids it picks from, the role
+of its token, and what the pre-flight request must answer. Adding an endpoint to
+the benchmark is adding an entry here. A row whose route is not in the service's
+OpenAPI document (not built yet) is reported as skipped, not failed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+IdSource = Literal["none", "teams", "disciplines", "progress_pairs"]
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    name: str
+    """As printed: method and path, with ``{id}`` for a per-request id."""
+    script: str
+    """The wrk script in bench/harness/lua/."""
+    route: tuple[str, str]
+    """(method, OpenAPI path) that must exist for the row to run."""
+    path: str = ""
+    """For get.lua: the path sent, ``{id}`` replaced by a random id of ``ids``."""
+    ids: IdSource = "none"
+    role: Literal["member", "admin"] = "member"
+    expect: tuple[int, ...] = (200,)
+    """Statuses the pre-flight request may answer."""
+    only_at: int | None = None
+    """Measured at this number of teams only."""
+    slope_goal: bool = False
+    """Held to: p50 at 100,000 teams at most twice p50 at 1,000 teams."""
+    ratio_goal: float | None = None
+    """Held to (on both backends): requests/s at least this share of the bare endpoint's
+    (issue 14's table)."""
+    revalidate: bool = False
+    """Sends the ETag of a first answer as ``If-None-Match`` (every answer is a 304)."""
+    read_after: str = ""
+    """progress.lua: this path is read right after every write (a cold read-model entry)."""
+    writes: bool = False
+    """Changes data: measured after the reads, in this table's order."""
+    min_seconds: float = 0
+    """Measured at least this long (a request that takes seconds needs a longer window
+    than the quick mode's to complete a few)."""
+
+
+def read(path: str, route: str | None = None, *, name: str = "", **options: Any) -> Row:
+    """A ``GET`` row sent by get.lua; ``route`` is the OpenAPI path when it differs."""
+    return Row(
+        name=name or f"GET {path}",
+        script="get.lua",
+        route=("get", route or path.split("?")[0]),
+        path=path,
+        **options,
+    )
+
+
+BARE = read("/healthz", name="GET /healthz (bare)")
+
+ROWS: list[Row] = [
+    read("/team?limit=100", slope_goal=True, ratio_goal=0.3),
+    read("/team", name="GET /team (all)", only_at=1_000, ratio_goal=0.1),
+    read(
+        "/team/{id}/overview",
+        "/team/{team_id}/overview",
+        ids="teams",
+        slope_goal=True,
+        ratio_goal=0.5,
+    ),
+    read("/team/{id}", "/team/{team_id}", ids="teams", slope_goal=True, ratio_goal=0.5),
+    read("/leaderboard?limit=50", slope_goal=True, ratio_goal=0.6),
+    read(
+        "/leaderboard?limit=1000",
+        name="GET /leaderboard (all ranked, 1,000)",
+        only_at=1_000,
+        ratio_goal=0.3,
+    ),
+    read(
+        "/leaderboard?limit=50",
+        name="GET /leaderboard?limit=50, If-None-Match (304)",
+        revalidate=True,
+    ),
+    read("/leaderboard/graph?top=10", slope_goal=True, ratio_goal=0.5),
+    read(
+        "/discipline/{id}",
+        "/discipline/{discipline_id}",
+        ids="disciplines",
+        slope_goal=True,
+        ratio_goal=0.5,
+    ),
+    Row(
+        name="POST /team/{id}/progress + DELETE …/{taskId}",
+        script="progress.lua",
+        route=("post", "/team/{team_id}/progress"),
+        ids="progress_pairs",
+        role="admin",
+        expect=(200, 201),
+        writes=True,
+        ratio_goal=0.2,
+    ),
+    Row(
+        name="progress write, then GET /leaderboard?limit=50 (cold)",
+        script="progress.lua",
+        route=("post", "/team/{team_id}/progress"),
+        ids="progress_pairs",
+        role="admin",
+        expect=(200, 201),
+        writes=True,
+        read_after="/leaderboard?limit=50",
+    ),
+    Row(
+        name="POST /team/bulk (1,000 teams)",
+        script="bulk.lua",
+        route=("post", "/team/bulk"),
+        role="admin",
+        expect=(201,),
+        writes=True,
+        min_seconds=10,
+    ),
+]

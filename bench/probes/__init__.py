@@ -1,0 +1,1 @@
+"""One-off measurements, run by hand: ``python -m bench.probes.<name> --help``."""

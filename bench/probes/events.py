@@ -1,0 +1,291 @@
+"""Events benchmarks: the live leaderboard's latency at many open streams, and webhook
+deliveries per second to a local receiver.
+
+    .venv/bin/python -m bench.probes.events [--backend sqlite|postgresql] [--streams 1000]
+        [--writes 20] [--deliveries 2000]
+
+Stream latency: ``--streams`` clients hold ``GET /leaderboard/stream?limit=10`` open
+on one server process (on PostgreSQL the writes go through a second process, so each
+event crosses processes through LISTEN/NOTIFY); then ``--writes`` completions are
+recorded, one every 0.5 s, and for each the time from sending the write to each
+stream's next event is taken (percentiles over every stream and write). The client
+holding the streams runs on the same machine and is part of what is measured.
+
+Webhook throughput: ``--deliveries`` teams are created through a server whose
+dispatcher is off (each records a ``team.created``); then a server with its
+dispatcher on starts, and the rate is the deliveries received (each answered 204 by a
+minimal asyncio HTTP receiver on loopback) per second from the first to the last.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import json
+import shutil
+import statistics
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+from tests.support.live import LiveServer
+from tests.support.postgres import PostgresServer
+
+from questline.auth.tokens import Role, TokenService
+from questline.config import Settings
+from questline.storage.migrate import upgrade
+
+JWT_SECRET = "questline-benchmark-secret-not-for-production-use-0123456789"
+
+
+def env_for(data_dir: Path, url: str | None, **extra: str) -> dict[str, str]:
+    env = {
+        "QUESTLINE_DATA_DIR": str(data_dir),
+        "QUESTLINE_JWT_SECRET": JWT_SECRET,
+        "QUESTLINE_LOG_LEVEL": "WARNING",
+        "QUESTLINE_RATE_LIMIT_ENABLED": "false",
+        "QUESTLINE_STREAM_MAX_PER_ORGANIZATION": "100000",
+        "QUESTLINE_STREAM_MAX_PER_PROCESS": "100000",
+        "QUESTLINE_SERVER_MAX_CONNECTIONS": "5000",
+        "QUESTLINE_WEBHOOKS_ALLOW_PRIVATE_URLS": "true",
+        "QUESTLINE_WEBHOOKS_POLL_SECONDS": "0.2",
+        **extra,
+    }
+    if url:
+        env["QUESTLINE_DATABASE_URL"] = url
+    return env
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))]
+
+
+async def hold_stream(
+    client: httpx.AsyncClient, arrivals: list[float], ready: asyncio.Event, opened: list[int]
+) -> None:
+    async with client.stream("GET", "/leaderboard/stream", params={"limit": 10}) as response:
+        assert response.status_code == 200, response.status_code
+        first = True
+        async for line in response.aiter_lines():
+            if not line.startswith("event:"):
+                continue
+            if first:
+                first = False
+                opened.append(1)
+                ready.set()
+                continue
+            arrivals.append(time.monotonic())
+
+
+async def stream_latency(
+    reader_url: str, writer_url: str, admin: str, member: str, streams: int, writes: int
+) -> dict[str, Any]:
+    admin_h = {"Authorization": f"Bearer {admin}"}
+    async with httpx.AsyncClient(base_url=writer_url, headers=admin_h, timeout=60) as writer:
+        created = await writer.post(
+            "/discipline",
+            json={
+                "Title": "Bench",
+                "Description": "x",
+                "Levels": [{"Title": "L", "Quests": [{"Title": "Q", "Tasks": [
+                    {"Title": f"T{i}", "Points": 1 + i} for i in range(writes)
+                ]}]}],
+            },
+        )  # fmt: skip
+        tasks = [t["Id"] for t in created.json()["Levels"][0]["Quests"][0]["Tasks"]]
+        teams = [
+            (await writer.post("/team", json={"name": f"B{i}"})).json()["Id"] for i in range(20)
+        ]
+        limits = httpx.Limits(max_connections=streams + 10, max_keepalive_connections=0)
+        member_h = {"Authorization": f"Bearer {member}"}
+        async with httpx.AsyncClient(
+            base_url=reader_url, headers=member_h, limits=limits, timeout=None
+        ) as reader:
+            per_stream: list[list[float]] = [[] for _ in range(streams)]
+            ready = asyncio.Event()
+            opened: list[int] = []
+            holders = []
+            started = time.monotonic()
+            for index in range(streams):
+                holders.append(
+                    asyncio.create_task(hold_stream(reader, per_stream[index], ready, opened))
+                )
+                if index % 50 == 49:
+                    await asyncio.sleep(0.05)
+            while len(opened) < streams:
+                await asyncio.sleep(0.05)
+                if time.monotonic() - started > 300:
+                    raise TimeoutError(f"only {len(opened)} streams opened")
+            open_seconds = time.monotonic() - started
+            await asyncio.sleep(1)
+            sent: list[float] = []
+            for index in range(writes):
+                sent.append(time.monotonic())
+                response = await writer.post(
+                    f"/team/{teams[index % len(teams)]}/progress", json={"TaskId": tasks[index]}
+                )
+                assert response.status_code == 201, response.text
+                await asyncio.sleep(0.5)
+            await asyncio.sleep(3)
+            for holder in holders:
+                holder.cancel()
+            await asyncio.gather(*holders, return_exceptions=True)
+    latencies: list[float] = []
+    missed = 0
+    for arrivals in per_stream:
+        for index, at in enumerate(sent):
+            after = [a for a in arrivals if a >= at]
+            nxt = sent[index + 1] if index + 1 < len(sent) else float("inf")
+            hit = [a for a in after if a < nxt]
+            if hit:
+                latencies.append((hit[0] - at) * 1000)
+            else:
+                missed += 1
+    return {
+        "streams": streams,
+        "writes": writes,
+        "open_seconds": round(open_seconds, 2),
+        "events": len(latencies),
+        "missed": missed,
+        "p50_ms": round(percentile(latencies, 50), 1) if latencies else None,
+        "p95_ms": round(percentile(latencies, 95), 1) if latencies else None,
+        "p99_ms": round(percentile(latencies, 99), 1) if latencies else None,
+        "max_ms": round(max(latencies), 1) if latencies else None,
+        "mean_ms": round(statistics.mean(latencies), 1) if latencies else None,
+    }
+
+
+class Receiver:
+    """A minimal HTTP/1.1 server answering 204 to every request (keep-alive)."""
+
+    def __init__(self) -> None:
+        self.times: list[float] = []
+        self.ids: set[str] = set()
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    name, _, value = line.partition(b":")
+                    if name.lower() == b"content-length":
+                        length = int(value)
+                    elif name.lower() == b"webhook-id":
+                        self.ids.add(value.strip().decode())
+                await reader.readexactly(length)
+                self.times.append(time.monotonic())
+                writer.write(b"HTTP/1.1 204 No Content\r\ncontent-length: 0\r\n\r\n")
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            writer.close()
+
+
+async def webhook_throughput(
+    data_dir: Path, url: str | None, admin: str, deliveries: int, tmp: Path
+) -> dict[str, Any]:
+    receiver = Receiver()
+    server = await asyncio.start_server(receiver.handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    quiet = LiveServer(
+        env=env_for(data_dir, url, QUESTLINE_WEBHOOKS_DISPATCHER_ENABLED="false"),
+        log_path=tmp / "quiet.log",
+    )
+    await asyncio.to_thread(quiet.start)
+    headers = {"Authorization": f"Bearer {admin}"}
+    try:
+        async with httpx.AsyncClient(base_url=quiet.url, headers=headers, timeout=60) as client:
+            hook = await client.post(
+                "/webhook",
+                json={"url": f"http://127.0.0.1:{port}/hook", "events": ["team.created"]},
+            )
+            assert hook.status_code == 201, hook.text
+            for index in range(deliveries):
+                response = await client.post("/team", json={"name": f"W{index}"})
+                assert response.status_code == 201
+    finally:
+        quiet.stop()
+    sender = LiveServer(env=env_for(data_dir, url), log_path=tmp / "sender.log")
+    await asyncio.to_thread(sender.start)
+    try:
+        deadline = time.monotonic() + 600
+        while len(receiver.times) < deliveries and time.monotonic() < deadline:  # noqa: ASYNC110
+            await asyncio.sleep(0.1)
+    finally:
+        sender.stop()
+        server.close()
+    received = len(receiver.times)
+    span = receiver.times[-1] - receiver.times[0] if received > 1 else 0.0
+    return {
+        "deliveries": deliveries,
+        "received": received,
+        "distinct_ids": len(receiver.ids),
+        "seconds": round(span, 2),
+        "per_second": round((received - 1) / span, 1) if span else None,
+    }
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    workdir = Path(tempfile.mkdtemp(prefix="questline-bench-events-"))
+    postgres: PostgresServer | None = None
+    servers: list[LiveServer] = []
+    try:
+        url = None
+        if args.backend == "postgresql":
+            postgres = PostgresServer().start()
+            url = postgres.create_database("bench_events")
+        data_dir = workdir / "data"
+        settings = Settings(
+            data_dir=data_dir, database_url=url, jwt_secret=JWT_SECRET, _env_file=None
+        )
+        await asyncio.to_thread(upgrade, settings)
+        tokens = TokenService(settings)
+        org = uuid.uuid4()
+        life = dt.timedelta(hours=2)
+        admin = tokens.mint(role=Role.ADMIN, org_id=org, subject="bench", lifetime=life)
+        member = tokens.mint(role=Role.MEMBER, org_id=org, subject="bench", lifetime=life)
+        result: dict[str, Any] = {"backend": args.backend}
+        count = 2 if args.backend == "postgresql" else 1
+        for index in range(count):
+            server = LiveServer(
+                env=env_for(data_dir, url, QUESTLINE_WEBHOOKS_DISPATCHER_ENABLED="false"),
+                log_path=workdir / f"stream{index}.log",
+            )
+            servers.append(await asyncio.to_thread(server.start))
+        result["stream"] = await stream_latency(
+            servers[0].url, servers[-1].url, admin, member, args.streams, args.writes
+        )
+        for server in servers:
+            server.stop()
+        servers.clear()
+        other = uuid.uuid4()
+        hook_admin = tokens.mint(role=Role.ADMIN, org_id=other, subject="bench", lifetime=life)
+        result["webhooks"] = await webhook_throughput(
+            data_dir, url, hook_admin, args.deliveries, workdir
+        )
+        return result
+    finally:
+        for server in servers:
+            server.stop()
+        if postgres is not None:
+            postgres.cleanup()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backend", choices=["sqlite", "postgresql"], default="postgresql")
+    parser.add_argument("--streams", type=int, default=1000)
+    parser.add_argument("--writes", type=int, default=20)
+    parser.add_argument("--deliveries", type=int, default=2000)
+    args = parser.parse_args()
+    print(json.dumps(asyncio.run(run(args)), indent=2))
+
+
+if __name__ == "__main__":
+    main()

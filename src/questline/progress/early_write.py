@@ -1,0 +1,109 @@
+"""Progress writes answered early: ``POST /team/{id}/progress`` and
+``DELETE /team/{id}/progress/{taskId}`` group-committed by the fast lane.
+
+The routes declare ``GroupCommittedWrite`` (``answers_early``); the fast lane has by then
+matched the route and applied its access rule (an organization admin) and query check.
+This answer takes the plain, well-formed case and leaves everything else to the route:
+
+* the ids in their canonical form;
+* ``POST``: a JSON body of at most ``MAX_BODY`` bytes as its ``Content-Length`` says,
+  passing the route's own checks (``check_json_text``, ``ProgressCreate``); no
+  ``Idempotency-Key`` (the route stores and replays those);
+* no read replicas (the route hands out the write's position for read-your-writes).
+
+The write joins the process's group commit (``questline.progress.batching``), which runs
+the same ledger as the route. A refusal (404, 409, 422) or a failed batch comes back as
+``None``: the route runs the request from the start and answers it; nothing was written.
+The response is built by ``completion_response``, the route's own.
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+import orjson
+from fastapi import Request, Response, status
+from pydantic import ValidationError
+
+from questline.progress import record, schemas
+from questline.progress.batching import GroupCommit
+from questline.web.bodies import check_json_text, is_json_media
+from questline.web.errors import Problem
+from questline.web.identity import Caller
+from questline.web.pagination import public_url
+from questline.web.paths import canonical_uuid
+from questline.web.state import app_state
+
+MAX_BODY = 1024
+"""Bytes of a body this answer reads (a completion is about 100); larger ones take the
+route, with its own limits."""
+
+
+def group_commit_of(request: Request) -> GroupCommit:
+    """The process's group commit of progress writes (``app.state.progress_writes``)."""
+    return cast(GroupCommit, request.app.state.progress_writes)
+
+
+def completion_response(request: Request, recorded: record.Recorded) -> Response:
+    """201 (or 200: it was done already) with the completion and its ``Location``."""
+    completion = recorded.completion
+    body = recorded.body or schemas.COMPLETION_JSON.to_json(completion, by_alias=True)
+    location = public_url(
+        request,
+        request.app.url_path_for(
+            "get_completion", team_id=str(completion.team_id), task_id=str(completion.task_id)
+        ),
+    )
+    return Response(
+        body,
+        status_code=status.HTTP_201_CREATED if recorded.created else status.HTTP_200_OK,
+        media_type="application/json",
+        headers={"Location": location},
+    )
+
+
+class GroupCommittedWrite:
+    """The early answer of the two progress writes (see the module's docstring)."""
+
+    async def __call__(self, request: Request, caller: Caller) -> Response | None:
+        state = app_state(request)
+        org_id = caller.org_id
+        if org_id is None or not state.settings.progress_fast_path_enabled:
+            return None
+        if state.db.replicas.enabled:
+            return None
+        team_id = canonical_uuid(str(request.path_params.get("team_id", "")))
+        if team_id is None:
+            return None
+        writes = group_commit_of(request)
+        if request.method == "DELETE":
+            task_id = canonical_uuid(str(request.path_params.get("task_id", "")))
+            if task_id is None:
+                return None
+            withdrawn = await writes.write(record.Withdrawing(org_id, team_id, task_id))
+            return None if withdrawn is None else Response(status_code=204)
+        data = await self._body(request)
+        if data is None:
+            return None
+        outcome = await writes.write(record.Completing(org_id, team_id, data))
+        if not isinstance(outcome, record.Recorded):
+            return None
+        return completion_response(request, outcome)
+
+    @staticmethod
+    async def _body(request: Request) -> schemas.ProgressCreate | None:
+        """The body as the route checks it, in its order; ``None``: the route answers."""
+        headers = request.headers
+        if "idempotency-key" in headers or not is_json_media(headers.get("content-type", "")):
+            return None
+        length = headers.get("content-length")
+        if length is None or not length.isdigit() or int(length) > MAX_BODY:
+            return None
+        body = await request.body()
+        if len(body) > MAX_BODY:
+            return None
+        try:
+            check_json_text(body, app_state(request).settings.max_json_depth)
+            return schemas.ProgressCreate.model_validate(orjson.loads(body))
+        except (Problem, orjson.JSONDecodeError, ValidationError):
+            return None

@@ -1,0 +1,137 @@
+"""The read model of one process: versions, the byte cache, and building on a miss."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any, cast
+
+from sqlalchemy import make_url
+from starlette.requests import HTTPConnection
+
+from questline.config import Settings
+from questline.readmodel.cache import ByteLRU, Entry, Key
+from questline.readmodel.changes import Changes
+from questline.readmodel.lean import LeanReader
+from questline.readmodel.sources import PostgresSource, SqliteSource, VersionSource
+from questline.storage.db import Database
+
+Build = Callable[[], Awaitable[Entry]]
+MAX_MEMOS = 10_000
+
+
+class ReadModel:
+    """What is read far more than written, kept as ready-to-send bytes.
+
+    ``version(org)`` is the organization's newest committed version as this process
+    knows it (see ``questline.readmodel.sources`` for how fresh that is); an entry is
+    served only when it was built at exactly that version. Commits in this process
+    advance the version before the committing request answers (read-your-writes).
+    """
+
+    def __init__(self, db: Database, settings: Settings) -> None:
+        self.db = db
+        self.cache = ByteLRU(settings.read_model_max_bytes)
+        self.changes = Changes(self.version)
+        self.source: VersionSource | None
+        if db.is_sqlite:
+            path = make_url(db.url).database or ""
+            self.source = (
+                SqliteSource(path, self.changes, self.invalidate_all)
+                if path not in ("", ":memory:")
+                else None
+            )
+        else:
+            listen_url = settings.database_listen_url or db.url
+            self.source = PostgresSource(db, listen_url, self.changes, self.invalidate_all)
+        self.lean = LeanReader(db, transaction_pooler=settings.database_transaction_pooler)
+        self._inflight: dict[tuple[Key, int], asyncio.Future[Entry]] = {}
+        self._memos: dict[tuple[uuid.UUID, str], tuple[int, Any]] = {}
+        db.on_commit(self._committed)
+        db.dispose_hooks.append(self.stop)
+
+    async def version(self, organization_id: uuid.UUID) -> int | None:
+        if self.source is None:
+            return self.changes.known(organization_id) or 0
+        return await self.source.current(organization_id)
+
+    def _committed(self, notes: dict[Any, int]) -> None:
+        if None in notes:
+            self.invalidate_all()
+        for organization_id, version in notes.items():
+            if organization_id is not None:
+                self.changes.advance(organization_id, version)
+
+    def invalidate_all(self) -> None:
+        self.cache.clear()
+        self._memos.clear()
+        self.changes.forget_all()
+        if self.source is not None:
+            self.source.forget_all()
+
+    async def load(self, key: Key, version: int, build: Build) -> Entry:
+        """The entry of ``key`` at ``version``: built once however many ask at once."""
+        flight = (key, version)
+        running = self._inflight.get(flight)
+        if running is not None:
+            await asyncio.wait({running})
+            if not running.cancelled():
+                return running.result()
+        future: asyncio.Future[Entry] = asyncio.get_running_loop().create_future()
+        self._inflight[flight] = future
+        try:
+            entry = await build()
+        except BaseException as exc:
+            if isinstance(exc, asyncio.CancelledError):
+                future.cancel()
+            else:
+                future.set_exception(exc)
+                future.exception()  # retrieved: waiters re-raise it themselves
+            raise
+        finally:
+            if self._inflight.get(flight) is future:
+                del self._inflight[flight]
+        self.cache.put(key, entry)
+        future.set_result(entry)
+        return entry
+
+    async def memo(
+        self,
+        organization_id: uuid.UUID,
+        name: str,
+        version: int,
+        build: Callable[[], Awaitable[Any]],
+    ) -> Any:
+        """A value shared by many entries of the organization (the discipline tree under
+        every overview), built once per version. ``version`` < 0: no version is known,
+        build without keeping it."""
+        if version < 0:
+            return await build()
+        key = (organization_id, name)
+        found = self._memos.get(key)
+        if found is not None and found[0] == version:
+            return found[1]
+        value = await build()
+        if len(self._memos) >= MAX_MEMOS:
+            self._memos.clear()
+        self._memos[key] = (version, value)
+        return value
+
+    def memo_at(self, organization_id: uuid.UUID, name: str, version: int) -> Any:
+        """The memo ``name`` if it was built at exactly ``version`` (else None)."""
+        found = self._memos.get((organization_id, name))
+        return found[1] if found is not None and found[0] == version else None
+
+    def forget_memos(self) -> None:
+        self._memos.clear()
+
+    async def stop(self) -> None:
+        self.lean.close()
+        if self.source is not None:
+            await self.source.stop()
+
+
+def readmodel_of(connection: HTTPConnection) -> ReadModel:
+    """The application's read model (kept on ``app.state.readmodel``)."""
+    return cast(ReadModel, connection.app.state.readmodel)

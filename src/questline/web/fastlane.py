@@ -1,0 +1,175 @@
+"""The fast lane: a route answered before FastAPI's routing, from the route's own
+declaration.
+
+A route opts in with ``answers_early(answer)`` (``questline.web.routing``). At the first
+request this layer reads ``app.routes`` and keeps, per method, the routes that did, each
+with the routes declared before it (which win a path both match, as in Starlette's
+routing). For a request it then does what the route would, with the route's own parts:
+
+* the match: the route's ``matches`` (its path pattern and converters), and no earlier
+  route that fully matches;
+* access: ``questline.web.access.authorize`` with the route's declared access;
+* query parameters: ``refuse_unknown_query_parameters`` with the route's names;
+* the answer: the route's ``EarlyAnswer``, which builds the response with the same
+  functions the endpoint uses (cache key, ETag and 304, ``Location``, the body).
+
+``scope["route"]`` is set to the route, so the access log and ``/metrics`` name it as
+they name a routed request. Anything the route would refuse, and anything the answer
+does not take (it returns ``None``), goes on to the application unchanged, the body
+included: the route answers it, problem documents and all.
+
+It is the innermost layer: request ids, the access log, rate limits, body limits and
+timeouts still see every request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.routing import iter_route_contexts
+from prometheus_client import Counter
+from starlette.routing import BaseRoute, Match, Mount
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from questline.web.access import authorize
+from questline.web.errors import Problem
+from questline.web.routing import EarlyAnswer, TransactionalRoute, refuse_unknown_query_parameters
+
+ANSWERED = Counter(
+    "questline_fast_lane_answers_total",
+    "Requests the fast lane answered before routing",
+    ["method", "route"],
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Lane:
+    route: TransactionalRoute
+    answer: EarlyAnswer
+    earlier: tuple[BaseRoute, ...]
+    """The routes before it whose paths could match the same request (they win it)."""
+    answered: Any
+    """Its child of ``ANSWERED``."""
+
+
+def flat_routes(routes: Sequence[BaseRoute]) -> list[BaseRoute]:
+    """The application's routes in the order its router tries them, included routers
+    opened (FastAPI keeps an included router as one entry that matches for its routes)."""
+    return [context.original_route for context in iter_route_contexts(routes)]
+
+
+def lanes_of(app_routes: Sequence[BaseRoute]) -> dict[str, tuple[Lane, ...]]:
+    """Per method, the routes that declare an early answer, in the application's order."""
+    found: dict[str, list[Lane]] = {}
+    routes = flat_routes(app_routes)
+    for position, route in enumerate(routes):
+        if not isinstance(route, TransactionalRoute) or route.early_answer is None:
+            continue
+        for method in route.methods or ():
+            earlier = tuple(
+                other
+                for other in routes[:position]
+                if _may_take(other, method) and _may_overlap(other, route.path)
+            )
+            answered = ANSWERED.labels(method, route.path)
+            found.setdefault(method, []).append(Lane(route, route.early_answer, earlier, answered))
+    return {method: tuple(lanes) for method, lanes in found.items()}
+
+
+def _may_take(route: BaseRoute, method: str) -> bool:
+    """Whether ``route`` may answer ``method`` at all (a mount answers every method)."""
+    methods = getattr(route, "methods", None)
+    return methods is None or method in methods
+
+
+def _segments(path: str) -> list[str]:
+    return path.strip("/").split("/")
+
+
+def _may_overlap(route: BaseRoute, template: str) -> bool:
+    """Whether some path could match both ``route`` and the path ``template``, judged
+    from the two declarations: segment by segment, a parameter may match anything but a
+    slash. Anything this cannot judge (no path, a ``:path`` parameter) may overlap."""
+    path = getattr(route, "path", None)
+    if not isinstance(path, str) or ":path}" in path or ":path}" in template:
+        return True
+    theirs, ours = _segments(path), _segments(template)
+    if isinstance(route, Mount):  # a prefix: the rest of the path is the mount's
+        theirs = [segment for segment in theirs if segment]
+        if len(ours) < len(theirs):
+            return False
+        ours = ours[: len(theirs)]
+    elif len(theirs) != len(ours):
+        return False
+    return all(a == b or "{" in a or "{" in b for a, b in zip(theirs, ours, strict=True))
+
+
+class FastLane:
+    def __init__(self, app: ASGIApp, *, application: FastAPI, enabled: bool = True) -> None:
+        self.app = app
+        self.application = application
+        self.enabled = enabled
+        self._lanes: dict[str, tuple[Lane, ...]] | None = None
+
+    def _lanes_for(self, method: str) -> tuple[Lane, ...]:
+        if self._lanes is None:
+            self._lanes = lanes_of(self.application.routes)
+        return self._lanes.get(method, ())
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not self.enabled:
+            await self.app(scope, receive, send)
+            return
+        path = scope["path"]
+        for lane in self._lanes_for(scope["method"]):
+            if lane.route.path_regex.match(path) is None:
+                continue
+            matched, child = lane.route.matches(scope)
+            if matched is Match.FULL:
+                if any(other.matches(scope)[0] is Match.FULL for other in lane.earlier):
+                    break
+                await self._take(lane, {**scope, **child}, scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+    async def _take(
+        self, lane: Lane, matched: Scope, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        received: list[Message] = []
+
+        async def recording() -> Message:
+            message = await receive()
+            received.append(message)
+            return message
+
+        request = Request(matched, recording)
+        response = None
+        try:
+            caller = await authorize(request, lane.route.access)
+            if caller is not None:
+                refuse_unknown_query_parameters(request, lane.route.query_names)
+                response = await lane.answer(request, caller)
+        except Problem:
+            response = None  # the route refuses it, with its own problem document
+        if response is None:
+            await self.app(scope, _replay(received, receive), send)
+            return
+        scope["route"] = lane.route
+        lane.answered.inc()
+        await response(scope, receive, send)
+
+
+def _replay(received: list[Message], receive: Receive) -> Receive:
+    """``receive`` that first hands back what the fast lane already read."""
+    pending = list(received)
+
+    async def replayed() -> Message:
+        if pending:
+            return pending.pop(0)
+        message: Any = await receive()
+        return message  # type: ignore[no-any-return]
+
+    return replayed

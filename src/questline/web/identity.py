@@ -1,0 +1,42 @@
+"""Who is calling: the vocabulary the HTTP boundary and every domain share.
+
+How a caller is proven (JWTs, dashboard sessions) is the ``auth`` domain's job; what a
+caller *is* — a subject with a role, inside an organization or not — is needed by the
+boundary itself (access rules, idempotency keys, the fast lane), so it lives here, with
+no import heavier than the standard library.
+"""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from dataclasses import dataclass
+
+
+class Role(enum.StrEnum):
+    MEMBER = "member"
+    ADMIN = "admin"
+    OPERATOR = "operator"
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who is calling: the verified claims of the bearer token (or of the session)."""
+
+    subject: str
+    role: Role
+    org_id: uuid.UUID | None
+
+    @property
+    def is_operator(self) -> bool:
+        return self.role is Role.OPERATOR
+
+
+def bearer_token(authorization: bytes | None) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header's raw value, else
+    ``None`` (no header, another scheme, nothing after it)."""
+    if authorization is None:
+        return None
+    scheme, _, credentials = authorization.decode("latin-1").partition(" ")
+    token = credentials.strip()
+    return token if scheme.lower() == "bearer" and token else None
