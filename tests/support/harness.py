@@ -19,7 +19,7 @@ from questline.storage.db import Database
 from questline.web.state import AppState
 
 
-@dataclass(frozen=True)
+@dataclass
 class AppHarness:
     app: FastAPI
 
@@ -31,6 +31,10 @@ class AppHarness:
     @property
     def settings(self) -> Settings:
         return self.state.settings
+
+    @settings.setter
+    def settings(self, settings: Settings) -> None:
+        self.state.settings = settings
 
     def configure(self, **changes: object) -> None:
         """Change settings of the running application (its settings are frozen: a copy)."""
