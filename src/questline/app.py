@@ -23,9 +23,9 @@ from questline.health.endpoints import router as health_router
 from questline.leaderboard.endpoints import router as leaderboard_router
 from questline.members.endpoints import router as members_router
 from questline.progress import overview
-from questline.progress.batching import GroupCommit
 from questline.progress.endpoints import router as progress_router
 from questline.progress.fastpath import FastWrites, ProgressWriteFastPath
+from questline.progress.group_commit import GroupCommit
 from questline.readmodel.fastpath import ReadModelFastPath
 from questline.readmodel.lean import LeanRoute
 from questline.readmodel.model import ReadModel

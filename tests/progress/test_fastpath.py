@@ -1,5 +1,5 @@
 """The progress writes' fast path (``questline.progress.fastpath``) and their group
-commit (``questline.progress.batching``): the same answers as the route, refusals and
+commit (``questline.progress.group_commit``): the same answers as the route, refusals and
 anything unusual left to the route, concurrent writes sharing transactions."""
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from sqlalchemy import select, text
 from sqlalchemy.exc import OperationalError
 
 from questline.events.models import Event
-from questline.progress import batchwrite, record, schemas
-from questline.progress.fastpath import FastWrites, match
+from questline.progress import ledger_pg, record, schemas
+from questline.progress.fastpath import ANSWERED, DECLINED, FastWrites, match
+from questline.progress.group_commit import BATCHES_GATHERED, GroupCommit
 from questline.web.metrics import PROGRESS_BATCH_WRITES, PROGRESS_BATCHES
 from questline.web.middleware import REQUESTS
 from questline.web.paths import canonical_uuid
@@ -29,11 +30,42 @@ pytestmark = pytest.mark.anyio
 AT = "2026-01-02T03:04:05.678901Z"
 
 
+class Fast:
+    """The app's fast path, with its answers counted from the fixture's start (the
+    counters are the process's metrics)."""
+
+    def __init__(self, path: FastWrites) -> None:
+        self.path = path
+        self.writes: GroupCommit = path.writes
+        self._start = (ANSWERED._value.get(), DECLINED._value.get())
+
+    @property
+    def enabled(self) -> bool:
+        return self.path.enabled
+
+    @enabled.setter
+    def enabled(self, value: bool) -> None:
+        self.path.enabled = value
+
+    @property
+    def answered(self) -> int:
+        return int(ANSWERED._value.get() - self._start[0])
+
+    @property
+    def declined(self) -> int:
+        return int(DECLINED._value.get() - self._start[1])
+
+
+def _gathered() -> int:
+    """Batches that waited for their writers, in this process."""
+    return int(BATCHES_GATHERED._value.get())
+
+
 @pytest.fixture
-def fast(app: FastAPI) -> FastWrites:
+def fast(app: FastAPI) -> Fast:
     found: FastWrites = app.state.progress_fast_path
     assert found.enabled
-    return found
+    return Fast(found)
 
 
 def _answer(response: Any) -> tuple[int, Any, str | None, str]:
@@ -65,7 +97,7 @@ async def _write_and_undo(world: World, tasks: list[str]) -> list[tuple[int, Any
     return shaped
 
 
-async def test_answers_as_the_route_answers(world: World, fast: FastWrites) -> None:
+async def test_answers_as_the_route_answers(world: World, fast: Fast) -> None:
     org = world.org()
     await org.create_team()  # the organization is known
     tree = await make_discipline(world.db, org_id=org.id, shape=[[[10, 25]]])
@@ -88,7 +120,7 @@ async def test_answers_as_the_route_answers(world: World, fast: FastWrites) -> N
 
 
 async def test_the_write_is_recorded_like_the_routes(
-    world: World, fast: FastWrites, app_state: AppState
+    world: World, fast: Fast, app_state: AppState
 ) -> None:
     """Score, history (the graph), outbox event, read-model version, metrics."""
     org = world.org()
@@ -125,7 +157,7 @@ async def test_the_write_is_recorded_like_the_routes(
 
 
 async def test_refusals_and_unusual_requests_take_the_route(
-    world: World, fast: FastWrites, app_state: AppState
+    world: World, fast: Fast, app_state: AppState
 ) -> None:
     org = world.org()
     team = await org.create_team()
@@ -190,7 +222,7 @@ async def test_refusals_and_unusual_requests_take_the_route(
 
 
 async def test_hostile_and_foreign_requests_write_nothing_through_the_fast_path(
-    world: World, fast: FastWrites, app_state: AppState
+    world: World, fast: Fast, app_state: AppState
 ) -> None:
     """Another organization's admin, Unicode-tricky ids, a body past the fast path's
     size or without a length: the route answers each (4xx problem, or the write itself
@@ -242,7 +274,7 @@ async def test_hostile_and_foreign_requests_write_nothing_through_the_fast_path(
     assert await score_of(org, team["Id"]) == 10
 
 
-async def test_an_idempotency_key_takes_the_route(world: World, fast: FastWrites) -> None:
+async def test_an_idempotency_key_takes_the_route(world: World, fast: Fast) -> None:
     org = world.org()
     team = await org.create_team()
     tree = await make_discipline(world.db, org_id=org.id, shape=[[[10]]])
@@ -253,9 +285,7 @@ async def test_an_idempotency_key_takes_the_route(world: World, fast: FastWrites
     assert fast.answered == 0
 
 
-async def test_concurrent_writes_share_transactions(
-    world: World, fast: FastWrites, app: FastAPI
-) -> None:
+async def test_concurrent_writes_share_transactions(world: World, fast: Fast, app: FastAPI) -> None:
     org = world.org()
     teams = [await org.create_team() for _ in range(8)]
     tree = await make_discipline(world.db, org_id=org.id, shape=[[[1, 2, 4, 8, 16]]])
@@ -315,7 +345,7 @@ async def _queued(writes: Any, count: int) -> None:
 
 @pytest.mark.parametrize("others_come_back", [True, False])
 async def test_a_batch_gathers_the_writers_of_the_last_one(
-    world: World, fast: FastWrites, monkeypatch: pytest.MonkeyPatch, others_come_back: bool
+    world: World, fast: Fast, monkeypatch: pytest.MonkeyPatch, others_come_back: bool
 ) -> None:
     """Three writes commit together while a fourth queues: a round of four. The next
     batch waits for four writes, and leaves the moment they are there (a window of a
@@ -329,7 +359,7 @@ async def test_a_batch_gathers_the_writers_of_the_last_one(
     monkeypatch.setattr(writes, "gather_window", 60.0 if others_come_back else 0.05)
     held = _HeldBatches(writes)
     monkeypatch.setattr(writes, "_commit", held)
-    gathered = writes.gathered
+    gathered = _gathered()
 
     first = [asyncio.create_task(complete(org, t["Id"], task)) for t in teams[:3]]
     await held.entered.wait()
@@ -345,28 +375,28 @@ async def test_a_batch_gathers_the_writers_of_the_last_one(
     assert [a.status_code for a in answers] == [201] * len(answers), [a.text for a in answers]
     assert held.sizes == ([3, 4] if others_come_back else [3, 1])
     # Then the runner waits for the next round of four (it ends at shutdown).
-    assert writes.gathered == gathered + (2 if others_come_back else 1)
+    assert _gathered() == gathered + (2 if others_come_back else 1)
     for team in teams[: len(answers)]:
         assert await score_of(org, team["Id"]) == 3
 
 
 async def test_a_write_with_nobody_around_never_waits(
-    world: World, fast: FastWrites, monkeypatch: pytest.MonkeyPatch
+    world: World, fast: Fast, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     org = world.org()
     team = await org.create_team()
     tree = await make_discipline(world.db, org_id=org.id, shape=[[[1, 2, 4]]])
     monkeypatch.setattr(fast.writes, "gather_window", 60.0)
-    gathered = fast.writes.gathered
+    gathered = _gathered()
     for task in tree.tasks:
         done = await asyncio.wait_for(complete(org, team["Id"], task), 20)
         assert done.status_code == 201, done.text
-    assert fast.writes.gathered == gathered
+    assert _gathered() == gathered
     assert await score_of(org, team["Id"]) == 7
 
 
 async def test_a_failed_batch_is_answered_by_the_route(
-    world: World, fast: FastWrites, app_state: AppState, monkeypatch: pytest.MonkeyPatch
+    world: World, fast: Fast, app_state: AppState, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A batch that fails (here: the first one) leaves nothing written; each of its
     requests runs again through the route. On SQLite the failure comes after the
@@ -376,19 +406,19 @@ async def test_a_failed_batch_is_answered_by_the_route(
     team = await org.create_team()
     tree = await make_discipline(world.db, org_id=org.id, shape=[[[10]]])
     sqlite = app_state.db.is_sqlite
-    target: Any = record if sqlite else batchwrite
-    name = "record_many_sqlite" if sqlite else "write_batch"
+    target: Any = record if sqlite else ledger_pg
+    name = "write_in_session" if sqlite else "write_batch"
     run = getattr(target, name)
     failures = []
 
-    async def failing_once(first: Any, writes: Any) -> Any:
+    async def failing_once(first: Any, writes: Any, **options: Any) -> Any:
         if not failures:
             failures.append(len(writes))
             if not sqlite:
                 raise asyncpg.ConnectionDoesNotExistError("the connection was closed")
             await run(first, writes)  # it wrote; the rollback must undo it
             raise OperationalError("COMMIT", {}, Exception("the database went away"))
-        return await run(first, writes)
+        return await run(first, writes, **options)  # the route's write too
 
     monkeypatch.setattr(target, name, failing_once)
     done = await complete(org, team["Id"], tree.task(0, 0, 0))
@@ -402,7 +432,7 @@ async def test_a_failed_batch_is_answered_by_the_route(
 
 @pytest.mark.postgres_only
 async def test_a_change_between_look_up_and_write_is_seen(
-    world: World, fast: FastWrites, app_state: AppState, monkeypatch: pytest.MonkeyPatch
+    world: World, fast: Fast, app_state: AppState, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """PostgreSQL: the batch looks up without locks. A completion that another request
     commits between the batch's look-up and its write fails the write's check (the
@@ -411,18 +441,19 @@ async def test_a_change_between_look_up_and_write_is_seen(
     team = await org.create_team()
     tree = await make_discipline(world.db, org_id=org.id, shape=[[[10, 25]]])
     team_id = uuid.UUID(team["Id"])
-    write = batchwrite._write
+    write = ledger_pg._write
     interleaved: list[int] = []
 
     async def after_the_look_up(fetch: Any, plan: Any) -> Any:
         if not interleaved:  # another request completes the other task, and commits
+            interleaved.append(0)  # (its own write, a batch of one, passes through here)
             async with app_state.db.session() as session:
                 other = schemas.ProgressCreate(TaskId=uuid.UUID(tree.task(0, 0, 1)))
                 found = await record.complete(session, org_id=org.id, team_id=team_id, data=other)
-            interleaved.append(int(found.completion.score or 0))
+            interleaved[0] = int(found.completion.score or 0)
         return await write(fetch, plan)
 
-    monkeypatch.setattr(batchwrite, "_write", after_the_look_up)
+    monkeypatch.setattr(ledger_pg, "_write", after_the_look_up)
     statements: list[str] = []
     fast.writes.listeners.append(statements.append)
     done = await complete(org, team["Id"], tree.task(0, 0, 0))
@@ -439,14 +470,14 @@ async def test_a_change_between_look_up_and_write_is_seen(
 
 @pytest.mark.postgres_only
 async def test_a_discipline_deleted_between_look_up_and_write(
-    world: World, fast: FastWrites, monkeypatch: pytest.MonkeyPatch
+    world: World, fast: Fast, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The write's check finds the task's discipline gone: nothing is written, the
     batch is decided again and refuses (the route answers 404)."""
     org = world.org()
     team = await org.create_team()
     tree = await make_discipline(world.db, org_id=org.id, shape=[[[10]]])
-    write = batchwrite._write
+    write = ledger_pg._write
     deleted: list[int] = []
 
     async def after_the_look_up(fetch: Any, plan: Any) -> Any:
@@ -455,7 +486,7 @@ async def test_a_discipline_deleted_between_look_up_and_write(
             deleted.append(gone.status_code)
         return await write(fetch, plan)
 
-    monkeypatch.setattr(batchwrite, "_write", after_the_look_up)
+    monkeypatch.setattr(ledger_pg, "_write", after_the_look_up)
     done = await complete(org, team["Id"], tree.task(0, 0, 0))
     assert deleted == [204]
     assert done.status_code == 404, done.text
@@ -465,15 +496,17 @@ async def test_a_discipline_deleted_between_look_up_and_write(
 
 @pytest.mark.postgres_only
 async def test_a_batch_that_keeps_meeting_changes_takes_the_route(
-    world: World, fast: FastWrites, app_state: AppState, monkeypatch: pytest.MonkeyPatch
+    world: World, fast: Fast, app_state: AppState, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     org = world.org()
     team = await org.create_team()
     tree = await make_discipline(world.db, org_id=org.id, shape=[[[10]]])
-    write = batchwrite._write
+    write = ledger_pg._write
     moved = []
 
     async def always_moved(fetch: Any, plan: Any) -> Any:
+        if len(moved) == ledger_pg.ATTEMPTS:  # the route's write (a batch of one)
+            return await write(fetch, plan)
         async with app_state.db.session() as session:  # a rename: the version moves
             await session.execute(
                 text("UPDATE teams SET version = version + 1 WHERE id = :id"),
@@ -482,17 +515,15 @@ async def test_a_batch_that_keeps_meeting_changes_takes_the_route(
         moved.append(1)
         return await write(fetch, plan)
 
-    monkeypatch.setattr(batchwrite, "_write", always_moved)
+    monkeypatch.setattr(ledger_pg, "_write", always_moved)
     done = await complete(org, team["Id"], tree.task(0, 0, 0))
     assert done.status_code == 201, done.text
-    assert len(moved) == batchwrite.ATTEMPTS
+    assert len(moved) == ledger_pg.ATTEMPTS
     assert (fast.answered, fast.declined, fast.writes.failed_batches) == (0, 1, 1)
     assert await score_of(org, team["Id"]) == 10
 
 
-async def test_completions_racing_a_forced_discipline_delete(
-    world: World, fast: FastWrites
-) -> None:
+async def test_completions_racing_a_forced_discipline_delete(world: World, fast: Fast) -> None:
     """The batch locks the discipline of what it completes (as the route does): the
     delete waits for it, or it finds the task gone (404 through the route); never a
     5xx, never a completion left behind."""

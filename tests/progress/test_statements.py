@@ -20,6 +20,7 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy import event
 
+from questline.progress.fastpath import ANSWERED
 from questline.web.state import AppState
 from tests.factories import World
 from tests.progress.factories import complete, make_discipline, score_of
@@ -69,6 +70,7 @@ async def test_a_completion_and_a_withdrawal_cost_few_statements(
 ) -> None:
     """Through the route, and through the fast path's group commit (a batch of one)."""
     app.state.progress_fast_path.enabled = fast_path
+    answered_before = ANSWERED._value.get()
     org = world.org()
     team = await org.create_team()
     tree = await make_discipline(world.db, org_id=org.id, shape=[[[10, 25]]])
@@ -105,12 +107,15 @@ async def test_a_completion_and_a_withdrawal_cost_few_statements(
         assert repeat.statements == 1, repeat.round_trips  # nothing to write
         assert withdrawal.statements == 2, withdrawal.round_trips
     else:
+        # The route's write is a batch of one in its transaction: the same two statements.
         assert first.statements == 2, first.round_trips
-        assert first.round_trips[1].startswith("WITH ins AS")
+        assert first.round_trips[0].startswith("SELECT w.i")
+        assert first.round_trips[1].startswith("WITH disciplines_held AS")
         assert repeat.statements == 1, repeat.round_trips
         assert withdrawal.statements == 2, withdrawal.round_trips
     assert not first.batched or app_state.db.is_sqlite
-    assert app.state.progress_fast_path.answered == (4 if fast_path else 0)  # with the warm-up
+    answered = ANSWERED._value.get() - answered_before
+    assert answered == (4 if fast_path else 0)  # with the warm-up
 
 
 async def test_refusals_write_nothing(world: World, app_state: AppState) -> None:

@@ -16,7 +16,7 @@ everything else to the route unchanged, body included:
   replays those);
 * no read replicas (the route hands out the write's position for read-your-writes).
 
-The write itself joins the process's group commit (``progress.batching``); what it
+The write itself joins the process's group commit (``progress.group_commit``); what it
 answers — 201 or 200 with the completion, its ``Location``; 204 — is what the route
 answers (tests/progress/test_fastpath.py compares them). A refusal (404, 409, 422) or
 a failed batch comes back as ``None``: the route runs the request again from the start
@@ -30,12 +30,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
+from prometheus_client import Counter
 from pydantic import ValidationError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from questline.auth.tokens import Role, TokenService, bearer_token
-from questline.progress import record, schemas
-from questline.progress.batching import GroupCommit
+from questline.progress import schemas
+from questline.progress.group_commit import Answer, GroupCommit
+from questline.progress.ledger import Completing, Recorded, Withdrawing
 from questline.web.bodies import check_json_text, is_json_media
 from questline.web.errors import Problem, ServiceUnavailable, Unauthorized
 from questline.web.paths import canonical_uuid
@@ -45,15 +47,22 @@ MAX_BODY = 1024
 route, with its own limits."""
 
 
+FAST_PATH = Counter(
+    "questline_progress_fast_path",
+    "Progress writes the fast path matched: answered by it, or declined to the route "
+    "(refusals among them)",
+    ["outcome"],
+)
+ANSWERED = FAST_PATH.labels("answered")
+DECLINED = FAST_PATH.labels("declined")
+
+
 @dataclass(slots=True)
 class FastWrites:
-    """The path's switch and counters (on ``app.state.progress_fast_path``)."""
+    """The path's switch and its group commit (on ``app.state.progress_fast_path``)."""
 
     writes: GroupCommit
     enabled: bool = True
-    answered: int = 0
-    declined: int = 0
-    """Requests it matched and handed to the route (refusals among them)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,11 +135,11 @@ class ProgressWriteFastPath:
         except _Decline:
             outcome = None
         if outcome is None:
-            self.fast.declined += 1
+            DECLINED.inc()
             await self.app(scope, _replay(received, receive), send)
             return
-        self.fast.answered += 1
-        if isinstance(outcome, record.Recorded):
+        ANSWERED.inc()
+        if isinstance(outcome, Recorded):
             scope["route"] = COMPLETE_ROUTE
             await self._send_completion(send, outcome)
         else:
@@ -145,11 +154,11 @@ class ProgressWriteFastPath:
         received: list[Message],
         team_id: uuid.UUID,
         task_id: uuid.UUID | None,
-    ) -> record.Outcome:
+    ) -> Answer:
         headers = _headers(scope)
         org_id = await self._admin_org(headers.get(b"authorization"))
         if task_id is not None:
-            return await self.writes.write(record.Withdrawing(org_id, team_id, task_id))
+            return await self.writes.write(Withdrawing(org_id, team_id, task_id))
         content_type = headers.get(b"content-type", b"").decode("latin-1")
         if b"idempotency-key" in headers or not is_json_media(content_type):
             raise _Decline
@@ -158,7 +167,7 @@ class ProgressWriteFastPath:
             raise _Decline
         body = await _read_body(receive, received)
         data = self._parse(body)
-        return await self.writes.write(record.Completing(org_id, team_id, data))
+        return await self.writes.write(Completing(org_id, team_id, data))
 
     async def _admin_org(self, authorization: bytes | None) -> uuid.UUID:
         token = bearer_token(authorization)
@@ -181,7 +190,7 @@ class ProgressWriteFastPath:
         except (Problem, orjson.JSONDecodeError, ValidationError):
             raise _Decline from None
 
-    async def _send_completion(self, send: Send, recorded: record.Recorded) -> None:
+    async def _send_completion(self, send: Send, recorded: Recorded) -> None:
         completion = recorded.completion
         body = recorded.body or schemas.COMPLETION_JSON.to_json(completion, by_alias=True)
         location = f"{self.public_url}/team/{completion.team_id}/progress/{completion.task_id}"
