@@ -50,6 +50,7 @@ async def complete_task(
 ) -> Recorded:
     """Record that the team completed the task (``record.complete``: a repeat changes
     nothing), and give ``team`` — loaded in this session — its new score and version."""
+    await session.flush()  # the ledger's statements run on the connection, past the ORM
     recorded = await record.complete(
         session, org_id=team.organization_id, team_id=team.id, data=data
     )
