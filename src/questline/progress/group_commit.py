@@ -183,7 +183,7 @@ class GroupCommit:
     async def _commit_pg(self, writes: Sequence[Write]) -> Written:
         """The batch on the driver's connection (``Database.driver_connection``), each
         statement its own transaction: no session, no BEGIN or COMMIT round trip, no
-        SQLAlchemy per statement (profiled, those were most of a batch's time). What a session
+        SQLAlchemy per statement (those were most of a batch's time). What a session
         does after its commit is done here."""
         async with self.db.driver_connection() as driver:
             done = await ledger_pg.write_batch(self._fetcher(driver), writes, in_transaction=False)
