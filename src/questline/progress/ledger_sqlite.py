@@ -139,7 +139,19 @@ def run(batch: SqliteBatch, writes: Sequence[Write]) -> Written:
             t["id"],
         )
     for h in changes.history:
-        batch.rows(HISTORY, *h.values(), now)
+        batch.rows(
+            HISTORY,
+            h["organization_id"],
+            h["id"],
+            h["team_id"],
+            h["task_id"],
+            h["discipline_id"],
+            h["kind"],
+            h["delta"],
+            h["score_after"],
+            h["at"],
+            now,
+        )
     outbox = outbox_sql("sqlite")
     for e in changes.events:
         batch.rows(outbox, e["organization_id"], e["id"], e["type"], e["payload"], now)
