@@ -13,7 +13,7 @@ from fastapi import FastAPI
 from questline.auth.authentication import Identity
 from questline.auth.tokens import TokenService
 from questline.config import Settings
-from questline.progress.batching import GroupCommit
+from questline.progress.group_commit import GroupCommit
 from questline.readmodel.service import ReadModel
 from questline.storage.db import Database
 from questline.web.state import AppState
