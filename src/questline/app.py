@@ -23,8 +23,9 @@ from questline.disciplines.endpoints import router as disciplines_router
 from questline.health.endpoints import router as health_router
 from questline.leaderboard.endpoints import router as leaderboard_router
 from questline.members.endpoints import router as members_router
-from questline.progress.batching import GroupCommit
+from questline.progress import hooks as progress_hooks
 from questline.progress.endpoints import router as progress_router
+from questline.progress.group_commit import GroupCommit
 from questline.readmodel.service import ReadModel
 from questline.storage.db import Database
 from questline.teams.endpoints import router as teams_router
@@ -54,6 +55,7 @@ Errors are RFC 9457 problem documents (`application/problem+json`).
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
+    progress_hooks.register()  # before a discipline's tasks go: their progress
     db = Database(settings)
     identity = Identity(TokenService(settings))
     state = AppState(

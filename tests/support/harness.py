@@ -13,13 +13,13 @@ from fastapi import FastAPI
 from questline.auth.authentication import Identity
 from questline.auth.tokens import TokenService
 from questline.config import Settings
-from questline.progress.batching import GroupCommit
+from questline.progress.group_commit import GroupCommit
 from questline.readmodel.service import ReadModel
 from questline.storage.db import Database
 from questline.web.state import AppState
 
 
-@dataclass(frozen=True)
+@dataclass
 class AppHarness:
     app: FastAPI
 
@@ -31,6 +31,10 @@ class AppHarness:
     @property
     def settings(self) -> Settings:
         return self.state.settings
+
+    @settings.setter
+    def settings(self, settings: Settings) -> None:
+        self.state.settings = settings
 
     def configure(self, **changes: object) -> None:
         """Change settings of the running application (its settings are frozen: a copy)."""

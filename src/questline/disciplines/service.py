@@ -10,7 +10,7 @@ import contextlib
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import anyio
 from pydantic import TypeAdapter
@@ -20,7 +20,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from questline import events
 from questline.disciplines import schemas, tree
 from questline.disciplines.models import Discipline, Level, Quest, Task
-from questline.progress import hooks
 from questline.readmodel import versions
 from questline.storage.db import new_id, utcnow
 from questline.web.bodies import gc_paused, without_gc_pauses
@@ -29,6 +28,38 @@ from questline.web.identity import Caller, Role
 from questline.web.pagination import PageRequest, cursor_parts
 
 T = TypeVar("T")
+
+
+class TasksRemovedHook(Protocol):
+    async def __call__(
+        self,
+        session: AsyncSession,
+        *,
+        discipline_id: uuid.UUID,
+        task_ids: Sequence[uuid.UUID],
+        force: bool,
+    ) -> None: ...
+
+
+_tasks_removed_hooks: list[TasksRemovedHook] = []
+
+
+def on_tasks_removed(hook: TasksRemovedHook) -> None:
+    """Call ``hook`` in the transaction, before a discipline's tasks are deleted (a whole
+    discipline on DELETE, or tasks left out of a PUT document): the progress domain
+    refuses (409) when teams completed them, or with ``force`` withdraws that progress.
+    The application registers it (``questline.app``), so that this domain imports none
+    of the domains built on it."""
+    if hook not in _tasks_removed_hooks:
+        _tasks_removed_hooks.append(hook)
+
+
+async def _before_tasks_removed(
+    session: AsyncSession, *, discipline_id: uuid.UUID, task_ids: Sequence[uuid.UUID], force: bool
+) -> None:
+    for hook in _tasks_removed_hooks:
+        await hook(session, discipline_id=discipline_id, task_ids=task_ids, force=force)
+
 
 LARGE_TREE_NODES = 2000
 """A document with more nodes is flattened, assembled and serialized in a worker thread
@@ -316,8 +347,8 @@ async def replace_discipline(
 ) -> Written:
     """Replace the document; nodes sent with their ``Id`` keep their identity.
 
-    Tasks left out are offered to the progress domain first, which refuses (409) when
-    teams completed them unless ``force``.
+    Tasks left out are offered to the progress domain first (``on_tasks_removed``),
+    which refuses (409) when teams completed them unless ``force``.
     """
     check_if_match(discipline, if_match)
     _check_read_only_fields(discipline, data)
@@ -326,7 +357,7 @@ async def replace_discipline(
     rows = await _cpu(large, lambda: tree.flatten(data, discipline_id=discipline.id, known=known))
     removed_tasks = tree.removed_ids(rows, known, Task)
     if removed_tasks:
-        await hooks.before_tasks_removed(
+        await _before_tasks_removed(
             session, discipline_id=discipline.id, task_ids=sorted(removed_tasks), force=force
         )
     await tree.replace_rows(session, rows, known)
@@ -360,7 +391,7 @@ async def delete_discipline(
         await session.scalars(select(Task.id).where(Task.discipline_id == discipline.id))
     ).all()
     if task_ids:
-        await hooks.before_tasks_removed(
+        await _before_tasks_removed(
             session, discipline_id=discipline.id, task_ids=list(task_ids), force=force
         )
     await session.delete(discipline)

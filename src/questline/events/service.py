@@ -84,6 +84,31 @@ async def record_many(
     session.info[_SESSION_FLAG] = True
 
 
+def outbox_sql(dialect: str, *, rows: str = "", created_at: str = "", when: str = "true") -> str:
+    """``record_many`` as hand SQL, for writes that run their own statements (the
+    progress ledger, where a progress write is one or two statements in all); the only
+    place that SQL is written.
+
+    PostgreSQL: insert the rows of the JSON array ``rows`` (a parameter such as ``$6``:
+    objects with ``organization_id``, ``id``, ``type`` and ``payload``, the JSON text)
+    at ``created_at`` (a parameter) when ``when`` holds; usable as a data-modifying
+    CTE. SQLite: one event, parameters (organization, id, type, payload, created_at).
+    The caller then calls ``note_recorded`` (or ``announce_committed`` after its own
+    commit) so the dispatcher wakes.
+    """
+    if dialect == "sqlite":
+        return (
+            "INSERT INTO events (organization_id, id, type, payload, created_at, pending) "
+            "VALUES (?, ?, ?, ?, ?, 1)"
+        )
+    return f"""INSERT INTO events (organization_id, id, type, payload, created_at, pending)
+    SELECT r.organization_id, r.id, r.type, CAST(r.payload AS json),
+           CAST({created_at} AS timestamptz), true
+    FROM json_to_recordset(CAST({rows} AS json)) AS r(
+        organization_id uuid, id uuid, type text, payload text)
+    WHERE {when}"""
+
+
 def note_recorded(session: AsyncSession) -> None:
     """An event was inserted by a statement of the caller's own (the progress writes):
     wake the dispatcher after the commit, as ``record`` does."""

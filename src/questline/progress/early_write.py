@@ -11,7 +11,7 @@ This answer takes the plain, well-formed case and leaves everything else to the 
   ``Idempotency-Key`` (the route stores and replays those);
 * no read replicas (the route hands out the write's position for read-your-writes).
 
-The write joins the process's group commit (``questline.progress.batching``), which runs
+The write joins the process's group commit (``questline.progress.group_commit``), which runs
 the same ledger as the route. A refusal (404, 409, 422) or a failed batch comes back as
 ``None``: the route runs the request from the start and answers it; nothing was written.
 The response is built by ``completion_response``, the route's own.
@@ -25,8 +25,9 @@ import orjson
 from fastapi import Request, Response, status
 from pydantic import ValidationError
 
-from questline.progress import record, schemas
-from questline.progress.batching import GroupCommit
+from questline.progress import schemas
+from questline.progress.group_commit import GroupCommit
+from questline.progress.ledger import Completing, Recorded, Withdrawing
 from questline.web.bodies import check_json_text, is_json_media
 from questline.web.errors import Problem
 from questline.web.identity import Caller
@@ -44,7 +45,7 @@ def group_commit_of(request: Request) -> GroupCommit:
     return cast(GroupCommit, request.app.state.progress_writes)
 
 
-def completion_response(request: Request, recorded: record.Recorded) -> Response:
+def completion_response(request: Request, recorded: Recorded) -> Response:
     """201 (or 200: it was done already) with the completion and its ``Location``."""
     completion = recorded.completion
     body = recorded.body or schemas.COMPLETION_JSON.to_json(completion, by_alias=True)
@@ -80,13 +81,13 @@ class GroupCommittedWrite:
             task_id = canonical_uuid(str(request.path_params.get("task_id", "")))
             if task_id is None:
                 return None
-            withdrawn = await writes.write(record.Withdrawing(org_id, team_id, task_id))
+            withdrawn = await writes.write(Withdrawing(org_id, team_id, task_id))
             return None if withdrawn is None else Response(status_code=204)
         data = await self._body(request)
         if data is None:
             return None
-        outcome = await writes.write(record.Completing(org_id, team_id, data))
-        if not isinstance(outcome, record.Recorded):
+        outcome = await writes.write(Completing(org_id, team_id, data))
+        if not isinstance(outcome, Recorded):
             return None
         return completion_response(request, outcome)
 

@@ -146,8 +146,8 @@ def _counts(done: int, total: int, earned: int, points: int) -> dict[str, int]:
 RANK_MEMO_MIN = 500
 """From this many ranked teams on, ranks come from a memo of the organization's order
 (built once per version) instead of counting the teams ahead in SQL: that count is a
-range scan as long as the rank (7 ms at 100,000 teams on SQLite; at 1,000 teams on
-PostgreSQL it is half of the overview's statement, 0.53 vs 0.28 ms, measured)."""
+range scan as long as the rank, soon the larger part of the overview's statement
+(docs/performance.md, "Figures behind the progress code")."""
 
 
 @dataclass(frozen=True, slots=True)

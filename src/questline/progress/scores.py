@@ -1,13 +1,7 @@
-"""The score ledger: every change of a team's score goes through here.
-
-A change is one atomic ``UPDATE teams SET score = score + :delta`` (no read-modify-write,
-so concurrent completions never lose an update) that also bumps the team's ``version``
-(its ETag changes) and its ``score_reached_at``, followed by one appended row of
-``score_events``. History is never rewritten.
-
-``score_reached_at`` is the leaderboard's tie-breaker: the time of the team's latest
-change on the timeline (``max(at)`` of its history), or its creation while it has none.
-A completion sent with a past ``CompletedAt`` therefore counts at that time.
+"""Score steps applied through the ORM session: the progress taken back when a
+discipline's tasks are removed (``hooks``). Each step follows the ledger's rule
+(``ledger.TeamState.step``), like every other change of a team's score; the teams are
+locked first, so the scores computed here are the stored ones.
 """
 
 from __future__ import annotations
@@ -18,13 +12,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import Table, and_, case, exists, insert, literal, select, update
+from sqlalchemy import Table, exists, insert, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.orm.util import identity_key
 
+from questline.progress.ledger import TeamState, history_row
 from questline.progress.models import ScoreChange, ScoreEvent
-from questline.storage.db import UTCDateTime, new_id, utcnow
+from questline.storage.db import utcnow
 from questline.teams.models import Team
 
 _teams = cast(Table, Team.__table__)
@@ -46,8 +41,8 @@ class Step:
 async def lock_teams(session: AsyncSession, *, keys: Sequence[tuple[uuid.UUID, uuid.UUID]]) -> None:
     """Lock team rows (PostgreSQL) in one global order, before touching their progress.
 
-    The progress endpoints lock their team first too; taking team locks before
-    completion locks everywhere keeps concurrent changes from deadlocking.
+    The progress writes lock their teams before completions too; taking team locks
+    before completion locks everywhere keeps concurrent changes from deadlocking.
     """
     by_org: dict[uuid.UUID, list[uuid.UUID]] = {}
     for org_id, team_id in sorted(set(keys)):
@@ -61,95 +56,92 @@ async def lock_teams(session: AsyncSession, *, keys: Sequence[tuple[uuid.UUID, u
         )
 
 
-async def _add_to_score(
-    session: AsyncSession,
-    *,
-    organization_id: uuid.UUID,
-    team_id: uuid.UUID,
-    delta: int,
-    completions: int,
-    at: dt.datetime,
-) -> int:
-    """Apply ``delta`` atomically; returns the score after it."""
-    has_history = exists().where(
-        ScoreEvent.organization_id == organization_id, ScoreEvent.team_id == team_id
-    )
-    reached = case(
-        (and_(has_history, _teams.c.score_reached_at > at), _teams.c.score_reached_at),
-        else_=literal(at, UTCDateTime()),
-    )
-    result = await session.execute(
-        update(_teams)
-        .where(_teams.c.organization_id == organization_id, _teams.c.id == team_id)
-        .values(
-            score=_teams.c.score + delta,
-            tasks_completed=_teams.c.tasks_completed + completions,
-            version=_teams.c.version + 1,
-            score_reached_at=reached,
-            updated_at=utcnow(),
+async def _team_states(
+    session: AsyncSession, keys: Sequence[tuple[uuid.UUID, uuid.UUID]]
+) -> dict[tuple[uuid.UUID, uuid.UUID], TeamState]:
+    has_history = (
+        exists()
+        .where(
+            ScoreEvent.organization_id == _teams.c.organization_id,
+            ScoreEvent.team_id == _teams.c.id,
         )
-        .returning(
-            _teams.c.score,
-            _teams.c.tasks_completed,
-            _teams.c.version,
-            _teams.c.score_reached_at,
-            _teams.c.updated_at,
-        )
+        .correlate(_teams)
     )
-    row = result.one()
-    _refresh_loaded_team(session, (organization_id, team_id), row._asdict())
-    return int(row.score)
+    found: dict[tuple[uuid.UUID, uuid.UUID], TeamState] = {}
+    unique = sorted(set(keys))
+    for start in range(0, len(unique), 500):
+        rows = await session.execute(
+            select(
+                _teams.c.organization_id,
+                _teams.c.id,
+                _teams.c.status,
+                _teams.c.version,
+                _teams.c.score,
+                _teams.c.score_reached_at,
+                has_history.label("has_history"),
+            ).where(tuple_(_teams.c.organization_id, _teams.c.id).in_(unique[start : start + 500]))
+        )
+        for row in rows:
+            found[(row.organization_id, row.id)] = TeamState(
+                status=str(row.status),
+                version=int(row.version),
+                score=int(row.score),
+                reached_at=row.score_reached_at,
+                has_history=bool(row.has_history),
+            )
+    return found
 
 
 async def apply_steps(session: AsyncSession, *, steps: Sequence[Step]) -> list[int]:
-    """Apply the steps in order; one UPDATE per team, one INSERT for the history.
+    """Apply the steps in order: one UPDATE per team, one INSERT for the history.
 
     Returns the team's score after each step, in the order given. The caller has
-    locked the teams (see ``lock_teams``) when it changes several.
+    locked the teams (``lock_teams``).
     """
     if not steps:
         return []
-    totals: dict[tuple[uuid.UUID, uuid.UUID], int] = {}
-    counts: dict[tuple[uuid.UUID, uuid.UUID], int] = {}
-    latest: dict[tuple[uuid.UUID, uuid.UUID], dt.datetime] = {}
-    for step in steps:
-        key = (step.organization_id, step.team_id)
-        totals[key] = totals.get(key, 0) + step.delta
-        counts[key] = counts.get(key, 0) + (1 if step.kind is ScoreChange.COMPLETED else -1)
-        latest[key] = max(latest.get(key, step.at), step.at)
-    running: dict[tuple[uuid.UUID, uuid.UUID], int] = {}
-    for key, total in totals.items():
-        after = await _add_to_score(
-            session,
-            organization_id=key[0],
-            team_id=key[1],
-            delta=total,
-            completions=counts[key],
-            at=latest[key],
-        )
-        running[key] = after - total
+    teams = await _team_states(session, [(s.organization_id, s.team_id) for s in steps])
     scores_after: list[int] = []
     rows = []
-    recorded_at = utcnow()
     for step in steps:
-        key = (step.organization_id, step.team_id)
-        running[key] += step.delta
-        scores_after.append(running[key])
+        team = teams[(step.organization_id, step.team_id)]
+        completions = 1 if step.kind is ScoreChange.COMPLETED else -1
+        score = team.step(step.delta, completions, step.at)
+        scores_after.append(score)
         rows.append(
-            {
-                "organization_id": step.organization_id,
-                "id": new_id(),
-                "team_id": step.team_id,
-                "task_id": step.task_id,
-                "discipline_id": step.discipline_id,
-                "kind": step.kind,
-                "delta": step.delta,
-                "score_after": running[key],
-                "at": step.at,
-                "recorded_at": recorded_at,
-            }
+            history_row(
+                org_id=step.organization_id,
+                team_id=step.team_id,
+                task_id=step.task_id,
+                discipline_id=step.discipline_id,
+                kind=step.kind,
+                delta=step.delta,
+                score_after=score,
+                at=step.at,
+            )
         )
-    await session.execute(insert(ScoreEvent), rows)
+    now = utcnow()
+    for (org_id, team_id), team in teams.items():
+        result = await session.execute(
+            update(_teams)
+            .where(_teams.c.organization_id == org_id, _teams.c.id == team_id)
+            .values(
+                score=team.score,
+                tasks_completed=_teams.c.tasks_completed + team.completed,
+                version=_teams.c.version + team.steps,
+                score_reached_at=team.reached_at,
+                updated_at=now,
+            )
+            .returning(
+                _teams.c.score,
+                _teams.c.tasks_completed,
+                _teams.c.version,
+                _teams.c.score_reached_at,
+                _teams.c.updated_at,
+            )
+        )
+        _refresh_loaded_team(session, (org_id, team_id), result.one()._asdict())
+    await session.execute(insert(ScoreEvent), [{**row, "recorded_at": now} for row in rows])
     return scores_after
 
 

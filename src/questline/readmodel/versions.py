@@ -31,10 +31,10 @@ from questline.storage.notify import ALL, CHANNEL
 __all__ = [
     "ALL",
     "BUMPS_KEY",
-    "BUMP_SQLITE",
     "CHANNEL",
     "bump",
     "bump_all",
+    "bump_sql",
     "note_bump",
     "read_version",
 ]
@@ -70,11 +70,29 @@ def note_bump(session: AsyncSession, organization_id: uuid.UUID, version: int) -
     bumps[organization_id] = max(bumps.get(organization_id, 0), version)
 
 
-BUMP_SQLITE = (
-    "INSERT INTO readmodel_versions (organization_id, version) VALUES (?, 1) "
-    "ON CONFLICT (organization_id) DO UPDATE SET version = version + 1 RETURNING version"
-)
-"""``bump`` as one SQLite statement, for ``questline.storage.db.SqliteBatch`` work."""
+def bump_sql(dialect: str, *, organizations: str = "", when: str = "true") -> str:
+    """``bump`` as hand SQL, for writes that run their own statements (the progress
+    ledger); the only place that SQL is written. Returns ``organization_id, version``.
+
+    PostgreSQL: one more version for each organization of the ``uuid[]``
+    ``organizations`` (a parameter such as ``$7``) when ``when`` holds, in organization
+    order (the lock order); usable last in a statement whose other changes it follows.
+    SQLite: one organization, its id the one parameter. The caller records the versions
+    with ``note_bump`` (a session) or hands them to ``Database.committed`` after its
+    own commit.
+    """
+    if dialect == "sqlite":
+        return (
+            "INSERT INTO readmodel_versions (organization_id, version) VALUES (?, 1) "
+            "ON CONFLICT (organization_id) DO UPDATE SET version = version + 1 "
+            "RETURNING organization_id, version"
+        )
+    return f"""INSERT INTO readmodel_versions (organization_id, version)
+SELECT org, 1 FROM unnest(CAST({organizations} AS uuid[])) AS org
+WHERE {when}
+ORDER BY org
+ON CONFLICT (organization_id) DO UPDATE SET version = readmodel_versions.version + 1
+RETURNING organization_id, version"""
 
 
 async def bump_all(session: AsyncSession) -> None:

@@ -11,8 +11,9 @@ lock).
 ``GroupCommit`` keeps one queue per process. A write joins the queue and waits; one
 task takes everything queued (up to ``max_batch``) and writes it in ONE transaction —
 on PostgreSQL one look-up and one checked write statement on the driver's connection,
-without a session (``progress.batchwrite``); on SQLite one round trip to the driver's
-thread (``record.record_many_sqlite``) — then answers each write. While a batch is
+without a session (``ledger_pg``); on SQLite one round trip to the driver's thread
+(``ledger_sqlite``) — then answers each write. A batch runs the ledger's rules
+(``progress.ledger``), the same as a route's write, which is a batch of one. While a batch is
 written, the next writes queue up: under load a batch holds many writes, one commit
 and one turn of the version row for all of them; a lone write runs at once, in a batch
 of one.
@@ -22,14 +23,13 @@ PostgreSQL's ``commit_delay`` does for WAL flushes): the clients answered by the
 just committed usually send their next write within a fraction of a millisecond, and
 without the wait the next batch left with the few writes that happened to queue
 meanwhile, while the others queued behind it. A batch costs most of its time whatever
-its size (two statements, a commit, its round trips: on PostgreSQL ~0.75 ms of CPU for
-one write, ~1.2 ms for four, ~1.6 ms for eight), so fewer, fuller batches are both
-faster and cheaper. Only a batch that follows a round of several writes waits (with
-none queued yet, the task waits for them too, rather than leaving the next one to go
-alone and the others to queue behind it); the wait ends as soon as as many writes are
-queued as were active in the last round (the batch plus those that queued while it was
-written), and never lasts longer than the window. A write with nobody else around
-never waits.
+its size (two statements, a commit, its round trips; docs/performance.md), so fewer,
+fuller batches are both faster and cheaper. Only a batch that follows a round of
+several writes waits (with none queued yet, the task waits for them too, rather than
+leaving the next one to go alone and the others to queue behind it); the wait ends as
+soon as as many writes are queued as were active in the last round (the batch plus
+those that queued while it was written), and never lasts longer than the window. A
+write with nobody else around never waits.
 
 A refusal (unknown team or task, archived team, a future ``CompletedAt``) writes
 nothing and is answered ``None``: the caller lets the route answer it (with its
@@ -46,8 +46,11 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from prometheus_client import Counter
+
 from questline import events
-from questline.progress import batchwrite, record
+from questline.progress import ledger_pg, record
+from questline.progress.ledger import Outcome, Write, Written
 from questline.storage.db import Database
 from questline.web.metrics import (
     PROGRESS_BATCH_WRITES,
@@ -59,18 +62,26 @@ from questline.web.metrics import (
 
 logger = logging.getLogger("questline.progress")
 
+BATCHES_GATHERED = Counter(
+    "questline_progress_batches_gathered",
+    "Progress batches that waited for the writers of the last round (the gather window)",
+)
+
 MAX_BATCH = 64
 """Writes per transaction at most: bounds a transaction's locks and the time its
 writes wait for the slowest of them."""
 
 
+Answer = Outcome | None
+"""A write's answer from the group commit: its outcome, or ``None``: nothing written,
+the route answers (a refusal, with its problem document; a failed batch)."""
+
+
 class GroupCommit:
     """The process's queue of progress writes and the task that commits them, one batch
-    at a time. More batches at once made each smaller (more statements and commits for
-    the same writes), and every one of an organization still ends on its version row:
-    measured on PostgreSQL (``bench/run.py --quick --only "POST /team/{id}"``, 2
-    workers), one at a time 2,537 to 2,960 writes/s, two 1,923 to 2,552, four 1,650
-    (BENCHMARKS.md). SQLite has one writer anyway."""
+    at a time. More batches at once would make each smaller (more statements and commits
+    for the same writes), and every one of an organization still ends on its version
+    row: measured slower (docs/performance.md). SQLite has one writer anyway."""
 
     def __init__(
         self, db: Database, *, max_batch: int = MAX_BATCH, gather_window: float = 0.0
@@ -79,25 +90,24 @@ class GroupCommit:
         self.max_batch = max_batch
         self.gather_window = gather_window
         """Seconds a batch may wait for the writers of the last round (0: never)."""
-        self._queue: list[tuple[record.Write, asyncio.Future[record.Outcome]]] = []
+        self._queue: list[tuple[Write, asyncio.Future[Answer]]] = []
         self._runner: asyncio.Task[None] | None = None
         self._gathering: asyncio.Future[None] | None = None
         self._gather_target = 0
         self._closing = False
-        self.gathered = 0
-        """Batches that waited for their writers (the tests read it)."""
         self.batches = 0
-        """Transactions committed (for tests and ``bench``: writes ÷ batches)."""
+        """Transactions committed, and their writes (logged at shutdown)."""
         self.writes = 0
         self.failed_batches = 0
         self.listeners: list[Callable[[str], None]] = []
-        """Called with each statement's SQL before it runs on PostgreSQL (tests and
-        bench/statements.py count them: they bypass the engine's events)."""
+        """Called with each statement's SQL before it runs on PostgreSQL: these
+        statements bypass the engine's events, which is how statements are otherwise
+        observed (logging, counting)."""
 
-    async def write(self, write: record.Write) -> record.Outcome:
+    async def write(self, write: Write) -> Answer:
         """Run ``write`` in the next batch; ``None``: nothing written, the route answers."""
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[record.Outcome] = loop.create_future()
+        future: asyncio.Future[Answer] = loop.create_future()
         self._queue.append((write, future))
         if self._gathering is not None and len(self._queue) >= self._gather_target:
             _settle(self._gathering)
@@ -108,7 +118,7 @@ class GroupCommit:
     async def _run(self) -> None:
         """Commit batches until the queue is empty (and, after a round of several
         writes, stays empty for the gather window)."""
-        batch: list[tuple[record.Write, asyncio.Future[record.Outcome]]] = []
+        batch: list[tuple[Write, asyncio.Future[Answer]]] = []
         active = 0
         try:
             while True:
@@ -129,30 +139,32 @@ class GroupCommit:
                 if not future.done():
                     future.set_result(None)
 
-    async def _gather(self, active: int) -> None:
+    async def _gather(self, active: int) -> bool:
         """Wait, at most ``gather_window``, until ``active`` writes (the last round's)
-        are queued; at once when they are, or when the last round had one."""
+        are queued; at once when they are, or when the last round had one. Whether it
+        waited."""
         target = min(active, self.max_batch)
         if not self.gather_window or target < 2 or len(self._queue) >= target or self._closing:
-            return
+            return False
         loop = asyncio.get_running_loop()
         self._gathering = gathering = loop.create_future()
         self._gather_target = target
         timer = loop.call_later(self.gather_window, _settle, gathering)
-        self.gathered += 1
+        BATCHES_GATHERED.inc()
         try:
             await gathering
         finally:
             timer.cancel()
             self._gathering = None
+        return True
 
-    async def _commit(self, writes: Sequence[record.Write]) -> list[record.Outcome]:
+    async def _commit(self, writes: Sequence[Write]) -> list[Answer]:
         try:
             if self.db.is_sqlite:
                 async with self.db.session(write=True) as session:
-                    outcomes = await record.record_many_sqlite(session, writes)
+                    done = await record.write_in_session(session, writes)
             else:
-                outcomes = await self._commit_pg(list(writes))
+                done = await self._commit_pg(writes)
         except Exception:
             self.failed_batches += 1
             PROGRESS_BATCHES_FAILED.inc()
@@ -166,23 +178,23 @@ class GroupCommit:
         self.writes += len(writes)
         PROGRESS_BATCHES.inc()
         PROGRESS_BATCH_WRITES.inc(len(writes))
-        return outcomes
+        return [None if isinstance(o, Exception) else o for o in done.outcomes]
 
-    async def _commit_pg(self, writes: list[record.Write]) -> list[record.Outcome]:
+    async def _commit_pg(self, writes: Sequence[Write]) -> Written:
         """The batch on the driver's connection (``Database.driver_connection``), each
         statement its own transaction: no session, no BEGIN or COMMIT round trip, no
-        SQLAlchemy per statement (profiled, those were most of a batch's time). What a session
+        SQLAlchemy per statement (those were most of a batch's time). What a session
         does after its commit is done here."""
         async with self.db.driver_connection() as driver:
-            written = await batchwrite.write_batch(self._fetcher(driver), writes)
-        if written.versions:
-            self.db.committed(dict(written.versions))
+            done = await ledger_pg.write_batch(self._fetcher(driver), writes, in_transaction=False)
+        if done.versions:
+            self.db.committed(dict(done.versions))
             events.announce_committed()
-            TASKS_COMPLETED.inc(written.completed)
-            TASKS_WITHDRAWN.inc(written.withdrawn)
-        return written.outcomes
+            TASKS_COMPLETED.inc(done.completed)
+            TASKS_WITHDRAWN.inc(done.withdrawn)
+        return done
 
-    def _fetcher(self, driver: Any) -> batchwrite.Fetch:
+    def _fetcher(self, driver: Any) -> ledger_pg.Fetch:
         async def fetch(sql: str, *args: Any) -> Sequence[Any]:
             for listener in self.listeners:
                 listener(sql)

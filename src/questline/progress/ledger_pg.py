@@ -1,0 +1,273 @@
+"""The progress ledger on PostgreSQL: a batch of writes in two statements, whatever its
+size. The group commit runs a batch of many on the driver's connection, each statement
+its own transaction; the route runs a batch of one in its session's transaction
+(``record``). Both: ``write_batch``.
+
+1. ``LOOKUP`` reads, in one snapshot, what ``ledger.Plan.see`` takes for each write.
+2. ``ledger.Plan`` decides every write in turn.
+3. ``WRITE`` applies the net result in one statement: it first locks the disciplines
+   of the tasks it completes (``FOR KEY SHARE``: a discipline's replace or delete waits
+   for the commit), then every team it changes — in (organization, team) order — *if
+   its version is still the one looked up*, then every task it completes *if its
+   discipline and points are still those looked up* (``FOR KEY SHARE``). Only when
+   every check held does it write the completions added and removed, each team's final
+   score and counters, every history step, every outbox event
+   (``events.outbox_sql``) and, last, one version bump per organization
+   (``versions.bump_sql``).
+
+Every write that changes a team's completions or score bumps its ``version`` (the
+ledger, ``scores.apply_steps``, the ORM's version counter), so a check that holds means
+nothing changed since the look-up: the batch is what it would have been under locks
+taken at the look-up. When a check fails, nothing is written and the batch is looked up
+and decided again (``ATTEMPTS``). Inside a transaction (the route), the teams are then
+locked first (``hold``): the next attempt cannot fail on them.
+
+Locks are taken in one global order: disciplines, then teams, then tasks, and the
+version rows last — the order of a discipline's replace or delete too (the discipline,
+its teams, then its tasks) — so a write may wait for another but never in a cycle.
+
+The teams are found with ``id = ANY(ARRAY(…))``, not by joining the JSON rows: joined,
+the planner estimates any ``json_to_recordset`` at 100 rows and hashes them against a
+sequential scan of ``teams`` (docs/performance.md).
+
+Writes to the same team in one batch apply in arrival order; they were concurrent
+requests, so that is one order the clients could have seen.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from questline.events.service import outbox_sql
+from questline.progress.ledger import (
+    Done,
+    Outcome,
+    Plan,
+    Refused,
+    TeamState,
+    Write,
+    Written,
+    task_of,
+    written,
+)
+from questline.readmodel.http import dumps
+from questline.readmodel.versions import bump_sql
+from questline.storage.db import utcnow
+
+LOOKUP = """
+SELECT w.i, t.status, t.score, t.score_reached_at, t.version,
+       EXISTS (SELECT 1 FROM score_events AS e
+               WHERE e.organization_id = w.org AND e.team_id = w.team) AS has_history,
+       k.discipline_id, k.points,
+       c.discipline_id AS done_discipline_id, c.points AS done_points,
+       c.completed_at AS done_at
+FROM unnest($1::uuid[], $2::uuid[], $3::uuid[]) WITH ORDINALITY AS w(org, team, task, i)
+JOIN teams AS t ON t.organization_id = w.org AND t.id = w.team
+LEFT JOIN LATERAL (
+    SELECT tasks.discipline_id, tasks.points
+    FROM tasks JOIN disciplines AS d ON d.id = tasks.discipline_id
+    WHERE tasks.id = w.task AND (d.organization_id IS NULL OR d.organization_id = w.org)
+) AS k ON true
+LEFT JOIN task_completions AS c
+  ON c.organization_id = w.org AND c.team_id = w.team AND c.task_id = w.task
+"""
+
+_WRITTEN_FIRST = """(SELECT ok FROM ok)
+  AND (SELECT count(*) FROM added) + (SELECT count(*) FROM replaced)
+      + (SELECT count(*) FROM removed) + (SELECT count(*) FROM scored)
+      + (SELECT count(*) FROM history) + (SELECT count(*) FROM outbox) >= 0"""
+
+WRITE = f"""
+WITH disciplines_held AS (
+    SELECT d.id FROM disciplines AS d
+    WHERE d.id = ANY(ARRAY(SELECT r.discipline_id
+                           FROM json_to_recordset($8::json) AS r(discipline_id uuid)))
+    ORDER BY d.id
+    FOR KEY SHARE OF d
+), held AS (
+    SELECT t.id FROM teams AS t
+    WHERE t.organization_id = ANY(ARRAY(
+            SELECT r.organization_id FROM json_to_recordset($4::json) AS r(organization_id uuid)))
+      AND t.id = ANY(ARRAY(SELECT r.id FROM json_to_recordset($4::json) AS r(id uuid)))
+      AND t.version = (
+            SELECT r.seen
+            FROM json_to_recordset($4::json) AS r(organization_id uuid, id uuid, seen int)
+            WHERE r.organization_id = t.organization_id AND r.id = t.id)
+      AND (SELECT count(*) FROM disciplines_held) >= 0  -- after the disciplines
+    ORDER BY t.organization_id, t.id
+    FOR UPDATE OF t
+), kept AS (
+    SELECT k.id FROM tasks AS k
+    WHERE k.id = ANY(ARRAY(SELECT r.id FROM json_to_recordset($8::json) AS r(id uuid)))
+      AND EXISTS (SELECT 1
+                  FROM json_to_recordset($8::json) AS r(id uuid, discipline_id uuid, points int)
+                  WHERE r.id = k.id AND r.discipline_id = k.discipline_id
+                    AND r.points = k.points)
+      AND (SELECT count(*) FROM held) >= 0  -- after the teams
+    ORDER BY k.id
+    FOR KEY SHARE OF k
+), ok AS (
+    SELECT (SELECT count(*) FROM disciplines_held)
+               = (SELECT count(DISTINCT r.discipline_id)
+                  FROM json_to_recordset($8::json) AS r(discipline_id uuid))
+           AND (SELECT count(*) FROM held) = json_array_length($4::json)
+           AND (SELECT count(*) FROM kept) = json_array_length($8::json) AS ok
+), added AS (
+    INSERT INTO task_completions (organization_id, team_id, task_id, discipline_id, points,
+                                  completed_at, created_at)
+    SELECT r.organization_id, r.team_id, r.task_id, r.discipline_id, r.points,
+           r.completed_at, $1::timestamptz
+    FROM json_to_recordset($2::json) AS r(
+        organization_id uuid, team_id uuid, task_id uuid, discipline_id uuid, points int,
+        completed_at timestamptz)
+    WHERE (SELECT ok FROM ok)
+    RETURNING 1
+), replaced AS (
+    UPDATE task_completions AS c SET
+        discipline_id = r.discipline_id, points = r.points, completed_at = r.completed_at,
+        created_at = $1::timestamptz
+    FROM json_to_recordset($9::json) AS r(
+        organization_id uuid, team_id uuid, task_id uuid, discipline_id uuid, points int,
+        completed_at timestamptz)
+    WHERE c.organization_id = r.organization_id AND c.team_id = r.team_id
+      AND c.task_id = r.task_id AND (SELECT ok FROM ok)
+    RETURNING 1
+), removed AS (
+    DELETE FROM task_completions AS c
+    USING json_to_recordset($3::json) AS r(
+        organization_id uuid, team_id uuid, task_id uuid)
+    WHERE c.organization_id = r.organization_id AND c.team_id = r.team_id
+      AND c.task_id = r.task_id AND (SELECT ok FROM ok)
+    RETURNING 1
+), scored AS (
+    UPDATE teams AS t
+    SET (score, tasks_completed, version, score_reached_at, updated_at) = (
+        SELECT r.score, t.tasks_completed + r.completed, t.version + r.steps, r.reached_at,
+               $1::timestamptz
+        FROM json_to_recordset($4::json) AS r(
+            organization_id uuid, id uuid, score bigint, completed int, steps int,
+            reached_at timestamptz)
+        WHERE r.organization_id = t.organization_id AND r.id = t.id)
+    WHERE t.organization_id = ANY(ARRAY(
+            SELECT r.organization_id FROM json_to_recordset($4::json) AS r(organization_id uuid)))
+      AND t.id = ANY(ARRAY(SELECT r.id FROM json_to_recordset($4::json) AS r(id uuid)))
+      AND (SELECT ok FROM ok)
+    RETURNING 1
+), history AS (
+    INSERT INTO score_events (organization_id, id, team_id, task_id, discipline_id, kind,
+                              delta, score_after, at, recorded_at)
+    SELECT r.organization_id, r.id, r.team_id, r.task_id, r.discipline_id, r.kind, r.delta,
+           r.score_after, r.at, $1::timestamptz
+    FROM json_to_recordset($5::json) AS r(
+        organization_id uuid, id uuid, team_id uuid, task_id uuid, discipline_id uuid,
+        kind text, delta int, score_after bigint, at timestamptz)
+    WHERE (SELECT ok FROM ok)
+    RETURNING 1
+), outbox AS (
+    {outbox_sql("postgresql", rows="$6", created_at="$1", when="(SELECT ok FROM ok)")}
+    RETURNING 1
+)
+-- The version rows after every other change (the subqueries of the condition run
+-- first): they stay locked only for the end of the statement and its commit. Nothing
+-- when a check failed.
+{bump_sql("postgresql", organizations="$7", when=_WRITTEN_FIRST)}
+"""
+
+HOLD = """
+SELECT t.id FROM teams AS t
+WHERE t.organization_id = ANY($1::uuid[]) AND t.id = ANY($2::uuid[])
+ORDER BY t.organization_id, t.id
+FOR UPDATE OF t
+"""
+"""Inside a transaction, after a failed check: the batch's teams locked, in the
+``WRITE``'s order (a failed ``WRITE`` already holds the disciplines)."""
+
+Fetch = Callable[..., Awaitable[Sequence[Any]]]
+"""Runs one statement (SQL with ``$n`` parameters, then the arguments); returns its
+rows, by column name."""
+
+ATTEMPTS = 3
+"""Look-ups and decisions of one batch at most, when teams or tasks change between its
+look-up and its write; then ``Contended``."""
+
+
+class Contended(Exception):
+    """The batch's teams or tasks kept changing between its look-up and its write."""
+
+
+async def write_batch(fetch: Fetch, writes: Sequence[Write], *, in_transaction: bool) -> Written:
+    """Decide and write ``writes`` (two statements through ``fetch``); each write's
+    outcome, in order (a refusal: nothing written for it). ``in_transaction``: the
+    statements share one transaction (the route's), so a failed check locks the teams
+    before the next attempt."""
+    lists = (
+        [w.org_id for w in writes],
+        [w.team_id for w in writes],
+        [task_of(w) for w in writes],
+    )
+    for attempt in range(ATTEMPTS):
+        if attempt and in_transaction:
+            await fetch(HOLD, lists[0], lists[1])
+        plan = Plan(now=utcnow())
+        _look_up(await fetch(LOOKUP, *lists), writes, plan)
+        outcomes: list[Outcome | Refused] = [
+            plan.decide(position, write) for position, write in enumerate(writes)
+        ]
+        if not plan.written:
+            return written(plan, outcomes, {})
+        versions = await _write(fetch, plan)
+        if versions:
+            return written(plan, outcomes, versions)
+    raise Contended(f"{len(writes)} progress writes met concurrent changes {ATTEMPTS} times")
+
+
+def _look_up(rows: Sequence[Any], writes: Sequence[Write], plan: Plan) -> None:
+    for row in rows:
+        position = int(row["i"]) - 1
+        discipline_id = row["discipline_id"]
+        done_at = row["done_at"]
+        plan.see(
+            position,
+            writes[position],
+            team=TeamState(
+                status=row["status"],
+                version=int(row["version"]),
+                score=int(row["score"]),
+                reached_at=row["score_reached_at"],
+                has_history=bool(row["has_history"]),
+            ),
+            task=None if discipline_id is None else (_uuid(discipline_id), int(row["points"])),
+            done=None
+            if done_at is None
+            else Done(_uuid(row["done_discipline_id"]), int(row["done_points"]), done_at),
+        )
+
+
+def _uuid(value: Any) -> uuid.UUID:
+    """asyncpg's UUID (a subclass of its own) as the standard one."""
+    return value if type(value) is uuid.UUID else uuid.UUID(bytes=value.bytes)
+
+
+def _json(rows: list[dict[str, Any]]) -> str:
+    return dumps(rows).decode()
+
+
+async def _write(fetch: Fetch, plan: Plan) -> dict[uuid.UUID, int]:
+    """The plan's net changes in one statement; the versions bumped, or nothing when a
+    team or task had changed since the look-up (then nothing was written)."""
+    changes = plan.changes()
+    rows = await fetch(
+        WRITE,
+        plan.now,
+        _json(changes.added),
+        _json(changes.removed),
+        _json(changes.teams),
+        _json(changes.history),
+        _json(changes.events),
+        changes.organizations,
+        _json(changes.tasks),
+        _json(changes.replaced),
+    )
+    return {_uuid(row["organization_id"]): int(row["version"]) for row in rows}

@@ -1,0 +1,180 @@
+"""The progress ledger on SQLite: a batch of writes in the session's transaction, in ONE
+round trip to the thread that owns the connection (``storage.db.run_in_sqlite_thread``).
+The route runs a batch of one, the group commit a batch of many: ``write_batch``.
+
+The transaction holds the database's one write lock (``BEGIN IMMEDIATE``), so nothing
+changes between the statements: the look-up of each write (``LOOKUP``), then
+``ledger.Plan`` decides them all, then the net result is written, a statement a row
+(the outbox's and the version's SQL: ``events.outbox_sql``, ``versions.bump_sql``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from questline.events.service import outbox_sql
+from questline.progress.ledger import (
+    Done,
+    Outcome,
+    Plan,
+    Refused,
+    TeamState,
+    Write,
+    Written,
+    task_of,
+    written,
+)
+from questline.readmodel.versions import bump_sql
+from questline.storage.db import SqliteBatch, parse_sqlite_time, run_in_sqlite_thread, utcnow
+
+LOOKUP = """
+SELECT t.status, t.score, t.score_reached_at, t.version,
+       EXISTS (SELECT 1 FROM score_events AS e
+               WHERE e.organization_id = t.organization_id AND e.team_id = t.id),
+       k.discipline_id, k.points,
+       c.discipline_id, c.points, c.completed_at
+FROM teams AS t
+LEFT JOIN (
+    SELECT tasks.discipline_id AS discipline_id, tasks.points AS points
+    FROM tasks JOIN disciplines AS d ON d.id = tasks.discipline_id
+    WHERE tasks.id = ? AND (d.organization_id IS NULL OR d.organization_id = ?)
+) AS k ON 1
+LEFT JOIN task_completions AS c
+  ON c.organization_id = t.organization_id AND c.team_id = t.id AND c.task_id = ?
+WHERE t.organization_id = ? AND t.id = ?
+"""
+
+ADD = """
+INSERT INTO task_completions (organization_id, team_id, task_id, discipline_id, points,
+                              completed_at, created_at)
+VALUES (?, ?, ?, ?, ?, ?, ?)
+"""
+
+REPLACE = """
+UPDATE task_completions SET discipline_id = ?, points = ?, completed_at = ?, created_at = ?
+WHERE organization_id = ? AND team_id = ? AND task_id = ?
+"""
+
+REMOVE = """
+DELETE FROM task_completions WHERE organization_id = ? AND team_id = ? AND task_id = ?
+"""
+
+SCORE = """
+UPDATE teams SET
+    score = ?, tasks_completed = tasks_completed + ?, version = version + ?,
+    score_reached_at = ?, updated_at = ?
+WHERE organization_id = ? AND id = ?
+"""
+
+HISTORY = """
+INSERT INTO score_events (organization_id, id, team_id, task_id, discipline_id, kind,
+                          delta, score_after, at, recorded_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
+
+
+def _uuid(value: str | None) -> uuid.UUID | None:
+    return None if value is None else uuid.UUID(value)
+
+
+def run(batch: SqliteBatch, writes: Sequence[Write]) -> Written:
+    """The batch's statements, in the driver's thread."""
+    plan = Plan(now=utcnow())  # under the write lock: the history's times follow commits
+    for position, write in enumerate(writes):
+        task_id = task_of(write)
+        row = batch.one(LOOKUP, task_id, write.org_id, task_id, write.org_id, write.team_id)
+        if row is None:
+            continue
+        discipline_id = _uuid(row[5])
+        plan.see(
+            position,
+            write,
+            team=TeamState(
+                status=row[0],
+                score=int(row[1]),
+                reached_at=parse_sqlite_time(row[2]),
+                version=int(row[3]),
+                has_history=bool(row[4]),
+            ),
+            task=None if discipline_id is None else (discipline_id, int(row[6])),
+            done=None
+            if row[9] is None
+            else Done(uuid.UUID(row[7]), int(row[8]), parse_sqlite_time(row[9])),
+        )
+    outcomes: list[Outcome | Refused] = [
+        plan.decide(position, write) for position, write in enumerate(writes)
+    ]
+    if not plan.written:
+        return written(plan, outcomes, {})
+    changes = plan.changes()
+    now = plan.now
+    for key in changes.removed:
+        batch.rows(REMOVE, key["organization_id"], key["team_id"], key["task_id"])
+    for c in changes.added:
+        batch.rows(ADD, *_completion(c), now)
+    for c in changes.replaced:
+        batch.rows(
+            REPLACE,
+            c["discipline_id"],
+            c["points"],
+            c["completed_at"],
+            now,
+            c["organization_id"],
+            c["team_id"],
+            c["task_id"],
+        )
+    for t in changes.teams:
+        batch.rows(
+            SCORE,
+            t["score"],
+            t["completed"],
+            t["steps"],
+            t["reached_at"],
+            now,
+            t["organization_id"],
+            t["id"],
+        )
+    for h in changes.history:
+        batch.rows(
+            HISTORY,
+            h["organization_id"],
+            h["id"],
+            h["team_id"],
+            h["task_id"],
+            h["discipline_id"],
+            h["kind"],
+            h["delta"],
+            h["score_after"],
+            h["at"],
+            now,
+        )
+    outbox = outbox_sql("sqlite")
+    for e in changes.events:
+        batch.rows(outbox, e["organization_id"], e["id"], e["type"], e["payload"], now)
+    bump = bump_sql("sqlite")
+    versions: dict[uuid.UUID, int] = {}
+    for org_id in changes.organizations:
+        (_, version) = batch.one(bump, org_id)
+        versions[org_id] = int(version)
+    return written(plan, outcomes, versions)
+
+
+def _completion(row: dict[str, Any]) -> tuple[Any, ...]:
+    return (
+        row["organization_id"],
+        row["team_id"],
+        row["task_id"],
+        row["discipline_id"],
+        row["points"],
+        row["completed_at"],
+    )
+
+
+async def write_batch(session: AsyncSession, writes: Sequence[Write]) -> Written:
+    """Decide and write ``writes`` in the session's transaction; each write's outcome,
+    in order (a refusal: nothing written for it)."""
+    return await run_in_sqlite_thread(session, lambda batch: run(batch, writes))

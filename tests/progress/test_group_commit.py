@@ -1,0 +1,283 @@
+"""The progress writes' group commit (``questline.progress.group_commit``), through the
+fast path: concurrent writes sharing transactions, the gather window, failed batches
+and batches that meet concurrent changes (``questline.progress.ledger_pg``)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import asyncpg
+import pytest
+from fastapi import FastAPI
+from sqlalchemy import text
+from sqlalchemy.exc import OperationalError
+
+from questline.progress import ledger_pg, record, schemas
+from tests.factories import World
+from tests.progress.factories import complete, history, make_discipline, score_of
+from tests.progress.fast import Fast, batches_gathered
+from tests.support.harness import AppHarness
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_concurrent_writes_share_transactions(world: World, fast: Fast, app: FastAPI) -> None:
+    org = world.org()
+    teams = [await org.create_team() for _ in range(8)]
+    tree = await make_discipline(world.db, org_id=org.id, shape=[[[1, 2, 4, 8, 16]]])
+    writes = AppHarness(app).progress_writes
+    before = (writes.batches, writes.writes)
+
+    answers = await asyncio.gather(
+        *(complete(org, team["Id"], task) for team in teams for task in tree.tasks)
+    )
+    assert {a.status_code for a in answers} == {201}, [a.text for a in answers]
+    assert fast.answered == 40
+    assert writes.writes - before[1] == 40
+    assert writes.batches - before[0] < 40, "no two writes shared a transaction"
+    for team in teams:
+        assert await score_of(org, team["Id"]) == 31
+
+    # The same completion asked for ten times at once: one 201, nine 200s, counted once;
+    # then withdrawn by all ten: one 204, nine 404s.
+    team, task = teams[0]["Id"], tree.tasks[0]
+    gone = await org.client.delete(f"/team/{team}/progress/{task}", headers=org.admin)
+    assert gone.status_code == 204
+    again = await asyncio.gather(*(complete(org, team, task) for _ in range(10)))
+    assert sorted(a.status_code for a in again) == [200] * 9 + [201]
+    assert await score_of(org, team) == 31
+    undone = await asyncio.gather(
+        *(org.client.delete(f"/team/{team}/progress/{task}", headers=org.admin) for _ in range(10))
+    )
+    assert sorted(a.status_code for a in undone) == [204] + [404] * 9
+    assert await score_of(org, team) == 30
+
+
+class _HeldBatches:
+    """Records each batch's size; holds the first one until ``release`` (so that writes
+    queue behind it)."""
+
+    def __init__(self, writes: Any) -> None:
+        self.sizes: list[int] = []
+        self.entered = asyncio.Event()
+        self.released = asyncio.Event()
+        self._commit = writes._commit
+
+    async def __call__(self, batch: Any) -> Any:
+        self.sizes.append(len(batch))
+        if len(self.sizes) == 1:
+            self.entered.set()
+            await self.released.wait()
+        return await self._commit(batch)
+
+
+async def _queued(writes: Any, count: int) -> None:
+    for _ in range(1000):
+        if len(writes._queue) >= count:
+            return
+        await asyncio.sleep(0)
+    raise AssertionError(f"{count} writes never queued")
+
+
+@pytest.mark.parametrize("others_come_back", [True, False])
+async def test_a_batch_gathers_the_writers_of_the_last_one(
+    world: World, fast: Fast, monkeypatch: pytest.MonkeyPatch, others_come_back: bool
+) -> None:
+    """Three writes commit together while a fourth queues: a round of four. The next
+    batch waits for four writes, and leaves the moment they are there (a window of a
+    minute is never reached); if they never come, it leaves when the window ends with
+    the one it has. Shutting down ends a wait."""
+    org = world.org()
+    teams = [await org.create_team() for _ in range(7)]
+    tree = await make_discipline(world.db, org_id=org.id, shape=[[[3]]])
+    task = tree.task(0, 0, 0)
+    writes = fast.writes
+    monkeypatch.setattr(writes, "gather_window", 60.0 if others_come_back else 0.05)
+    held = _HeldBatches(writes)
+    monkeypatch.setattr(writes, "_commit", held)
+    gathered = batches_gathered()
+
+    first = [asyncio.create_task(complete(org, t["Id"], task)) for t in teams[:3]]
+    await held.entered.wait()
+    fourth = asyncio.create_task(complete(org, teams[3]["Id"], task))
+    await _queued(writes, 1)
+    held.released.set()
+    answers = await asyncio.gather(*first)
+    later = [fourth]
+    if others_come_back:
+        later += [asyncio.create_task(complete(org, t["Id"], task)) for t in teams[4:]]
+    answers += await asyncio.wait_for(asyncio.gather(*later), 20)
+
+    assert [a.status_code for a in answers] == [201] * len(answers), [a.text for a in answers]
+    assert held.sizes == ([3, 4] if others_come_back else [3, 1])
+    # Then the runner waits for the next round of four (it ends at shutdown).
+    assert batches_gathered() == gathered + (2 if others_come_back else 1)
+    for team in teams[: len(answers)]:
+        assert await score_of(org, team["Id"]) == 3
+
+
+async def test_a_write_with_nobody_around_never_waits(
+    world: World, fast: Fast, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    org = world.org()
+    team = await org.create_team()
+    tree = await make_discipline(world.db, org_id=org.id, shape=[[[1, 2, 4]]])
+    monkeypatch.setattr(fast.writes, "gather_window", 60.0)
+    gathered = batches_gathered()
+    for task in tree.tasks:
+        done = await asyncio.wait_for(complete(org, team["Id"], task), 20)
+        assert done.status_code == 201, done.text
+    assert batches_gathered() == gathered
+    assert await score_of(org, team["Id"]) == 7
+
+
+async def test_a_failed_batch_is_answered_by_the_route(
+    world: World, fast: Fast, app_state: AppHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch that fails (here: the first one) leaves nothing written; each of its
+    requests runs again through the route. On SQLite the failure comes after the
+    batch's statements (its transaction rolls back); on PostgreSQL the connection is
+    lost before them (each statement there is its own transaction)."""
+    org = world.org()
+    team = await org.create_team()
+    tree = await make_discipline(world.db, org_id=org.id, shape=[[[10]]])
+    sqlite = app_state.db.is_sqlite
+    target: Any = record if sqlite else ledger_pg
+    name = "write_in_session" if sqlite else "write_batch"
+    run = getattr(target, name)
+    failures: list[int] = []
+
+    async def failing_once(first: Any, writes: Any, **options: Any) -> Any:
+        if not failures:
+            failures.append(len(writes))
+            if not sqlite:
+                raise asyncpg.ConnectionDoesNotExistError("the connection was closed")
+            await run(first, writes)  # it wrote; the rollback must undo it
+            raise OperationalError("COMMIT", {}, Exception("the database went away"))
+        return await run(first, writes, **options)  # the route's write too
+
+    monkeypatch.setattr(target, name, failing_once)
+    done = await complete(org, team["Id"], tree.task(0, 0, 0))
+    assert done.status_code == 201, done.text
+    assert done.json()["Score"] == 10
+    assert failures == [1]
+    assert fast.writes.failed_batches == 1
+    assert fast.declined == 1
+    assert await score_of(org, team["Id"]) == 10
+
+
+@pytest.mark.postgres_only
+async def test_a_change_between_look_up_and_write_is_seen(
+    world: World, fast: Fast, app_state: AppHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL: the batch looks up without locks. A completion that another request
+    commits between the batch's look-up and its write fails the write's check (the
+    team's version moved): nothing is written, and the batch is decided again."""
+    org = world.org()
+    team = await org.create_team()
+    tree = await make_discipline(world.db, org_id=org.id, shape=[[[10, 25]]])
+    team_id = uuid.UUID(team["Id"])
+    write = ledger_pg._write
+    interleaved: list[int] = []
+
+    async def after_the_look_up(fetch: Any, plan: Any) -> Any:
+        if not interleaved:  # another request completes the other task, and commits
+            interleaved.append(0)  # (its own write, a batch of one, passes through here)
+            async with app_state.db.session() as session:
+                other = schemas.ProgressCreate(TaskId=uuid.UUID(tree.task(0, 0, 1)))
+                found = await record.complete(session, org_id=org.id, team_id=team_id, data=other)
+            interleaved[0] = int(found.completion.score or 0)
+        return await write(fetch, plan)
+
+    monkeypatch.setattr(ledger_pg, "_write", after_the_look_up)
+    statements: list[str] = []
+    fast.writes.listeners.append(statements.append)
+    done = await complete(org, team["Id"], tree.task(0, 0, 0))
+    assert done.status_code == 201, done.text
+    assert interleaved == [25]
+    assert done.json()["Score"] == 35  # decided again after the other completion
+    assert [sql.split()[0] for sql in statements] == ["SELECT", "WITH", "SELECT", "WITH"]
+    assert fast.answered == 1
+    assert await score_of(org, team["Id"]) == 35
+    history = await org.client.get(f"/team/{team['Id']}/graph", headers=org.member)
+    assert history.status_code == 200, history.text
+    assert "35" in history.text
+
+
+@pytest.mark.postgres_only
+async def test_a_discipline_deleted_between_look_up_and_write(
+    world: World, fast: Fast, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The write's check finds the task's discipline gone: nothing is written, the
+    batch is decided again and refuses (the route answers 404)."""
+    org = world.org()
+    team = await org.create_team()
+    tree = await make_discipline(world.db, org_id=org.id, shape=[[[10]]])
+    write = ledger_pg._write
+    deleted: list[int] = []
+
+    async def after_the_look_up(fetch: Any, plan: Any) -> Any:
+        if not deleted:
+            gone = await org.client.delete(f"/discipline/{tree.id}", headers=org.admin)
+            deleted.append(gone.status_code)
+        return await write(fetch, plan)
+
+    monkeypatch.setattr(ledger_pg, "_write", after_the_look_up)
+    done = await complete(org, team["Id"], tree.task(0, 0, 0))
+    assert deleted == [204]
+    assert done.status_code == 404, done.text
+    assert (fast.answered, fast.declined) == (0, 1)
+    assert await score_of(org, team["Id"]) == 0
+
+
+@pytest.mark.postgres_only
+async def test_a_batch_that_keeps_meeting_changes_takes_the_route(
+    world: World, fast: Fast, app_state: AppHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    org = world.org()
+    team = await org.create_team()
+    tree = await make_discipline(world.db, org_id=org.id, shape=[[[10]]])
+    write = ledger_pg._write
+    moved: list[int] = []
+
+    async def always_moved(fetch: Any, plan: Any) -> Any:
+        if len(moved) == ledger_pg.ATTEMPTS:  # the route's write (a batch of one)
+            return await write(fetch, plan)
+        async with app_state.db.session() as session:  # a rename: the version moves
+            await session.execute(
+                text("UPDATE teams SET version = version + 1 WHERE id = :id"),
+                {"id": uuid.UUID(team["Id"])},
+            )
+        moved.append(1)
+        return await write(fetch, plan)
+
+    monkeypatch.setattr(ledger_pg, "_write", always_moved)
+    done = await complete(org, team["Id"], tree.task(0, 0, 0))
+    assert done.status_code == 201, done.text
+    assert len(moved) == ledger_pg.ATTEMPTS
+    assert (fast.answered, fast.declined, fast.writes.failed_batches) == (0, 1, 1)
+    assert await score_of(org, team["Id"]) == 10
+
+
+async def test_completions_racing_a_forced_discipline_delete(world: World, fast: Fast) -> None:
+    """The batch locks the discipline of what it completes (as the route does): the
+    delete waits for it, or it finds the task gone (404 through the route); never a
+    5xx, never a completion left behind."""
+    org = world.org()
+    teams = [(await org.create_team())["Id"] for _ in range(4)]
+    tree = await make_discipline(world.db, org_id=org.id, shape=[[[1, 2, 4, 8]]])
+    for team in teams:  # the delete has completions to withdraw
+        assert (await complete(org, team, tree.tasks[0])).status_code == 201
+    writes = [complete(org, team, task) for team in teams for task in tree.tasks[1:]]
+    delete = org.client.delete(f"/discipline/{tree.id}?force=true", headers=org.admin)
+    answers = await asyncio.gather(*writes[:6], delete, *writes[6:])
+    deleted = answers.pop(6)
+    assert deleted.status_code == 204, deleted.text
+    assert {a.status_code for a in answers} <= {201, 404}, [a.text for a in answers]
+    for team in teams:
+        assert await score_of(org, team) == 0
+        left = await org.client.get(f"/team/{team}/progress", headers=org.member)
+        assert left.json() == []
+        assert sum(step.delta for step in await history(world.db, team)) == 0
