@@ -270,12 +270,15 @@ def install_openapi(
     examples: Mapping[type[BaseModel], Any] | None = None,
 ) -> None:
     """Serve the completed document at ``/openapi.json`` (and from ``app.openapi()``).
-    ``examples``: a body of each model that carries no example of its own."""
+    ``examples``: a body of each model that carries no example of its own.
+
+    Operations are named now, with every route in place: FastAPI copies a route's
+    declaration the first time it opens an included router (the first request routed
+    into one, or the fast lane's plan), and a name given later would not be seen."""
     generate = app.openapi
+    name_operations(app)
 
     def openapi() -> dict[str, Any]:
-        if app.openapi_schema is None:
-            name_operations(app)
         listed = body_examples(app)
         listed.update({model.__name__: [value] for model, value in (examples or {}).items()})
         return polish_document(complete_problem_responses(generate()), public_url, listed)
