@@ -680,7 +680,12 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        /** AdminFlag */
+        /**
+         * AdminFlag
+         * @example {
+         *       "IsAdminTeam": true
+         *     }
+         */
         AdminFlag: {
             /** Isadminteam */
             IsAdminTeam: boolean;
@@ -693,6 +698,14 @@ export interface components {
         /**
          * Completion
          * @description A task a team completed.
+         * @example {
+         *       "TeamId": "0193a6f3-1a2b-7c3d-8e4f-5a6b7c8d9e01",
+         *       "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+         *       "DisciplineId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a21",
+         *       "Points": 10,
+         *       "CompletedAt": "2026-11-20T09:30:00Z",
+         *       "Score": 60
+         *     }
          */
         Completion: {
             /**
@@ -726,7 +739,22 @@ export interface components {
              */
             Score?: number | null;
         };
-        /** Delivery */
+        /**
+         * Delivery
+         * @example {
+         *       "Id": "0193a6f8-6f70-7b82-9c9d-0e1f2a3b4c51",
+         *       "WebhookId": "0193a6f6-4d5e-7f60-9a7b-8c9d0e1f2a31",
+         *       "EventId": "0193a6f7-5e6f-7a71-8b8c-9d0e1f2a3b41",
+         *       "Event": "progress.completed",
+         *       "Status": "Succeeded",
+         *       "Attempts": 1,
+         *       "LastStatusCode": 204,
+         *       "LastAttemptAt": "2026-11-20T09:30:00Z",
+         *       "LastError": null,
+         *       "NextAttemptAt": null,
+         *       "CreatedAt": "2026-11-20T09:30:00Z"
+         *     }
+         */
         Delivery: {
             /**
              * Id
@@ -777,6 +805,53 @@ export interface components {
         /**
          * Discipline
          * @description A discipline with its whole tree, every node in `Order`.
+         * @example {
+         *       "Id": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a21",
+         *       "Title": "Web security",
+         *       "Description": "From headers to a content security policy.",
+         *       "OrganizationId": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10",
+         *       "Color": "Purple",
+         *       "CreatedAt": "2026-11-20T09:30:00Z",
+         *       "UpdatedAt": "2026-11-21T14:05:00Z",
+         *       "Resources": [
+         *         {
+         *           "Id": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a25",
+         *           "Order": 0,
+         *           "Title": "OWASP Top 10",
+         *           "Description": "",
+         *           "Url": "https://owasp.org/www-project-top-ten/",
+         *           "Kind": "Link"
+         *         }
+         *       ],
+         *       "Levels": [
+         *         {
+         *           "Id": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a22",
+         *           "Order": 0,
+         *           "Title": "Basics",
+         *           "Description": "What every page needs.",
+         *           "Resources": [],
+         *           "Quests": [
+         *             {
+         *               "Id": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a23",
+         *               "Order": 0,
+         *               "Title": "Headers",
+         *               "Description": "",
+         *               "Resources": [],
+         *               "Tasks": [
+         *                 {
+         *                   "Id": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+         *                   "Order": 0,
+         *                   "Title": "Send HSTS",
+         *                   "Description": "Strict-Transport-Security on every response.",
+         *                   "Points": 10,
+         *                   "Resources": []
+         *                 }
+         *               ]
+         *             }
+         *           ]
+         *         }
+         *       ]
+         *     }
          */
         Discipline: {
             /**
@@ -814,62 +889,62 @@ export interface components {
          * @description `POST /discipline`: the basic fields alone create an empty discipline; with `Levels`
          *     and/or `Resources` the whole tree is created from this one document.
          * @example {
-         *       "Color": "Green",
+         *       "Title": "Cloud basics",
          *       "Description": "Everything a new engineer needs before the first deploy.",
+         *       "Color": "Green",
+         *       "Resources": [
+         *         {
+         *           "Title": "Handbook",
+         *           "Description": "The team handbook.",
+         *           "Url": "https://example.org/handbook",
+         *           "Kind": "Link"
+         *         }
+         *       ],
          *       "Levels": [
          *         {
+         *           "Title": "Foundations",
          *           "Description": "Accounts, tools and the first service.",
+         *           "Resources": [],
          *           "Quests": [
          *             {
+         *               "Title": "Get access",
          *               "Description": "",
          *               "Resources": [],
          *               "Tasks": [
          *                 {
+         *                   "Title": "Create your account",
          *                   "Description": "Sign in once with your company e-mail.",
          *                   "Points": 10,
          *                   "Resources": [
          *                     {
-         *                       "Kind": "Video",
          *                       "Title": "Sign-in guide",
-         *                       "Url": "https://example.org/sign-in"
+         *                       "Url": "https://example.org/sign-in",
+         *                       "Kind": "Video"
          *                     }
-         *                   ],
-         *                   "Title": "Create your account"
+         *                   ]
          *                 },
          *                 {
-         *                   "Points": 20,
-         *                   "Title": "Install the CLI"
+         *                   "Title": "Install the CLI",
+         *                   "Points": 20
          *                 }
-         *               ],
-         *               "Title": "Get access"
+         *               ]
          *             }
-         *           ],
-         *           "Resources": [],
-         *           "Title": "Foundations"
+         *           ]
          *         },
          *         {
+         *           "Title": "Shipping",
          *           "Quests": [
          *             {
+         *               "Title": "First deploy",
          *               "Tasks": [
          *                 {
          *                   "Title": "Deploy hello-world"
          *                 }
-         *               ],
-         *               "Title": "First deploy"
+         *               ]
          *             }
-         *           ],
-         *           "Title": "Shipping"
+         *           ]
          *         }
-         *       ],
-         *       "Resources": [
-         *         {
-         *           "Description": "The team handbook.",
-         *           "Kind": "Link",
-         *           "Title": "Handbook",
-         *           "Url": "https://example.org/handbook"
-         *         }
-         *       ],
-         *       "Title": "Cloud basics"
+         *       ]
          *     }
          */
         DisciplineCreate: {
@@ -934,62 +1009,62 @@ export interface components {
          *     What `GET` returned can be sent back as is: `Id` and `OrganizationId` must then be
          *     this discipline's, `CreatedAt` and `UpdatedAt` are ignored.
          * @example {
-         *       "Color": "Green",
+         *       "Title": "Cloud basics",
          *       "Description": "Everything a new engineer needs before the first deploy.",
+         *       "Color": "Green",
+         *       "Resources": [
+         *         {
+         *           "Title": "Handbook",
+         *           "Description": "The team handbook.",
+         *           "Url": "https://example.org/handbook",
+         *           "Kind": "Link"
+         *         }
+         *       ],
          *       "Levels": [
          *         {
+         *           "Title": "Foundations",
          *           "Description": "Accounts, tools and the first service.",
+         *           "Resources": [],
          *           "Quests": [
          *             {
+         *               "Title": "Get access",
          *               "Description": "",
          *               "Resources": [],
          *               "Tasks": [
          *                 {
+         *                   "Title": "Create your account",
          *                   "Description": "Sign in once with your company e-mail.",
          *                   "Points": 10,
          *                   "Resources": [
          *                     {
-         *                       "Kind": "Video",
          *                       "Title": "Sign-in guide",
-         *                       "Url": "https://example.org/sign-in"
+         *                       "Url": "https://example.org/sign-in",
+         *                       "Kind": "Video"
          *                     }
-         *                   ],
-         *                   "Title": "Create your account"
+         *                   ]
          *                 },
          *                 {
-         *                   "Points": 20,
-         *                   "Title": "Install the CLI"
+         *                   "Title": "Install the CLI",
+         *                   "Points": 20
          *                 }
-         *               ],
-         *               "Title": "Get access"
+         *               ]
          *             }
-         *           ],
-         *           "Resources": [],
-         *           "Title": "Foundations"
+         *           ]
          *         },
          *         {
+         *           "Title": "Shipping",
          *           "Quests": [
          *             {
+         *               "Title": "First deploy",
          *               "Tasks": [
          *                 {
          *                   "Title": "Deploy hello-world"
          *                 }
-         *               ],
-         *               "Title": "First deploy"
+         *               ]
          *             }
-         *           ],
-         *           "Title": "Shipping"
+         *           ]
          *         }
-         *       ],
-         *       "Resources": [
-         *         {
-         *           "Description": "The team handbook.",
-         *           "Kind": "Link",
-         *           "Title": "Handbook",
-         *           "Url": "https://example.org/handbook"
-         *         }
-         *       ],
-         *       "Title": "Cloud basics"
+         *       ]
          *     }
          */
         DisciplineReplace: {
@@ -1033,6 +1108,19 @@ export interface components {
         /**
          * DisciplineSummary
          * @description A discipline as listed: its counts instead of its tree.
+         * @example {
+         *       "Id": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a21",
+         *       "Title": "Web security",
+         *       "Description": "From headers to a content security policy.",
+         *       "OrganizationId": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10",
+         *       "Color": "Purple",
+         *       "CreatedAt": "2026-11-20T09:30:00Z",
+         *       "UpdatedAt": "2026-11-21T14:05:00Z",
+         *       "LevelCount": 1,
+         *       "QuestCount": 1,
+         *       "TaskCount": 1,
+         *       "PointsTotal": 10
+         *     }
          */
         DisciplineSummary: {
             /**
@@ -1084,12 +1172,27 @@ export interface components {
             /** Detail */
             detail?: components["schemas"]["ValidationError"][];
         };
-        /** Health */
+        /**
+         * Health
+         * @example {
+         *       "status": "ok"
+         *     }
+         */
         Health: {
             /** Status */
             status: string;
         };
-        /** LeaderboardEntry */
+        /**
+         * LeaderboardEntry
+         * @example {
+         *       "Rank": 1,
+         *       "TeamId": "0193a6f3-1a2b-7c3d-8e4f-5a6b7c8d9e01",
+         *       "Name": "Rockets",
+         *       "Score": 60,
+         *       "TasksCompleted": 3,
+         *       "ReachedAt": "2026-11-21T14:05:00Z"
+         *     }
+         */
         LeaderboardEntry: {
             /**
              * Rank
@@ -1191,7 +1294,19 @@ export interface components {
             /** Quests */
             Quests: components["schemas"]["QuestProgress"][];
         };
-        /** Member */
+        /**
+         * Member
+         * @example {
+         *       "Id": "0193a6f4-2b3c-7d4e-9f5a-6b7c8d9e0f11",
+         *       "OrganizationId": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10",
+         *       "Email": "ada@example.org",
+         *       "GivenName": "Ada",
+         *       "TeamIds": [
+         *         "0193a6f3-1a2b-7c3d-8e4f-5a6b7c8d9e01"
+         *       ],
+         *       "CreatedAt": "2026-11-20T09:30:00Z"
+         *     }
+         */
         Member: {
             /**
              * Id
@@ -1218,7 +1333,13 @@ export interface components {
              */
             CreatedAt: string;
         };
-        /** MemberAdd */
+        /**
+         * MemberAdd
+         * @example {
+         *       "email": "ada@example.org",
+         *       "givenName": "Ada"
+         *     }
+         */
         MemberAdd: {
             /**
              * Email
@@ -1228,7 +1349,58 @@ export interface components {
             /** Givenname */
             givenName: string;
         };
-        /** Overview */
+        /**
+         * Overview
+         * @example {
+         *       "TeamId": "0193a6f3-1a2b-7c3d-8e4f-5a6b7c8d9e01",
+         *       "Name": "Rockets",
+         *       "Status": "Active",
+         *       "IsAdminTeam": false,
+         *       "IsSurveyCompleted": false,
+         *       "Score": 10,
+         *       "Rank": 3,
+         *       "MemberCount": 1,
+         *       "TasksCompleted": 1,
+         *       "LastActivityAt": "2026-11-20T09:30:00Z",
+         *       "Disciplines": [
+         *         {
+         *           "DisciplineId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a21",
+         *           "Title": "Web security",
+         *           "Color": "Purple",
+         *           "CurrentLevelId": null,
+         *           "TasksCompleted": 1,
+         *           "TasksTotal": 1,
+         *           "PointsEarned": 10,
+         *           "PointsTotal": 10,
+         *           "Percent": 100,
+         *           "Levels": [
+         *             {
+         *               "LevelId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a22",
+         *               "Title": "Basics",
+         *               "Order": 0,
+         *               "TasksCompleted": 1,
+         *               "TasksTotal": 1,
+         *               "PointsEarned": 10,
+         *               "PointsTotal": 10,
+         *               "Percent": 100,
+         *               "Quests": [
+         *                 {
+         *                   "QuestId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a23",
+         *                   "Title": "Headers",
+         *                   "Order": 0,
+         *                   "TasksCompleted": 1,
+         *                   "TasksTotal": 1,
+         *                   "PointsEarned": 10,
+         *                   "PointsTotal": 10,
+         *                   "Percent": 100
+         *                 }
+         *               ]
+         *             }
+         *           ]
+         *         }
+         *       ]
+         *     }
+         */
         Overview: {
             /**
              * Teamid
@@ -1264,6 +1436,10 @@ export interface components {
         /**
          * ProgressCreate
          * @description ``POST /team/{id}/progress``.
+         * @example {
+         *       "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+         *       "CompletedAt": "2026-11-20T09:30:00Z"
+         *     }
          */
         ProgressCreate: {
             /**
@@ -1400,7 +1576,13 @@ export interface components {
              */
             Kind: string;
         };
-        /** SecretRotated */
+        /**
+         * SecretRotated
+         * @example {
+         *       "Secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+         *       "PreviousSecretExpiresAt": "2026-11-21T14:05:00Z"
+         *     }
+         */
         SecretRotated: {
             /**
              * Secret
@@ -1414,7 +1596,27 @@ export interface components {
              */
             PreviousSecretExpiresAt: string;
         };
-        /** Series */
+        /**
+         * Series
+         * @example {
+         *       "TeamId": "0193a6f3-1a2b-7c3d-8e4f-5a6b7c8d9e01",
+         *       "Name": "Rockets",
+         *       "Points": [
+         *         {
+         *           "At": "2026-11-20T09:30:00Z",
+         *           "Score": 0
+         *         },
+         *         {
+         *           "At": "2026-11-20T09:30:00Z",
+         *           "Score": 10
+         *         },
+         *         {
+         *           "At": "2026-11-21T14:05:00Z",
+         *           "Score": 60
+         *         }
+         *       ]
+         *     }
+         */
         Series: {
             /**
              * Teamid
@@ -1445,6 +1647,17 @@ export interface components {
         /**
          * SessionInfo
          * @description The signed-in dashboard session.
+         * @example {
+         *       "Subject": "ada",
+         *       "Role": "admin",
+         *       "OrganizationId": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10",
+         *       "Email": "ada@example.org",
+         *       "TeamIds": [
+         *         "0193a6f3-1a2b-7c3d-8e4f-5a6b7c8d9e01"
+         *       ],
+         *       "ExpiresAt": "2026-11-21T14:05:00Z",
+         *       "CsrfToken": "Zp0cN4xQ1vR7sT2uW9yB3dF6gH8jK5mL0nP2qS4tV6w"
+         *     }
          */
         SessionInfo: {
             /**
@@ -1483,7 +1696,12 @@ export interface components {
              */
             CsrfToken: string;
         };
-        /** SurveyFlag */
+        /**
+         * SurveyFlag
+         * @example {
+         *       "IsSurveyCompleted": true
+         *     }
+         */
         SurveyFlag: {
             /**
              * Issurveycompleted
@@ -1543,6 +1761,21 @@ export interface components {
         /**
          * Team
          * @description A team as listed: the seed's seven fields first, then additive ones.
+         * @example {
+         *       "Id": "0193a6f3-1a2b-7c3d-8e4f-5a6b7c8d9e01",
+         *       "Name": "Rockets",
+         *       "OrganizationId": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10",
+         *       "Status": "Active",
+         *       "Tags": [
+         *         "onboarding",
+         *         "2026"
+         *       ],
+         *       "Score": 60,
+         *       "IsSurveyCompleted": false,
+         *       "IsAdminTeam": false,
+         *       "MemberCount": 1,
+         *       "CreatedAt": "2026-11-20T09:30:00Z"
+         *     }
          */
         Team: {
             /**
@@ -1574,7 +1807,19 @@ export interface components {
              */
             CreatedAt: string;
         };
-        /** TeamCreate */
+        /**
+         * TeamCreate
+         * @example {
+         *       "name": "Rockets",
+         *       "tags": [
+         *         "onboarding",
+         *         "2026"
+         *       ],
+         *       "members": [
+         *         "0193a6f4-2b3c-7d4e-9f5a-6b7c8d9e0f11"
+         *       ]
+         *     }
+         */
         TeamCreate: {
             /** Name */
             name: string;
@@ -1586,7 +1831,36 @@ export interface components {
             /** Tags */
             tags?: string[];
         };
-        /** TeamDetail */
+        /**
+         * TeamDetail
+         * @example {
+         *       "Id": "0193a6f3-1a2b-7c3d-8e4f-5a6b7c8d9e01",
+         *       "Name": "Rockets",
+         *       "OrganizationId": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10",
+         *       "Status": "Active",
+         *       "Tags": [
+         *         "onboarding",
+         *         "2026"
+         *       ],
+         *       "Score": 60,
+         *       "IsSurveyCompleted": false,
+         *       "IsAdminTeam": false,
+         *       "MemberCount": 1,
+         *       "CreatedAt": "2026-11-20T09:30:00Z",
+         *       "Members": [
+         *         {
+         *           "Id": "0193a6f4-2b3c-7d4e-9f5a-6b7c8d9e0f11",
+         *           "OrganizationId": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10",
+         *           "Email": "ada@example.org",
+         *           "GivenName": "Ada",
+         *           "TeamIds": [
+         *             "0193a6f3-1a2b-7c3d-8e4f-5a6b7c8d9e01"
+         *           ],
+         *           "CreatedAt": "2026-11-20T09:30:00Z"
+         *         }
+         *       ]
+         *     }
+         */
         TeamDetail: {
             /**
              * Id
@@ -1627,6 +1901,13 @@ export interface components {
         /**
          * TeamUpdate
          * @description ``PATCH /team/{id}``: only the fields given change.
+         * @example {
+         *       "Name": "Rockets",
+         *       "Tags": [
+         *         "onboarding"
+         *       ],
+         *       "Status": "Archived"
+         *     }
          */
         TeamUpdate: {
             /** Name */
@@ -1648,7 +1929,25 @@ export interface components {
             /** Context */
             ctx?: Record<string, never>;
         };
-        /** Webhook */
+        /**
+         * Webhook
+         * @example {
+         *       "Id": "0193a6f6-4d5e-7f60-9a7b-8c9d0e1f2a31",
+         *       "OrganizationId": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10",
+         *       "Url": "https://hooks.example.org/questline",
+         *       "Events": [
+         *         "progress.completed",
+         *         "team.created"
+         *       ],
+         *       "Description": "Progress into the learning channel",
+         *       "Enabled": true,
+         *       "DisabledReason": null,
+         *       "FailingSince": null,
+         *       "PreviousSecretExpiresAt": null,
+         *       "CreatedAt": "2026-11-20T09:30:00Z",
+         *       "UpdatedAt": "2026-11-20T09:30:00Z"
+         *     }
+         */
         Webhook: {
             /**
              * Id
@@ -1694,7 +1993,17 @@ export interface components {
              */
             UpdatedAt: string;
         };
-        /** WebhookCreate */
+        /**
+         * WebhookCreate
+         * @example {
+         *       "url": "https://hooks.example.org/questline",
+         *       "events": [
+         *         "progress.completed",
+         *         "team.created"
+         *       ],
+         *       "description": "Progress into the learning channel"
+         *     }
+         */
         WebhookCreate: {
             /**
              * Url
@@ -1712,6 +2021,9 @@ export interface components {
         /**
          * WebhookUpdate
          * @description ``PATCH /webhook/{id}``: only the fields given change.
+         * @example {
+         *       "Enabled": false
+         *     }
          */
         WebhookUpdate: {
             /** Url */
@@ -1726,7 +2038,26 @@ export interface components {
             /** Description */
             Description?: string | null;
         };
-        /** WebhookWithSecret */
+        /**
+         * WebhookWithSecret
+         * @example {
+         *       "Id": "0193a6f6-4d5e-7f60-9a7b-8c9d0e1f2a31",
+         *       "OrganizationId": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10",
+         *       "Url": "https://hooks.example.org/questline",
+         *       "Events": [
+         *         "progress.completed",
+         *         "team.created"
+         *       ],
+         *       "Description": "Progress into the learning channel",
+         *       "Enabled": true,
+         *       "DisabledReason": null,
+         *       "FailingSince": null,
+         *       "PreviousSecretExpiresAt": null,
+         *       "CreatedAt": "2026-11-20T09:30:00Z",
+         *       "UpdatedAt": "2026-11-20T09:30:00Z",
+         *       "Secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+         *     }
+         */
         WebhookWithSecret: {
             /**
              * Id
