@@ -39,7 +39,7 @@ from tests.support.topology import DATABASE, Cluster
 from bench.dataset.seed import Seeded, seed, seeding_engine
 from bench.harness.loadgen import LoadSettings, Measured, ensure_wrk, run_wrk, wrk_version
 from bench.harness.report import RESULTS_DIR, ROOT
-from questline.auth.tokens import Role
+from questline.web.identity import Role
 
 
 @dataclass(frozen=True)

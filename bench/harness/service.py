@@ -7,8 +7,9 @@ import datetime as dt
 from pathlib import Path
 
 from bench.dataset.seed import Seeded, seed, seeding_engine
-from questline.auth.tokens import Role, TokenService
+from questline.auth.tokens import TokenService
 from questline.config import Settings
+from questline.web.identity import Role
 
 JWT_SECRET = "questline-benchmark-secret-not-for-production-use-0123456789"
 # A durable server, as production runs it (the test harness switches durability off).

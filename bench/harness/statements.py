@@ -5,7 +5,7 @@ what most misses meet) and on a hit, as "miss / hit". For a write row: the state
 of one completion (POST …/progress: a batch of one of the group commit). The counts are
 of statements the database driver runs through the engine (BEGIN on SQLite included),
 of the read model's lean misses (readmodel/lean.py) and of the progress group commit
-on PostgreSQL (progress/batching.py; both bypass the engine); the read model's version
+on PostgreSQL (progress/group_commit.py; both bypass the engine); the read model's version
 checks (the LISTEN connection, SQLite's private connection) are not counted.
 """
 
@@ -19,6 +19,7 @@ from sqlalchemy import event
 from bench.harness.rows import Row
 from questline.app import create_app
 from questline.config import Settings
+from questline.readmodel.service import ReadModel
 
 
 def _path(row: Row, seeded: Any) -> str:
@@ -30,19 +31,25 @@ def _path(row: Row, seeded: Any) -> str:
     return path
 
 
+def readmodel_of_app(app: Any) -> ReadModel:
+    found: ReadModel = app.state.readmodel
+    return found
+
+
 async def count(
     settings: Settings, tokens: dict[str, str], seeded: Any, rows: list[Row]
 ) -> dict[str, str]:
     app = create_app(settings.model_copy(update={"rate_limit_enabled": False}))
     state = app.state.questline
+    readmodel = readmodel_of_app(app)
     texts: list[str] = []
 
     def before(*_args: Any) -> None:
         texts.append("")
 
     event.listen(state.db.engine.sync_engine, "before_cursor_execute", before)
-    state.readmodel.lean.listeners.append(before)
-    app.state.progress_fast_path.writes.listeners.append(before)
+    readmodel.lean.listeners.append(before)
+    app.state.progress_writes.listeners.append(before)
     found: dict[str, str] = {}
     transport = httpx.ASGITransport(app=app)
     try:
@@ -52,7 +59,7 @@ async def count(
                 if row.script == "get.lua":
                     path = _path(row, seeded)
                     await client.get(path, headers=headers)
-                    state.readmodel.cache.clear()
+                    readmodel.cache.clear()
                     texts.clear()
                     await client.get(path, headers=headers)
                     miss = len(texts)

@@ -41,13 +41,13 @@ from sqlalchemy import insert
 from tests.support.postgres import PostgresServer
 
 from questline.app import create_app
-from questline.auth.tokens import Role
 from questline.config import Settings
 from questline.members.models import Member, TeamMembership
 from questline.organizations.models import Organization
 from questline.storage.db import Database, new_id, utcnow
 from questline.storage.migrate import upgrade
 from questline.teams.models import Team, TeamStatus
+from questline.web.identity import Role
 
 
 @dataclass(frozen=True)

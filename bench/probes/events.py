@@ -35,9 +35,10 @@ import httpx
 from tests.support.live import LiveServer
 from tests.support.postgres import PostgresServer
 
-from questline.auth.tokens import Role, TokenService
+from questline.auth.tokens import TokenService
 from questline.config import Settings
 from questline.storage.migrate import upgrade
+from questline.web.identity import Role
 
 JWT_SECRET = "questline-benchmark-secret-not-for-production-use-0123456789"
 

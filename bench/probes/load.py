@@ -34,9 +34,10 @@ import httpx
 from tests.support.live import LiveServer
 from tests.support.postgres import PostgresServer
 
-from questline.auth.tokens import Role, TokenService
+from questline.auth.tokens import TokenService
 from questline.config import Settings
 from questline.storage.migrate import upgrade
+from questline.web.identity import Role
 
 TEAMS = 20
 LEVELS, QUESTS, TASKS = 3, 3, 4  # 36 tasks with points 1..36

@@ -56,7 +56,7 @@ async def _profile(args: argparse.Namespace, url: str | None, data_dir: Path) ->
         profiler = Profiler(async_mode="enabled")
         started = time.perf_counter()
         profiler.start()
-        readmodel = app.state.questline.readmodel
+        readmodel = app.state.readmodel
         for _ in range(args.requests):
             if args.miss or args.miss_keep_memos:
                 readmodel.cache.clear()
