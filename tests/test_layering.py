@@ -7,7 +7,7 @@ under ``TYPE_CHECKING``).
   read, tested and changed knowing only the packages below it.
 * Only the transaction's owners commit (``storage/db.py``'s ``Database.session``, the
   request boundary ``web/routing.py``): services only flush.
-* The application modules (``app``, ``models``, ``api_examples``: they import the
+* The application modules (``app``, ``models``: they import the
   domains) are imported by the command line only; the base modules (``config``,
   ``logging_setup``) import no package.
 """
@@ -26,7 +26,7 @@ import questline
 
 ROOT = Path(questline.__file__).parent
 PLUMBING = frozenset({"web", "storage"})
-APPLICATION = frozenset({"app", "models", "api_examples"})
+APPLICATION = frozenset({"app", "models"})
 APPLICATION_IMPORTERS = frozenset({"cli"})
 BASE = frozenset({"config", "logging_setup"})
 
@@ -207,7 +207,7 @@ def test_the_application_is_imported_by_the_command_line_only() -> None:
     ]
     if found:
         pytest.fail(
-            _report("A package imports the application (app, models, api_examples):", found),
+            _report("A package imports the application (app, models):", found),
             pytrace=False,
         )
 

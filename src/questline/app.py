@@ -12,7 +12,7 @@ from asgi_correlation_id import CorrelationIdMiddleware
 from fastapi import FastAPI
 from fastapi.responses import RedirectResponse
 
-from questline import __version__, api_examples
+from questline import __version__
 from questline.auth.authentication import Identity
 from questline.auth.endpoints import router as auth_router
 from questline.auth.tokens import TokenService, load_or_create_secret
@@ -118,7 +118,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_api_route("/", _to_dashboard, methods=["GET"], include_in_schema=False)
     mount_docs(app)
     mount_dashboard(app)
-    install_openapi(app, settings.public_url, api_examples.PENDING)
+    install_openapi(app, settings.public_url)
     _add_middleware(app, state, identity)
     return app
 

@@ -7,7 +7,8 @@ from typing import Annotated
 
 from pydantic import Field, StringConstraints, model_validator
 
-from questline.web.schemas import InputModel, OutputModel, UtcDateTime
+from questline.web.example_ids import LATER, ORG, TEAM
+from questline.web.schemas import InputModel, OutputModel, UtcDateTime, examples
 
 Secret = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=8192)]
 
@@ -36,6 +37,20 @@ class SessionCreate(InputModel):
 
 class SessionInfo(OutputModel):
     """The signed-in dashboard session."""
+
+    model_config = examples(
+        {
+            "Subject": "ada",
+            "Role": "admin",
+            "OrganizationId": ORG,
+            "Email": "ada@example.org",
+            "TeamIds": [
+                TEAM,
+            ],
+            "ExpiresAt": LATER,
+            "CsrfToken": "Zp0cN4xQ1vR7sT2uW9yB3dF6gH8jK5mL0nP2qS4tV6w",
+        }
+    )
 
     subject: str = Field(description="Who signed in (the `sub` of the link or token).")
     role: str = Field(description="`member` (read-only dashboard) or `admin`.")

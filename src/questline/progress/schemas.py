@@ -5,11 +5,19 @@ import uuid
 from pydantic import Field
 
 from questline.teams.models import TeamStatus
-from questline.web.schemas import InputDateTime, InputModel, OutputModel, UtcDateTime
+from questline.web.example_ids import AT, DISCIPLINE, LEVEL, QUEST, TASK, TEAM
+from questline.web.schemas import InputDateTime, InputModel, OutputModel, UtcDateTime, examples
 
 
 class ProgressCreate(InputModel):
     """``POST /team/{id}/progress``."""
+
+    model_config = examples(
+        {
+            "TaskId": TASK,
+            "CompletedAt": AT,
+        }
+    )
 
     task_id: uuid.UUID = Field(alias="TaskId")
     completed_at: InputDateTime | None = Field(
@@ -21,6 +29,17 @@ class ProgressCreate(InputModel):
 
 class Completion(OutputModel):
     """A task a team completed."""
+
+    model_config = examples(
+        {
+            "TeamId": TEAM,
+            "TaskId": TASK,
+            "DisciplineId": DISCIPLINE,
+            "Points": 10,
+            "CompletedAt": AT,
+            "Score": 60,
+        }
+    )
 
     team_id: uuid.UUID
     task_id: uuid.UUID
@@ -69,6 +88,57 @@ class DisciplineProgress(Counts):
 
 
 class Overview(OutputModel):
+    model_config = examples(
+        {
+            "TeamId": TEAM,
+            "Name": "Rockets",
+            "Status": "Active",
+            "IsAdminTeam": False,
+            "IsSurveyCompleted": False,
+            "Score": 10,
+            "Rank": 3,
+            "MemberCount": 1,
+            "TasksCompleted": 1,
+            "LastActivityAt": AT,
+            "Disciplines": [
+                {
+                    "DisciplineId": DISCIPLINE,
+                    "Title": "Web security",
+                    "Color": "Purple",
+                    "CurrentLevelId": None,
+                    "TasksCompleted": 1,
+                    "TasksTotal": 1,
+                    "PointsEarned": 10,
+                    "PointsTotal": 10,
+                    "Percent": 100,
+                    "Levels": [
+                        {
+                            "LevelId": LEVEL,
+                            "Title": "Basics",
+                            "Order": 0,
+                            "TasksCompleted": 1,
+                            "TasksTotal": 1,
+                            "PointsEarned": 10,
+                            "PointsTotal": 10,
+                            "Percent": 100,
+                            "Quests": [
+                                {
+                                    "QuestId": QUEST,
+                                    "Title": "Headers",
+                                    "Order": 0,
+                                    "TasksCompleted": 1,
+                                    "TasksTotal": 1,
+                                    "PointsEarned": 10,
+                                    "PointsTotal": 10,
+                                    "Percent": 100,
+                                },
+                            ],
+                        },
+                    ],
+                },
+            ],
+        }
+    )
     team_id: uuid.UUID
     name: str
     status: TeamStatus

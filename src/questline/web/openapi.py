@@ -264,13 +264,9 @@ def polish_document(
     return document
 
 
-def install_openapi(
-    app: FastAPI,
-    public_url: str = "http://127.0.0.1:8000",
-    examples: Mapping[type[BaseModel], Any] | None = None,
-) -> None:
-    """Serve the completed document at ``/openapi.json`` (and from ``app.openapi()``).
-    ``examples``: a body of each model that carries no example of its own.
+def install_openapi(app: FastAPI, public_url: str = "http://127.0.0.1:8000") -> None:
+    """Serve the completed document at ``/openapi.json`` (and from ``app.openapi()``),
+    each body with the examples its model carries.
 
     Operations are named now, with every route in place: FastAPI copies a route's
     declaration the first time it opens an included router (the first request routed
@@ -280,7 +276,6 @@ def install_openapi(
 
     def openapi() -> dict[str, Any]:
         listed = body_examples(app)
-        listed.update({model.__name__: [value] for model, value in (examples or {}).items()})
         return polish_document(complete_problem_responses(generate()), public_url, listed)
 
     app.openapi = openapi  # type: ignore[method-assign]
