@@ -13,9 +13,9 @@ from questline.disciplines.examples import BASIC_DOCUMENT, FULL_DOCUMENT
 from questline.readmodel.http import CachedRead, serve, serve_list
 from questline.web.access import CallerDep
 from questline.web.openapi import problem_responses
-from questline.web.pagination import PageDep, announce_next_page, public_url, split_page
+from questline.web.pagination import PageDep, announce_next_page, split_page
 from questline.web.paths import DisciplineId
-from questline.web.routing import SessionDep, TransactionalRoute, answers_early
+from questline.web.routing import SessionDep, TransactionalRoute, answers_early, url_of
 from questline.web.schemas import QueryBoolean
 
 router = APIRouter(prefix="/discipline", tags=["disciplines"], route_class=TransactionalRoute)
@@ -51,9 +51,7 @@ def _json(model: BaseModel, *, status_code: int = 200, headers: dict[str, str]) 
 
 
 def _location(request: Request, discipline_id: Any) -> str:
-    return public_url(
-        request, request.app.url_path_for("get_discipline", discipline_id=str(discipline_id))
-    )
+    return url_of(request, "get_discipline", discipline_id=str(discipline_id))
 
 
 @router.get(

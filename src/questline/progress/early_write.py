@@ -31,8 +31,8 @@ from questline.progress.ledger import Completing, Recorded, Withdrawing
 from questline.web.bodies import check_json_text, is_json_media
 from questline.web.errors import Problem
 from questline.web.identity import Caller
-from questline.web.pagination import public_url
 from questline.web.paths import canonical_uuid
+from questline.web.routing import url_of
 from questline.web.state import app_state
 
 MAX_BODY = 1024
@@ -49,11 +49,11 @@ def completion_response(request: Request, recorded: Recorded) -> Response:
     """201 (or 200: it was done already) with the completion and its ``Location``."""
     completion = recorded.completion
     body = recorded.body or schemas.COMPLETION_JSON.to_json(completion, by_alias=True)
-    location = public_url(
+    location = url_of(
         request,
-        request.app.url_path_for(
-            "get_completion", team_id=str(completion.team_id), task_id=str(completion.task_id)
-        ),
+        "get_completion",
+        team_id=str(completion.team_id),
+        task_id=str(completion.task_id),
     )
     return Response(
         body,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 Key = tuple[uuid.UUID, str, str, bytes, bytes]
 """(organization, variant (the caller's role), path, query string, host)."""
@@ -21,6 +21,17 @@ class Entry:
     body: bytes
     etag: str
     headers: tuple[tuple[str, str], ...] = ()
+    raw_headers: tuple[tuple[bytes, bytes], ...] = field(init=False, compare=False, repr=False)
+    """The response's headers as ASGI sends them, made once with the entry."""
+
+    def __post_init__(self) -> None:
+        raw = (
+            (b"content-length", str(len(self.body)).encode("latin-1")),
+            (b"content-type", b"application/json"),
+            (b"etag", self.etag.encode("latin-1")),
+            *((k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in self.headers),
+        )
+        object.__setattr__(self, "raw_headers", raw)
 
     @property
     def size(self) -> int:

@@ -18,11 +18,10 @@ from questline.web.pagination import (
     BoundedPageDep,
     PageDep,
     announce_next_page,
-    public_url,
     split_page,
 )
 from questline.web.paths import MemberId, TeamId
-from questline.web.routing import SessionDep, TransactionalRoute, answers_early
+from questline.web.routing import SessionDep, TransactionalRoute, answers_early, url_of
 
 router = APIRouter(prefix="/team", tags=["teams"], route_class=TransactionalRoute)
 
@@ -37,7 +36,7 @@ async def _changed_team(
 
 
 def _location(request: Request, team_id: object) -> str:
-    return public_url(request, request.app.url_path_for("get_team", team_id=str(team_id)))
+    return url_of(request, "get_team", team_id=str(team_id))
 
 
 @router.get(
@@ -217,9 +216,7 @@ async def add_member(
     )
     if not result.membership_created:
         response.status_code = status.HTTP_200_OK
-    response.headers["Location"] = public_url(
-        request, request.app.url_path_for("get_member", member_id=str(result.member.id))
-    )
+    response.headers["Location"] = url_of(request, "get_member", member_id=str(result.member.id))
     [described] = await members_service.describe(
         session, org_id=tenant.org_id, members=[result.member]
     )

@@ -29,14 +29,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.routing import iter_route_contexts
 from prometheus_client import Counter
 from starlette.routing import BaseRoute, Match, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from questline.web.access import authorize
 from questline.web.errors import Problem
-from questline.web.routing import EarlyAnswer, TransactionalRoute, refuse_unknown_query_parameters
+from questline.web.routing import (
+    EarlyAnswer,
+    TransactionalRoute,
+    flat_routes,
+    refuse_unknown_query_parameters,
+)
 
 ANSWERED = Counter(
     "questline_fast_lane_answers_total",
@@ -53,12 +57,6 @@ class Lane:
     """The routes before it whose paths could match the same request (they win it)."""
     answered: Any
     """Its child of ``ANSWERED``."""
-
-
-def flat_routes(routes: Sequence[BaseRoute]) -> list[BaseRoute]:
-    """The application's routes in the order its router tries them, included routers
-    opened (FastAPI keeps an included router as one entry that matches for its routes)."""
-    return [context.original_route for context in iter_route_contexts(routes)]
 
 
 def lanes_of(app_routes: Sequence[BaseRoute]) -> dict[str, tuple[Lane, ...]]:

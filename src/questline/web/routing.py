@@ -12,15 +12,16 @@ import asyncio
 import datetime as dt
 import logging
 import random
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Annotated, Any, Protocol, TypeVar
 
 from fastapi import Depends, Request, Response
 from fastapi.dependencies.models import Dependant
-from fastapi.routing import APIRoute
+from fastapi.routing import APIRoute, iter_route_contexts
 from pydantic import BaseModel
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
+from starlette.routing import BaseRoute
 
 from questline.web import idempotency, readafter
 from questline.web.access import WRITE_METHODS, access_of, authorize, get_caller
@@ -32,6 +33,7 @@ from questline.web.errors import (
     Unprocessable,
 )
 from questline.web.identity import Caller
+from questline.web.pagination import public_url
 from questline.web.state import AppState, RequestState, app_state, request_state
 
 logger = logging.getLogger("questline.web.routing")
@@ -83,6 +85,27 @@ def answers_early(answer: EarlyAnswer) -> Callable[[E], E]:
         return endpoint
 
     return declare
+
+
+def flat_routes(routes: Sequence[BaseRoute]) -> list[BaseRoute]:
+    """The application's routes in the order its router tries them, included routers
+    opened (FastAPI keeps an included router as one entry that matches for its routes)."""
+    return [context.original_route for context in iter_route_contexts(routes)]
+
+
+def url_of(request: Request, name: str, **params: str) -> str:
+    """The public URL of the route named ``name`` (``url_path_for``'s, on the service's
+    public address). The route is found once per application: FastAPI's own look-up
+    walks every route, raising on each that does not match, every time."""
+    named: dict[str, BaseRoute] | None = getattr(request.app.state, "questline_named_routes", None)
+    if named is None:
+        named = {}
+        for route in flat_routes(request.app.routes):
+            named.setdefault(getattr(route, "name", ""), route)
+        request.app.state.questline_named_routes = named
+    found = named.get(name)
+    path = (found or request.app).url_path_for(name, **params)
+    return public_url(request, str(path))
 
 
 class TransactionalRoute(APIRoute):
