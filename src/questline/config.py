@@ -152,6 +152,12 @@ class Settings(BaseSettings):
     """How often the dispatcher looks for work committed by other processes."""
     webhooks_concurrency: int = 16
     """Deliveries in flight at once, per process."""
+    webhooks_concurrency_per_organization: int = Field(default=4, ge=1)
+    """Deliveries of one organization in flight at once, per process: an organization
+    whose receivers hang holds at most this many of the process's sends."""
+    webhooks_concurrency_per_host: int = Field(default=8, ge=1)
+    """Deliveries to one receiving host (the URL's host name) in flight at once, per
+    process, whatever the organizations."""
     events_retention_days: int = 30
     """Events and deliveries older than this are purged."""
 

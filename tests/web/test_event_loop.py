@@ -1,18 +1,20 @@
-"""Nothing slow on the event loop: ``/healthz`` keeps answering quickly while the same
-worker (one process, live) serves each heavy request of the report.
+"""Nothing slow on the event loop: while the same worker (one process, live) serves
+each heavy request of the report, its loop does a bounded amount of work per stretch
+and keeps answering ``/healthz`` in between.
 
-The bound is on the 99th percentile of probe latencies taken *while* the heavy request
-runs: 100 ms, or five times the probes' own p99 measured on the idle server just
-before when the machine is so loaded that even that is slow (a shared 2-core CI box
-running another test worker beside this one). A blocked loop shows as seconds, far
-past either.
+What is asserted is what the loop does, not how long anything took (a loaded machine
+stretches every latency, whatever the code does): the loop-slice probe
+(``tests/web/loop_probe``) measures the CPU time of the loop's thread between two of
+its ticks, and no stretch while the heavy request runs may exceed ``SLICE_BOUND``;
+work moved to a worker thread is not counted, work left on the loop is, however busy
+the machine. ``/healthz`` probes run meanwhile and must all answer. The latencies
+themselves belong to the benchmarks.
 """
 
 from __future__ import annotations
 
 import json
 import secrets
-import statistics
 import threading
 import time
 import uuid
@@ -28,11 +30,9 @@ from questline.config import Settings
 from questline.storage.migrate import upgrade
 from questline.web.identity import Role
 from tests.support.live import LiveServer
+from tests.web import loop_probe
 
 pytestmark = pytest.mark.slow
-
-BOUND = 0.1
-LOAD_FACTOR = 5
 
 
 class Deployment:
@@ -47,13 +47,16 @@ class Deployment:
         self.tokens = TokenService(settings)
         self.org = uuid.uuid4()
         self.big_discipline: dict[str, Any] = {}
+        self.probe = root / "loop.txt"
         env = {
             "QUESTLINE_DATA_DIR": str(root / "data"),
             "QUESTLINE_JWT_SECRET": self.secret,
             "QUESTLINE_RATE_LIMIT_ENABLED": "false",
             "QUESTLINE_LOG_LEVEL": "WARNING",
+            **loop_probe.env(self.probe),
         }
         self.server = LiveServer(env=env, log_path=root / "server.log").start()
+        assert loop_probe.loaded(self.probe), "the server did not load the loop probe"
 
     def headers(self, role: Role) -> dict[str, str]:
         token = self.tokens.mint(role=role, org_id=self.org, subject=role.value)
@@ -92,15 +95,12 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]
         made.server.stop()
 
 
-def _p99(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
-
-
-def _probe_while(
+def probe_while(
     server: LiveServer, heavy: Callable[[], httpx.Response]
-) -> tuple[list[float], httpx.Response]:
-    latencies: list[float] = []
+) -> tuple[list[int], httpx.Response]:
+    """Run ``heavy`` in a thread and ``GET /healthz`` on the same server until it is
+    done: the probes' statuses and the heavy response."""
+    statuses: list[int] = []
     result: list[httpx.Response] = []
     done = threading.Event()
 
@@ -115,23 +115,10 @@ def _probe_while(
         worker.start()
         time.sleep(0.05)
         while not done.is_set():
-            started = time.perf_counter()
-            assert probe.get("/healthz").status_code == 200
-            latencies.append(time.perf_counter() - started)
+            statuses.append(probe.get("/healthz").status_code)
             time.sleep(0.01)
     worker.join()
-    return latencies, result[0]
-
-
-def _idle_p99(server: LiveServer) -> float:
-    with httpx.Client(base_url=server.url) as probe:
-        latencies = []
-        for _ in range(100):
-            started = time.perf_counter()
-            probe.get("/healthz")
-            latencies.append(time.perf_counter() - started)
-            time.sleep(0.005)
-    return _p99(latencies)
+    return statuses, result[0]
 
 
 def _bad_rows_csv(size: int) -> bytes:
@@ -259,22 +246,18 @@ EXPECTED = {
 }
 
 
-WRITES = {"5 MiB discipline from an admin", "5 MiB discipline replaced by an admin"}
-"""Writing a 10,000-node tree: parsing, validating, flattening and serializing run in a
-thread, the database work in statements of a thousand rows; what is left on the loop
-(each statement's parameters, the event's payload) comes in slices of 15 to 40 ms that
-a loaded 2-core machine stretches. Their bound is three times the others': a loop
-blocked by the document (validating it alone takes a second) is far past it."""
-WRITE_FACTOR = 3
-
-
 @pytest.mark.parametrize("name", list(EXPECTED))
-def test_healthz_stays_fast_while_a_heavy_request_runs(deployment: Deployment, name: str) -> None:
+def test_the_loop_does_bounded_slices_while_a_heavy_request_runs(
+    deployment: Deployment, name: str
+) -> None:
+    """Writing a 10,000-node tree, for one: parsing, validating, flattening and
+    serializing run in a thread, the database work in statements of a thousand rows;
+    what is left on the loop (each statement's parameters, the event's payload) comes
+    in stretches of tens of milliseconds of CPU. A loop blocked by the document
+    (validating it alone is a second of CPU) is far past the bound."""
     heavy = _heavy_requests(deployment)[name]
-    bound = max(BOUND, LOAD_FACTOR * _idle_p99(deployment.server))
-    if name in WRITES:
-        bound *= WRITE_FACTOR
-    latencies, response = _probe_while(deployment.server, heavy)
+    with loop_probe.watching(deployment.probe) as window:
+        statuses, response = probe_while(deployment.server, heavy)
     assert response.status_code == EXPECTED[name], response.text[:300]
     if response.status_code not in (200, 201) or name.startswith("member"):
         assert len(response.content) < 256 * 1024, "the answer is bounded"
@@ -292,14 +275,8 @@ def test_healthz_stays_fast_while_a_heavy_request_runs(deployment: Deployment, n
         assert len(response.json()) == 100
         assert "Link" in response.headers
         assert all(m["Email"] is None for m in response.json())
-    if len(latencies) >= 20:
-        p99 = _p99(latencies)
-        assert p99 < bound, (
-            f"/healthz p99 {p99 * 1000:.0f} ms (median "
-            f"{statistics.median(latencies) * 1000:.0f} ms) over {len(latencies)} probes "
-            f"while {name}"
-        )
-    elif latencies:
-        # A short request leaves too few probes for a percentile: the slowest of them
-        # must still be far from a blocked loop (seconds).
-        assert max(latencies) < 3 * bound, (latencies, name)
+    assert set(statuses) <= {200}, statuses
+    assert window.longest < loop_probe.SLICE_BOUND, (
+        f"the loop ran {window.longest * 1000:.0f} ms of CPU in one stretch while {name} "
+        f"(stretches of 2 ms or more: {sorted(window.slices)[-10:]})"
+    )

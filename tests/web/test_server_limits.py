@@ -105,6 +105,25 @@ def read_response(sock: socket.socket) -> bytes:
     return b"".join(chunks)
 
 
+def closed_by_server(sock: socket.socket) -> tuple[bytes, bool]:
+    """What the server sends, and whether it closed the connection (rather than the
+    client's socket timeout, a deadline to fail on, ending the wait)."""
+    chunks: list[bytes] = []
+    try:
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    except ConnectionResetError:
+        pass
+    except TimeoutError:
+        return b"".join(chunks), False
+    return b"".join(chunks), True
+
+
+GIVE_UP = 60
+"""Seconds a client waits for the server to close: far past any of its timeouts, so
+only a server that never closes fails, however loaded the machine."""
+
+
 def send_quietly(sock: socket.socket, data: bytes) -> int:
     """Send in pieces; how many bytes went out before the server closed on us."""
     sent = 0
@@ -150,24 +169,25 @@ def test_long_request_line_and_query_are_414(server: LiveServer) -> None:
 
 
 def test_headers_sent_slowly_get_408_and_the_connection_closed(server: LiveServer) -> None:
-    with connection(server, timeout=HEADER_TIMEOUT + 10) as sock:
-        started = time.monotonic()
+    started = time.monotonic()  # before connecting: a deadline may run from there
+    with connection(server, timeout=GIVE_UP) as sock:
         sock.sendall(b"GET /healthz HTTP/1.1\r\n")
         time.sleep(0.5)
         sock.sendall(b"Host: x\r\n")  # ...and never the empty line
-        raw = read_response(sock)
+        raw, closed = closed_by_server(sock)
         waited = time.monotonic() - started
     assert status_of(raw) == 408
-    assert waited < HEADER_TIMEOUT + 8
+    assert closed
+    assert waited >= HEADER_TIMEOUT - 0.01  # the deadline closed it (ms clock), not sooner
 
 
 def test_a_connection_that_sends_nothing_is_closed(server: LiveServer) -> None:
-    with connection(server, timeout=HEADER_TIMEOUT + 10) as sock:
-        started = time.monotonic()
-        raw = read_response(sock)
+    started = time.monotonic()  # before connecting: a deadline may run from there
+    with connection(server, timeout=GIVE_UP) as sock:
+        raw, closed = closed_by_server(sock)
         waited = time.monotonic() - started
-    assert raw == b""
-    assert waited < HEADER_TIMEOUT + 8
+    assert (raw, closed) == (b"", True)
+    assert waited >= HEADER_TIMEOUT - 0.01
 
 
 def _slow_body_request(deployment: Deployment, sock: socket.socket) -> None:
@@ -181,14 +201,15 @@ def _slow_body_request(deployment: Deployment, sock: socket.socket) -> None:
 def test_a_body_sent_slowly_gets_408_and_the_connection_closed(
     deployment: Deployment, server: LiveServer
 ) -> None:
-    with connection(server, timeout=BODY_TIMEOUT + 10) as sock:
-        started = time.monotonic()
+    started = time.monotonic()  # before connecting: a deadline may run from there
+    with connection(server, timeout=GIVE_UP) as sock:
         _slow_body_request(deployment, sock)
-        raw = read_response(sock)
+        raw, closed = closed_by_server(sock)
         waited = time.monotonic() - started
     assert status_of(raw) == 408, raw
     assert b"connection: close" in raw.lower()
-    assert waited < BODY_TIMEOUT + 8
+    assert closed
+    assert waited >= BODY_TIMEOUT - 0.01
 
 
 def test_requests_past_the_concurrency_limit_get_a_fast_503(

@@ -60,14 +60,17 @@ async def test_a_request_stuck_on_a_lock_times_out_with_503_and_changes_nothing(
     async with client_for(impatient) as client:
         async with team_locked_elsewhere(settings, team["Id"]):
             started = time.monotonic()
-            with anyio.fail_after(TIMEOUT + 5):  # without the timeout it would wait forever
+            # Without the timeout it would wait for ever: the lock is held until the
+            # block ends, so an answer at all, inside it, is the timeout's. (A deadline
+            # to fail on, not a timed assertion: a loaded machine is slow, not wrong.)
+            with anyio.fail_after(TIMEOUT + 60):
                 stuck = await client.patch(
                     f"/team/{team['Id']}", json={"Name": "After"}, headers=org.admin
                 )
             waited = time.monotonic() - started
             reads_meanwhile = await client.get("/healthz")
         assert stuck.status_code == 503, stuck.text
-        assert TIMEOUT <= waited < TIMEOUT + 2
+        assert waited >= TIMEOUT  # not sooner than asked (load only makes it later)
         assert stuck.headers["content-type"] == "application/problem+json"
         assert stuck.headers["Retry-After"]
         assert stuck.json()["requestId"] == stuck.headers["X-Request-Id"]

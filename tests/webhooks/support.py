@@ -21,6 +21,7 @@ async def drain(state: AppHarness, *, settings: Any = None, passes: int = 200) -
     try:
         for _ in range(passes):
             await dispatcher.run_once()
+            await dispatcher.settle()  # the pass starts attempts; wait for them here
             if await pending_count(state.db) == 0:
                 break
             await asyncio.sleep(0.01)

@@ -4,15 +4,23 @@ Every server process runs one (``Dispatcher.start`` in the app's lifespan). A pa
 
 1. **Fan out** pending events into one delivery row per subscribed, enabled webhook,
    mark them done and delete those that no webhook receives — one write transaction.
-2. **Claim** due deliveries: ``FOR UPDATE SKIP LOCKED`` on PostgreSQL, so processes
-   never take the same row; on SQLite the write transaction holds the database's one
-   write lock, and a file lock in the data directory keeps one dispatcher per
-   machine. Claiming counts the attempt and moves ``next_attempt_at`` past the
-   attempt's timeout (a lease): a process that dies mid-attempt leaves the delivery
-   to be retried, with the same ``webhook-id``, once the lease is over.
-3. **Send** outside any transaction, concurrently (``webhooks_concurrency``), each
-   attempt bounded by ``webhooks_timeout_seconds``, to the address checked just before.
-4. **Record** the outcomes: 2xx succeeds; anything else waits
+2. **Claim** due deliveries, oldest due first, but only as many as may start now
+   (``questline.webhooks.fairness``: free slots in the process, in the delivery's
+   organization and at its receiving host); deliveries of a full organization or
+   host are left for a later pass, unclaimed. ``FOR UPDATE SKIP LOCKED`` on
+   PostgreSQL, so processes never take the same row; on SQLite the write transaction
+   holds the database's one write lock, and a file lock in the data directory keeps
+   one dispatcher per machine. Claiming counts the attempt and moves
+   ``next_attempt_at`` past the attempt's timeout (a lease): a process that dies
+   mid-attempt leaves the delivery to be retried, with the same ``webhook-id``, once
+   the lease is over.
+3. **Send**: each claimed attempt starts at once in a task of its own, outside any
+   transaction, bounded by ``webhooks_timeout_seconds``, to the address checked just
+   before. The pass does not wait for them: the next pass fans out and claims while
+   slow attempts run, so a receiver that never answers holds its own slots, not the
+   dispatcher.
+4. **Record** the outcomes of the attempts finished since the last pass (a finished
+   attempt wakes the dispatcher): 2xx succeeds; anything else waits
    ``base * 2^(attempts-1)`` (+0 to 25 % jitter) or fails for good after
    ``webhooks_max_attempts``; a webhook failing for ``webhooks_disable_after_seconds``
    is disabled, with the reason in ``DisabledReason``.
@@ -38,7 +46,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from sqlalchemy import Delete, Update, and_, delete, insert, or_, select, update
+from sqlalchemy import Delete, Select, Update, and_, delete, insert, not_, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline import events
@@ -46,14 +54,26 @@ from questline.config import Settings
 from questline.events.models import PLATFORM_ORG, Event
 from questline.storage.db import Database, new_id, utcnow
 from questline.storage.many_rows import one_of
+from questline.webhooks.fairness import Slots
 from questline.webhooks.models import DeliveryStatus, Webhook, WebhookDelivery
-from questline.webhooks.sending import Attempt, Outcome, Sender, body_of, message_id, rfc3339
+from questline.webhooks.sending import (
+    Attempt,
+    Outcome,
+    Sender,
+    body_of,
+    message_id,
+    receiving_host,
+    rfc3339,
+)
 from questline.webhooks.service import signing_secrets
 
 logger = logging.getLogger("questline.webhooks")
 
 FANOUT_BATCH = 200
 CLAIM_BATCH = 100
+CLAIM_ROUNDS = 8
+"""Claim queries in one pass at most: each round leaves out the organizations and
+hosts the rounds before it found full."""
 LEASE_MARGIN = dt.timedelta(seconds=30)
 PURGE_EVERY = dt.timedelta(hours=1)
 COALESCE_SECONDS = 0.05
@@ -75,6 +95,11 @@ class Dispatcher:
         self._remove_listener: Any = None
         self._lock_file: IO[bytes] | None = None
         self.sender = Sender(settings)
+        self.slots = Slots.of(settings)
+        self._sending: set[asyncio.Task[None]] = set()
+        self._finished: list[Outcome] = []
+        self._cut_short = False
+        """The last claim ran out of rounds with slots still free."""
         self._last_purge: dt.datetime | None = None
 
     # Life cycle -------------------------------------------------------------------
@@ -98,6 +123,11 @@ class Dispatcher:
         await self.close()
 
     async def close(self) -> None:
+        """Cancel the attempts in flight (their leases bring them back) and let go."""
+        sending = list(self._sending)
+        for task in sending:
+            task.cancel()
+        await asyncio.gather(*sending, return_exceptions=True)
         await self.sender.close()
         if self._lock_file is not None:
             self._lock_file.close()
@@ -110,6 +140,9 @@ class Dispatcher:
         while not self._may_dispatch():  # noqa: ASYNC110 - polling a file lock
             await asyncio.sleep(max(self.settings.webhooks_poll_seconds, 5))
         while True:
+            # Cleared before the pass: a commit or a finished attempt during the pass
+            # brings the next one at once.
+            self._wake.clear()
             try:
                 busy = await self.run_once()
             except asyncio.CancelledError:
@@ -119,7 +152,6 @@ class Dispatcher:
                 busy = False
             if busy:
                 continue
-            self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self.settings.webhooks_poll_seconds)
                 await asyncio.sleep(COALESCE_SECONDS)
@@ -141,14 +173,47 @@ class Dispatcher:
     # One pass -----------------------------------------------------------------------
 
     async def run_once(self) -> bool:
-        """Fan out, claim, send, record. True when there may be more work right now."""
+        """Record what finished, fan out, claim and start sending (without waiting for
+        the attempts). True when there may be more work right now."""
+        await self.record_finished()
         fanned = await self.fan_out()
         attempts = await self.claim()
-        if attempts:
-            outcomes = await self.sender.send_all(attempts)
-            await self.record(outcomes)
+        for attempt in attempts:
+            self._start(attempt)
         await self._purge_now_and_then()
-        return fanned >= FANOUT_BATCH or len(attempts) >= CLAIM_BATCH
+        return fanned >= FANOUT_BATCH or self._cut_short
+
+    @property
+    def in_flight(self) -> int:
+        """Attempts started and not finished."""
+        return len(self._sending)
+
+    async def settle(self) -> None:
+        """Wait for every attempt in flight and record the outcomes (tests, tools)."""
+        while self._sending:
+            await asyncio.gather(*list(self._sending), return_exceptions=True)
+        await self.record_finished()
+
+    async def record_finished(self) -> None:
+        outcomes, self._finished = self._finished, []
+        if outcomes:
+            await self.record(outcomes)
+
+    def _start(self, attempt: Attempt) -> None:
+        task = asyncio.create_task(self._send(attempt), name="questline-webhook-attempt")
+        self._sending.add(task)
+        task.add_done_callback(self._sending.discard)
+
+    async def _send(self, attempt: Attempt) -> None:
+        try:
+            outcome = await self.sender.send(attempt)
+        except Exception as exc:  # a bug, not the receiver: the lease would hide it
+            logger.exception("webhook attempt failed unexpectedly")
+            outcome = Outcome(attempt, None, f"Internal error: {type(exc).__name__}")
+        finally:
+            self.slots.give_back(attempt.organization_id, attempt.host, attempt.webhook_id)
+        self._finished.append(outcome)
+        self._wake.set()
 
     def _locking(self, query: Any) -> Any:
         return query if self.db.is_sqlite else query.with_for_update(skip_locked=True)
@@ -218,60 +283,154 @@ class Dispatcher:
             )
             return len(pending)
 
-    async def claim(self) -> list[Attempt]:
-        now = utcnow()
-        lease = dt.timedelta(seconds=self.settings.webhooks_timeout_seconds) + LEASE_MARGIN
-        due_now = select(WebhookDelivery.id).where(
+    def _due(
+        self,
+        session: AsyncSession,
+        query: Select[Any],
+        now: dt.datetime,
+        organizations: set[uuid.UUID],
+        webhooks: set[uuid.UUID],
+    ) -> Select[Any]:
+        """Due deliveries, leaving out full organizations and webhooks of full hosts."""
+        query = query.where(
             WebhookDelivery.status == DeliveryStatus.PENDING,
             WebhookDelivery.next_attempt_at <= now,
         )
-        if not await self._any(due_now):
-            return []
-        async with self.db.session(write=True) as session:
-            due = list(
-                (
-                    await session.scalars(
-                        self._locking(
-                            select(WebhookDelivery)
-                            .where(
-                                WebhookDelivery.status == DeliveryStatus.PENDING,
-                                WebhookDelivery.next_attempt_at <= now,
-                            )
-                            .order_by(WebhookDelivery.next_attempt_at)
-                            .limit(CLAIM_BATCH)
-                        )
-                    )
-                ).all()
+        if organizations:
+            query = query.where(
+                not_(one_of(session, WebhookDelivery.organization_id, list(organizations)))
             )
-            if not due:
-                return []
-            hooks = await _webhooks(session, due)
-            found = await _events(session, due)
-            attempts: list[Attempt] = []
-            for delivery in due:
-                hook = hooks.get((delivery.organization_id, delivery.webhook_id))
-                event = found.get(delivery.event_id)
-                if hook is None or not hook.enabled or event is None:
-                    delivery.status = DeliveryStatus.FAILED
-                    delivery.last_error = (
-                        "The webhook is disabled." if event is not None else "The event expired."
-                    )
-                    continue
-                delivery.attempts += 1
-                delivery.last_attempt_at = now
-                delivery.next_attempt_at = now + lease
-                attempts.append(
-                    Attempt(
-                        organization_id=delivery.organization_id,
-                        delivery_id=delivery.id,
-                        webhook_id=hook.id,
-                        url=hook.url,
-                        secrets=signing_secrets(hook, now),
-                        msg_id=message_id(event.id),
-                        body=body_of(event),
-                    )
+        if webhooks:
+            query = query.where(not_(one_of(session, WebhookDelivery.webhook_id, list(webhooks))))
+        return query
+
+    async def claim(self) -> list[Attempt]:
+        """Claim due deliveries into the free slots (``Slots``), oldest due first; the
+        slots are taken for the attempts returned, which the caller must start."""
+        self._cut_short = False
+        if self.slots.room() <= 0:
+            return []
+        now = utcnow()
+        lease = dt.timedelta(seconds=self.settings.webhooks_timeout_seconds) + LEASE_MARGIN
+        full_organizations = self.slots.full_organizations()
+        full_host_webhooks = self.slots.webhooks_of_full_hosts()
+        async with self.db.session(write=False) as session:
+            # A cheap read first: an idle pass takes no write lock (SQLite has one).
+            if (
+                await session.scalar(
+                    self._due(
+                        session,
+                        select(WebhookDelivery.id),
+                        now,
+                        full_organizations,
+                        full_host_webhooks,
+                    ).limit(1)
                 )
-            return attempts
+                is None
+            ):
+                return []
+        attempts: list[Attempt] = []
+        try:
+            async with self.db.session(write=True) as session:
+                for _ in range(CLAIM_ROUNDS):
+                    room = self.slots.room()
+                    if room <= 0:
+                        break
+                    # No more rows locked than one organization may take: rows locked
+                    # and left (their organization full) are skipped by the claims of
+                    # other processes until this transaction ends.
+                    limit = min(CLAIM_BATCH, room, self.slots.per_organization)
+                    due = list(
+                        (
+                            await session.scalars(
+                                self._locking(
+                                    self._due(
+                                        session,
+                                        select(WebhookDelivery),
+                                        now,
+                                        full_organizations,
+                                        full_host_webhooks,
+                                    )
+                                    .order_by(WebhookDelivery.next_attempt_at)
+                                    .limit(limit)
+                                )
+                            )
+                        ).all()
+                    )
+                    if not due:
+                        break
+                    skipped = self._claim_rows(
+                        session_rows=due,
+                        hooks=await _webhooks(session, due),
+                        found=await _events(session, due),
+                        now=now,
+                        lease=lease,
+                        attempts=attempts,
+                        full_organizations=full_organizations,
+                        full_host_webhooks=full_host_webhooks,
+                    )
+                    if not skipped and len(due) < limit:
+                        break  # every due delivery was seen
+                else:
+                    self._cut_short = self.slots.room() > 0
+        except BaseException:
+            for attempt in attempts:
+                self.slots.give_back(attempt.organization_id, attempt.host, attempt.webhook_id)
+            raise
+        return attempts
+
+    def _claim_rows(
+        self,
+        *,
+        session_rows: Sequence[WebhookDelivery],
+        hooks: dict[tuple[uuid.UUID, uuid.UUID], Webhook],
+        found: dict[uuid.UUID, Event],
+        now: dt.datetime,
+        lease: dt.timedelta,
+        attempts: list[Attempt],
+        full_organizations: set[uuid.UUID],
+        full_host_webhooks: set[uuid.UUID],
+    ) -> bool:
+        """Claim what fits of one round's rows; True when some were left for want of a
+        slot (the next round leaves their organization or webhook out)."""
+        skipped = False
+        for delivery in session_rows:
+            hook = hooks.get((delivery.organization_id, delivery.webhook_id))
+            event = found.get(delivery.event_id)
+            if hook is None or not hook.enabled or event is None:
+                delivery.status = DeliveryStatus.FAILED
+                delivery.last_error = (
+                    "The webhook is disabled." if event is not None else "The event expired."
+                )
+                continue
+            host = receiving_host(hook.url)
+            if self.slots.organization_full(delivery.organization_id):
+                full_organizations.add(delivery.organization_id)
+                skipped = True
+                continue
+            if self.slots.host_full(host):
+                full_host_webhooks.add(hook.id)
+                skipped = True
+                continue
+            if self.slots.room() <= 0:
+                break
+            self.slots.take(delivery.organization_id, host, hook.id)
+            delivery.attempts += 1
+            delivery.last_attempt_at = now
+            delivery.next_attempt_at = now + lease
+            attempts.append(
+                Attempt(
+                    organization_id=delivery.organization_id,
+                    delivery_id=delivery.id,
+                    webhook_id=hook.id,
+                    url=hook.url,
+                    host=host,
+                    secrets=signing_secrets(hook, now),
+                    msg_id=message_id(event.id),
+                    body=body_of(event),
+                )
+            )
+        return skipped
 
     async def record(self, outcomes: Sequence[Outcome]) -> None:
         now = utcnow()

@@ -11,7 +11,6 @@ import asyncio
 import datetime as dt
 import json
 import uuid
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import httpx
@@ -29,6 +28,8 @@ class Attempt:
     delivery_id: uuid.UUID
     webhook_id: uuid.UUID
     url: str
+    host: str
+    """``receiving_host(url)``: what the per-host limit counts."""
     secrets: list[str]
     msg_id: str
     body: bytes
@@ -59,7 +60,9 @@ def body_of(event: Event) -> bytes:
 
 
 class Sender:
-    """The HTTP side of a dispatcher (one connection pool per process)."""
+    """The HTTP side of a dispatcher (one connection pool per process). The dispatcher
+    decides how many attempts run at once (``questline.webhooks.fairness``); the pool
+    holds as many connections as the process may have attempts in flight."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -79,15 +82,6 @@ class Sender:
                 limits=httpx.Limits(max_connections=self.settings.webhooks_concurrency),
             )
         return self._client
-
-    async def send_all(self, attempts: Sequence[Attempt]) -> list[Outcome]:
-        gate = asyncio.Semaphore(self.settings.webhooks_concurrency)
-
-        async def one(attempt: Attempt) -> Outcome:
-            async with gate:
-                return await self.send(attempt)
-
-        return list(await asyncio.gather(*(one(a) for a in attempts)))
 
     async def send(self, attempt: Attempt) -> Outcome:
         try:
@@ -123,6 +117,12 @@ class Sender:
             return Outcome(attempt, None, "The receiver did not answer in time.")
         except httpx.HTTPError as exc:
             return Outcome(attempt, None, f"{type(exc).__name__}: {exc}"[:500])
+
+
+def receiving_host(url: str) -> str:
+    """The host an attempt goes to, as the per-host limit counts it: the URL's host
+    name, lower case (every port and scheme of one host together)."""
+    return (httpx.URL(url).host or url).lower()
 
 
 def _host_header(url: str) -> str:
