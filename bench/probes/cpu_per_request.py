@@ -1,8 +1,13 @@
 """CPU time per request in-process (raw ASGI, the whole middleware stack): hits of the
-read model and a progress write + withdrawal, as JSON. Less sensitive to a loaded
-machine than wrk: it counts this process's CPU (threads included), not wall time. Run
-``python -m bench.probes.cpu_per_request``; to compare with another checkout, put its
-``src`` first: ``PYTHONPATH=../old/src python -m bench.probes.cpu_per_request``."""
+read model, a routed ``GET /healthz`` for scale, and a progress write + withdrawal, as
+JSON. Less sensitive to a loaded machine than wrk: it counts this process's CPU (threads
+included), not wall time.
+
+Run ``python -m bench.probes.cpu_per_request``; to compare with another checkout, put its
+``src`` first: ``PYTHONPATH=../old/src python -m bench.probes.cpu_per_request``.
+"""
+
+from __future__ import annotations
 
 import asyncio
 import json
@@ -11,6 +16,7 @@ import statistics
 import tempfile
 import time
 import uuid
+from typing import Any
 
 import httpx
 
@@ -21,21 +27,24 @@ from questline.storage.migrate import upgrade
 
 try:
     from questline.web.identity import Role
-except ImportError:
-    from questline.auth.tokens import Role
-logging.disable(logging.CRITICAL)
-data = tempfile.mkdtemp()
-settings = Settings(_env_file=None, data_dir=data, rate_limit_enabled=False)
-upgrade(settings)
+except ImportError:  # an older checkout
+    from questline.auth.tokens import Role  # type: ignore[attr-defined,no-redef]
+
+Headers = list[tuple[bytes, bytes]]
+DISCIPLINE = {
+    "Title": "D",
+    "Description": "d",
+    "Levels": [{"Title": "L", "Quests": [{"Title": "Q", "Tasks": [{"Title": "T", "Points": 5}]}]}],
+}
 
 
-def scope_of(method, path, qs, headers):
+def _scope(method: str, path: str, query: bytes, headers: Headers) -> dict[str, Any]:
     return {
         "type": "http",
         "method": method,
         "path": path,
         "raw_path": path.encode(),
-        "query_string": qs,
+        "query_string": query,
         "headers": headers,
         "http_version": "1.1",
         "scheme": "http",
@@ -46,84 +55,80 @@ def scope_of(method, path, qs, headers):
     }
 
 
-async def call(app, method, path, qs, headers, body=b""):
+async def call(
+    app: Any, method: str, path: str, query: bytes, headers: Headers, body: bytes = b""
+) -> int:
     status = 0
     sent = False
 
-    async def receive():
+    async def receive() -> dict[str, Any]:
         nonlocal sent
         if sent:
             await asyncio.sleep(3600)
         sent = True
         return {"type": "http.request", "body": body, "more_body": False}
 
-    async def send(m):
+    async def send(message: dict[str, Any]) -> None:
         nonlocal status
-        if m["type"] == "http.response.start":
-            status = m["status"]
+        if message["type"] == "http.response.start":
+            status = message["status"]
 
-    await app(scope_of(method, path, qs, headers), receive, send)
+    await app(_scope(method, path, query, headers), receive, send)
     return status
 
 
-async def main():
+async def measure(settings: Settings) -> dict[str, float]:
     app = create_app(settings)
-    tokens = TokenService(settings)
     org = uuid.uuid4()
-    auth = ("Bearer " + tokens.mint(role=Role.ADMIN, org_id=org, subject="a")).encode()
-    h = [(b"host", b"t"), (b"authorization", auth)]
-    out = {}
+    token = TokenService(settings).mint(role=Role.ADMIN, org_id=org, subject="a")
+    headers: Headers = [(b"host", b"t"), (b"authorization", f"Bearer {token}".encode())]
+    found: dict[str, float] = {}
     async with app.router.lifespan_context(app):
-        async with httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://t"
-        ) as c:
-            H = {"Authorization": auth.decode()}
-            team = (await c.post("/team", json={"Name": "A"}, headers=H)).json()["Id"]
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            admin = {"Authorization": f"Bearer {token}"}
+            team = (await client.post("/team", json={"Name": "A"}, headers=admin)).json()["Id"]
             for i in range(50):
-                await c.post("/team", json={"Name": f"T{i}"}, headers=H)
-            doc = {
-                "Title": "D",
-                "Description": "d",
-                "Levels": [
-                    {
-                        "Title": "L",
-                        "Quests": [{"Title": "Q", "Tasks": [{"Title": "T", "Points": 5}]}],
-                    }
-                ],
-            }
-            d = (await c.post("/discipline", json=doc, headers=H)).json()
-            task = d["Levels"][0]["Quests"][0]["Tasks"][0]["Id"]
-        cases = [
-            ("GET /leaderboard?limit=50", "GET", "/leaderboard", b"limit=50", h, b""),
-            ("GET /team/{id}", "GET", f"/team/{team}", b"", h, b""),
-            ("GET /healthz", "GET", "/healthz", b"", h, b""),
+                await client.post("/team", json={"Name": f"T{i}"}, headers=admin)
+            created = await client.post("/discipline", json=DISCIPLINE, headers=admin)
+            task = created.json()["Levels"][0]["Quests"][0]["Tasks"][0]["Id"]
+        reads = [
+            ("GET /leaderboard?limit=50", "/leaderboard", b"limit=50"),
+            ("GET /team/{id}", f"/team/{team}", b""),
+            ("GET /healthz", "/healthz", b""),
         ]
-        for name, m, p, q, hh, b in cases:
-            assert await call(app, m, p, q, hh, b) == 200, name
+        for name, path, query in reads:
+            assert await call(app, "GET", path, query, headers) == 200, name
             samples = []
             for _ in range(5):
-                t = time.process_time()
-                n = 500
-                for _ in range(n):
-                    await call(app, m, p, q, hh, b)
-                samples.append((time.process_time() - t) / n * 1e6)
-            out[name] = statistics.median(samples)
+                started = time.process_time()
+                for _ in range(500):
+                    await call(app, "GET", path, query, headers)
+                samples.append((time.process_time() - started) / 500 * 1e6)
+            found[name] = statistics.median(samples)
         body = json.dumps({"TaskId": task}).encode()
-        wh = h + [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
-        ]
+        length = str(len(body)).encode()
+        posted = [*headers, (b"content-type", b"application/json"), (b"content-length", length)]
         samples = []
         for _ in range(5):
-            t = time.process_time()
-            n = 150
-            for _ in range(n):
-                assert await call(app, "POST", f"/team/{team}/progress", b"", wh, body) == 201
-                assert await call(app, "DELETE", f"/team/{team}/progress/{task}", b"", h) == 204
-            samples.append((time.process_time() - t) / n / 2 * 1e6)
-        out["progress write (each of POST, DELETE)"] = statistics.median(samples)
+            started = time.process_time()
+            for _ in range(150):
+                assert await call(app, "POST", f"/team/{team}/progress", b"", posted, body) == 201
+                assert (
+                    await call(app, "DELETE", f"/team/{team}/progress/{task}", b"", headers) == 204
+                )
+            samples.append((time.process_time() - started) / 300 * 1e6)
+        found["progress write (each of POST, DELETE)"] = statistics.median(samples)
     await app.state.questline.db.dispose()
-    print(json.dumps(out))
+    return found
 
 
-asyncio.run(main())
+def main() -> None:
+    logging.disable(logging.CRITICAL)
+    settings = Settings(_env_file=None, data_dir=tempfile.mkdtemp(), rate_limit_enabled=False)
+    upgrade(settings)
+    print(json.dumps({name: round(us, 1) for name, us in asyncio.run(measure(settings)).items()}))
+
+
+if __name__ == "__main__":
+    main()
