@@ -1,5 +1,5 @@
 """The progress writes' group commit (``questline.progress.group_commit``), through the
-fast path: concurrent writes sharing transactions, the gather window, failed batches
+fast lane: concurrent writes sharing transactions, the gather window, failed batches
 and batches that meet concurrent changes (``questline.progress.ledger_pg``)."""
 
 from __future__ import annotations

@@ -67,7 +67,7 @@ def sent(app: FastAPI) -> Iterator[Sent]:
 async def test_a_completion_and_a_withdrawal_cost_few_statements(
     world: World, app_state: AppHarness, app: FastAPI, fast_path: bool
 ) -> None:
-    """Through the route, and through the fast path's group commit (a batch of one)."""
+    """Through the route, and through the fast lane's group commit (a batch of one)."""
     app_state.configure(progress_fast_path_enabled=fast_path)
     answered = fast_lane_answers("POST", "DELETE")
     org = world.org()

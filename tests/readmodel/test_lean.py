@@ -1,4 +1,4 @@
-"""Lean misses (readmodel/lean.py, the fast path's miss of ``GET /team/{id}`` and its
+"""Lean misses (readmodel/lean.py, the fast lane's miss of ``GET /team/{id}`` and its
 overview): the same bytes and validators as the route, one statement and no transaction,
 and every case the route answers differently still goes to the route."""
 

@@ -82,7 +82,7 @@ async def asgi_get(
 
 
 async def seed_teams(world: World, org: Org, count: int) -> None:
-    """``count`` teams written set-based (one multi-row insert), as bench/dataset.py
+    """``count`` teams written set-based (one multi-row insert), as bench/dataset/seed.py
     does, then the organization's version bumped as a write would."""
     now = dt.datetime.now(dt.UTC)
     rows = [

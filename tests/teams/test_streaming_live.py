@@ -36,7 +36,7 @@ TEAMS = 20_000
 
 
 async def _seed(settings: Settings, org: uuid.UUID) -> None:
-    """The teams written set-based (one multi-row insert), as bench/dataset.py does."""
+    """The teams written set-based (one multi-row insert), as bench/dataset/seed.py does."""
     db = Database(settings)
     now = dt.datetime.now(dt.UTC)
     try:

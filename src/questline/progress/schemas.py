@@ -53,7 +53,7 @@ class Completion(OutputModel):
 
 COMPLETION_JSON = Completion.__pydantic_serializer__
 """A completion's JSON as the API writes it (``to_json(c, by_alias=True)``), without
-validating it again: the fast path's response and the outbox event's payload."""
+validating it again: the early answer's response and the outbox event's payload."""
 
 
 class Counts(OutputModel):

@@ -106,7 +106,7 @@ class LeanReader:
             self._usable = not transaction_pooler
         self._statements: dict[str, LeanStatement] = {}
         self.listeners: list[Callable[[str], None]] = []
-        """Called with each statement's SQL before it runs (tests and bench/statements.py
+        """Called with each statement's SQL before it runs (tests and bench/harness/statements.py
         count them: these statements bypass the engine's events)."""
 
     @property
@@ -166,7 +166,7 @@ class LeanReader:
 
 @dataclass(frozen=True, slots=True)
 class LeanRequest:
-    """A read-model miss the fast path may answer itself: who asks, for what, at which
+    """A read-model miss the fast lane may answer itself: who asks, for what, at which
     version of the organization."""
 
     reader: LeanReader

@@ -158,7 +158,7 @@ def detail_etag(team_etag: str, version: int, role: str) -> str:
 
 
 LEAN_MAX_ROWS = 2_000
-"""A lean miss (read model fast path) reads at most this many rows on the event loop;
+"""A lean miss (answered early by the fast lane) reads at most this many rows on the event loop;
 a larger team takes the route."""
 
 
