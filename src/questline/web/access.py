@@ -22,7 +22,7 @@ from fastapi.dependencies.models import Dependant
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from questline.web.errors import Forbidden
-from questline.web.identity import Caller, Role
+from questline.web.identity import Caller, Role, scope_bearer
 from questline.web.state import app_state, request_state
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -84,22 +84,23 @@ async def authorize(request: Request, access: Access) -> Caller | None:
     """Token, organization and role, before anything reads the body (docs/reliability.md)."""
     if access is Access.ANYONE:
         return None
-    credentials = await bearer_scheme(request)
     authenticate = app_state(request).authenticate
-    caller = await authenticate(request, credentials.credentials if credentials else None)
+    caller = await authenticate(request, scope_bearer(request.scope))
     check_access(caller, access)
     return caller
 
 
 async def get_caller(
     request: Request,
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)],
+    _declared: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)],
 ) -> Caller:
+    """The route's caller. ``bearer_scheme`` declares the scheme in the API document;
+    the token itself is read by ``scope_bearer``, as ``authorize`` reads it."""
     state = request_state(request)
     if state.caller is not None:  # authorized by the route before the body was read
         return state.caller
     authenticate = app_state(request).authenticate
-    caller = await authenticate(request, credentials.credentials if credentials else None)
+    caller = await authenticate(request, scope_bearer(request.scope))
     state.caller = caller
     return caller
 

@@ -37,7 +37,7 @@ from questline.web.errors import (
     TooManyRequests,
     Unauthorized,
 )
-from questline.web.identity import Caller, bearer_token
+from questline.web.identity import Caller, scope_bearer
 from questline.web.metrics import RATE_LIMITED
 
 logger = logging.getLogger("questline.web.ratelimit")
@@ -112,7 +112,7 @@ VerifyToken = Callable[[str], Awaitable[Caller]]
 
 async def caller_identity(scope: Scope, verify: VerifyToken) -> str:
     """A stable, non-secret key for who is calling (see the module docstring)."""
-    token = _bearer_token(scope)
+    token = scope_bearer(scope)
     if token is not None:
         try:
             caller = await verify(token)
@@ -123,13 +123,6 @@ async def caller_identity(scope: Scope, verify: VerifyToken) -> str:
             return "token:" + hashlib.sha256(raw.encode()).hexdigest()[:32]
     client = scope.get("client")
     return "addr:" + (client[0] if client else "unknown")
-
-
-def _bearer_token(scope: Scope) -> str | None:
-    for name, value in scope["headers"]:
-        if name == b"authorization":
-            return bearer_token(value)
-    return None
 
 
 class RateLimitMiddleware:
