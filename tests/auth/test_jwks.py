@@ -170,7 +170,10 @@ async def test_one_fetch_serves_many_concurrent_requests(
     settings: Settings, provider: Provider
 ) -> None:
     provider.delay = 0.3
-    app = create_app(_idp_settings(settings, provider))
+    # The fetch must outlast the requests' arrival, not race a timeout: the default 0.5 s
+    # of these tests is a wall-clock bound a loaded machine can miss (one slow fetch →
+    # 503s and a second fetch), so this test gives the fetch all the time it needs.
+    app = create_app(_idp_settings(settings, provider, jwt_jwks_timeout_seconds=60))
     transport = httpx.ASGITransport(app=app)
     token = provider.token()
     try:
