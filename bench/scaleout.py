@@ -209,7 +209,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     f"errors {row['errors']}",
                     flush=True,
                 )
-            share = _read_targets(servers)
+            share = _read_targets(servers, cluster.operator_token())
             for done in rows:
                 if done["config"] == config.name:
                     done["reads_on_replica"] = share
@@ -229,11 +229,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _read_targets(servers: list[LiveServer]) -> float | None:
-    """The share of this configuration's reads that ran on the replica (from /metrics)."""
+def _read_targets(servers: list[LiveServer], operator_token: str) -> float | None:
+    """The share of this configuration's reads that ran on the replica (from /metrics,
+    which answers an operator's token only)."""
     totals = {"primary": 0.0, "replica": 0.0}
+    scraper = {"Authorization": f"Bearer {operator_token}"}
     for server in servers:
-        text = httpx.get(f"{server.url}/metrics", timeout=10).text
+        text = httpx.get(f"{server.url}/metrics", headers=scraper, timeout=10).text
         for target in totals:
             found = re.search(
                 rf'^questline_database_reads_total\{{target="{target}"\}} (\S+)$', text, re.M

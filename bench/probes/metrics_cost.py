@@ -19,8 +19,10 @@ import time
 import httpx
 
 from questline.app import create_app
+from questline.auth.tokens import TokenService
 from questline.config import Settings
 from questline.storage.migrate import upgrade
+from questline.web.identity import Role
 
 
 def main(scrapes: int) -> None:
@@ -45,6 +47,9 @@ async def measure(settings: Settings, scrapes: int) -> None:
                     if method in ("get", "post", "put", "patch", "delete"):
                         for _ in range(3):
                             await client.request(method.upper(), concrete)
+            # A Prometheus scrapes with an operator token (/metrics is closed otherwise).
+            operator = TokenService(settings).mint(role=Role.OPERATOR, org_id=None, subject="p")
+            client.headers["Authorization"] = f"Bearer {operator}"
             first = await client.get("/metrics")
             series = sum(1 for line in first.text.splitlines() if not line.startswith("#"))
             cached = []

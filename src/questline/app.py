@@ -48,7 +48,7 @@ Questline keeps an organization's **teams** of members and its learning **discip
 (levels → quests → tasks, with resources), reports each team's **progress**, and ranks
 teams on a **leaderboard** with **progress graphs**, leaving admin teams out.
 
-Every operation but health, metrics and docs needs `Authorization: Bearer <JWT>`.
+Every operation but health and docs needs `Authorization: Bearer <JWT>`.
 Errors are RFC 9457 problem documents (`application/problem+json`).
 """
 

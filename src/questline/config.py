@@ -104,8 +104,9 @@ class Settings(BaseSettings):
     """Comma-separated addresses whose ``X-Forwarded-For``/``-Proto`` are believed (none
     by default: the peer address is the client)."""
     allowed_hosts: str = ""
-    """Comma-separated ``Host`` values served (empty or ``*``: any; links never use the
-    Host header, they are built on ``public_url``)."""
+    """Comma-separated ``Host`` values served (empty or ``*``: any); every route obeys it
+    but the probes ``/healthz`` and ``/readyz``. Links never use the Host header (see
+    ``public_url``)."""
 
     fast_lane_enabled: bool = True
     """Answer the routes that declare an early answer (cached reads, progress writes)
@@ -128,7 +129,8 @@ class Settings(BaseSettings):
     rate_limit_bulk: str = "20/minute"
 
     metrics_token: str | None = None
-    """Bearer token ``/metrics`` asks for; unset: it answers loopback clients only."""
+    """A static bearer token ``/metrics`` takes besides an ``operator`` JWT (a scraper's
+    credential that opens nothing else)."""
     metrics_cache_seconds: float = Field(default=1.0, ge=0, le=60)
     """``/metrics`` renders at most once in this many seconds; scrapes in between get
     the same bytes (0: render every scrape)."""
@@ -180,7 +182,30 @@ class Settings(BaseSettings):
     log_level: str = "INFO"
     log_format: Literal["auto", "json", "text"] = "auto"
     """``auto``: human-readable lines when stderr is a terminal, JSON lines otherwise."""
-    public_url: str = "http://127.0.0.1:8000"
+    public_url: str | None = None
+    """The address clients reach the service at, e.g. ``https://questline.example.org``.
+    Unset: every link the service emits (``Location``, ``Link``, problem ``type``) is a
+    relative reference, which resolves on whatever address the request came to; set:
+    links are absolute on it. Never taken from the ``Host`` header (docs/api.md, "Links")."""
+    metrics_public: bool = False
+    """Serve ``/metrics`` to anyone; off: it needs an ``operator`` token or
+    ``metrics_token`` (docs/operations.md, "Metrics")."""
+
+    @field_validator("public_url", mode="before")
+    @classmethod
+    def _normalize_public_url(cls, value: object) -> object:
+        """Empty means unset; a trailing slash is dropped (links append paths)."""
+        if isinstance(value, str):
+            value = value.strip().rstrip("/")
+            if not value:
+                return None
+            scheme, _, rest = value.partition("://")
+            if scheme.lower() not in ("http", "https") or not rest or "?" in rest or "#" in rest:
+                raise ValueError(
+                    "QUESTLINE_PUBLIC_URL must be an absolute http:// or https:// URL "
+                    "without query or fragment, e.g. https://questline.example.org"
+                )
+        return value
 
     @field_validator("database_replica_urls", mode="before")
     @classmethod

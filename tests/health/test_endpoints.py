@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from tests.factories import World
+from tests.factories import World, bearer
 
 pytestmark = pytest.mark.anyio
 
@@ -21,7 +21,8 @@ async def test_health_and_readiness(world: World) -> None:
 async def test_metrics_count_requests_by_route_template(world: World) -> None:
     org = world.org()
     await world.client.get("/team/not-a-uuid", headers=org.admin)
-    metrics = (await world.client.get("/metrics")).text
+    operator = bearer(world.operator_token())
+    metrics = (await world.client.get("/metrics", headers=operator)).text
     assert 'route="/team/{team_id}"' in metrics
     assert "questline_http_request_duration_seconds_bucket" in metrics
 

@@ -18,7 +18,7 @@ from questline.app import create_app
 from questline.config import Settings
 from questline.storage.pool import MeteredQueuePool
 from tests.bulk.factories import post_csv
-from tests.factories import World
+from tests.factories import World, bearer
 from tests.progress.factories import complete, make_discipline
 
 pytestmark = pytest.mark.anyio
@@ -26,8 +26,9 @@ pytestmark = pytest.mark.anyio
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 
-async def scrape(client: httpx.AsyncClient) -> Samples:
-    response = await client.get("/metrics")
+async def scrape(client: httpx.AsyncClient, world: World) -> Samples:
+    """``/metrics`` as a Prometheus with an operator token reads it (closed otherwise)."""
+    response = await client.get("/metrics", headers=bearer(world.operator_token()))
     assert response.status_code == 200
     return {
         (sample.name, tuple(sorted(sample.labels.items()))): sample.value
@@ -46,7 +47,7 @@ def delta(before: Samples, after: Samples, name: str, **labels: str) -> float:
 
 async def test_business_counters_follow_what_the_api_did(world: World) -> None:
     org = world.org()
-    before = await scrape(world.client)
+    before = await scrape(world.client, world)
 
     team = await org.create_team("Counted")
     duplicate = await world.client.post("/team", json={"name": "Counted"}, headers=org.admin)
@@ -68,7 +69,7 @@ async def test_business_counters_follow_what_the_api_did(world: World) -> None:
     replayed = await world.client.post("/team/bulk", json=body, headers={**org.admin, **key})
     assert replayed.headers["Idempotent-Replayed"] == "true"
 
-    after = await scrape(world.client)
+    after = await scrape(world.client, world)
     assert delta(before, after, "questline_teams_created_total") == 1 + 2 + 3
     assert delta(before, after, "questline_tasks_completed_total") == 2
     assert delta(before, after, "questline_tasks_withdrawn_total") == 1
@@ -88,9 +89,9 @@ async def test_rate_limited_requests_are_counted_by_route_class(
     try:
         transport = httpx.ASGITransport(app=limited)
         async with httpx.AsyncClient(transport=transport, base_url="http://q.test") as client:
-            before = await scrape(client)
+            before = await scrape(client, world)
             statuses = [(await client.get("/team", headers=org.member)).status_code for _ in "abcd"]
-            after = await scrape(client)
+            after = await scrape(client, world)
     finally:
         await limited.state.questline.db.dispose()
     assert statuses == [200, 200, 429, 429]
@@ -102,8 +103,8 @@ async def test_pool_gauges_show_connections_in_use(app: FastAPI, world: World) -
     backend = "sqlite" if db.is_sqlite else "postgresql"
     async with db.engine.connect() as held:
         await held.execute(text("SELECT 1"))
-        during = await scrape(world.client)
-    after = await scrape(world.client)
+        during = await scrape(world.client, world)
+    after = await scrape(world.client, world)
     settings: Settings = app.state.questline.settings
     if backend == "postgresql":
         assert value(during, "questline_db_pool_size", backend=backend) == (
@@ -138,7 +139,7 @@ async def test_a_checkout_that_finds_the_pool_exhausted_is_counted_as_a_wait(
     world: World, tiny_pool: AsyncEngine
 ) -> None:
     engine = tiny_pool
-    before = await scrape(world.client)
+    before = await scrape(world.client, world)
     async with engine.connect() as held:
         await held.execute(text("SELECT 1"))
         with pytest.raises(sqlalchemy.exc.TimeoutError):
@@ -146,7 +147,7 @@ async def test_a_checkout_that_finds_the_pool_exhausted_is_counted_as_a_wait(
                 pass
     async with engine.connect() as again:  # free again: no wait
         await again.execute(text("SELECT 1"))
-    after = await scrape(world.client)
+    after = await scrape(world.client, world)
     assert delta(before, after, "questline_db_pool_waits_total") == 1
     assert delta(before, after, "questline_db_pool_wait_seconds_total") >= 0.2
 
@@ -154,10 +155,10 @@ async def test_a_checkout_that_finds_the_pool_exhausted_is_counted_as_a_wait(
 async def test_counting_costs_nothing_when_the_transaction_rolls_back(world: World) -> None:
     """Parallel creations of one name: one wins, the others roll back and count nothing."""
     org = world.org()
-    before = await scrape(world.client)
+    before = await scrape(world.client, world)
     responses = await asyncio.gather(
         *(world.client.post("/team", json={"name": "Race"}, headers=org.admin) for _ in range(5))
     )
-    after = await scrape(world.client)
+    after = await scrape(world.client, world)
     assert sorted(r.status_code for r in responses).count(201) == 1
     assert delta(before, after, "questline_teams_created_total") == 1

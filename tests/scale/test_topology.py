@@ -72,8 +72,9 @@ def discipline_document(tasks: int) -> dict[str, Any]:
     return {"Title": "Scale", "Description": "Scale-out.", "Color": "Green", "Levels": [level]}
 
 
-def replica_reads(server: LiveServer) -> float:
-    metrics = httpx.get(f"{server.url}/metrics", timeout=10)
+def replica_reads(server: LiveServer, scraper: dict[str, str]) -> float:
+    """``scraper``: an operator's bearer header (``/metrics`` is closed to anyone else)."""
+    metrics = httpx.get(f"{server.url}/metrics", headers=scraper, timeout=10)
     assert metrics.status_code == 200, metrics.text
     found = re.search(
         r'^questline_database_reads_total\{target="replica"\} (\S+)$', metrics.text, re.M
@@ -128,12 +129,13 @@ def test_writes_through_one_process_are_read_through_the_others(topology: Topolo
     wait_for(everyone_sees_it)
 
     # The replica serves reads (once each process knows it has replayed the writes).
-    before = sum(replica_reads(s) for s in servers)
+    scraper = bearer(cluster.operator_token())
+    before = sum(replica_reads(s, scraper) for s in servers)
 
     def replica_served() -> bool:
         for server in servers:
             assert team_names(server.url, member) == ["Climbers"]
-        return sum(replica_reads(s) for s in servers) > before
+        return sum(replica_reads(s, scraper) for s in servers) > before
 
     wait_for(replica_served)
 
@@ -234,12 +236,13 @@ def test_killing_the_replica_fails_no_read_and_it_serves_again_when_back(
 
     cluster.standby.start_server()
     cluster.standby.wait_streaming()
-    before = sum(replica_reads(s) for s in servers)
+    scraper = bearer(cluster.operator_token())
+    before = sum(replica_reads(s, scraper) for s in servers)
 
     def replica_back() -> bool:
         for server in servers:
             assert team_names(server.url, member) == names
-        return sum(replica_reads(s) for s in servers) > before
+        return sum(replica_reads(s, scraper) for s in servers) > before
 
     wait_for(replica_back)
 

@@ -122,6 +122,10 @@ class Cluster:
     def member_token(self, org_id: uuid.UUID, subject: str = "member") -> str:
         return self.tokens.mint(role=Role.MEMBER, org_id=org_id, subject=subject)
 
+    def operator_token(self, subject: str = "scraper") -> str:
+        """What a Prometheus scrapes ``/metrics`` with (closed to anyone else)."""
+        return self.tokens.mint(role=Role.OPERATOR, org_id=None, subject=subject)
+
     def close(self) -> None:
         if self.bouncer is not None:
             self.bouncer.stop()

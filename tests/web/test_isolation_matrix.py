@@ -137,7 +137,17 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     ("GET", "/"): public(307),
     ("GET", "/healthz"): public(),
     ("GET", "/readyz"): public(),
-    ("GET", "/metrics"): public(),
+    # The whole process's figures: platform staff only (closed by default).
+    ("GET", "/metrics"): Expect(
+        {
+            "anonymous": 401,
+            "forged": 401,
+            "stranger": 403,
+            "member": 403,
+            "operator": 200,
+            "admin": 403,
+        }
+    ),
     ("GET", "/openapi.json"): public(),
     ("GET", "/docs"): public(),
     ("*", "/docs-assets/{path}"): public(path="favicon-32x32.png"),

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from questline.config import Settings
 from tests.factories import World
+from tests.support.harness import AppHarness
 
 pytestmark = pytest.mark.anyio
 
@@ -105,18 +105,29 @@ async def test_after_without_limit_lists_the_rest(world: World) -> None:
     assert len(rest.json()) == 2
 
 
-async def test_links_use_the_public_url_not_the_host_header(
-    world: World, settings: Settings
+async def test_links_are_relative_or_on_the_public_url_never_on_the_host_header(
+    world: World, app_state: AppHarness
 ) -> None:
     org = world.org()
     evil = {"Host": "evil.example"}
     created = await world.client.post("/team", json={"name": "A"}, headers={**org.admin, **evil})
     assert created.status_code == 201
-    assert created.headers["Location"].startswith(settings.public_url + "/team/")
+    assert created.headers["Location"] == f"/team/{created.json()['Id']}"
     await org.create_team("B")
     page = await world.client.get("/team?limit=1", headers={**org.member, **evil})
-    assert page.headers["Link"].startswith(f"<{settings.public_url}/team?")
-    assert "evil.example" not in page.headers["Link"]
+    assert page.headers["Link"].startswith("</team?limit=1&after=")
+    refused = await world.client.post("/team", json={"name": ""}, headers={**org.admin, **evil})
+    assert refused.json()["type"] == "/problems/validation-error"
+
+    public = "https://questline.example.org"
+    app_state.configure(public_url=public)
+    created = await world.client.post("/team", json={"name": "C"}, headers={**org.admin, **evil})
+    assert created.headers["Location"] == f"{public}/team/{created.json()['Id']}"
+    page = await world.client.get("/team?limit=1", headers={**org.member, **evil})
+    assert page.headers["Link"].startswith(f"<{public}/team?limit=1&after=")
+    refused = await world.client.post("/team", json={"name": ""}, headers={**org.admin, **evil})
+    assert refused.json()["type"] == f"{public}/problems/validation-error"
+    assert "evil.example" not in created.headers["Location"] + page.headers["Link"]
 
 
 async def test_a_bulk_file_of_bad_rows_lists_the_first_100_problems_and_the_total(

@@ -147,8 +147,8 @@ async def test_every_error_is_a_problem_document_whose_type_is_a_page(
             types.add(example["type"])
     assert len(types) >= 8
     for uri in types:
-        assert uri.startswith("http://127.0.0.1:8000/problems/")
-        page = await client.get(uri.removeprefix("http://127.0.0.1:8000"))
+        assert uri.startswith("/problems/")  # relative: QUESTLINE_PUBLIC_URL is unset
+        page = await client.get(uri)
         assert page.status_code == 200, uri
         assert page.headers["content-type"].startswith("text/html")
     index = await client.get("/problems")
@@ -167,7 +167,7 @@ async def test_a_real_error_names_a_type_the_service_explains(
     refused = await client.post("/team", json={"name": ""}, headers=org.admin)
     assert refused.status_code == 422
     uri = refused.json()["type"]
-    assert uri == "http://127.0.0.1:8000/problems/validation-error"
+    assert uri == "/problems/validation-error"
     page = await client.get("/problems/validation-error")
     assert page.status_code == 200
     assert "Invalid input" in page.text

@@ -1,4 +1,4 @@
-"""Operations: idempotency records purged, ``/metrics`` gated, allowed hosts, private
+"""Operations: idempotency records purged, ``/metrics`` closed unless opened, allowed hosts, private
 SQLite files, short secrets refused, no SQL parameters in errors, ``/readyz`` wants a
 write, 405 lists every method, a bulk request whose only problem is taken names is 409."""
 
@@ -24,7 +24,7 @@ from questline.config import Settings
 from questline.storage.db import utcnow
 from questline.storage.migrate import upgrade
 from questline.web.idempotency import IdempotencyRecord
-from tests.factories import World
+from tests.factories import World, bearer
 from tests.support.routes import route_table
 from tests.web.conftest import AppFactory, client_for
 
@@ -83,26 +83,42 @@ async def test_idempotency_records_keep_a_hash_of_the_request_not_the_request(
     assert record.body == response.content
 
 
-async def test_metrics_answer_loopback_or_a_token_only(make_app: AppFactory) -> None:
-    open_app = make_app()
-    async with client_for(open_app, "127.0.0.1") as local:
-        assert (await local.get("/metrics")).status_code == 200
-    async with client_for(open_app, "203.0.113.9") as remote:
-        assert (await remote.get("/metrics")).status_code == 404
+async def test_metrics_are_closed_unless_opened(make_app: AppFactory, world: World) -> None:
+    """Closed by default, to loopback clients too (behind a proxy on the same host every
+    client is one): open to an operator token, the static metrics token, or anyone
+    with ``QUESTLINE_METRICS_PUBLIC``."""
+    org = world.org()
+    operator = bearer(world.operator_token())
+    closed = make_app()
+    async with client_for(closed, "127.0.0.1") as local:
+        anonymous = await local.get("/metrics")
+        assert anonymous.status_code == 401
+        assert anonymous.headers["content-type"] == "application/problem+json"
+        assert anonymous.headers["WWW-Authenticate"].startswith("Bearer")
+        assert "questline_" not in anonymous.text
+        assert (await local.head("/metrics")).status_code == 401
+        assert (await local.get("/metrics", headers=bearer("x" * 40))).status_code == 401
+        assert (await local.get("/metrics", headers=org.admin)).status_code == 403
+        assert (await local.get("/metrics", headers=org.member)).status_code == 403
+        scraped = await local.get("/metrics", headers=operator)
+        assert scraped.status_code == 200
+        assert "questline_db_pool_size" in scraped.text
     gated = make_app(metrics_token="s" * 40)
-    async with client_for(gated, "127.0.0.1") as local:
-        assert (await local.get("/metrics")).status_code == 404
-        wrong = {"Authorization": "Bearer " + "x" * 40}
-        assert (await local.get("/metrics", headers=wrong)).status_code == 404
-        right = {"Authorization": "Bearer " + "s" * 40}
-        assert (await local.get("/metrics", headers=right)).status_code == 200
+    async with client_for(gated, "203.0.113.9") as remote:
+        assert (await remote.get("/metrics")).status_code == 401
+        assert (await remote.get("/metrics", headers=bearer("x" * 40))).status_code == 401
+        assert (await remote.get("/metrics", headers=bearer("s" * 40))).status_code == 200
+        assert (await remote.get("/metrics", headers=operator)).status_code == 200
+    opened = make_app(metrics_public=True)
+    async with client_for(opened, "203.0.113.9") as remote:
+        assert (await remote.get("/metrics")).status_code == 200
 
 
 async def test_metrics_render_at_most_once_per_cache_age(make_app: AppFactory) -> None:
     """Scrapes within ``QUESTLINE_METRICS_CACHE_SECONDS`` get the same bytes (one render
     however often ``/metrics`` is called); without ``*_created`` series."""
-    cached = make_app(metrics_cache_seconds=3600)
-    fresh = make_app(metrics_cache_seconds=0)
+    cached = make_app(metrics_cache_seconds=3600, metrics_public=True)
+    fresh = make_app(metrics_cache_seconds=0, metrics_public=True)
     async with client_for(cached) as a, client_for(fresh) as b:
         first = await a.get("/metrics")
         first_fresh = await b.get("/metrics")
@@ -263,6 +279,7 @@ NOT_LIMITS = frozenset(
         "rate_limit_enabled",
         "rate_limit_storage",
         "metrics_token",
+        "metrics_public",
         "trusted_proxies",
         "allowed_hosts",
         "webhooks_allow_private_urls",

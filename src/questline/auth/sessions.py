@@ -102,8 +102,11 @@ async def mint_signin_code(
 
 
 def signin_link(settings: Settings, code: str) -> str:
-    """The dashboard URL that signs in with ``code`` (in the fragment: never logged)."""
-    return f"{settings.public_url.rstrip('/')}/ui/#code={code}"
+    """The dashboard URL that signs in with ``code`` (in the fragment: never logged):
+    absolute on ``QUESTLINE_PUBLIC_URL``, else relative (``/ui/#code=…``) like every link
+    of the service. The command line, which prints it for a person, names a public
+    address first (``questline.cli.main``)."""
+    return f"{(settings.public_url or '').rstrip('/')}/ui/#code={code}"
 
 
 async def _new_session(
@@ -219,13 +222,16 @@ def check_origin(request: Request, settings: Settings) -> None:
     """A browser's ``Origin``, when sent, must be the service's own."""
     origin = request.headers.get("origin")
     if origin is not None:
-        allowed = {_origin_of(str(request.base_url)), _origin_of(settings.public_url)}
+        allowed = {_origin_of(str(request.base_url))}
+        if settings.public_url:
+            allowed.add(_origin_of(settings.public_url))
         if origin.lower() not in allowed:
             raise Forbidden(f"Cross-site request refused (Origin {origin!r}).")
 
 
 def is_https(request: Request, settings: Settings) -> bool:
-    return request.url.scheme == "https" or settings.public_url.lower().startswith("https://")
+    public = (settings.public_url or "").lower()
+    return request.url.scheme == "https" or public.startswith("https://")
 
 
 def set_cookie(response: Response, request: Request, settings: Settings, grant: Grant) -> None:

@@ -32,6 +32,25 @@ app.command("backup")(backup_command)
 app.command("restore")(restore_command)
 
 
+GUESSED_PUBLIC_URL = "http://127.0.0.1:8000"
+"""The address printed links use when ``QUESTLINE_PUBLIC_URL`` is unset: ``questline
+serve``'s default (a guess, and the command says so)."""
+
+
+def _with_public_url(settings: Settings) -> Settings:
+    """The settings for links printed for a person, who needs them absolute: the
+    configured public address, else a guess, announced on stderr."""
+    if settings.public_url:
+        return settings
+    typer.echo(
+        f"warning: QUESTLINE_PUBLIC_URL is not set; the links printed here guess "
+        f"{GUESSED_PUBLIC_URL}. If people reach the service at another address, set "
+        f"QUESTLINE_PUBLIC_URL to it (e.g. https://questline.example.org) and run this again.",
+        err=True,
+    )
+    return settings.model_copy(update={"public_url": GUESSED_PUBLIC_URL})
+
+
 def _print_version(value: bool) -> None:
     if value:
         typer.echo(f"questline {__version__}")
@@ -64,6 +83,14 @@ def serve(
 
     settings = Settings()
     configure_logging(settings.log_level, settings.log_format)
+    if not settings.public_url:
+        typer.echo(
+            "warning: QUESTLINE_PUBLIC_URL is not set; the service does not guess its "
+            "address: Location and Link headers and problem types are relative references "
+            "(they resolve on the address each request came to). Set it to get absolute "
+            "links, e.g. QUESTLINE_PUBLIC_URL=https://questline.example.org.",
+            err=True,
+        )
     if migrate:
         _upgrade(settings)
     if settings.is_sqlite and workers > 1:
@@ -179,7 +206,7 @@ def signin_link(
         raise typer.BadParameter("not a UUID", param_hint="--org") from exc
     import asyncio
 
-    settings = Settings()
+    settings = _with_public_url(Settings())
     link = asyncio.run(
         _mint_signin_link(
             settings, org_id=org_id, role=role, subject=subject, email=email, minutes=minutes
@@ -197,7 +224,7 @@ def demo() -> None:
     from questline.demo.loader import DEMO_ORG_ID, load_demo
     from questline.storage.db import Database
 
-    settings = Settings()
+    settings = _with_public_url(Settings())
     _upgrade(settings)
 
     async def _load() -> bool:

@@ -16,7 +16,8 @@ from sqlalchemy import text
 
 from questline.storage.db import Database, utcnow
 from questline.storage.pool import pool_status
-from questline.web.errors import NotFound, ServiceUnavailable
+from questline.web.errors import Forbidden, ServiceUnavailable
+from questline.web.identity import bearer_token
 from questline.web.openapi import problem_responses
 from questline.web.schemas import examples
 from questline.web.state import app_state
@@ -57,19 +58,23 @@ async def readyz(request: Request) -> Health:
     return Health(status="ready")
 
 
-LOOPBACK = frozenset({"127.0.0.1", "::1"})
-
-
-def _may_scrape(request: Request) -> bool:
-    """With ``QUESTLINE_METRICS_TOKEN``: that bearer token, from anywhere. Without it: the
-    loopback interface only (a scraper beside the process); others get 404."""
-    token = app_state(request).settings.metrics_token
-    if token:
-        scheme, _, given = request.headers.get("authorization", "").partition(" ")
-        return scheme.lower() == "bearer" and hmac.compare_digest(
-            given.strip().encode(), token.encode()
-        )
-    return request.client is not None and request.client.host in LOOPBACK
+async def check_scraper(request: Request) -> None:
+    """``/metrics`` is closed unless opened: to anyone with ``QUESTLINE_METRICS_PUBLIC``;
+    else to a bearer ``operator`` JWT (``questline token create --role operator``) or the
+    static ``QUESTLINE_METRICS_TOKEN``. 401 without a credential (or with one that does
+    not verify), 403 for a member's or an admin's: an organization's callers never see
+    the whole process's figures. No exception for loopback clients: behind a reverse
+    proxy on the same host every client is one."""
+    settings = app_state(request).settings
+    if settings.metrics_public:
+        return
+    token = bearer_token(request.headers.get("authorization", "").encode("latin-1"))
+    static = settings.metrics_token
+    if token is not None and static and hmac.compare_digest(token.encode(), static.encode()):
+        return
+    caller = await app_state(request).authenticate(request, token)
+    if not caller.is_operator:
+        raise Forbidden("/metrics needs an operator token (or the metrics token).")
 
 
 class RenderedMetrics:
@@ -114,8 +119,7 @@ def _rendered(request: Request) -> RenderedMetrics:
 async def metrics(request: Request) -> Response:
     """Prometheus metrics of this process: requests and latency, the business counters
     (``questline.web.metrics``), and the database pool of this application."""
-    if not _may_scrape(request):
-        raise NotFound(f"There is no resource at {request.url.path}.")
+    await check_scraper(request)
     body = await _rendered(request).get()
     return Response(body, media_type=CONTENT_TYPE_LATEST)
 

@@ -15,8 +15,8 @@ from questline.teams import service as teams_service
 from questline.web import csvexport
 from questline.web.access import MemberOf
 from questline.web.errors import FieldError, Unprocessable, not_found
+from questline.web.links import service_link
 from questline.web.openapi import problem_responses
-from questline.web.pagination import public_url
 from questline.web.paths import TeamId
 from questline.web.routing import SessionDep, TransactionalRoute, answers_early
 from questline.web.schemas import InputDateTime
@@ -149,7 +149,7 @@ async def get_leaderboard(
         if len(found) > limit:
             found = found[:limit]
             query = {**request.query_params, "limit": str(limit), "offset": str(offset + limit)}
-            url = public_url(request, request.url.path, query)
+            url = service_link(request, request.url.path, query)
             headers["Link"] = f'<{url}>; rel="next"'
         return found, headers
 

@@ -24,12 +24,12 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from questline.web.errors import (
     MAX_LISTED_ERRORS,
     PROBLEM_MEDIA_TYPE,
-    TYPE_BASE,
     Conflict,
     FieldError,
     Problem,
     ProblemDocument,
     ServiceUnavailable,
+    problem_type_base,
     validation_problem,
 )
 
@@ -37,12 +37,13 @@ logger = logging.getLogger("questline.web.error_handlers")
 
 
 def _type_base(request: Request) -> str:
-    """Problem type URIs live on the service (``GET /problems/<slug>`` explains each),
-    at its public URL; ``TYPE_BASE`` only where no application state is at hand."""
+    """Problem type URIs live on the service (``GET /problems/<slug>`` explains each):
+    ``problem_type_base`` of its public URL (relative where none is set or no
+    application state is at hand)."""
     state = getattr(getattr(request.scope.get("app"), "state", None), "questline", None)
     settings = getattr(state, "settings", None)
     public_url = getattr(settings, "public_url", None)
-    return f"{public_url.rstrip('/')}/problems/" if isinstance(public_url, str) else TYPE_BASE
+    return problem_type_base(public_url if isinstance(public_url, str) else None)
 
 
 def problem_response(

@@ -14,7 +14,19 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
-TYPE_BASE = "https://questline.dev/problems/"
+PROBLEM_TYPE_PATH = "/problems/"
+"""Where the problem types live on the service (``questline.web.problems`` serves them)."""
+
+
+def problem_type_base(public_url: str | None) -> str:
+    """The one base of every problem document's ``type`` (the application's answers,
+    the server's own 408/414/431/503, the API document's examples): the service's
+    ``/problems/``, absolute on ``QUESTLINE_PUBLIC_URL`` when that is set, else a
+    relative reference (RFC 9457 §3.1.1 allows one; it resolves against the address the
+    answer came from)."""
+    return (public_url or "").rstrip("/") + PROBLEM_TYPE_PATH
+
+
 MAX_LISTED_ERRORS = 100
 """A problem document lists at most this many ``errors`` (the first ones) and then gives
 their total as ``errorCount``, so that a large file of bad rows cannot make an answer many

@@ -216,7 +216,7 @@ def body_examples(app: FastAPI) -> dict[str, list[Any]]:
 
 
 def polish_document(
-    document: dict[str, Any], public_url: str, examples: Mapping[str, list[Any]]
+    document: dict[str, Any], public_url: str | None, examples: Mapping[str, list[Any]]
 ) -> dict[str, Any]:
     """Timestamps as ``date-time``, an example for every body (the first of its model's
     ``examples``, by component name), and every error response with its problem types
@@ -264,7 +264,7 @@ def polish_document(
     return document
 
 
-def install_openapi(app: FastAPI, public_url: str = "http://127.0.0.1:8000") -> None:
+def install_openapi(app: FastAPI, public_url: str | None = None) -> None:
     """Serve the completed document at ``/openapi.json`` (and from ``app.openapi()``),
     each body with the examples its model carries.
 

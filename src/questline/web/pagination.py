@@ -11,11 +11,11 @@ import hmac
 import json
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
-from urllib.parse import urlencode
 
 from fastapi import Depends, Query, Request, Response
 
 from questline.web.errors import Unprocessable
+from questline.web.links import service_link
 
 MAX_LIMIT = 1000
 T = TypeVar("T")
@@ -144,22 +144,14 @@ def announce_next_page(
 ) -> None:
     """Set ``Link: <…?limit=n&after=…>; rel="next"`` when there is a next page.
 
-    The link is built on the configured public URL (``QUESTLINE_PUBLIC_URL``), never on
-    the request's ``Host`` header, which any client can set."""
+    The link is a relative reference, or absolute on ``QUESTLINE_PUBLIC_URL`` when that
+    is set (``questline.web.links``), never built on the request's ``Host`` header."""
     if page.limit is None or last_key is None:
         return
     query = dict(request.query_params)
     query.update(limit=str(page.limit), after=encode_cursor(last_key, _cursor_key(request)))
-    url = public_url(request, request.url.path, query)
+    url = service_link(request, request.url.path, query)
     response.headers["Link"] = f'<{url}>; rel="next"'
-
-
-def public_url(request: Request, path: str, query: dict[str, str] | None = None) -> str:
-    """An absolute URL of this service, on its configured public address."""
-    from questline.web.state import app_state
-
-    base = app_state(request).settings.public_url.rstrip("/")
-    return base + path + (f"?{urlencode(query)}" if query else "")
 
 
 def split_page(rows: list[T], page: PageRequest) -> tuple[list[T], bool]:

@@ -1,6 +1,7 @@
 """The problem types: every `type` URI of a problem document resolves to a page here.
 
-A problem document's `type` is `<QUESTLINE_PUBLIC_URL>/problems/<slug>`; `GET
+A problem document's `type` is `/problems/<slug>` (absolute on `QUESTLINE_PUBLIC_URL` when
+that is set: ``questline.web.errors.problem_type_base``, the one base); `GET
 /problems/<slug>` explains that problem (what it means, what to do) as a small HTML page,
 and `GET /problems` lists them all. The catalogue is also what the OpenAPI document
 names for each 4xx and 5xx response.
@@ -15,7 +16,8 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from questline.web.errors import NotFound
+from questline.web.errors import NotFound, problem_type_base
+from questline.web.state import app_state
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +145,31 @@ CATALOGUE: tuple[ProblemType, ...] = (
         "The database is unreachable, or the request ran out of time.",
         "Retry after the seconds given in `Retry-After`.",
     ),
+    # Refusals at the server boundary (questline.web.server) and of a slow body.
+    ProblemType(
+        "request-timeout",
+        408,
+        "Request timeout",
+        "The request's head or body did not arrive in time (10 s for the head, 60 s for "
+        "the body by default); the connection is closed.",
+        "Send the request again, whole and without pauses.",
+    ),
+    ProblemType(
+        "http-414",
+        414,
+        "URI too long",
+        "The request line or its query string is longer than the server reads "
+        "(8 KiB and 4 KiB by default); the connection is closed.",
+        "Send less in the query, e.g. page with `limit` and `after`, or filter less at once.",
+    ),
+    ProblemType(
+        "http-431",
+        431,
+        "Request header fields too large",
+        "A header line, or all header lines together, are larger than the server reads "
+        "(8 KiB and 32 KiB by default); the connection is closed.",
+        "Send fewer or smaller headers (cookies of other sites on the same host, say).",
+    ),
 )
 BY_SLUG: dict[str, ProblemType] = {p.slug: p for p in CATALOGUE}
 
@@ -152,11 +179,11 @@ def slugs_for(status: int) -> list[str]:
     return [p.slug for p in CATALOGUE if p.status == status]
 
 
-def type_base(public_url: str) -> str:
-    return f"{public_url.rstrip('/')}/problems/"
+def type_base(public_url: str | None) -> str:
+    return problem_type_base(public_url)
 
 
-def example_problem(public_url: str, status: int, instance: str = "/team") -> dict[str, Any]:
+def example_problem(public_url: str | None, status: int, instance: str = "/team") -> dict[str, Any]:
     """A valid problem document of this status, for the API document."""
     slug = next(iter(slugs_for(status)), f"http-{status}")
     known = BY_SLUG.get(slug)
@@ -225,11 +252,13 @@ async def explain_problem_type(slug: str, request: Request) -> HTMLResponse:
     problem = BY_SLUG.get(slug)
     if problem is None:
         raise NotFound(f"There is no problem type {slug!r}; GET /problems lists them.")
+    # The URI documents carry, not the request's (whose host any client chooses).
+    type_uri = problem_type_base(app_state(request).settings.public_url) + problem.slug
     return _page(
         problem.title,
         f'<p><a href="../problems">All problem types</a></p><h1>{html.escape(problem.title)}'
         f"</h1><p>HTTP status <strong>{problem.status}</strong> · type <code>"
-        f"{html.escape(str(request.url))}</code></p><h2>What it means</h2><p>"
+        f"{html.escape(type_uri)}</code></p><h2>What it means</h2><p>"
         f"{_code(problem.meaning)}</p><h2>What to do</h2><p>{_code(problem.remedy)}</p>"
         "<p>The document also has <code>title</code>, <code>status</code>, <code>detail</code>"
         " (this occurrence), <code>instance</code> (the path) and <code>requestId</code> "

@@ -114,5 +114,6 @@ async def after_write(state: AppState, request: Request, response: Response) -> 
         path="/",
         httponly=True,
         samesite="lax",
-        secure=state.settings.public_url.startswith("https://"),
+        secure=request.url.scheme == "https"
+        or (state.settings.public_url or "").startswith("https://"),
     )

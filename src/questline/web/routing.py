@@ -35,7 +35,7 @@ from questline.web.errors import (
     Unprocessable,
 )
 from questline.web.identity import Caller
-from questline.web.pagination import public_url
+from questline.web.links import service_link
 from questline.web.state import AppState, RequestState, app_state, request_state
 
 logger = logging.getLogger("questline.web.routing")
@@ -96,9 +96,10 @@ def flat_routes(routes: Sequence[BaseRoute]) -> list[BaseRoute]:
 
 
 def url_of(request: Request, name: str, **params: str) -> str:
-    """The public URL of the route named ``name`` (``url_path_for``'s, on the service's
-    public address). The route is found once per application: FastAPI's own look-up
-    walks every route, raising on each that does not match, every time."""
+    """The link to the route named ``name``: ``url_path_for``'s path as a relative
+    reference, or absolute on ``QUESTLINE_PUBLIC_URL`` (``questline.web.links``). The
+    route is found once per application: FastAPI's own look-up walks every route,
+    raising on each that does not match, every time."""
     named: dict[str, BaseRoute] | None = getattr(request.app.state, "questline_named_routes", None)
     if named is None:
         named = {}
@@ -107,7 +108,7 @@ def url_of(request: Request, name: str, **params: str) -> str:
         request.app.state.questline_named_routes = named
     found = named.get(name)
     path = (found or request.app).url_path_for(name, **params)
-    return public_url(request, str(path))
+    return service_link(request, str(path))
 
 
 class TransactionalRoute(APIRoute):

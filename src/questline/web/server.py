@@ -37,7 +37,7 @@ from uvicorn.server import ServerState
 
 from questline.config import Settings
 from questline.web.error_handlers import problem_from
-from questline.web.errors import BadRequest, ServiceUnavailable
+from questline.web.errors import BadRequest, ServiceUnavailable, problem_type_base
 
 PROTOCOL_PATH = "questline.web.server:LimitedHttpToolsProtocol"
 
@@ -53,6 +53,8 @@ class ServerLimits:
     max_connections: int
     max_concurrent_requests: int
     keep_alive_seconds: int
+    problem_type_base: str = "/problems/"
+    """The base of the refusals' problem types: the application's (``problem_type_base``)."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ServerLimits:
@@ -66,6 +68,7 @@ class ServerLimits:
             max_connections=settings.server_max_connections,
             max_concurrent_requests=settings.server_max_concurrent_requests,
             keep_alive_seconds=settings.keep_alive_seconds,
+            problem_type_base=problem_type_base(settings.public_url),
         )
 
 
@@ -122,11 +125,17 @@ def granian_options(settings: Settings) -> dict[str, Any]:
     }
 
 
-def _plain_problem(status: int, title: str, detail: str) -> bytes:
+SERVER_PROBLEM_SLUGS = {408: "request-timeout", 503: "service-unavailable"}
+"""The refusals' types where the application has the same one; ``http-<status>`` else
+(``questline.web.problems`` explains each)."""
+
+
+def plain_problem(status: int, title: str, detail: str, type_base: str) -> bytes:
     """A whole HTTP/1.1 response carrying a problem document, closing the connection."""
+    slug = SERVER_PROBLEM_SLUGS.get(status, f"http-{status}")
     body = json.dumps(
         {
-            "type": f"https://questline.dev/problems/http-{status}",
+            "type": type_base + slug,
             "title": title,
             "status": status,
             "detail": detail,
@@ -172,10 +181,11 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             self._refused = True
             self.transport = transport
             transport.write(
-                _plain_problem(
+                plain_problem(
                     503,
                     "Service Unavailable",
                     "This server has as many connections as it takes; retry shortly.",
+                    self.limits.problem_type_base,
                 )
             )
             transport.close()
@@ -294,7 +304,9 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self._cancel_head_timer()
         self.logger.warning("refused at the server boundary: %s %s", status, detail)
         if not self.transport.is_closing():
-            self.transport.write(_plain_problem(status, title, detail))
+            self.transport.write(
+                plain_problem(status, title, detail, self.limits.problem_type_base)
+            )
             self.transport.close()
 
 
@@ -339,14 +351,19 @@ class ConcurrencyLimitMiddleware:
 
 
 class AllowedHostsMiddleware:
-    """400 for a ``Host`` not in ``QUESTLINE_ALLOWED_HOSTS`` (when that is set)."""
+    """400 for a ``Host`` not in ``QUESTLINE_ALLOWED_HOSTS`` (when that is set), on every
+    route but the probes: a load balancer's health check names no host of the service.
+    The event stream is a route like the others (the concurrency limit's exemption list
+    is about something else)."""
+
+    EXEMPT = frozenset({"/healthz", "/readyz"})
 
     def __init__(self, app: ASGIApp, *, hosts: list[str]) -> None:
         self.app = app
         self.hosts = frozenset(h.lower() for h in hosts)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in ConcurrencyLimitMiddleware.EXEMPT:
+        if scope["type"] != "http" or scope["path"] in self.EXEMPT:
             await self.app(scope, receive, send)
             return
         host = ""

@@ -9,7 +9,7 @@ from questline.web.errors import Conflict
 from questline.web.openapi import problem_responses
 from questline.web.pagination import PageDep, announce_next_page, split_page
 from questline.web.paths import DeliveryId, WebhookId
-from questline.web.routing import SessionDep, TransactionalRoute
+from questline.web.routing import SessionDep, TransactionalRoute, url_of
 from questline.web.state import app_state
 from questline.webhooks import schemas, service
 
@@ -44,7 +44,7 @@ async def create_webhook(
     webhook = await service.create_webhook(
         session, org_id=tenant.org_id, data=data, allow_private=_allow_private(request)
     )
-    response.headers["Location"] = str(request.url_for("get_webhook", webhook_id=str(webhook.id)))
+    response.headers["Location"] = url_of(request, "get_webhook", webhook_id=str(webhook.id))
     return schemas.WebhookWithSecret(
         **service.to_schema(webhook).model_dump(), secret=webhook.secret
     )
