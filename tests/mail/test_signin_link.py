@@ -141,7 +141,7 @@ async def test_requests_are_limited_per_address_and_per_client(
         assert refused.headers["content-type"] == "application/problem+json"
         assert int(refused.headers["Retry-After"]) > 0
         assert "this address" in refused.json()["detail"]
-    # Five accepted so far from this client? Four: one more passes, then the client's own.
+    # Four accepted from this client so far: one more passes, then its own limit is hit.
     assert (await _ask(client, org.id, "third@example.org")).status_code == 202
     refused = await _ask(client, org.id, "fourth@example.org")
     assert refused.status_code == 429

@@ -76,8 +76,8 @@ async def invite_member(
     organization's name, `PATCH /organization`), holding a one-time sign-in link valid
     `QUESTLINE_MAIL_INVITE_LINK_HOURS` (72). Each call sends one more; send an
     `Idempotency-Key` to make a retry safe. `503` when this service sends no e-mail."""
-    service.require_mail(app_state(request).settings)
     member = await members_service.get_member(session, org_id=tenant.org_id, member_id=member_id)
+    service.require_mail(app_state(request).settings)
     queued = await service.queue_invites(session, org_id=tenant.org_id, member_ids=[member.id])
     if member.id not in queued:  # deleted meanwhile
         raise not_found("member")

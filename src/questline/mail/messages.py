@@ -66,8 +66,6 @@ class Letter:
 
 def _duration(span: dt.timedelta) -> str:
     minutes = int(span.total_seconds() // 60)
-    if minutes % (24 * 60) == 0 and minutes >= 48 * 60:
-        return f"{minutes // (24 * 60)} days"
     if minutes % 60 == 0 and minutes >= 120:
         return f"{minutes // 60} hours"
     return "1 minute" if minutes == 1 else f"{minutes} minutes"
