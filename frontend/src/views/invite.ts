@@ -35,6 +35,6 @@ export function inviteButton(ctx: Ctx, member: Member): HTMLButtonElement {
 /** "Also e-mail an invitation" for the add-member form. */
 export function inviteCheckbox(): { field: HTMLElement; input: HTMLInputElement } {
   const input = h('input', { id: 'add-member-invite', name: 'Invite', type: 'checkbox', 'data-testid': 'add-member-invite' });
-  const field = h('div', { class: 'field checkbox' }, input, h('label', { for: 'add-member-invite' }, 'E-mail an invitation'));
+  const field = h('div', { class: 'field check' }, input, h('label', { for: 'add-member-invite' }, 'E-mail an invitation'));
   return { field, input };
 }

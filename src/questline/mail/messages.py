@@ -103,11 +103,10 @@ def build(letter: Letter, *, mail_from: str, now: dt.datetime) -> EmailMessage:
     name = one_line(letter.to_name, limit=100)
     organization = one_line(letter.organization_name or "", limit=100) or "your organization"
     sender = sender_address(mail_from)
-    local, _, domain = letter.to_email.rpartition("@")
     message = EmailMessage(policy=policy.SMTP)
     message["From"] = one_line(mail_from, limit=500)
     # ``Address`` refuses anything but one address (a comma, a second address, a break).
-    message["To"] = Address(display_name=name, username=local, domain=domain)
+    message["To"] = Address(display_name=name, addr_spec=letter.to_email)
     message["Subject"] = one_line(_subject(letter, organization), limit=250)
     message["Date"] = format_datetime(now)
     message["Message-ID"] = make_msgid(domain=sender.rpartition("@")[2] or None)
