@@ -367,4 +367,4 @@ async def _organization_names(
     rows = await session.execute(
         select(Organization.id, Organization.name).where(Organization.id.in_(org_ids))
     )
-    return dict(rows.tuples().all())
+    return dict(rows.all())

@@ -92,7 +92,7 @@ async def queue_invites(
             Member.organization_id == org_id, one_of(session, Member.id, wanted)
         )
     )
-    emails = dict(found.tuples().all())
+    emails = dict(found.all())
     queued = await _queue(
         session,
         org_id,
