@@ -235,8 +235,9 @@ export class Api {
     return this.allPages<Member>('/member');
   }
 
-  addMember(teamId: string, email: string, givenName: string): Promise<ApiResult<Member>> {
-    const body: MemberAdd = { email, givenName };
+  addMember(teamId: string, email: string, givenName: string, invite = false): Promise<ApiResult<Member>> {
+    // `Invite` e-mails the member an invitation when it joins the team.
+    const body: MemberAdd & { Invite?: boolean } = invite ? { email, givenName, Invite: true } : { email, givenName };
     return this.request<Member>('POST', `/team/${enc(teamId)}/members`, body);
   }
 

@@ -22,7 +22,12 @@ from questline.dashboard.endpoints import mount_dashboard
 from questline.disciplines.endpoints import router as disciplines_router
 from questline.health.endpoints import router as health_router
 from questline.leaderboard.endpoints import router as leaderboard_router
+from questline.mail import service as mail_service
+from questline.mail.dispatcher import Postman
+from questline.mail.endpoints import invite_router as mail_invite_router
+from questline.mail.endpoints import signin_router as mail_signin_router
 from questline.members.endpoints import router as members_router
+from questline.organizations.endpoints import router as organizations_router
 from questline.progress import hooks as progress_hooks
 from questline.progress.endpoints import router as progress_router
 from questline.progress.group_commit import GroupCommit
@@ -56,6 +61,7 @@ Errors are RFC 9457 problem documents (`application/problem+json`).
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
     progress_hooks.register()  # before a discipline's tasks go: their progress
+    mail_service.check_settings(settings)  # a mistyped SMTP URL stops the start, not a send
     db = Database(settings)
     identity = Identity(TokenService(settings))
     state = AppState(
@@ -74,6 +80,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
         if dispatcher is not None:
             dispatcher.start()
+        postman = (
+            Postman(settings, state.db)
+            if settings.mail_dispatcher_enabled and not mail_service.missing_settings(settings)
+            else None
+        )
+        if postman is not None:
+            postman.start()
         purger = asyncio.get_running_loop().create_task(
             idempotency.purge_periodically(state.db, state.settings)
         )
@@ -85,6 +98,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 await purger
             if dispatcher is not None:
                 await dispatcher.stop()
+            if postman is not None:
+                await postman.stop()
         await drain(state.cancelled_requests, grace=10)
         await progress_writes.close()
         await state.db.dispose()
@@ -113,6 +128,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         leaderboard_router,
         webhooks_router,
         problems_router,
+        mail_signin_router,
+        mail_invite_router,
+        organizations_router,
     ):
         app.include_router(router)
     app.add_api_route("/", _to_dashboard, methods=["GET"], include_in_schema=False)

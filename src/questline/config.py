@@ -163,6 +163,38 @@ class Settings(BaseSettings):
     events_retention_days: int = 30
     """Events and deliveries older than this are purged."""
 
+    # E-mail (questline.mail; docs/identity.md "E-mailed sign-in links").
+    smtp_url: str | None = None
+    """``smtp://[user[:password]@]host[:port]`` (STARTTLS when the server offers it; port
+    25 by default) or ``smtps://…`` (TLS from the start; port 465). Unset: no e-mail."""
+    smtp_username: str | None = None
+    """Overrides the URL's user (a secret store may hand these over apart)."""
+    smtp_password: str | None = None
+    """Overrides the URL's password."""
+    smtp_ca_file: Path | None = None
+    """PEM certificates to trust for the SMTP server's TLS (default: the system's)."""
+    smtp_timeout_seconds: float = Field(default=30, gt=0)
+    """Per message: connecting, TLS, authenticating and sending."""
+    mail_from: str | None = None
+    """The sender of every e-mail, e.g. ``Questline <questline@example.org>``."""
+    mail_dispatcher_enabled: bool = True
+    """Send queued e-mail from this process (off for API-only processes)."""
+    mail_poll_seconds: float = Field(default=1.0, gt=0)
+    """How often the sender looks for e-mail queued by other processes."""
+    mail_retry_base_seconds: float = Field(default=30, gt=0)
+    """The first retry waits this long; each next one twice as long, with jitter."""
+    mail_max_attempts: int = Field(default=8, ge=1)
+    """Attempts per e-mail (8 at a 30 s base: retries over about an hour)."""
+    mail_concurrency: int = Field(default=4, ge=1)
+    """E-mails sent at once, per process."""
+    mail_invite_link_hours: int = Field(default=72, ge=1, le=24 * 30)
+    """How long the one-time link of an invitation works (a requested link:
+    ``signin_code_minutes``)."""
+    mail_signin_limit_per_address: str = "5/hour"
+    """``POST /auth/signin-link``: requests per e-mail address and organization."""
+    mail_signin_limit_per_client: str = "30/minute"
+    """``POST /auth/signin-link``: requests per client address (on top of the writes limit)."""
+
     shutdown_grace_seconds: int = 10
     """On SIGTERM, requests still open after this long (event streams) are cancelled."""
 

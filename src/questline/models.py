@@ -10,6 +10,7 @@ import their models.
 from questline.auth.models import DashboardSession, SigninCode
 from questline.disciplines.models import Discipline, Level, Quest, Resource, Task
 from questline.events.models import Event
+from questline.mail.models import MailJob
 from questline.members.models import Member, TeamMembership
 from questline.organizations.models import Organization
 from questline.progress.models import ScoreEvent, TaskCompletion
@@ -26,6 +27,7 @@ __all__ = [
     "Event",
     "IdempotencyRecord",
     "Level",
+    "MailJob",
     "Member",
     "Organization",
     "Quest",

@@ -214,6 +214,16 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     ("POST", "/webhook/{webhook_id}/secret"): write(200, scoped=True),
     ("GET", "/webhook/{webhook_id}/deliveries"): admin_read(scoped=True),
     ("POST", "/webhook/{webhook_id}/deliveries/{delivery_id}/retry"): write(202, scoped=True),
+    # The organization itself (its name).
+    ("GET", "/organization"): read(scoped=False),
+    ("PATCH", "/organization"): write(200, scoped=False, body=lambda _: {"Name": unique("Iso")}),
+    # E-mail. This app has no SMTP settings: 503 (mail-not-configured) once the caller
+    # may ask; a stranger still learns nothing of the owner's member (404).
+    ("POST", "/auth/signin-link"): Expect(
+        dict.fromkeys((*CALLERS, "admin"), 503),
+        body=lambda r: {"OrganizationId": r.org_id, "Email": "iso@example.org"},
+    ),
+    ("POST", "/member/{member_id}/invite"): write(503, scoped=True),
 }
 """Add the routes of disciplines, progress, leaderboard, bulk and the dashboard here as
 they land on main (the completeness test names each one that is missing)."""

@@ -289,6 +289,12 @@ NOT_LIMITS = frozenset(
         "log_level",
         "log_format",
         "public_url",
+        "smtp_url",
+        "smtp_username",
+        "smtp_password",
+        "smtp_ca_file",
+        "mail_from",
+        "mail_dispatcher_enabled",
     }
 )
 """Settings that choose *what* (a URL, a key, a switch), not *how much*; every other

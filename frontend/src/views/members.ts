@@ -3,6 +3,7 @@ import { handleError, type Ctx } from '../context';
 import { formatDateTime } from '../format';
 import { teamHref } from '../router';
 import type { Member, Team } from '../types';
+import { inviteButton } from './invite';
 
 /** Every member of the organization with the teams each belongs to. */
 export function renderMembers(ctx: Ctx): void {
@@ -12,7 +13,7 @@ export function renderMembers(ctx: Ctx): void {
     'table',
     { id: 'org-members-table', class: 'data', 'data-testid': 'org-members-table' },
     h('caption', { class: 'visually-hidden' }, 'Members of the organization and their teams'),
-    h('thead', null, h('tr', null, h('th', { scope: 'col' }, 'Name'), h('th', { scope: 'col' }, 'Email'), h('th', { scope: 'col' }, 'Teams'), h('th', { scope: 'col' }, 'Member since'))),
+    h('thead', null, h('tr', null, h('th', { scope: 'col' }, 'Name'), h('th', { scope: 'col' }, 'Email'), h('th', { scope: 'col' }, 'Teams'), h('th', { scope: 'col' }, 'Member since'), ctx.admin ? h('th', { scope: 'col' }, h('span', { class: 'visually-hidden' }, 'Actions')) : null)),
     tbody,
   );
   replaceChildren(
@@ -44,9 +45,10 @@ export function renderMembers(ctx: Ctx): void {
                   : h('span', { class: 'muted' }, 'No team'),
               ),
               h('td', null, formatDateTime(m.CreatedAt)),
+              ctx.admin ? h('td', null, inviteButton(ctx, m)) : null,
             ),
           )
-        : [h('tr', null, h('td', { colspan: 4, class: 'empty' }, members.length ? 'No member matches.' : 'No members yet.'))]),
+        : [h('tr', null, h('td', { colspan: ctx.admin ? 5 : 4, class: 'empty' }, members.length ? 'No member matches.' : 'No members yet.'))]),
     );
   }
   search.addEventListener('input', show);

@@ -1,6 +1,7 @@
 import { credentialFromInput, type Credential } from '../auth';
 import { h } from '../dom';
 import { showError } from '../context';
+import { emailLinkForm } from './email-link';
 
 /**
  * The sign-in form: paste a sign-in link (or its code), or a token. It is exchanged
@@ -65,6 +66,7 @@ export function renderSignIn(view: HTMLElement, message: string | null, onCreden
     h('h1', { tabindex: -1 }, 'Sign in'),
     h('p', null, 'The Questline dashboard shows your organization’s leaderboard, progress graphs, teams and disciplines.'),
     form,
+    emailLinkForm(),
   );
   if (message) showError(new Error(message));
 }

@@ -1,4 +1,5 @@
-"""A CSV bulk request: header ``team,email,givenName,tags``, one row a member.
+"""A CSV bulk request: header ``team,email,givenName,tags`` (and optionally ``invite``),
+one row a member.
 
 Read the way spreadsheets write it: an optional UTF-8 byte order mark, CRLF, LF or CR
 line ends, quoted fields holding commas, quotes or newlines, any script. Header names
@@ -24,6 +25,7 @@ from pydantic import TypeAdapter, ValidationError
 from questline.bulk.schemas import (
     CSV_COLUMNS,
     CSV_HEADER,
+    CSV_OPTIONAL_COLUMNS,
     TAG_SEPARATOR,
     BulkPlan,
     CsvRow,
@@ -115,9 +117,9 @@ def read_records(text: str) -> tuple[LineSpan, list[Record], list[ItemError]]:
         if header is None:
             header, columns = span, _header_columns(span, cells)
             continue
-        if any(cell.strip() for cell in cells[len(CSV_COLUMNS) :]):
+        if any(cell.strip() for cell in cells[len(columns) :]):
             message = (
-                f"The row has {len(cells)} fields; the header has {len(CSV_COLUMNS)}. "
+                f"The row has {len(cells)} fields; the header has {len(columns)}. "
                 "Quote fields that hold commas."
             )
             errors.append(ItemError(span.first, f"line {span.first}", message))
@@ -159,16 +161,18 @@ def header_key(cell: str) -> str:
 
 
 def _header_columns(span: LineSpan, cells: list[str]) -> dict[str, int]:
-    canonical = {header_key(name): name for name in CSV_COLUMNS}
+    canonical = {header_key(name): name for name in (*CSV_COLUMNS, *CSV_OPTIONAL_COLUMNS)}
     given = [header_key(cell) for cell in cells]
-    if sorted(given) != sorted(canonical):
+    required = {header_key(name) for name in CSV_COLUMNS}
+    if len(set(given)) != len(given) or not required <= set(given) <= set(canonical):
         hint = " Separate the fields with commas, not semicolons." if ";" in cells[0] else ""
         raise Unprocessable(
             f"The first line must be the header {CSV_HEADER}.",
             errors=[
                 FieldError(
                     field=f"line {span.first}: header",
-                    message=f"Expected {CSV_HEADER} (any case, spacing and order); "
+                    message=f"Expected {CSV_HEADER} (any case, spacing and order; "
+                    f"optionally {','.join(CSV_OPTIONAL_COLUMNS)}); "
                     f"got {','.join(cells)}.{hint}",
                 )
             ],
@@ -183,6 +187,7 @@ def _row_input(values: dict[str, str]) -> dict[str, object]:
         "email": values["email"].strip() or None,
         "givenName": values["givenName"].strip() or None,
         "tags": [tag for tag in tags if tag],
+        "invite": values.get("invite", "").strip() or False,
     }
 
 
@@ -222,10 +227,15 @@ class _TeamBuilder:
             )
             self.teams[key] = team
             self._emails[key], self._tags[key] = set(), set()
+        if row.invite and email is None:
+            self.error(line, "invite", "Give the member's e-mail address to invite it.")
+            return
         team.spans.append(record.span)
         self._add_tags(key, team, row.tags, line)
         if email is not None and row.given_name is not None:
             self._add_member(key, team, Person(email, row.given_name), line)
+            if row.invite:
+                team.invited_emails.append(email)
 
     def _row(self, record: Record, line: int) -> CsvRow | None:
         try:

@@ -12,7 +12,8 @@ from fastapi import APIRouter, Query, Request, Response, status
 from questline.bulk import service
 from questline.bulk.csv_input import parse_csv
 from questline.bulk.json_input import parse_json
-from questline.bulk.schemas import CSV_HEADER
+from questline.bulk.schemas import CSV_HEADER, CSV_OPTIONAL_COLUMNS
+from questline.mail import service as mail_service
 from questline.readmodel import versions
 from questline.teams.schemas import Team
 from questline.web.access import AdminOf
@@ -53,7 +54,13 @@ Two body formats:
 * `text/csv` (UTF-8, a byte order mark is fine): the header `{CSV_HEADER}`, then one
   row a member. Members are found by e-mail (ignoring case) or created. Tags are
   separated by `;`; a team's tags are the union of its rows' tags. A row with no
-  e-mail and no given name just declares its team.
+  e-mail and no given name just declares its team. An optional column
+  `{",".join(CSV_OPTIONAL_COLUMNS)}` (`true`/`false`, empty is false) e-mails the row's
+  member an invitation with a one-time sign-in link.
+
+`Invite: true` on a JSON item e-mails every member of that team an invitation. Either
+way the invitations are queued in the request's transaction (a failed or dry-run import
+sends none) and sent after it; `503` when this service sends no e-mail.
 
 At most `QUESTLINE_MAX_BULK_TEAMS` teams (10,000 by default) a request: 413 past that.
 Answers 201 with the created teams in input order (CSV: order of first appearance).
@@ -112,7 +119,7 @@ def _is_csv(content_type: str) -> bool:
     description=_DESCRIPTION,
     responses={
         200: {"description": "`?dryRun=true`: the teams the import would create (not kept)."},
-        **problem_responses(400, 401, 403, 409, 413, 415, 422),
+        **problem_responses(400, 401, 403, 409, 413, 415, 422, 503),
     },
     openapi_extra={"x-experimental": True, "requestBody": _request_body()},
 )
@@ -126,6 +133,8 @@ async def create_teams_in_bulk(
         # Parsing and validating up to 32 MiB is CPU work: off the event loop, so that
         # the worker keeps answering everyone else meanwhile.
         plan = await anyio.to_thread.run_sync(partial(parse, body, max_teams=max_teams))
+        if plan.wants_invites:
+            mail_service.require_mail(app_state(request).settings)
         created = await service.create_teams(session, org_id=tenant.org_id, plan=plan)
         content = orjson.dumps(created)
     if dry_run:

@@ -50,6 +50,7 @@ def parse_json(body: bytes, *, max_teams: int) -> BulkPlan:
             position=index,
             name_field=f"[{index}].name",
             member_ids=item.members,
+            invite=item.invite,
         )
         for index, item in items
     ]

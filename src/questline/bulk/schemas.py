@@ -15,6 +15,8 @@ from questline.web.schemas import normalized_name, text
 
 CSV_COLUMNS = ("team", "email", "givenName", "tags")
 CSV_HEADER = ",".join(CSV_COLUMNS)
+CSV_OPTIONAL_COLUMNS = ("invite",)
+"""Columns a file may add: ``invite`` (true/false) e-mails the row's member an invitation."""
 TAG_SEPARATOR = ";"
 
 GivenName = Annotated[str, text(100), normalized_name(100)]
@@ -33,6 +35,7 @@ class CsvRow(BaseModel):
     email: str | None = None
     given_name: GivenName | None = Field(default=None, alias="givenName")
     tags: Tags = Field(default_factory=list)
+    invite: bool = False
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -93,6 +96,14 @@ class PlannedTeam:
     """CSV: members found or created by e-mail, distinct by lower-cased e-mail."""
     spans: list[LineSpan] = field(default_factory=list)
     """CSV: the records of the team's rows (the import command sends them as they are)."""
+    invite: bool = False
+    """JSON: ``Invite``: e-mail every member of the team an invitation."""
+    invited_emails: list[str] = field(default_factory=list)
+    """CSV: the addresses of the rows whose ``invite`` column is true."""
+
+    @property
+    def wants_invites(self) -> bool:
+        return self.invite or bool(self.invited_emails)
 
     def member_field(self, index: int) -> str:
         return f"[{self.position}].members[{index}]"
@@ -111,6 +122,10 @@ class BulkPlan:
     """CSV: the decoded file (the import command cuts its batches from it)."""
     header: LineSpan | None = None
     """CSV: the lines of the header record."""
+
+    @property
+    def wants_invites(self) -> bool:
+        return any(team.wants_invites for team in self.teams)
 
     @property
     def problem_count(self) -> int:

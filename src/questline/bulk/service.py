@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline import events
 from questline.bulk.schemas import BulkPlan, ItemError, PlannedTeam
+from questline.mail import service as mail_service
 from questline.members import find_many
 from questline.members.service import email_key
 from questline.readmodel.versions import bump
@@ -79,6 +80,10 @@ async def create_teams(
         for team in plan.teams
     ]
     created = await create_many.insert_teams(session, org_id=org_id, teams=new_teams)
+    if plan.wants_invites:
+        await mail_service.queue_invites(
+            session, org_id=org_id, member_ids=_invited(plan.teams, new_teams, ids_by_email)
+        )
     # One outbox row for the whole bulk; its payload dumped by pydantic-core in one call
     # (the outbox would otherwise walk 10,000 values in Python).
     payload = _CreatedTeams.model_construct(created)
@@ -90,6 +95,21 @@ async def create_teams(
         count_on_commit(session, _JSON_ROWS, len(plan.teams))
     await bump(session, org_id)
     return created
+
+
+def _invited(
+    planned: Sequence[PlannedTeam],
+    created: Sequence[create_many.NewTeam],
+    ids_by_email: dict[str, uuid.UUID],
+) -> list[uuid.UUID]:
+    """The members to invite: every member of a JSON team with ``Invite``, and the
+    members of the CSV rows whose ``invite`` is true."""
+    invited: list[uuid.UUID] = []
+    for plan, team in zip(planned, created, strict=True):
+        if plan.invite:
+            invited.extend(team.member_ids)
+        invited.extend(ids_by_email[email_key(email)] for email in plan.invited_emails)
+    return invited
 
 
 async def _taken_names(

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Header, Request, Response, status
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from questline.mail import service as mail_service
 from questline.members import service as members_service
 from questline.members.schemas import Member
 from questline.readmodel.http import CachedRead, dumps, serve, serve_list
@@ -22,6 +23,7 @@ from questline.web.pagination import (
 )
 from questline.web.paths import MemberId, TeamId
 from questline.web.routing import SessionDep, TransactionalRoute, answers_early, url_of
+from questline.web.state import app_state
 
 router = APIRouter(prefix="/team", tags=["teams"], route_class=TransactionalRoute)
 
@@ -85,7 +87,7 @@ async def list_teams(
     "",
     status_code=status.HTTP_201_CREATED,
     response_model=schemas.Team,
-    responses=problem_responses(400, 401, 403, 409, 413, 415, 422),
+    responses=problem_responses(400, 401, 403, 409, 413, 415, 422, 503),
 )
 async def create_team(
     request: Request,
@@ -94,8 +96,13 @@ async def create_team(
     session: SessionDep,
     data: schemas.TeamCreate,
 ) -> schemas.Team:
-    """Create a team, optionally with members (ids of the organization's members) and tags."""
+    """Create a team, optionally with members (ids of the organization's members) and tags;
+    `Invite: true` e-mails each member an invitation."""
+    if data.invite:
+        mail_service.require_mail(app_state(request).settings)
     created = await service.create_team(session, org_id=tenant.org_id, data=data)
+    if data.invite:
+        await mail_service.queue_invites(session, org_id=tenant.org_id, member_ids=data.members)
     response.headers["Location"] = _location(request, created.team.id)
     response.headers["ETag"] = service.etag_of(created.team)
     return service.to_schema(created.team, created.member_count)
@@ -197,7 +204,7 @@ async def list_team_members(
     response_model=Member,
     responses={
         200: {"description": "The member was already in the team.", "model": Member},
-        **problem_responses(400, 401, 403, 404, 409, 413, 415, 422),
+        **problem_responses(400, 401, 403, 404, 409, 413, 415, 422, 503),
     },
 )
 async def add_member(
@@ -209,11 +216,18 @@ async def add_member(
     data: schemas.MemberAdd,
 ) -> Member:
     """Add a member by e-mail (found or created in the organization). 201 when the member
-    joins the team, 200 when it was already in it."""
+    joins the team, 200 when it was already in it. `Invite: true` e-mails the member an
+    invitation when it joins (201), not again when it was in the team already (200)."""
+    if data.invite:
+        mail_service.require_mail(app_state(request).settings)
     team = await service.get_team(session, org_id=tenant.org_id, team_id=team_id)
     result = await service.add_member(
         session, team=team, email=str(data.email), given_name=data.given_name
     )
+    if data.invite and result.membership_created:
+        await mail_service.queue_invites(
+            session, org_id=tenant.org_id, member_ids=[result.member.id]
+        )
     if not result.membership_created:
         response.status_code = status.HTTP_200_OK
     response.headers["Location"] = url_of(request, "get_member", member_id=str(result.member.id))

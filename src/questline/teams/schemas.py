@@ -51,6 +51,12 @@ class TeamCreate(InputModel):
         default_factory=list, description="Ids of members of the organization to put in the team."
     )
     tags: Tags = Field(default_factory=list)
+    invite: StrictBoolean = Field(
+        default=False,
+        alias="Invite",
+        description="E-mail each member of the new team an invitation with a one-time "
+        "sign-in link (503 when this service sends no e-mail).",
+    )
 
 
 class TeamUpdate(InputModel):
@@ -80,6 +86,12 @@ class MemberAdd(InputModel):
 
     email: Annotated[EmailStr, Field(max_length=320)]
     given_name: Annotated[str, text(100), normalized_name(100)] = Field(alias="givenName")
+    invite: StrictBoolean = Field(
+        default=False,
+        alias="Invite",
+        description="E-mail the member an invitation with a one-time sign-in link when "
+        "this request adds it to the team (201; 503 when this service sends no e-mail).",
+    )
 
 
 EXAMPLE: dict[str, Any] = {

@@ -170,6 +170,16 @@ CATALOGUE: tuple[ProblemType, ...] = (
         "(8 KiB and 32 KiB by default); the connection is closed.",
         "Send fewer or smaller headers (cookies of other sites on the same host, say).",
     ),
+    ProblemType(
+        "mail-not-configured",
+        503,
+        "E-mail is not configured",
+        "The operation sends e-mail (a sign-in link, an invitation) and this service has "
+        "no SMTP server, no sender, or no public address to put in links; `detail` names "
+        "the settings missing. Nothing was changed or queued.",
+        "Set `QUESTLINE_SMTP_URL`, `QUESTLINE_MAIL_FROM` and `QUESTLINE_PUBLIC_URL` and "
+        "restart (docs/operations.md); meanwhile `questline signin-link` mints links.",
+    ),
 )
 BY_SLUG: dict[str, ProblemType] = {p.slug: p for p in CATALOGUE}
 

@@ -3,6 +3,7 @@
 import { busy, handleError } from '../../context';
 import { h } from '../../dom';
 import { formatNumber, localInputToIso } from '../../format';
+import { inviteCheckbox } from '../invite';
 import { byOrder, type TeamPage } from './page';
 
 /** "Add a member": by e-mail and given name (an existing member is not added twice). */
@@ -10,12 +11,14 @@ export function addMemberForm(page: TeamPage): HTMLFormElement {
   const { ctx, teamId } = page;
   const email = h('input', { id: 'add-member-email', name: 'email', type: 'email', required: true, autocomplete: 'off', 'data-testid': 'add-member-email' });
   const givenName = h('input', { id: 'add-member-given-name', name: 'givenName', type: 'text', required: true, autocomplete: 'off', 'data-testid': 'add-member-given-name' });
+  const invite = inviteCheckbox();
   const memberForm = h(
     'form',
     { id: 'add-member-form', class: 'card form inline-form', 'data-testid': 'add-member-form', 'aria-labelledby': 'add-member-heading' },
     h('h3', { id: 'add-member-heading' }, 'Add a member'),
     h('div', { class: 'field' }, h('label', { for: 'add-member-email' }, 'Email'), email),
     h('div', { class: 'field' }, h('label', { for: 'add-member-given-name' }, 'Given name'), givenName),
+    invite.field,
     h('div', { class: 'field actions' }, h('button', { type: 'submit', id: 'add-member-submit', class: 'primary', 'data-testid': 'add-member-submit' }, 'Add member')),
   );
   memberForm.addEventListener('submit', (ev) => {
@@ -23,10 +26,11 @@ export function addMemberForm(page: TeamPage): HTMLFormElement {
     void busy(memberForm, async () => {
       try {
         const who = givenName.value.trim() || email.value.trim();
-        const res = await ctx.api.addMember(teamId, email.value.trim(), givenName.value.trim());
+        const invited = invite.input.checked;
+        const res = await ctx.api.addMember(teamId, email.value.trim(), givenName.value.trim(), invited);
         if (!ctx.isCurrent()) return;
         memberForm.reset();
-        ctx.notify(res.status === 201 ? `${who} added to ${page.name}.` : `${who} is already a member of ${page.name}.`);
+        ctx.notify(res.status === 201 ? `${who} added to ${page.name}${invited ? ' and invited by e-mail' : ''}.` : `${who} is already a member of ${page.name}.`);
         await Promise.all([page.reload.members(), page.reload.overview()]);
       } catch (err) {
         handleError(ctx, err, memberForm);

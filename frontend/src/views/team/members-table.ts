@@ -4,6 +4,7 @@ import { busy, handleError } from '../../context';
 import { h, tableWrap } from '../../dom';
 import { formatDateTime, formatNumber } from '../../format';
 import type { Member } from '../../types';
+import { inviteButton } from '../invite';
 import type { TeamPage } from './page';
 
 export interface MembersSection {
@@ -46,6 +47,8 @@ export function membersSection(page: TeamPage): MembersSection {
         ? h(
             'td',
             null,
+            inviteButton(ctx, m),
+            ' ',
             h(
               'button',
               {

@@ -1,0 +1,370 @@
+"""The sender: queued e-mail (``mail_outbox``) → SMTP, at least once, with retries.
+
+Every server process runs one when mail is configured (``Postman.start`` in the app's
+lifespan). A pass:
+
+1. **Claim** due messages, oldest due first, as many as free sending slots
+   (``QUESTLINE_MAIL_CONCURRENCY``), in one write transaction: ``FOR UPDATE SKIP
+   LOCKED`` on PostgreSQL, so processes never take the same row; on SQLite the write
+   transaction holds the database's one write lock. Claiming counts the attempt and
+   moves ``next_attempt_at`` past the attempt's timeout (a lease): a process that dies
+   mid-send leaves the message to be sent again once the lease is over.
+   In the same transaction the recipient is decided: a sign-in link asked for an
+   address that is no member's of the organization is dropped here (nothing is sent,
+   the row is deleted), and for a member a fresh one-time sign-in code is minted
+   (``questline.auth.sessions.mint_signin_code``, the codes of ``questline
+   signin-link``), so the outbox row itself never holds a secret.
+2. **Send** each claimed message in a task of its own, outside any transaction,
+   bounded by ``QUESTLINE_SMTP_TIMEOUT_SECONDS``.
+3. **Record** the outcomes: accepted → ``Sent``; a 5xx refusal → ``Failed``; anything
+   else (4xx, connection, timeout) waits ``base * 2^(attempts-1)`` (+0 to 25 % jitter)
+   and is tried again, up to ``QUESTLINE_MAIL_MAX_ATTEMPTS``. A retry mints a new code:
+   a code whose message never arrived is known to nobody and expires unused.
+
+A commit that queued mail wakes this process's sender (``questline.events``' commit
+signal); mail queued by other processes is found by polling every
+``QUESTLINE_MAIL_POLL_SECONDS``. Requests never wait for any of this.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import logging
+import random
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from email.message import EmailMessage
+from typing import Any
+
+import aiosmtplib
+from sqlalchemy import delete, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from questline import events
+from questline.auth import sessions
+from questline.config import Settings
+from questline.mail import messages
+from questline.mail.models import MailJob, MailKind, MailStatus
+from questline.mail.service import configured_public_url
+from questline.mail.smtp import SmtpServer, is_permanent
+from questline.members.models import Member
+from questline.members.service import email_key
+from questline.organizations.models import Organization
+from questline.storage.db import Database, utcnow
+from questline.web.identity import Role
+
+logger = logging.getLogger("questline.mail")
+
+LEASE_MARGIN = dt.timedelta(seconds=30)
+PURGE_EVERY = dt.timedelta(hours=1)
+COALESCE_SECONDS = 0.05
+
+
+def backoff(settings: Settings, attempts: int) -> dt.timedelta:
+    """The wait after the ``attempts``-th failed attempt: base, 2 x base, 4 x base, ..."""
+    seconds = settings.mail_retry_base_seconds * 2 ** max(attempts - 1, 0)
+    return dt.timedelta(seconds=seconds * random.uniform(1.0, 1.25))
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """A claimed message, ready to send."""
+
+    organization_id: uuid.UUID
+    job_id: uuid.UUID
+    recipient: str
+    message: EmailMessage
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    outgoing: Outgoing
+    error: str | None
+    permanent: bool = False
+
+
+def subject_of(member: Member) -> str:
+    """Who a session from an e-mailed link is (shown in the dashboard, kept in audits)."""
+    return member.email if len(member.email) <= 200 else f"member:{member.id}"
+
+
+class Postman:
+    def __init__(self, settings: Settings, db: Database) -> None:
+        server = SmtpServer.of(settings)
+        public_url = configured_public_url(settings)
+        if server is None or not settings.mail_from or public_url is None:
+            raise ValueError("mail is not configured (questline.mail.service.missing_settings)")
+        self.settings = settings
+        self.db = db
+        self.server = server
+        self.public_url = public_url
+        self.sender = messages.sender_address(settings.mail_from)
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._remove_listener: Any = None
+        self._sending: set[asyncio.Task[None]] = set()
+        self._finished: list[Outcome] = []
+        self._last_purge: dt.datetime | None = None
+
+    # Life cycle -------------------------------------------------------------------
+
+    def start(self) -> None:
+        loop = asyncio.get_running_loop()
+
+        def committed() -> None:
+            loop.call_soon_threadsafe(self._wake.set)
+
+        self._remove_listener = events.on_committed(committed)
+        self._task = asyncio.create_task(self._run(), name="questline-mail")
+        logger.info("sending e-mail through %s", self.server.describe())
+
+    async def stop(self) -> None:
+        if self._remove_listener is not None:
+            self._remove_listener()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self.close()
+
+    async def close(self) -> None:
+        """Cancel the sends in flight (their leases bring them back)."""
+        sending = list(self._sending)
+        for task in sending:
+            task.cancel()
+        await asyncio.gather(*sending, return_exceptions=True)
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    async def _run(self) -> None:
+        while True:
+            self._wake.clear()
+            try:
+                busy = await self.run_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                logger.exception("mail pass failed")
+                busy = False
+            if busy:
+                continue
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.settings.mail_poll_seconds)
+                await asyncio.sleep(COALESCE_SECONDS)
+
+    # One pass -----------------------------------------------------------------------
+
+    async def run_once(self) -> bool:
+        """Record what finished, claim and start sending (without waiting for the
+        sends). True when there may be more work right now."""
+        await self.record_finished()
+        claimed = await self.claim()
+        for outgoing in claimed:
+            self._start(outgoing)
+        await self._purge_now_and_then()
+        return bool(claimed) and self.room() > 0
+
+    def room(self) -> int:
+        return self.settings.mail_concurrency - len(self._sending)
+
+    async def settle(self) -> None:
+        """Wait for every send in flight and record the outcomes (tests, tools)."""
+        while self._sending:
+            await asyncio.gather(*list(self._sending), return_exceptions=True)
+        await self.record_finished()
+
+    async def record_finished(self) -> None:
+        outcomes, self._finished = self._finished, []
+        if outcomes:
+            await self.record(outcomes)
+
+    def _start(self, outgoing: Outgoing) -> None:
+        task = asyncio.create_task(self._send(outgoing), name="questline-mail-send")
+        self._sending.add(task)
+        task.add_done_callback(self._sending.discard)
+
+    async def _send(self, outgoing: Outgoing) -> None:
+        try:
+            await self.server.send(
+                outgoing.message, sender=self.sender, recipient=outgoing.recipient
+            )
+            outcome = Outcome(outgoing, None)
+        except (aiosmtplib.SMTPException, OSError, TimeoutError) as exc:
+            outcome = Outcome(outgoing, _describe(exc), is_permanent(exc))
+        except Exception as exc:  # a bug, not the server: the lease would hide it
+            logger.exception("mail send failed unexpectedly")
+            outcome = Outcome(outgoing, f"Internal error: {type(exc).__name__}")
+        self._finished.append(outcome)
+        self._wake.set()
+
+    def _locking(self, query: Any) -> Any:
+        return query if self.db.is_sqlite else query.with_for_update(skip_locked=True)
+
+    async def claim(self) -> list[Outgoing]:
+        room = self.room()
+        if room <= 0:
+            return []
+        now = utcnow()
+        due = (MailJob.status == MailStatus.PENDING, MailJob.next_attempt_at <= now)
+        # A cheap read first: an idle pass takes no write lock (SQLite has one).
+        async with self.db.session(write=False) as session:
+            if await session.scalar(select(MailJob.id).where(*due).limit(1)) is None:
+                return []
+        lease = dt.timedelta(seconds=self.settings.smtp_timeout_seconds) + LEASE_MARGIN
+        claimed: list[Outgoing] = []
+        async with self.db.session(write=True) as session:
+            jobs = list(
+                (
+                    await session.scalars(
+                        self._locking(
+                            select(MailJob)
+                            .where(*due)
+                            .order_by(MailJob.next_attempt_at)
+                            .limit(room)
+                        )
+                    )
+                ).all()
+            )
+            names = await _organization_names(session, {job.organization_id for job in jobs})
+            for job in jobs:
+                job.attempts += 1
+                job.last_attempt_at = now
+                job.next_attempt_at = now + lease
+                member = await _recipient(session, job)
+                if member is None:
+                    await self._nobody(session, job)
+                    continue
+                try:
+                    claimed.append(
+                        await self._prepare(session, job, member, names.get(job.organization_id))
+                    )
+                except ValueError as exc:  # an address or name no message can carry
+                    job.status = MailStatus.FAILED
+                    job.last_error = f"Cannot build the message: {exc}"[:500]
+        return claimed
+
+    async def _nobody(self, session: AsyncSession, job: MailJob) -> None:
+        """No member to write to. A sign-in link asked for a stranger's address leaves
+        nothing behind (the address was typed by anyone); an invitation of a member
+        deleted since stays, as Skipped, for the admin who sent it."""
+        if job.kind is MailKind.SIGNIN_LINK:
+            await session.delete(job)
+        else:
+            job.status = MailStatus.SKIPPED
+            job.last_error = "The member no longer exists."
+
+    async def _prepare(
+        self, session: AsyncSession, job: MailJob, member: Member, organization: str | None
+    ) -> Outgoing:
+        invite = job.kind is MailKind.INVITE
+        lifetime = (
+            dt.timedelta(hours=self.settings.mail_invite_link_hours)
+            if invite
+            else dt.timedelta(minutes=self.settings.signin_code_minutes)
+        )
+        code = await sessions.mint_signin_code(
+            session,
+            settings=self.settings,
+            org_id=job.organization_id,
+            role=Role.MEMBER,
+            subject=subject_of(member),
+            email=member.email,
+            lifetime=lifetime,
+        )
+        letter = messages.Letter(
+            kind=job.kind,
+            to_email=member.email,
+            to_name=member.given_name,
+            organization_name=organization,
+            link=sessions.signin_link(self.settings, code),
+            valid_for=lifetime,
+            signin_page=f"{self.public_url}/ui/#/signin",
+        )
+        message = messages.build(letter, mail_from=self.settings.mail_from or "", now=utcnow())
+        return Outgoing(job.organization_id, job.id, member.email, message)
+
+    async def record(self, outcomes: Sequence[Outcome]) -> None:
+        now = utcnow()
+        async with self.db.session(write=True) as session:
+            jobs = {
+                job.id: job
+                for job in (
+                    await session.scalars(
+                        select(MailJob).where(
+                            MailJob.organization_id.in_(
+                                {o.outgoing.organization_id for o in outcomes}
+                            ),
+                            MailJob.id.in_([o.outgoing.job_id for o in outcomes]),
+                        )
+                    )
+                ).all()
+            }
+            for outcome in outcomes:
+                job = jobs.get(outcome.outgoing.job_id)
+                if job is not None:
+                    self._apply(job, outcome, now)
+
+    def _apply(self, job: MailJob, outcome: Outcome, now: dt.datetime) -> None:
+        if outcome.error is None:
+            job.status = MailStatus.SENT
+            job.sent_at = now
+            job.last_error = None
+            return
+        job.last_error = outcome.error[:500]
+        if outcome.permanent or job.attempts >= self.settings.mail_max_attempts:
+            job.status = MailStatus.FAILED
+            logger.warning(
+                "e-mail failed for good after %s attempts: %s",
+                job.attempts,
+                job.last_error,
+                extra={"mail_id": str(job.id), "organization_id": str(job.organization_id)},
+            )
+        else:
+            job.next_attempt_at = now + backoff(self.settings, job.attempts)
+
+    async def _purge_now_and_then(self) -> None:
+        now = utcnow()
+        if self._last_purge is not None and now - self._last_purge < PURGE_EVERY:
+            return
+        self._last_purge = now
+        horizon = now - dt.timedelta(days=self.settings.events_retention_days)
+        async with self.db.session(write=True) as session:
+            await session.execute(
+                delete(MailJob).where(
+                    MailJob.created_at < horizon, MailJob.status != MailStatus.PENDING
+                )
+            )
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, aiosmtplib.SMTPResponseException):
+        return f"The SMTP server answered {exc.code}: {exc.message}"
+    if isinstance(exc, aiosmtplib.SMTPRecipientsRefused):
+        return "The SMTP server refused the recipient: " + "; ".join(
+            f"{e.code} {e.message}" for e in exc.recipients
+        )
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+async def _recipient(session: AsyncSession, job: MailJob) -> Member | None:
+    query = select(Member).where(Member.organization_id == job.organization_id)
+    if job.member_id is not None:
+        query = query.where(Member.id == job.member_id)
+    else:
+        query = query.where(Member.email_key == email_key(job.email))
+    return (await session.scalars(query)).one_or_none()
+
+
+async def _organization_names(
+    session: AsyncSession, org_ids: set[uuid.UUID]
+) -> dict[uuid.UUID, str | None]:
+    if not org_ids:
+        return {}
+    rows = await session.execute(
+        select(Organization.id, Organization.name).where(Organization.id.in_(org_ids))
+    )
+    return dict(rows.all())
