@@ -14,6 +14,7 @@ import { renderLeaderboard } from './views/leaderboard';
 import { renderMembers } from './views/members';
 import { renderOnboarding } from './views/onboarding';
 import { renderSignIn } from './views/signin';
+import { rememberProviderLogout, renderSsoSignIn, takeSsoError } from './views/sso';
 import { renderTeam } from './views/team/index';
 import { renderTeams } from './views/teams';
 
@@ -68,6 +69,7 @@ function renderNav(): void {
 }
 
 async function signOut(): Promise<void> {
+  await rememberProviderLogout(api); // before the session ends: offered on the sign-in page
   try {
     await api.signOut();
   } catch {
@@ -134,13 +136,14 @@ function render(signInMessage: string | null = null): void {
 
   const current = session;
   if (!current || route.name === 'signin') {
-    renderSignIn(view, signInMessage, async (credential) => {
+    renderSignIn(view, signInMessage ?? takeSsoError(), async (credential) => {
       const failed = await exchange(credential);
       if (failed) return failed;
       if (parseRoute(window.location.hash).name === 'signin') window.location.hash = '#/leaderboard';
       else render();
       return null;
     });
+    view.insertBefore(renderSsoSignIn(api), view.querySelector('#signin-form'));
     if (firstRender) document.getElementById('token-input')?.focus();
     firstRender = false;
     return;

@@ -35,6 +35,10 @@ export type SessionCreate = Schemas['SessionCreate'];
 /** `GET /auth/session`: the signed-in dashboard session. */
 export type SessionInfo = Schemas['SessionInfo'];
 export type ProblemDocument = Schemas['ProblemDocument'];
+/** `GET /auth/oidc/{organization_id}`: the organization signs in through its provider. */
+export type SsoAvailability = Schemas['SsoAvailability'];
+/** `GET /auth/oidc/session`: the provider's logout for this session, if any. */
+export type ProviderLogout = Schemas['ProviderLogout'];
 
 // Client-side only -----------------------------------------------------------------
 

@@ -14,6 +14,7 @@ from questline.members.models import Member, TeamMembership
 from questline.organizations.models import Organization
 from questline.progress.models import ScoreEvent, TaskCompletion
 from questline.readmodel.models import ReadModelVersion
+from questline.sso.models import OidcLoginState, SsoConfiguration, SsoSession
 from questline.storage.db import Base
 from questline.teams.models import Team
 from questline.web.idempotency import IdempotencyRecord
@@ -27,12 +28,15 @@ __all__ = [
     "IdempotencyRecord",
     "Level",
     "Member",
+    "OidcLoginState",
     "Organization",
     "Quest",
     "ReadModelVersion",
     "Resource",
     "ScoreEvent",
     "SigninCode",
+    "SsoConfiguration",
+    "SsoSession",
     "Task",
     "TaskCompletion",
     "Team",
