@@ -15,6 +15,7 @@ import { renderMembers } from './views/members';
 import { renderOnboarding } from './views/onboarding';
 import { renderSignIn } from './views/signin';
 import { rememberProviderLogout, renderSsoSignIn, takeSsoError } from './views/sso';
+import { renderSsoSettings } from './views/sso-settings';
 import { renderTeam } from './views/team/index';
 import { renderTeams } from './views/teams';
 
@@ -31,8 +32,9 @@ const TITLES: Record<RouteName, string> = {
   'discipline-new': 'New discipline',
   signin: 'Sign in',
   notfound: 'Not found',
+  sso: 'Single sign-on',
 };
-const ADMIN_ONLY: ReadonlySet<RouteName> = new Set(['onboarding', 'discipline-edit', 'discipline-new']);
+const ADMIN_ONLY: ReadonlySet<RouteName> = new Set(['onboarding', 'discipline-edit', 'discipline-new', 'sso']);
 
 const view = document.getElementById('view') as HTMLElement;
 const sessionBox = document.getElementById('session') as HTMLElement;
@@ -208,6 +210,9 @@ function render(signInMessage: string | null = null): void {
         break;
       case 'discipline-new':
         renderDisciplineEditor(ctx, null);
+        break;
+      case 'sso':
+        renderSsoSettings(ctx);
         break;
       case 'notfound':
         view.replaceChildren(

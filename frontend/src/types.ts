@@ -39,6 +39,10 @@ export type ProblemDocument = Schemas['ProblemDocument'];
 export type SsoAvailability = Schemas['SsoAvailability'];
 /** `GET /auth/oidc/session`: the provider's logout for this session, if any. */
 export type ProviderLogout = Schemas['ProviderLogout'];
+/** `GET /organization/sso` (admins): the organization's OpenID provider. */
+export type SsoConfiguration = Schemas['SsoConfiguration'];
+/** `PUT /organization/sso`. */
+export type SsoConfigurationPut = Schemas['SsoConfigurationPut'];
 
 // Client-side only -----------------------------------------------------------------
 

@@ -17,7 +17,13 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, Route, expect, sync_playwright
 
 from questline.web.identity import Role
-from tests.dashboard.browser import CHROMIUM_ARGS, TIMEOUT_MS, chromium_path, screenshot
+from tests.dashboard.browser import (
+    CHROMIUM_ARGS,
+    TIMEOUT_MS,
+    check_accessibility,
+    chromium_path,
+    screenshot,
+)
 from tests.dashboard.live import LiveServer, live_server
 from tests.sso.provider import Provider, running_provider
 from tests.support.system_packages import CHROMIUM, missing_reason
@@ -130,6 +136,7 @@ def test_a_person_signs_in_with_the_organization_and_out_again(
     button = page.get_by_test_id("sso-button")
     expect(button).to_have_text("Sign in with your organization")
     screenshot(page, "sso-signin")
+    check_accessibility(page, "the sign-in page with single sign-on")
     button.click()
     _authorize_at_provider(page, idp, "ada")
 
@@ -137,6 +144,18 @@ def test_a_person_signs_in_with_the_organization_and_out_again(
     expect(page.get_by_test_id("session-user")).to_contain_text("ada@example.org")
     expect(page.get_by_test_id("session-role")).to_have_text("admin")
     expect(page.locator("#view")).to_have_attribute("data-route", "leaderboard")
+
+    # An admin sees (and may change) the settings; the secret is never shown.
+    page.goto(f"{sso_live.origin}/ui/#/sso")
+    expect(page.get_by_test_id("sso-redirect-uri")).to_have_text(
+        f"{sso_live.origin}/auth/oidc/callback"
+    )
+    expect(page.get_by_test_id("sso-issuer")).to_have_value(idp.issuer)
+    expect(page.get_by_test_id("sso-client-secret")).to_have_value("")
+    page.get_by_test_id("sso-domains").fill("example.org")
+    page.get_by_test_id("sso-save").click()
+    expect(page.locator("#notice")).to_contain_text("Single sign-on saved")
+    check_accessibility(page, "the single sign-on settings")
 
     page.get_by_test_id("signout-button").click()
     offer = page.get_by_test_id("provider-logout-link")
