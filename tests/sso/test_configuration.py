@@ -10,11 +10,11 @@ from sqlalchemy import select
 
 from questline.sso.models import SsoConfiguration
 from tests.factories import World
-from tests.sso.provider import Provider, running_provider
+from tests.sso.provider import QUIET, Provider, running_provider
 from tests.sso.support import CLIENT_SECRET, configure, configured
 from tests.support.harness import AppHarness
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, QUIET]
 
 
 async def test_put_fetches_the_provider_and_get_shows_everything_but_the_secret(

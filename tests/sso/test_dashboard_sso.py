@@ -25,8 +25,10 @@ from tests.dashboard.browser import (
     screenshot,
 )
 from tests.dashboard.live import LiveServer, live_server
-from tests.sso.provider import Provider, running_provider
+from tests.sso.provider import QUIET, Provider, running_provider
 from tests.support.system_packages import CHROMIUM, missing_reason
+
+pytestmark = QUIET
 
 ADA = {
     "email": "ada@example.org",

@@ -9,13 +9,13 @@ from fastapi import FastAPI
 
 from questline.sso import flow
 from questline.sso.provider import providers_of
-from tests.sso.provider import Provider
+from tests.sso.provider import QUIET, Provider
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)
     from authlib.integrations.httpx_client import AsyncOAuth2Client
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, QUIET]
 
 
 async def _id_token(provider: Provider, *, nonce: str) -> str:
@@ -28,6 +28,7 @@ async def _id_token(provider: Provider, *, nonce: str) -> str:
         scope=flow.SCOPE,
         redirect_uri=redirect_uri,
         code_challenge_method="S256",
+        verify=False,  # plain http on loopback
     ) as client:
         verifier = "v" * 64
         url, _ = client.create_authorization_url(

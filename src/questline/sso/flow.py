@@ -33,6 +33,7 @@ from typing import Any
 import httpx
 from authlib.deprecate import AuthlibDeprecationWarning
 from authlib.integrations.base_client import OAuthError
+from authlib.oauth2.client import OAuth2Client
 from authlib.oidc.core import CodeIDToken
 from email_validator import EmailNotValidError, validate_email
 from joserfc import jwt as jose_jwt
@@ -52,7 +53,7 @@ from questline.members.service import find_or_create
 from questline.readmodel.versions import bump
 from questline.sso import sealing
 from questline.sso.models import OidcLoginState, SsoConfiguration, SsoSession
-from questline.sso.provider import Provider, ProviderDirectory, ProviderUnusable
+from questline.sso.provider import Provider, ProviderDirectory, ProviderUnusable, tls_context
 from questline.sso.service import get_configuration
 from questline.storage.db import utcnow
 from questline.web.identity import Caller, Role
@@ -179,15 +180,17 @@ async def start_login(
         )
     )
     await session.flush()
-    async with AsyncOAuth2Client(
+    # authlib's protocol client without a session: building the URL does no I/O.
+    client = OAuth2Client(
+        None,
         client_id=configuration.client_id,
         scope=SCOPE,
         redirect_uri=redirect_uri,
         code_challenge_method="S256",
-    ) as client:
-        url, _ = client.create_authorization_url(
-            provider.authorization_endpoint, state=state, code_verifier=verifier, nonce=nonce
-        )
+    )
+    url, _ = client.create_authorization_url(
+        provider.authorization_endpoint, state=state, code_verifier=verifier, nonce=nonce
+    )
     return LoginStart(
         authorization_url=url,
         cookie_name=login_cookie_name(state_hash),
@@ -265,6 +268,7 @@ async def exchange_and_verify(
             code_challenge_method="S256",
             timeout=settings.oidc_http_timeout_seconds,
             follow_redirects=False,
+            verify=tls_context(),
         ) as client:
             token = await client.fetch_token(
                 provider.token_endpoint, code=code, code_verifier=login.code_verifier
