@@ -14,6 +14,8 @@ import { renderLeaderboard } from './views/leaderboard';
 import { renderMembers } from './views/members';
 import { renderOnboarding } from './views/onboarding';
 import { renderSignIn } from './views/signin';
+import { rememberProviderLogout, renderSsoSignIn, takeSsoError } from './views/sso';
+import { renderSsoSettings } from './views/sso-settings';
 import { renderTeam } from './views/team/index';
 import { renderTeams } from './views/teams';
 
@@ -30,8 +32,9 @@ const TITLES: Record<RouteName, string> = {
   'discipline-new': 'New discipline',
   signin: 'Sign in',
   notfound: 'Not found',
+  sso: 'Single sign-on',
 };
-const ADMIN_ONLY: ReadonlySet<RouteName> = new Set(['onboarding', 'discipline-edit', 'discipline-new']);
+const ADMIN_ONLY: ReadonlySet<RouteName> = new Set(['onboarding', 'discipline-edit', 'discipline-new', 'sso']);
 
 const view = document.getElementById('view') as HTMLElement;
 const sessionBox = document.getElementById('session') as HTMLElement;
@@ -68,6 +71,7 @@ function renderNav(): void {
 }
 
 async function signOut(): Promise<void> {
+  await rememberProviderLogout(api); // before the session ends: offered on the sign-in page
   try {
     await api.signOut();
   } catch {
@@ -134,13 +138,14 @@ function render(signInMessage: string | null = null): void {
 
   const current = session;
   if (!current || route.name === 'signin') {
-    renderSignIn(view, signInMessage, async (credential) => {
+    renderSignIn(view, signInMessage ?? takeSsoError(), async (credential) => {
       const failed = await exchange(credential);
       if (failed) return failed;
       if (parseRoute(window.location.hash).name === 'signin') window.location.hash = '#/leaderboard';
       else render();
       return null;
     });
+    view.insertBefore(renderSsoSignIn(api), view.querySelector('#signin-form'));
     if (firstRender) document.getElementById('token-input')?.focus();
     firstRender = false;
     return;
@@ -205,6 +210,9 @@ function render(signInMessage: string | null = null): void {
         break;
       case 'discipline-new':
         renderDisciplineEditor(ctx, null);
+        break;
+      case 'sso':
+        renderSsoSettings(ctx);
         break;
       case 'notfound':
         view.replaceChildren(

@@ -35,6 +35,14 @@ export type SessionCreate = Schemas['SessionCreate'];
 /** `GET /auth/session`: the signed-in dashboard session. */
 export type SessionInfo = Schemas['SessionInfo'];
 export type ProblemDocument = Schemas['ProblemDocument'];
+/** `GET /auth/oidc/{organization_id}`: the organization signs in through its provider. */
+export type SsoAvailability = Schemas['SsoAvailability'];
+/** `GET /auth/oidc/session`: the provider's logout for this session, if any. */
+export type ProviderLogout = Schemas['ProviderLogout'];
+/** `GET /organization/sso` (admins): the organization's OpenID provider. */
+export type SsoConfiguration = Schemas['SsoConfiguration'];
+/** `PUT /organization/sso`. */
+export type SsoConfigurationPut = Schemas['SsoConfigurationPut'];
 
 // Client-side only -----------------------------------------------------------------
 

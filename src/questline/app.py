@@ -32,6 +32,8 @@ from questline.progress import hooks as progress_hooks
 from questline.progress.endpoints import router as progress_router
 from questline.progress.group_commit import GroupCommit
 from questline.readmodel.service import ReadModel
+from questline.sso.endpoints import browser_router as sso_browser_router
+from questline.sso.endpoints import router as sso_router
 from questline.storage.db import Database
 from questline.teams.endpoints import router as teams_router
 from questline.web import idempotency
@@ -131,6 +133,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         mail_signin_router,
         mail_invite_router,
         organizations_router,
+        sso_router,
+        sso_browser_router,
     ):
         app.include_router(router)
     app.add_api_route("/", _to_dashboard, methods=["GET"], include_in_schema=False)

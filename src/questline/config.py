@@ -211,6 +211,20 @@ class Settings(BaseSettings):
     """How often a process looks for changes made by other processes (SQLite, and
     PostgreSQL without LISTEN)."""
 
+    # Single sign-on with an organization's OpenID provider (questline.sso, docs/identity.md).
+    oidc_allow_http: bool = False
+    """Accept ``http://`` issuers (tests and development); production issuers are https."""
+    oidc_allow_private_issuers: bool = False
+    """Accept issuers (and their token and key endpoints) on loopback, private or
+    link-local addresses: an on-premises provider. Off, an admin cannot make the service
+    fetch from its own network (SSRF)."""
+    oidc_metadata_ttl_seconds: float = Field(default=3600, gt=0)
+    """A provider's discovery document and keys are fetched again after this long."""
+    oidc_http_timeout_seconds: float = Field(default=5, gt=0)
+    """Each call to a provider (discovery, keys, token exchange) gives up after this."""
+    oidc_login_minutes: int = Field(default=10, ge=1, le=60)
+    """A login started must come back from the provider within this (its ``state``)."""
+
     log_level: str = "INFO"
     log_format: Literal["auto", "json", "text"] = "auto"
     """``auto``: human-readable lines when stderr is a terminal, JSON lines otherwise."""

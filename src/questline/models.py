@@ -15,6 +15,7 @@ from questline.members.models import Member, TeamMembership
 from questline.organizations.models import Organization
 from questline.progress.models import ScoreEvent, TaskCompletion
 from questline.readmodel.models import ReadModelVersion
+from questline.sso.models import OidcLoginState, SsoConfiguration, SsoSession
 from questline.storage.db import Base
 from questline.teams.models import Team
 from questline.web.idempotency import IdempotencyRecord
@@ -29,12 +30,15 @@ __all__ = [
     "Level",
     "MailJob",
     "Member",
+    "OidcLoginState",
     "Organization",
     "Quest",
     "ReadModelVersion",
     "Resource",
     "ScoreEvent",
     "SigninCode",
+    "SsoConfiguration",
+    "SsoSession",
     "Task",
     "TaskCompletion",
     "Team",

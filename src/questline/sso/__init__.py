@@ -1,0 +1,1 @@
+"""Single sign-on with an organization's own OpenID Connect provider (docs/identity.md)."""

@@ -1,0 +1,472 @@
+"""The sign-in flow against a real OpenID provider: success, roles, members, and every
+refusal ending on the dashboard's sign-in page with a reason and no session."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import replace
+
+import httpx
+import pytest
+from fastapi import FastAPI
+from sqlalchemy import func, select, update
+
+from questline.app import create_app
+from questline.auth import sessions
+from questline.auth.models import DashboardSession
+from questline.config import Settings
+from questline.members.models import Member
+from questline.sso.models import OidcLoginState
+from questline.sso.provider import providers_of
+from questline.web.identity import Role
+from tests.factories import World
+from tests.sso.provider import QUIET, Provider, running_provider
+from tests.sso.support import (
+    come_back,
+    configured,
+    query_of,
+    refusal,
+    sign_in,
+    start_login,
+)
+from tests.support.harness import AppHarness
+
+pytestmark = [pytest.mark.anyio, QUIET]
+
+ADA = {"email": "ada@example.org", "email_verified": True, "given_name": "Ada"}
+
+
+async def _session_rows(app_state: AppHarness) -> int:
+    async with app_state.db.session(write=False) as session:
+        return int(await session.scalar(select(func.count()).select_from(DashboardSession)) or 0)
+
+
+async def _members(app_state: AppHarness, org_id: uuid.UUID) -> list[Member]:
+    async with app_state.db.session(write=False) as session:
+        rows = await session.scalars(select(Member).where(Member.organization_id == org_id))
+        return list(rows)
+
+
+async def test_the_authorization_request_has_pkce_state_nonce_and_scope(
+    client: httpx.AsyncClient, world: World, provider: Provider
+) -> None:
+    org = world.org()
+    config = await configured(org, provider)
+    url = await start_login(client, org.id, "/ui/#/teams")
+    assert url.startswith(f"{provider.issuer}/oauth2/authorize?")
+    query = query_of(url)
+    assert query["response_type"] == "code"
+    assert query["client_id"] == "questline"
+    assert query["redirect_uri"] == config["RedirectUri"]
+    assert query["scope"] == "openid email profile"
+    assert query["code_challenge_method"] == "S256"
+    assert len(query["code_challenge"]) == 43
+    assert len(query["state"]) >= 32
+    assert len(query["nonce"]) >= 32
+    assert query["state"] != query["nonce"]
+    cookie = next(c for c in client.cookies.jar if c.name.startswith("questline_oidc_"))
+    assert cookie.path == "/auth/oidc/callback"
+
+
+async def test_a_verified_person_signs_in_and_becomes_a_member(
+    client: httpx.AsyncClient, world: World, provider: Provider, app_state: AppHarness
+) -> None:
+    org = world.org()
+    await configured(org, provider)
+    response = await sign_in(client, provider, org.id, "ada", next_path="/ui/#/teams", **ADA)
+    assert response.status_code == 303
+    assert response.headers["location"] == "/ui/#/teams"
+    set_cookie = response.headers.get_list("set-cookie")
+    session_cookie = next(c for c in set_cookie if c.startswith(f"{sessions.SESSION_COOKIE}="))
+    assert "HttpOnly" in session_cookie
+    assert "SameSite=strict" in session_cookie
+    # The login cookie is spent with the login.
+    assert any(c.startswith("questline_oidc_") and "Max-Age=0" in c for c in set_cookie)
+
+    info = await client.get("/auth/session")
+    assert info.status_code == 200, info.text
+    body = info.json()
+    assert body["Role"] == "member"
+    assert body["OrganizationId"] == str(org.id)
+    assert body["Email"] == "ada@example.org"
+    assert body["CsrfToken"]
+    # The session reads the organization's data like a sign-in link's does ...
+    assert (await client.get("/team")).status_code == 200
+    # ... and a member's session cannot write.
+    csrf = {"X-CSRF-Token": body["CsrfToken"]}
+    assert (await client.post("/team", json={"name": "T"}, headers=csrf)).status_code == 403
+
+    members = await _members(app_state, org.id)
+    assert [(m.email, m.given_name) for m in members] == [("ada@example.org", "Ada")]
+
+
+async def test_an_admin_group_makes_an_admin_and_an_existing_member_is_found(
+    client: httpx.AsyncClient, world: World, provider: Provider, app_state: AppHarness
+) -> None:
+    org = world.org()
+    existing = await org.create_member("Grace@Example.org")
+    await configured(org, provider, AdminGroups=["questline-admins"])
+    claims = {
+        "email": "grace@example.org",
+        "email_verified": True,
+        "name": "Grace Hopper",
+        "groups": ["/staff", "/questline-admins"],  # Keycloak's full group paths
+    }
+    response = await sign_in(client, provider, org.id, "grace", **claims)
+    assert refusal(response) is None
+    info = (await client.get("/auth/session")).json()
+    assert info["Role"] == "admin"
+    assert info["TeamIds"] == existing["TeamIds"]
+    members = await _members(app_state, org.id)
+    assert [str(m.id) for m in members] == [existing["Id"]]  # found, not duplicated
+    csrf = {"X-CSRF-Token": info["CsrfToken"]}
+    created = await client.post("/team", json={"name": "By SSO"}, headers=csrf)
+    assert created.status_code == 201, created.text
+
+
+async def test_a_custom_groups_claim_as_one_string(
+    client: httpx.AsyncClient, world: World, provider: Provider
+) -> None:
+    org = world.org()
+    await configured(org, provider, GroupsClaim="roles", AdminGroups=["Trainers"])
+    response = await sign_in(client, provider, org.id, "lin", **ADA, roles="trainers")
+    assert refusal(response) is None
+    assert (await client.get("/auth/session")).json()["Role"] == "admin"
+
+
+async def test_an_unverified_email_is_refused_unless_its_domain_is_allowed(
+    client: httpx.AsyncClient, world: World, provider: Provider, app_state: AppHarness
+) -> None:
+    org = world.org()
+    await configured(org, provider)
+    unverified = {"email": "bob@example.org", "email_verified": False}
+    response = await sign_in(client, provider, org.id, "bob", **unverified)
+    assert refusal(response) == "email-unverified"
+    assert response.headers["location"] == (f"/ui/#/signin?sso-error=email-unverified&org={org.id}")
+    assert sessions.SESSION_COOKIE not in client.cookies
+    assert await _session_rows(app_state) == 0
+    assert await _members(app_state, org.id) == []
+
+    await configured(org, provider, AllowedEmailDomains=["example.org"])
+    allowed = await sign_in(client, provider, org.id, "bob", **unverified)
+    assert refusal(allowed) is None
+    other_domain = {"email": "eve@elsewhere.example", "email_verified": "false"}
+    refused = await sign_in(client, provider, org.id, "eve", **other_domain)
+    assert refusal(refused) == "email-unverified"
+
+
+async def test_no_usable_email_is_refused(
+    client: httpx.AsyncClient, world: World, provider: Provider
+) -> None:
+    org = world.org()
+    await configured(org, provider)
+    for claims in ({"email_verified": True}, {"email": "not-an-address", "email_verified": True}):
+        response = await sign_in(client, provider, org.id, "nobody", **claims)
+        assert refusal(response) == "email-missing"
+
+
+@pytest.mark.parametrize(
+    ("claims", "reason"),
+    [
+        ({"aud": "another-client"}, "audience"),
+        ({"aud": ["questline", "another"], "azp": "another"}, "audience"),
+        ({"exp": 1_000_000_000, "iat": 999_990_000}, "expired"),
+        ({"nonce": "not-this-logins-nonce"}, "nonce"),
+        ({"iss": "https://impostor.example.org"}, "issuer"),
+    ],
+)
+async def test_an_id_token_that_does_not_verify_is_refused(
+    client: httpx.AsyncClient,
+    world: World,
+    provider: Provider,
+    app_state: AppHarness,
+    claims: dict[str, object],
+    reason: str,
+) -> None:
+    """The real provider signs these (claims set on the user override its own)."""
+    org = world.org()
+    await configured(org, provider)
+    response = await sign_in(client, provider, org.id, f"tampered-{reason}", **ADA, **claims)
+    assert refusal(response) == reason
+    assert sessions.SESSION_COOKIE not in client.cookies
+    assert await _session_rows(app_state) == 0
+
+
+async def test_a_code_from_another_provider_is_refused(
+    client: httpx.AsyncClient, world: World, provider: Provider, other_provider: Provider
+) -> None:
+    """A person sent to another provider's page: its code is not one the configured
+    provider issued, so the token endpoint refuses it."""
+    org = world.org()
+    await configured(org, provider)
+    url = await start_login(client, org.id)
+    elsewhere = url.replace(provider.issuer, other_provider.issuer)
+    other_provider.set_user("mallory", **ADA)
+    response = await come_back(client, await other_provider.authorize(elsewhere, "mallory"))
+    assert refusal(response) == "token"
+
+
+async def test_a_replayed_callback_is_refused(
+    client: httpx.AsyncClient, world: World, provider: Provider, app_state: AppHarness
+) -> None:
+    org = world.org()
+    await configured(org, provider)
+    provider.set_user("ada", **ADA)
+    redirect = await provider.authorize(await start_login(client, org.id), "ada")
+    first = await come_back(client, redirect)
+    assert refusal(first) is None
+    client.cookies.clear()
+    replay = await come_back(client, redirect)
+    assert refusal(replay) == "state"
+    assert sessions.SESSION_COOKIE not in client.cookies
+    assert await _session_rows(app_state) == 1
+
+
+async def test_a_wrong_or_missing_state_is_refused(
+    client: httpx.AsyncClient, world: World, provider: Provider, app_state: AppHarness
+) -> None:
+    org = world.org()
+    await configured(org, provider)
+    provider.set_user("ada", **ADA)
+    redirect = await provider.authorize(await start_login(client, org.id), "ada")
+    code = query_of(redirect)["code"]
+    for query in (f"code={code}&state=forged", f"code={code}", "", "state=" + "x" * 1000):
+        response = await client.get(f"/auth/oidc/callback?{query}")
+        assert refusal(response) == "state", query
+    assert await _session_rows(app_state) == 0
+
+
+async def test_an_expired_state_is_refused(
+    client: httpx.AsyncClient, world: World, provider: Provider, app_state: AppHarness
+) -> None:
+    org = world.org()
+    await configured(org, provider)
+    provider.set_user("ada", **ADA)
+    redirect = await provider.authorize(await start_login(client, org.id), "ada")
+    async with app_state.db.session(write=True) as session:
+        await session.execute(update(OidcLoginState).values(expires_at=OidcLoginState.created_at))
+    assert refusal(await come_back(client, redirect)) == "state"
+
+
+async def test_a_callback_carried_to_another_browser_is_refused(
+    app: FastAPI, world: World, provider: Provider, app_state: AppHarness
+) -> None:
+    """Login CSRF: an attacker's own callback URL, opened by a victim's browser."""
+    org = world.org()
+    await configured(org, provider)
+    transport = httpx.ASGITransport(app=app)
+    async with (
+        httpx.AsyncClient(transport=transport, base_url="http://questline.test") as attacker,
+        httpx.AsyncClient(transport=transport, base_url="http://questline.test") as victim,
+    ):
+        provider.set_user("attacker", **ADA)
+        redirect = await provider.authorize(await start_login(attacker, org.id), "attacker")
+        response = await come_back(victim, redirect)
+        assert refusal(response) == "browser"
+        assert sessions.SESSION_COOKIE not in victim.cookies
+        # The login was spent: the attacker cannot use it either now.
+        assert refusal(await come_back(attacker, redirect)) == "state"
+    assert await _session_rows(app_state) == 0
+
+
+async def test_a_provider_error_is_refused(
+    client: httpx.AsyncClient, world: World, provider: Provider
+) -> None:
+    org = world.org()
+    await configured(org, provider)
+    redirect = await provider.deny(await start_login(client, org.id))
+    assert query_of(redirect)["error"] == "access_denied"
+    response = await come_back(client, redirect)
+    assert refusal(response) == "provider-error"
+    # With this login's state, the page also learns the organization (to offer it again).
+    url = await start_login(client, org.id)
+    with_state = await client.get(
+        "/auth/oidc/callback", params={"error": "access_denied", "state": query_of(url)["state"]}
+    )
+    assert refusal(with_state) == "provider-error"
+    assert with_state.headers["location"].endswith(f"&org={org.id}")
+    # Even a provider's error without a state ends on the sign-in page.
+    bare = await client.get("/auth/oidc/callback?error=server_error")
+    assert refusal(bare) == "provider-error"
+
+
+async def test_a_mismatched_iss_parameter_is_refused(
+    client: httpx.AsyncClient, world: World, provider: Provider
+) -> None:
+    org = world.org()
+    await configured(org, provider)
+    provider.set_user("ada", **ADA)
+    redirect = await provider.authorize(await start_login(client, org.id), "ada")
+    response = await come_back(client, redirect + "&iss=https%3A%2F%2Fimpostor.example")
+    assert refusal(response) == "issuer"
+
+
+@pytest.mark.parametrize(
+    ("next_path", "landing"),
+    [
+        ("/ui/#/leaderboard", "/ui/#/leaderboard"),
+        ("http://127.0.0.1:8000/ui/#/teams", "/ui/#/teams"),  # the public URL's origin
+        ("https://evil.example/ui/", "/ui/"),
+        ("//evil.example/ui/", "/ui/"),
+        ("/\\evil.example", "/ui/"),
+        ("javascript:alert(1)", "/ui/"),
+        ("ui/relative", "/ui/"),
+        ("/ui/\r\nSet-Cookie: x=1", "/ui/"),
+        ("/" + "a" * 3000, "/ui/"),
+        (None, "/ui/"),
+    ],
+)
+async def test_next_is_same_origin_only(
+    client: httpx.AsyncClient,
+    world: World,
+    provider: Provider,
+    next_path: str | None,
+    landing: str,
+) -> None:
+    org = world.org()
+    await configured(org, provider)
+    response = await sign_in(client, provider, org.id, "ada", next_path=next_path, **ADA)
+    assert response.headers["location"] == landing
+
+
+async def test_login_for_an_organization_without_sso_goes_to_the_sign_in_page(
+    client: httpx.AsyncClient, world: World, provider: Provider
+) -> None:
+    org = world.org()
+    for org_id in (str(org.id), "not-a-uuid", str(uuid.uuid4())):
+        response = await client.get(f"/auth/oidc/{org_id}/login")
+        assert refusal(response) == "not-configured", org_id
+        assert "json" not in response.headers.get("content-type", "")
+    assert (await client.get(f"/auth/oidc/{org.id}")).status_code == 404
+
+    await configured(org, provider, Enabled=False)
+    assert refusal(await client.get(f"/auth/oidc/{org.id}/login")) == "not-configured"
+    assert (await client.get(f"/auth/oidc/{org.id}")).status_code == 404
+    await configured(org, provider)
+    available = await client.get(f"/auth/oidc/{org.id}")
+    assert available.status_code == 200
+    assert available.json()["LoginUrl"].endswith(f"/auth/oidc/{org.id}/login")
+
+
+async def test_disabling_between_login_and_callback_refuses(
+    client: httpx.AsyncClient, world: World, provider: Provider
+) -> None:
+    org = world.org()
+    await configured(org, provider)
+    provider.set_user("ada", **ADA)
+    redirect = await provider.authorize(await start_login(client, org.id), "ada")
+    await configured(org, provider, Enabled=False)
+    assert refusal(await come_back(client, redirect)) == "not-configured"
+
+
+async def test_an_unreachable_provider_goes_to_the_sign_in_page(
+    client: httpx.AsyncClient, world: World, app: FastAPI
+) -> None:
+    org = world.org()
+    with running_provider() as short_lived:
+        await configured(org, short_lived)
+    providers_of(app.state).forget(short_lived.issuer)
+    response = await client.get(f"/auth/oidc/{org.id}/login")
+    assert refusal(response) == "provider-unreachable"
+
+
+async def test_the_provider_is_fetched_when_saved_and_cached_for_logins(
+    client: httpx.AsyncClient, world: World, provider: Provider, app: FastAPI
+) -> None:
+    org = world.org()
+    await configured(org, provider)
+    directory = providers_of(app.state)
+    fetched = directory.fetches
+    for _ in range(3):
+        await start_login(client, org.id)
+    assert directory.fetches == fetched
+    # Past its lifetime the provider is fetched again, once.
+    cached = directory.cached(provider.issuer)
+    assert cached is not None
+    directory.remember(provider.issuer, replace(cached, fetched_at=time.monotonic() - 10**6))
+    await start_login(client, org.id)
+    await start_login(client, org.id)
+    assert directory.fetches == fetched + 1
+
+
+async def test_a_secret_sealed_under_another_signing_secret_is_refused(
+    client: httpx.AsyncClient, world: World, provider: Provider, app_state: AppHarness
+) -> None:
+    org = world.org()
+    await configured(org, provider)
+    app_state.state.signing_secret = lambda: "another-signing-secret-of-48-bytes-000000000000"
+    response = await sign_in(client, provider, org.id, "ada", **ADA)
+    assert refusal(response) == "misconfigured"
+
+
+async def test_organizations_are_isolated(
+    app: FastAPI, world: World, provider: Provider, app_state: AppHarness
+) -> None:
+    """The same person at the same provider signs in to each organization through that
+    organization's login, as a member of that organization only."""
+    first, second = world.org(), world.org()
+    await configured(first, provider)
+    await configured(second, provider, AdminGroups=["staff"])
+    transport = httpx.ASGITransport(app=app)
+    claims = {**ADA, "groups": ["staff"]}
+    async with httpx.AsyncClient(transport=transport, base_url="http://questline.test") as one:
+        assert refusal(await sign_in(one, provider, first.id, "ada", **claims)) is None
+        info = (await one.get("/auth/session")).json()
+        assert (info["OrganizationId"], info["Role"]) == (str(first.id), "member")
+        # The first organization's session reads the first organization only.
+        theirs = await second.create_team("Second's team")
+        assert (await one.get(f"/team/{theirs['Id']}")).status_code == 404
+        assert (await one.get("/organization/sso")).status_code == 403
+    async with httpx.AsyncClient(transport=transport, base_url="http://questline.test") as two:
+        assert refusal(await sign_in(two, provider, second.id, "ada", **claims)) is None
+        info = (await two.get("/auth/session")).json()
+        assert (info["OrganizationId"], info["Role"]) == (str(second.id), "admin")
+    assert len(await _members(app_state, first.id)) == 1
+    assert len(await _members(app_state, second.id)) == 1
+
+
+async def test_rp_initiated_logout_is_offered_for_sso_sessions_only(
+    client: httpx.AsyncClient, world: World, provider: Provider, app_state: AppHarness
+) -> None:
+    org = world.org()
+    await configured(org, provider)
+    assert (await client.get("/auth/oidc/session")).json() == {"EndSessionUrl": None}
+    await sign_in(client, provider, org.id, "ada", **ADA)
+    offer = (await client.get("/auth/oidc/session")).json()["EndSessionUrl"]
+    assert offer.startswith(f"{provider.issuer}/oauth2/end_session?")
+    assert query_of(offer) == {
+        "client_id": "questline",
+        "post_logout_redirect_uri": "http://127.0.0.1:8000/ui/",
+    }
+    # A sign-in link's session has none.
+    async with app_state.db.session(write=True) as session:
+        code = await sessions.mint_signin_code(
+            session, settings=app_state.settings, org_id=org.id, role=Role.ADMIN, subject="cli"
+        )
+    client.cookies.clear()
+    assert (await client.post("/auth/session", json={"Code": code})).status_code == 201
+    assert (await client.get("/auth/oidc/session")).json() == {"EndSessionUrl": None}
+
+
+@pytest.mark.slow
+async def test_an_office_behind_one_address_signs_in_60_times_a_minute(
+    settings: Settings, world: World, provider: Provider
+) -> None:
+    """With the rate limits on, one client address starts 70 logins and completes 61."""
+    limited = create_app(settings.model_copy(update={"rate_limit_enabled": True}))
+    try:
+        transport = httpx.ASGITransport(app=limited)
+        async with httpx.AsyncClient(transport=transport, base_url="http://questline.test") as c:
+            org = world.org()
+            body = {"Issuer": provider.issuer, "ClientId": "q", "ClientSecret": "s"}
+            put = await c.put("/organization/sso", json=body, headers=org.admin)
+            assert put.status_code == 201, put.text
+            for _ in range(70):
+                await start_login(c, org.id)
+            provider.set_user("ada", **ADA)
+            for _ in range(61):
+                redirect = await provider.authorize(await start_login(c, org.id), "ada")
+                assert refusal(await come_back(c, redirect)) is None
+    finally:
+        await limited.state.questline.db.dispose()
