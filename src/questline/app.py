@@ -27,6 +27,9 @@ from questline.progress import hooks as progress_hooks
 from questline.progress.endpoints import router as progress_router
 from questline.progress.group_commit import GroupCommit
 from questline.readmodel.service import ReadModel
+from questline.scim.endpoints import router as scim_router
+from questline.scim.endpoints import token_router as scim_token_router
+from questline.scim.errors import ScimErrorMiddleware
 from questline.storage.db import Database
 from questline.teams.endpoints import router as teams_router
 from questline.web import idempotency
@@ -113,6 +116,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         leaderboard_router,
         webhooks_router,
         problems_router,
+        scim_router,
+        scim_token_router,
     ):
         app.include_router(router)
     app.add_api_route("/", _to_dashboard, methods=["GET"], include_in_schema=False)
@@ -155,6 +160,7 @@ def _add_middleware(app: FastAPI, state: AppState, identity: Identity) -> None:
             RateLimitMiddleware, limiter=RateLimiter(settings), verify=identity.tokens.verify_async
         )
     app.add_middleware(ConcurrencyLimitMiddleware, limit=settings.server_max_concurrent_requests)
+    app.add_middleware(ScimErrorMiddleware)  # /scim/: SCIM errors, whoever refused
     app.add_middleware(AccessLogMiddleware)
     if hosts and "*" not in hosts:
         app.add_middleware(AllowedHostsMiddleware, hosts=hosts)

@@ -90,12 +90,18 @@ def _is_fastapi_validation_default(entry: dict[str, Any]) -> bool:
     return bool(schema.get("$ref", "").endswith("/HTTPValidationError"))
 
 
+OWN_ERRORS = "x-error-media-type"
+"""An operation marked with this extension (its value: the media type) documents every
+error response itself, in a format of its own protocol (SCIM's ``application/scim+json``):
+the shared problems are neither added nor rewritten."""
+
+
 def complete_problem_responses(document: dict[str, Any]) -> dict[str, Any]:
     """Add the shared problems to every operation (idempotent; returns ``document``)."""
     for path, item in document.get("paths", {}).items():
         for method in _METHODS:
             operation = item.get(method)
-            if operation is None:
+            if operation is None or OWN_ERRORS in operation:
                 continue
             responses = operation.setdefault("responses", {})
             for status in sorted(_shared_problems(path, operation)):
@@ -249,7 +255,7 @@ def polish_document(
                     name, many = _component(media.get("schema", {}))
                     if name in by_name and "example" not in media:
                         media["example"] = [by_name[name]] if many else by_name[name]
-                elif status.isdigit() and int(status) >= 400:
+                elif status.isdigit() and int(status) >= 400 and OWN_ERRORS not in operation:
                     if PROBLEM_MEDIA_TYPE not in content:
                         response.update(_problem_entry(int(status)))
                         content = response["content"]
