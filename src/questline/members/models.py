@@ -9,7 +9,6 @@ from sqlalchemy import (
     Index,
     String,
     UniqueConstraint,
-    true,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -29,9 +28,10 @@ class Member(Base):
     """The e-mail address lower-cased: unique per organization."""
     given_name: Mapped[str] = mapped_column(String(100))
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
-    active: Mapped[bool] = mapped_column(default=True, server_default=true())
-    """False once the organization's directory deactivated the member (SCIM): it cannot
-    sign in and is in no team; its teams keep their progress and history."""
+    active: Mapped[bool | None] = mapped_column(default=None)
+    """False once the organization's directory deactivated the member (SCIM ``active``):
+    it cannot sign in and is in no team; its teams keep their progress and history.
+    True when the directory said so; null (active) when nobody set it."""
     external_id: Mapped[str | None] = mapped_column(String(255), default=None)
     """The directory's own id for the member (SCIM ``externalId``), as it sent it."""
     user_name: Mapped[str | None] = mapped_column(String(320), default=None)

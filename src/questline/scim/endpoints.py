@@ -20,7 +20,10 @@ from scim2_models import (
     InvalidValueException,
     ListResponse,
     NotFoundException,
+    NotImplementedException,
+    ResourceType,
     ResponseParameters,
+    Schema,
     User,
 )
 
@@ -47,6 +50,7 @@ _ERRORS = {
     412: "If-Match names a version that is no longer current",
     413: "the body is too large",
     415: "the body is not JSON",
+    501: "not implemented",
     429: "too many requests (Retry-After)",
     503: "the database is unavailable (Retry-After)",
 }
@@ -219,7 +223,7 @@ async def scim_service_provider_config(request: Request, tenant: ScimOf) -> Resp
 async def scim_list_resource_types(request: Request, tenant: ScimOf) -> Response:
     """`User` (members) and `Group` (teams)."""
     found = resources.resource_types(base_url(request))
-    listed = ListResponse[Any](
+    listed = ListResponse[ResourceType](
         total_results=len(found), start_index=1, items_per_page=len(found), resources=found
     )
     return _answer(listed.model_dump(mode="json", scim_ctx=Context.RESOURCE_QUERY_RESPONSE))
@@ -238,7 +242,7 @@ async def scim_get_resource_type(name: str, request: Request, tenant: ScimOf) ->
 async def scim_list_schemas(request: Request, tenant: ScimOf) -> Response:
     """The User and Group schemas, with the attributes Questline keeps."""
     found = resources.published_schemas(base_url(request))
-    listed = ListResponse[Any](
+    listed = ListResponse[Schema](
         total_results=len(found), start_index=1, items_per_page=len(found), resources=found
     )
     return _answer(listed.model_dump(mode="json", scim_ctx=Context.RESOURCE_QUERY_RESPONSE))
@@ -251,6 +255,14 @@ async def scim_get_schema(schema_id: str, request: Request, tenant: ScimOf) -> R
         if found.id == schema_id:
             return _answer(found.model_dump(mode="json", scim_ctx=Context.RESOURCE_QUERY_RESPONSE))
     raise NotFoundException(detail=f"No schema {schema_id[:100]!r}.")
+
+
+@router.post("/.search", summary="Search across resource types", **_documented(501))
+async def scim_search_all(tenant: ScimOf) -> Response:
+    """Not offered (RFC 7644 §3.4.3 makes it optional): search `/Users` or `/Groups`."""
+    raise NotImplementedException(
+        detail="Searching several resource types at once is not supported; query /Users or /Groups."
+    )
 
 
 # Users ------------------------------------------------------------------------------
@@ -546,16 +558,6 @@ async def scim_delete_group(
 # The admin's token ------------------------------------------------------------------
 
 token_router = APIRouter(prefix="/organization", tags=["scim"], route_class=TransactionalRoute)
-
-
-@router.api_route(
-    "/{rest:path}",
-    methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
-    include_in_schema=False,
-)
-async def scim_unknown(rest: str, tenant: ScimOf) -> Response:
-    """Anything else under ``/scim/v2``: a SCIM 404 (after the token check)."""
-    raise NotFoundException(detail=f"There is no SCIM endpoint at {BASE_PATH}/{rest[:100]}.")
 
 
 @token_router.post(

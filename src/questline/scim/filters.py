@@ -53,7 +53,8 @@ USER_ATTRIBUTES: dict[str, Attribute] = {
     "emails.value": Attribute(lambda: Member.email_key, "key"),
     "emails": Attribute(lambda: Member.email_key, "key"),
     "externalid": Attribute(lambda: Member.external_id, "exact"),
-    "active": Attribute(lambda: Member.active, "bool"),
+    # Null (never set) is active.
+    "active": Attribute(lambda: func.coalesce(Member.active, true()), "bool"),
     "name.givenname": Attribute(lambda: Member.given_name, "text"),
 }
 GROUP_ATTRIBUTES: dict[str, Attribute] = {

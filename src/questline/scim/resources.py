@@ -34,6 +34,7 @@ from scim2_models import (
     Meta,
     Name,
     Patch,
+    Required,
     ResourceType,
     Schema,
     ServiceProviderConfig,
@@ -51,14 +52,24 @@ USER_ATTRIBUTES: dict[str, set[str] | None] = {
     "userName": None,
     "name": {"givenName"},
     "active": None,
-    "emails": {"value", "primary"},
+    "emails": {"value"},
     "groups": {"value", "$ref", "display"},
 }
 """The User attributes Questline keeps (and for complex ones, the sub-attributes)."""
 GROUP_ATTRIBUTES: dict[str, set[str] | None] = {
     "displayName": None,
-    "members": {"value", "$ref", "type", "display"},
+    "members": {"value", "$ref", "type"},
 }
+
+
+REQUIRED: dict[str, set[str]] = {
+    "userName": set(),
+    "name": {"givenName"},
+    "emails": {"value"},
+}
+"""Marked required in the published User schema: a member has an e-mail and a given
+name. The service is lenient all the same: a user sent without ``name`` takes the
+e-mail's local part (docs/identity.md)."""
 
 
 def _cut(schema: Schema, keep: dict[str, set[str] | None]) -> Schema:
@@ -67,10 +78,19 @@ def _cut(schema: Schema, keep: dict[str, set[str] | None]) -> Schema:
         if attribute.name not in keep:
             continue
         subs = keep[attribute.name]
+        required_subs = REQUIRED.get(attribute.name or "", set())
         if subs is not None and attribute.sub_attributes:
             attribute = attribute.model_copy(
-                update={"sub_attributes": [s for s in attribute.sub_attributes if s.name in subs]}
+                update={
+                    "sub_attributes": [
+                        s.model_copy(update={"required": Required(s.name in required_subs)})
+                        for s in attribute.sub_attributes
+                        if s.name in subs
+                    ]
+                }
             )
+        if attribute.name in REQUIRED and schema.id == USER_SCHEMA:
+            attribute = attribute.model_copy(update={"required": Required.true})
         kept.append(attribute)
     return schema.model_copy(update={"attributes": kept})
 
@@ -137,7 +157,7 @@ def to_user(member: Member, team_ids: Sequence[uuid.UUID], base_url: str) -> Use
         user_name=user_name_of(member),
         name=Name(given_name=member.given_name),
         active=member.active,
-        emails=[Email(value=member.email, primary=True)],
+        emails=[Email(value=member.email)],
         groups=[GroupMembership(value=str(t), ref=f"{base_url}/Groups/{t}") for t in team_ids]
         or None,
         meta=Meta(
@@ -150,7 +170,7 @@ def to_user(member: Member, team_ids: Sequence[uuid.UUID], base_url: str) -> Use
 
 
 def to_group(team: Team, members: Sequence[tuple[uuid.UUID, str]], base_url: str) -> Group:
-    """``members``: each member's id and e-mail (shown as ``display``)."""
+    """``members``: each member's id and e-mail."""
     return Group(
         id=str(team.id),
         external_id=team.external_id,
@@ -160,9 +180,8 @@ def to_group(team: Team, members: Sequence[tuple[uuid.UUID, str]], base_url: str
                 value=str(member_id),
                 ref=f"{base_url}/Users/{member_id}",
                 type="User",
-                display=email,
             )
-            for member_id, email in members
+            for member_id, _email in members
         ]
         or None,
         meta=Meta(

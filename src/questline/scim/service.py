@@ -173,7 +173,7 @@ class UserFields:
     email: str
     user_name: str | None
     given_name: str
-    active: bool
+    active: bool | None
     external_id: str | None
 
 
@@ -201,7 +201,7 @@ def user_fields(user: User[Any]) -> UserFields:
         email=email,
         user_name=None if user_name.strip().casefold() == email.casefold() else user_name,
         given_name=checked.given_name,
-        active=True if user.active is None else bool(user.active),
+        active=user.active,
         external_id=_checked_text(user.external_id, MAX_EXTERNAL_ID, "externalId"),
     )
 
@@ -250,7 +250,7 @@ async def write_user(session: AsyncSession, *, member: Member, user: User[Any]) 
     """PUT and PATCH: the member becomes what ``user`` says (deactivation included)."""
     fields = user_fields(user)
     await _ensure_unique(session, org_id=member.organization_id, fields=fields, except_id=member.id)
-    was_active = member.active
+    was_active = member.active is not False
     previous_email = member.email
     member.email = fields.email
     member.email_key = email_key(fields.email)
@@ -260,7 +260,7 @@ async def write_user(session: AsyncSession, *, member: Member, user: User[Any]) 
     member.active = fields.active
     member.updated_at = utcnow()
     await session.flush()
-    if was_active and not fields.active:
+    if was_active and fields.active is False:
         await _take_out(session, member, previous_email)
     elif previous_email.casefold() != fields.email.casefold():
         # Sessions are bound to the address they signed in with.
@@ -391,13 +391,13 @@ async def _wanted_members(
         if wanted
         else []
     )
-    known: dict[uuid.UUID, bool] = dict(rows)
+    known: dict[uuid.UUID, bool | None] = {member_id: active for member_id, active in rows}
     unknown += [str(i) for i in wanted if i not in known]
     if unknown:
         raise InvalidValueException(
             detail=f"members name no user of your organization: {', '.join(unknown[:5])}."
         )
-    return [i for i in wanted if known[i]]
+    return [i for i in wanted if known[i] is not False]
 
 
 async def create_group(session: AsyncSession, *, org_id: uuid.UUID, group: Group) -> Team:

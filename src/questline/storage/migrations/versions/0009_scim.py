@@ -20,9 +20,7 @@ depends_on: str | Sequence[str] | None = None
 
 def upgrade() -> None:
     with op.batch_alter_table("members", schema=None) as batch_op:
-        batch_op.add_column(
-            sa.Column("active", sa.Boolean(), server_default=sa.true(), nullable=False)
-        )
+        batch_op.add_column(sa.Column("active", sa.Boolean(), nullable=True))
         batch_op.add_column(sa.Column("external_id", sa.String(length=255), nullable=True))
         batch_op.add_column(sa.Column("user_name", sa.String(length=320), nullable=True))
         batch_op.add_column(
