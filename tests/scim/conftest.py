@@ -4,14 +4,16 @@ speaks ``application/scim+json`` to the in-process application."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import pytest
 
+from questline.auth.tokens import TokenService
 from questline.web.identity import Role
-from tests.support.harness import AppHarness
+from tests.factories import Org, World
 
 SCIM = "application/scim+json"
 BASE = "/scim/v2"
@@ -48,7 +50,7 @@ class Directory:
         assert response.status_code == 201, response.text
         return dict(response.json())
 
-    async def create_group(self, name: str, members: list[str] = ()) -> dict[str, Any]:  # type: ignore[assignment]
+    async def create_group(self, name: str, members: Sequence[str] = ()) -> dict[str, Any]:
         body = {
             "schemas": ["urn:ietf:params:scim:schemas:core:2.0:Group"],
             "displayName": name,
@@ -59,12 +61,17 @@ class Directory:
         return dict(response.json())
 
 
-def directory_for(client: httpx.AsyncClient, app_state: AppHarness) -> Directory:
-    org_id = uuid.uuid4()
-    token = app_state.tokens.mint(role=Role.SCIM, org_id=org_id, subject="directory")
-    return Directory(client=client, org_id=org_id, token=token)
+def directory_for(org: Org, tokens: TokenService) -> Directory:
+    token = tokens.mint(role=Role.SCIM, org_id=org.id, subject="directory")
+    return Directory(client=org.client, org_id=org.id, token=token)
 
 
 @pytest.fixture
-def directory(client: httpx.AsyncClient, app_state: AppHarness) -> Directory:
-    return directory_for(client, app_state)
+def org(world: World) -> Org:
+    return world.org()
+
+
+@pytest.fixture
+def directory(org: Org, world: World) -> Directory:
+    """The directory of ``org``."""
+    return directory_for(org, world.tokens)

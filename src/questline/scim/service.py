@@ -199,7 +199,7 @@ def user_fields(user: User[Any]) -> UserFields:
     email = str(checked.email)
     return UserFields(
         email=email,
-        user_name=None if user_name.strip().casefold() == email.casefold() else user_name,
+        user_name=None if user_name == email else user_name,
         given_name=checked.given_name,
         active=user.active,
         external_id=_checked_text(user.external_id, MAX_EXTERNAL_ID, "externalId"),
@@ -382,16 +382,14 @@ async def _wanted_members(
     ids = [_uuid(v) for v in values]
     unknown = [v for v, i in zip(values, ids, strict=True) if i is None]
     wanted = list(dict.fromkeys(i for i in ids if i is not None))
-    rows: Any = (
-        await session.execute(
+    known: dict[uuid.UUID, bool | None] = {}
+    if wanted:
+        rows = await session.execute(
             select(Member.id, Member.active).where(
                 Member.organization_id == org_id, Member.id.in_(wanted)
             )
         )
-        if wanted
-        else []
-    )
-    known: dict[uuid.UUID, bool | None] = {member_id: active for member_id, active in rows}
+        known = dict(rows.tuples().all())
     unknown += [str(i) for i in wanted if i not in known]
     if unknown:
         raise InvalidValueException(
