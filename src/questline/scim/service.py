@@ -389,7 +389,8 @@ async def _wanted_members(
                 Member.organization_id == org_id, Member.id.in_(wanted)
             )
         )
-        known = dict(rows.tuples().all())
+        for member_id, active in rows.all():
+            known[member_id] = active
     unknown += [str(i) for i in wanted if i not in known]
     if unknown:
         raise InvalidValueException(
