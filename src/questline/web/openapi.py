@@ -101,9 +101,13 @@ def complete_problem_responses(document: dict[str, Any]) -> dict[str, Any]:
     for path, item in document.get("paths", {}).items():
         for method in _METHODS:
             operation = item.get(method)
-            if operation is None or OWN_ERRORS in operation:
+            if operation is None:
                 continue
             responses = operation.setdefault("responses", {})
+            if OWN_ERRORS in operation:  # FastAPI's 422 is not what such a route sends
+                for key in [k for k, v in responses.items() if _is_fastapi_validation_default(v)]:
+                    del responses[key]
+                continue
             for status in sorted(_shared_problems(path, operation)):
                 key = str(status)
                 if key not in responses or _is_fastapi_validation_default(responses[key]):
