@@ -34,7 +34,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.auth.models import DashboardSession, SigninCode
 from questline.config import Settings
-from questline.members.service import is_deactivated
 from questline.storage.db import utcnow
 from questline.web.errors import Forbidden, Unauthorized
 from questline.web.identity import Caller, Role
@@ -188,6 +187,9 @@ async def refuse_deactivated(
     session: AsyncSession, *, org_id: uuid.UUID, email: str | None
 ) -> None:
     """No session for a member the organization's directory deactivated (SCIM)."""
+    # Imported here: `questline signin-link` imports this module without the web stack.
+    from questline.members.service import is_deactivated
+
     if email and await is_deactivated(session, org_id=org_id, email=email):
         raise Unauthorized(DEACTIVATED)
 
