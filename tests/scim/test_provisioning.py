@@ -12,7 +12,8 @@ from questline.config import Settings
 from questline.web.identity import Role
 from tests.factories import Org, World
 from tests.progress.factories import completed, make_discipline, score_of
-from tests.scim.conftest import SCIM, Directory, directory_for
+from tests.scim.conftest import directory_for
+from tests.scim.support import SCIM, Directory
 
 pytestmark = pytest.mark.anyio
 
@@ -306,3 +307,26 @@ async def test_deleting_a_user_keeps_its_teams_progress(
 
 def _settings(world: World) -> Settings:
     return Settings(_env_file=None)
+
+
+async def test_entra_style_patches(directory: Directory) -> None:
+    user = await directory.create_user("ada@example.org")
+    body = {
+        "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+        "Operations": [
+            {"op": "Replace", "path": 'emails[type eq "work"].value', "value": "ada@new.example"},
+            {"op": "Replace", "path": "userName", "value": "ada@new.example"},
+            {"op": "Add", "value": {"name.givenName": "Augusta", "externalId": "e-1"}},
+        ],
+    }
+    response = await directory.request("PATCH", f"/Users/{user['id']}", body)
+    assert response.status_code == 200, response.text
+    patched = response.json()
+    assert patched["userName"] == "ada@new.example"
+    assert patched["emails"] == [{"value": "ada@new.example"}]
+    assert patched["name"] == {"givenName": "Augusta"}
+    assert patched["externalId"] == "e-1"
+    found = await directory.client.get(
+        "/scim/v2/Users", params={"filter": 'externalId eq "e-1"'}, headers=directory.headers
+    )
+    assert [u["id"] for u in found.json()["Resources"]] == [user["id"]]
