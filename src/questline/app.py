@@ -32,6 +32,9 @@ from questline.progress import hooks as progress_hooks
 from questline.progress.endpoints import router as progress_router
 from questline.progress.group_commit import GroupCommit
 from questline.readmodel.service import ReadModel
+from questline.scim.endpoints import router as scim_router
+from questline.scim.endpoints import token_router as scim_token_router
+from questline.scim.errors import ScimErrorMiddleware
 from questline.sso.endpoints import browser_router as sso_browser_router
 from questline.sso.endpoints import router as sso_router
 from questline.storage.db import Database
@@ -135,6 +138,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         organizations_router,
         sso_router,
         sso_browser_router,
+        scim_router,
+        scim_token_router,
     ):
         app.include_router(router)
     app.add_api_route("/", _to_dashboard, methods=["GET"], include_in_schema=False)
@@ -177,6 +182,7 @@ def _add_middleware(app: FastAPI, state: AppState, identity: Identity) -> None:
             RateLimitMiddleware, limiter=RateLimiter(settings), verify=identity.tokens.verify_async
         )
     app.add_middleware(ConcurrencyLimitMiddleware, limit=settings.server_max_concurrent_requests)
+    app.add_middleware(ScimErrorMiddleware)  # /scim/: SCIM errors, whoever refused
     app.add_middleware(AccessLogMiddleware)
     if hosts and "*" not in hosts:
         app.add_middleware(AllowedHostsMiddleware, hosts=hosts)

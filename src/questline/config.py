@@ -127,6 +127,11 @@ class Settings(BaseSettings):
     rate_limit_reads: str = "1200/minute"
     rate_limit_writes: str = "300/minute"
     rate_limit_bulk: str = "20/minute"
+    rate_limit_scim: str = "1200/minute"
+    """``/scim/v2``, reads and writes alike: a directory's first push sends a request per
+    user and per group (docs/identity.md)."""
+    scim_max_results: int = Field(default=1000, ge=1, le=10_000)
+    """The most resources a SCIM list returns at once (``count`` is capped to it)."""
 
     metrics_token: str | None = None
     """A static bearer token ``/metrics`` takes besides an ``operator`` JWT (a scraper's

@@ -126,6 +126,19 @@ def _discipline_in_owner_org(resolved: Resolved) -> dict[str, str]:
     return {"Title": unique("Iso"), "Description": "x", "OrganizationId": resolved.org_id}
 
 
+def scim_only(**fill: str) -> Expect:
+    """``/scim/v2``: a directory's ``scim`` token only, refused to every caller here, the
+    owner's admin included (tests/scim checks the scim token and its tenancy)."""
+    return Expect(
+        {"anonymous": 401, "forged": 401, "stranger": 403, "member": 403, "operator": 403,
+         "admin": 403},
+        fill=fill,
+    )  # fmt: skip
+
+
+_SCIM_ID = "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b30"
+
+
 def _ui_asset() -> str:
     from questline.dashboard.endpoints import ASSETS_DIR
 
@@ -224,6 +237,26 @@ EXPECTED: dict[tuple[str, str], Expect] = {
         body=lambda r: {"OrganizationId": r.org_id, "Email": "iso@example.org"},
     ),
     ("POST", "/member/{member_id}/invite"): write(503, scoped=True),
+    # SCIM provisioning (a scim token only) and the admin's way to mint that token.
+    ("GET", "/scim/v2/ServiceProviderConfig"): scim_only(),
+    ("GET", "/scim/v2/ResourceTypes"): scim_only(),
+    ("GET", "/scim/v2/ResourceTypes/{name}"): scim_only(name="User"),
+    ("GET", "/scim/v2/Schemas"): scim_only(),
+    ("GET", "/scim/v2/Schemas/{schema_id}"): scim_only(schema_id="x"),
+    ("POST", "/scim/v2/.search"): scim_only(),
+    ("GET", "/scim/v2/Users"): scim_only(),
+    ("POST", "/scim/v2/Users"): scim_only(),
+    ("GET", "/scim/v2/Users/{user_id}"): scim_only(user_id=_SCIM_ID),
+    ("PUT", "/scim/v2/Users/{user_id}"): scim_only(user_id=_SCIM_ID),
+    ("PATCH", "/scim/v2/Users/{user_id}"): scim_only(user_id=_SCIM_ID),
+    ("DELETE", "/scim/v2/Users/{user_id}"): scim_only(user_id=_SCIM_ID),
+    ("GET", "/scim/v2/Groups"): scim_only(),
+    ("POST", "/scim/v2/Groups"): scim_only(),
+    ("GET", "/scim/v2/Groups/{group_id}"): scim_only(group_id=_SCIM_ID),
+    ("PUT", "/scim/v2/Groups/{group_id}"): scim_only(group_id=_SCIM_ID),
+    ("PATCH", "/scim/v2/Groups/{group_id}"): scim_only(group_id=_SCIM_ID),
+    ("DELETE", "/scim/v2/Groups/{group_id}"): scim_only(group_id=_SCIM_ID),
+    ("POST", "/organization/scim-token"): write(201, scoped=False, body=lambda _: {"Days": 1}),
 }
 """Add the routes of disciplines, progress, leaderboard, bulk and the dashboard here as
 they land on main (the completeness test names each one that is missing)."""

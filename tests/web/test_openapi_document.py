@@ -140,6 +140,10 @@ async def test_every_error_is_a_problem_document_whose_type_is_a_page(
             if int(status) < 400:
                 continue
             content = response["content"]
+            if path.startswith("/scim/"):  # SCIM's own error document (RFC 7644 §3.12)
+                assert list(content) == ["application/scim+json"], (method, path, status)
+                assert content["application/scim+json"]["example"]["status"] == status
+                continue
             assert list(content) == ["application/problem+json"], (method, path, status)
             example = content["application/problem+json"]["example"]
             assert example["status"] == int(status)

@@ -168,3 +168,22 @@ async def test_an_unreachable_redis_lets_requests_pass_and_says_so(
 async def test_a_malformed_limit_fails_at_start(make_app: AppFactory) -> None:
     with pytest.raises(ValueError, match="lots"):
         make_app(rate_limit_enabled=True, rate_limit_reads="lots")
+
+
+async def test_scim_has_its_own_limit_and_answers_429_as_a_scim_error(
+    make_app: AppFactory, world: World
+) -> None:
+    org = world.org()
+    scim = bearer(world.tokens.mint(role=Role.SCIM, org_id=org.id, subject="directory"))
+    app = make_app(rate_limit_enabled=True, rate_limit_scim="2/minute", rate_limit_reads="5/minute")
+    async with client_for(app) as client:
+        for _ in range(2):
+            assert (await client.get("/scim/v2/Users", headers=scim)).status_code == 200
+        refused = await client.post(
+            "/scim/v2/Users", json={"userName": "a@example.org"}, headers=scim
+        )
+        assert (await client.get("/team", headers=org.member)).status_code == 200  # apart
+    assert refused.status_code == 429
+    assert refused.headers["content-type"].startswith("application/scim+json")
+    assert refused.json()["status"] == "429"
+    assert 1 <= int(refused.headers["Retry-After"]) <= 60

@@ -4,6 +4,7 @@ import { formatDateTime } from '../format';
 import { teamHref } from '../router';
 import type { Member, Team } from '../types';
 import { inviteButton } from './invite';
+import { scimPanel } from './scim';
 
 /** Every member of the organization with the teams each belongs to. */
 export function renderMembers(ctx: Ctx): void {
@@ -22,6 +23,7 @@ export function renderMembers(ctx: Ctx): void {
     h('p', { class: 'muted' }, ctx.admin ? 'Add members on a team’s page (by e-mail and given name); a member can be in several teams.' : 'Everyone in the organization and their teams.'),
     h('form', { class: 'filters', role: 'search', 'aria-label': 'Find members' }, h('div', { class: 'field' }, h('label', { for: 'members-search' }, 'Name or e-mail contains'), search)),
     tableWrap('Members', table),
+    ctx.admin ? scimPanel(ctx) : null,
   );
   let members: Member[] = [];
   let names = new Map<string, string>();

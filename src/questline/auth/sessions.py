@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.auth.models import DashboardSession, SigninCode
@@ -45,6 +45,11 @@ SESSION_COOKIE = "questline_session"
 CSRF_HEADER = "X-CSRF-Token"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 DASHBOARD_ROLES = frozenset({Role.MEMBER, Role.ADMIN})
+
+DEACTIVATED = (
+    "Your organization's directory has deactivated your account; ask its IT department "
+    "to activate it again."
+)
 
 INVALID_CODE = (
     "This sign-in link is not valid: it was used already, has expired, or was never "
@@ -153,6 +158,7 @@ async def exchange_code(session: AsyncSession, *, settings: Settings, code: str)
     ).one_or_none()
     if spent is None or spent.expires_at <= utcnow():
         raise Unauthorized(INVALID_CODE)
+    await refuse_deactivated(session, org_id=spent.organization_id, email=spent.email)
     return await _new_session(
         session,
         settings=settings,
@@ -169,6 +175,7 @@ async def session_for_caller(
     """A session for a verified token's caller (an identity provider's ID token)."""
     if caller.org_id is None or caller.role not in DASHBOARD_ROLES:
         raise Forbidden("The dashboard is for members and admins of an organization.")
+    await refuse_deactivated(session, org_id=caller.org_id, email=email)
     return await _new_session(
         session,
         settings=settings,
@@ -177,6 +184,27 @@ async def session_for_caller(
         subject=caller.subject,
         email=email,
     )
+
+
+async def refuse_deactivated(
+    session: AsyncSession, *, org_id: uuid.UUID, email: str | None
+) -> None:
+    """No session for a member the organization's directory deactivated (SCIM)."""
+    # Imported here: `questline signin-link` imports this module without the web stack.
+    from questline.members.service import is_deactivated
+
+    if email and await is_deactivated(session, org_id=org_id, email=email):
+        raise Unauthorized(DEACTIVATED)
+
+
+async def end_sessions_of(session: AsyncSession, *, org_id: uuid.UUID, email: str) -> None:
+    """Sign a person out everywhere: its sessions and unspent sign-in codes in the
+    organization go (a directory deactivated or deleted it)."""
+    key = email.strip().lower()
+    for table in (DashboardSession, SigninCode):
+        await session.execute(
+            delete(table).where(table.organization_id == org_id, func.lower(table.email) == key)
+        )
 
 
 async def find_session(session: AsyncSession, token: str) -> DashboardSession | None:

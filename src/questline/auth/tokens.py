@@ -109,7 +109,7 @@ class TokenService:
         if role is Role.OPERATOR and org_id is not None:
             raise ValueError("an operator token carries no organization")
         if role is not Role.OPERATOR and org_id is None:
-            raise ValueError("member and admin tokens need an organization")
+            raise ValueError("member, admin and scim tokens need an organization")
         now = dt.datetime.now(dt.UTC)
         claims: dict[str, Any] = {
             "sub": subject,
@@ -210,7 +210,9 @@ class TokenService:
         try:
             role = Role(str(claims.get(self.settings.jwt_role_claim, "")).lower())
         except ValueError as exc:
-            raise Unauthorized("The token names no known role (member, admin, operator).") from exc
+            raise Unauthorized(
+                "The token names no known role (member, admin, operator, scim)."
+            ) from exc
         raw_org = claims.get(self.settings.jwt_org_claim)
         if role is Role.OPERATOR:
             org_id = None

@@ -132,7 +132,9 @@ def _redacted(url: str) -> str:
 
 @token_app.command("create")
 def token_create(
-    role: Annotated[Role, typer.Option(help="member, admin or operator.")] = Role.ADMIN,
+    role: Annotated[
+        Role, typer.Option(help="member, admin, operator, or scim (a directory's SCIM token).")
+    ] = Role.ADMIN,
     org: Annotated[str | None, typer.Option(help="Organization UUID (not for operators).")] = None,
     subject: Annotated[str, typer.Option(help="The `sub` claim.")] = "cli",
     days: Annotated[int, typer.Option(help="Lifetime in days.")] = 30,
@@ -141,7 +143,9 @@ def token_create(
     import datetime as dt
 
     if role is not Role.OPERATOR and org is None:
-        raise typer.BadParameter("member and admin tokens need --org UUID", param_hint="--org")
+        raise typer.BadParameter(
+            "member, admin and scim tokens need --org UUID", param_hint="--org"
+        )
     if role is Role.OPERATOR and org is not None:
         raise typer.BadParameter("operator tokens carry no organization", param_hint="--org")
     try:

@@ -3,7 +3,13 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 
-from sqlalchemy import ForeignKey, ForeignKeyConstraint, Index, String, UniqueConstraint
+from sqlalchemy import (
+    ForeignKey,
+    ForeignKeyConstraint,
+    Index,
+    String,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from questline.storage.db import Base, UTCDateTime, new_id, utcnow
@@ -22,6 +28,16 @@ class Member(Base):
     """The e-mail address lower-cased: unique per organization."""
     given_name: Mapped[str] = mapped_column(String(100))
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    active: Mapped[bool | None] = mapped_column(default=None)
+    """False once the organization's directory deactivated the member (SCIM ``active``):
+    it cannot sign in and is in no team; its teams keep their progress and history.
+    True when the directory said so; null (active) when nobody set it."""
+    external_id: Mapped[str | None] = mapped_column(String(255), default=None)
+    """The directory's own id for the member (SCIM ``externalId``), as it sent it."""
+    user_name: Mapped[str | None] = mapped_column(String(320), default=None)
+    """The directory's ``userName`` when it is not the e-mail address (null: it is)."""
+    updated_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, default=None)
+    """When the directory last changed the member (SCIM ``meta.lastModified``)."""
 
 
 class TeamMembership(Base):

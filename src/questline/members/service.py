@@ -157,3 +157,14 @@ async def get_member(session: AsyncSession, *, org_id: uuid.UUID, member_id: uui
     if member is None:
         raise not_found("member")
     return member
+
+
+async def is_deactivated(session: AsyncSession, *, org_id: uuid.UUID, email: str) -> bool:
+    """Whether the organization's directory deactivated the member with this e-mail
+    (SCIM ``active: false``): such a member does not sign in."""
+    active = await session.scalar(
+        select(Member.active).where(
+            Member.organization_id == org_id, Member.email_key == email_key(email)
+        )
+    )
+    return active is False

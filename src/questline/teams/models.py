@@ -55,6 +55,8 @@ class Team(Base):
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
     version: Mapped[int] = mapped_column(default=1)
+    external_id: Mapped[str | None] = mapped_column(String(255), default=None)
+    """The organization's directory's own id for the team (SCIM ``externalId``)."""
 
     __mapper_args__ = {"version_id_col": version}
 

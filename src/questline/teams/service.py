@@ -302,3 +302,49 @@ async def remove_member(session: AsyncSession, *, team: Team, member_id: uuid.UU
         raise not_found("member in this team")
     await _record_membership(session, team, member_id, "member.removed")
     await bump(session, team.organization_id)
+
+
+async def add_members_by_id(
+    session: AsyncSession, *, team: Team, member_ids: list[uuid.UUID]
+) -> list[uuid.UUID]:
+    """Put members of the organization (by id, known to exist) in the team; the ids that
+    joined (those already in it are left as they are). Refused for an archived team."""
+    ensure_active(team, "new members")
+    joined: list[uuid.UUID] = []
+    for member_id in dict.fromkeys(member_ids):
+        result = await session.execute(
+            insert_ignoring_conflicts(
+                session, TeamMembership.__table__, ["organization_id", "team_id", "member_id"]
+            )
+            .values(
+                organization_id=team.organization_id,
+                team_id=team.id,
+                member_id=member_id,
+                created_at=utcnow(),
+            )
+            .returning(TeamMembership.__table__.c.member_id)
+        )
+        if result.scalar_one_or_none() is not None:
+            joined.append(member_id)
+            await _record_membership(session, team, member_id, "member.added")
+    if joined:
+        await bump(session, team.organization_id)
+    return joined
+
+
+async def remove_from_all_teams(
+    session: AsyncSession, *, org_id: uuid.UUID, member_id: uuid.UUID
+) -> list[uuid.UUID]:
+    """Take a member out of every team it is in (each a ``member.removed`` event); the
+    teams keep their progress and history. The ids of the teams it left."""
+    team_ids = list(
+        await session.scalars(
+            select(TeamMembership.team_id).where(
+                TeamMembership.organization_id == org_id, TeamMembership.member_id == member_id
+            )
+        )
+    )
+    for team_id in team_ids:
+        team = await get_team(session, org_id=org_id, team_id=team_id)
+        await remove_member(session, team=team, member_id=member_id)
+    return team_ids

@@ -44,6 +44,8 @@ class Access(enum.Enum):
     """A write with any valid token: admins and operators (the service checks more)."""
     MEMBER = "member"
     ADMIN = "admin"
+    SCIM = "scim"
+    """A directory's ``scim`` token, and no other (the ``/scim/v2`` routes)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +61,8 @@ class Tenant:
 
 
 def require_member(caller: Caller) -> Tenant:
+    if caller.role is Role.SCIM:
+        raise Forbidden(SCIM_ONLY)
     if caller.org_id is None:
         raise Forbidden("This operation acts inside an organization; operator tokens have none.")
     return Tenant(org_id=caller.org_id, caller=caller)
@@ -70,9 +74,23 @@ def require_admin(caller: Caller) -> Tenant:
     return Tenant(org_id=caller.org_id, caller=caller)
 
 
+SCIM_ONLY = "A scim token provisions through /scim/v2 and can do nothing else."
+
+
+def require_scim(caller: Caller) -> Tenant:
+    if caller.role is not Role.SCIM or caller.org_id is None:
+        raise Forbidden("The SCIM API needs the organization's scim token (role scim).")
+    return Tenant(org_id=caller.org_id, caller=caller)
+
+
 def check_access(caller: Caller, access: Access) -> None:
-    """Forbidden unless ``caller`` may call a route of ``access``."""
-    if access is Access.ADMIN:
+    """Forbidden unless ``caller`` may call a route of ``access``. A ``scim`` token is
+    refused everywhere but on the SCIM routes, and only it is taken there."""
+    if access is Access.SCIM:
+        require_scim(caller)
+    elif caller.role is Role.SCIM:
+        raise Forbidden(SCIM_ONLY)
+    elif access is Access.ADMIN:
         require_admin(caller)
     elif access is Access.MEMBER:
         require_member(caller)
@@ -116,10 +134,16 @@ async def tenant_admin(caller: CallerDep) -> Tenant:
     return require_admin(caller)
 
 
+async def tenant_scim(caller: CallerDep) -> Tenant:
+    return require_scim(caller)
+
+
 MemberOf = Annotated[Tenant, Depends(tenant_member)]
 """Reads: any member (or admin) of the caller's organization."""
 AdminOf = Annotated[Tenant, Depends(tenant_admin)]
 """Writes: an admin of the caller's organization."""
+ScimOf = Annotated[Tenant, Depends(tenant_scim)]
+"""Provisioning: the organization's directory, with a ``scim`` token."""
 
 
 def access_of(dependant: Dependant, methods: set[str]) -> Access:
@@ -130,6 +154,8 @@ def access_of(dependant: Dependant, methods: set[str]) -> Access:
         current = stack.pop()
         stack.extend(current.dependencies)
         calls.add(current.call)
+    if tenant_scim in calls:
+        return Access.SCIM
     if tenant_admin in calls:
         return Access.ADMIN
     if tenant_member in calls:

@@ -19,6 +19,8 @@ class Role(enum.StrEnum):
     MEMBER = "member"
     ADMIN = "admin"
     OPERATOR = "operator"
+    SCIM = "scim"
+    """A directory's provisioning client: it may call ``/scim/v2`` and nothing else."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -90,6 +90,12 @@ def _is_fastapi_validation_default(entry: dict[str, Any]) -> bool:
     return bool(schema.get("$ref", "").endswith("/HTTPValidationError"))
 
 
+OWN_ERRORS = "x-error-media-type"
+"""An operation marked with this extension (its value: the media type) documents every
+error response itself, in a format of its own protocol (SCIM's ``application/scim+json``):
+the shared problems are neither added nor rewritten."""
+
+
 def complete_problem_responses(document: dict[str, Any]) -> dict[str, Any]:
     """Add the shared problems to every operation (idempotent; returns ``document``)."""
     for path, item in document.get("paths", {}).items():
@@ -98,6 +104,10 @@ def complete_problem_responses(document: dict[str, Any]) -> dict[str, Any]:
             if operation is None:
                 continue
             responses = operation.setdefault("responses", {})
+            if OWN_ERRORS in operation:  # FastAPI's 422 is not what such a route sends
+                for key in [k for k, v in responses.items() if _is_fastapi_validation_default(v)]:
+                    del responses[key]
+                continue
             for status in sorted(_shared_problems(path, operation)):
                 key = str(status)
                 if key not in responses or _is_fastapi_validation_default(responses[key]):
@@ -249,7 +259,7 @@ def polish_document(
                     name, many = _component(media.get("schema", {}))
                     if name in by_name and "example" not in media:
                         media["example"] = [by_name[name]] if many else by_name[name]
-                elif status.isdigit() and int(status) >= 400:
+                elif status.isdigit() and int(status) >= 400 and OWN_ERRORS not in operation:
                     if PROBLEM_MEDIA_TYPE not in content:
                         response.update(_problem_entry(int(status)))
                         content = response["content"]

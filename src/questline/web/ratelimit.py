@@ -45,6 +45,8 @@ logger = logging.getLogger("questline.web.ratelimit")
 EXEMPT_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 """Probes and scrapes: an orchestrator polling them must never be refused."""
 BULK_SUFFIXES = ("/team/bulk",)
+SCIM_PREFIX = "/scim/"
+"""A directory's provisioning API: one class of its own, reads and writes alike."""
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
@@ -52,9 +54,12 @@ class RouteClass(enum.StrEnum):
     READS = "reads"
     WRITES = "writes"
     BULK = "bulk"
+    SCIM = "scim"
 
 
 def classify(method: str, path: str) -> RouteClass:
+    if path.startswith(SCIM_PREFIX):
+        return RouteClass.SCIM
     if path.rstrip("/").endswith(BULK_SUFFIXES):
         return RouteClass.BULK
     return RouteClass.READS if method in READ_METHODS else RouteClass.WRITES
@@ -88,6 +93,7 @@ class RateLimiter:
             RouteClass.READS: parse(settings.rate_limit_reads),
             RouteClass.WRITES: parse(settings.rate_limit_writes),
             RouteClass.BULK: parse(settings.rate_limit_bulk),
+            RouteClass.SCIM: parse(settings.rate_limit_scim),
         }
         uri = storage_uri(settings.rate_limit_storage)
         options: dict[str, float | str | bool] = {}
