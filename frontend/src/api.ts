@@ -215,7 +215,7 @@ export class Api {
   }
 
   async createTeam(name: string, tags: string[]): Promise<Team> {
-    const body: TeamCreate = { name, tags };
+    const body: Omit<TeamCreate, 'Invite'> = { name, tags }; // no invitations: a new team has no members
     return (await this.request<Team>('POST', '/team', body)).data;
   }
 
@@ -237,7 +237,7 @@ export class Api {
 
   addMember(teamId: string, email: string, givenName: string, invite = false): Promise<ApiResult<Member>> {
     // `Invite` e-mails the member an invitation when it joins the team.
-    const body: MemberAdd & { Invite?: boolean } = invite ? { email, givenName, Invite: true } : { email, givenName };
+    const body: Omit<MemberAdd, 'Invite'> & { Invite: boolean } = { email, givenName, Invite: invite };
     return this.request<Member>('POST', `/team/${enc(teamId)}/members`, body);
   }
 
