@@ -330,3 +330,57 @@ async def test_entra_style_patches(directory: Directory) -> None:
         "/scim/v2/Users", params={"filter": 'externalId eq "e-1"'}, headers=directory.headers
     )
     assert [u["id"] for u in found.json()["Resources"]] == [user["id"]]
+
+
+async def test_hostile_input_gets_scim_errors_never_a_5xx(directory: Directory) -> None:
+    users = "/scim/v2/Users"
+    long_filter = await directory.client.get(
+        users, params={"filter": 'userName eq "' + "a" * 5000 + '"'}, headers=directory.headers
+    )
+    assert_scim_error(long_filter, 400)
+    huge = await directory.client.post(
+        users,
+        content=b'{"userName": "' + b"a" * (6 * 1024 * 1024) + b'"}',
+        headers=directory.headers,
+    )
+    assert_scim_error(huge, 413)
+    nul = await directory.request("POST", "/Users", {"userName": "a\u0000@example.org"})
+    assert_scim_error(nul, 400)
+    deep = await directory.client.post(
+        users, content=b"[" * 500 + b"]" * 500, headers=directory.headers
+    )
+    assert_scim_error(deep, 400)
+    wrong_type = await directory.request("POST", "/Users", {"userName": 5, "active": "maybe"})
+    assert_scim_error(wrong_type, 400)
+    not_object = await directory.request("POST", "/Groups", ["x"])
+    assert_scim_error(not_object, 400)
+    invisible = await directory.request("POST", "/Groups", {"displayName": "\u200b"})
+    assert_scim_error(invisible, 400, "invalidValue")
+    start = await directory.client.get(users, params={"startIndex": "x"}, headers=directory.headers)
+    assert_scim_error(start, 400)
+    odd = await directory.client.get(
+        users, params={"startIndex": -5, "count": -1}, headers=directory.headers
+    )
+    assert odd.status_code == 200
+    assert (odd.json()["startIndex"], odd.json()["itemsPerPage"]) == (1, 0)
+
+
+async def test_concurrent_creations_of_one_user_make_one(directory: Directory) -> None:
+    import anyio
+
+    statuses: list[int] = []
+
+    async def create() -> None:
+        response = await directory.request(
+            "POST", "/Users", {"userName": "twin@example.org", "name": {"givenName": "Twin"}}
+        )
+        statuses.append(response.status_code)
+        if response.status_code != 201:
+            assert_scim_error(response, 409, "uniqueness")
+
+    async with anyio.create_task_group() as group:
+        for _ in range(4):
+            group.start_soon(create)
+    assert sorted(statuses) == [201, 409, 409, 409]
+    listed = await directory.request("GET", "/Users")
+    assert listed.json()["totalResults"] == 1

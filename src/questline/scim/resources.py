@@ -14,7 +14,6 @@ checker) sends only what is stored and reads back what it sent.
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import uuid
 from collections.abc import Sequence
@@ -215,7 +214,3 @@ def etag_of_document(document: dict[str, Any]) -> str:
     body = {k: v for k, v in document.items() if k != "meta"}
     digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:20]
     return f'W/"{digest}"'
-
-
-def utc(value: dt.datetime | None) -> dt.datetime | None:
-    return value.astimezone(dt.UTC) if value is not None else None
