@@ -18,6 +18,7 @@ from questline.storage.db import Base
 from questline.teams.models import Team
 from questline.web.idempotency import IdempotencyRecord
 from questline.webhooks.models import Webhook, WebhookDelivery
+from questline.xapi.models import LrsConnection, XapiStatement
 
 __all__ = [
     "Base",
@@ -26,6 +27,7 @@ __all__ = [
     "Event",
     "IdempotencyRecord",
     "Level",
+    "LrsConnection",
     "Member",
     "Organization",
     "Quest",
@@ -39,4 +41,5 @@ __all__ = [
     "TeamMembership",
     "Webhook",
     "WebhookDelivery",
+    "XapiStatement",
 ]
