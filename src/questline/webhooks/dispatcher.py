@@ -27,8 +27,8 @@ Every server process runs one (``Dispatcher.start`` in the app's lifespan). A pa
    ``webhooks_max_attempts``; a webhook failing for ``webhooks_disable_after_seconds``
    is disabled, with the reason in ``DisabledReason``.
 
-A commit that recorded events wakes this process's dispatcher, which waits
-``COALESCE_SECONDS`` before its pass so that a burst of writes is fanned out in one
+A commit that recorded events wakes this process's dispatcher (``outbound.loop``), which
+waits ``COALESCE_SECONDS`` before its pass so that a burst of writes is fanned out in one
 transaction instead of one each (a pass per event is a second write transaction for
 every write, and on SQLite a second turn of the one write lock: docs/performance.md,
 "Writes"); work committed by other processes is found by polling every
@@ -38,14 +38,11 @@ every write, and on SQLite a second turn of the one write lock: docs/performance
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
-import fcntl
 import logging
 import uuid
 from collections.abc import Sequence
-from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from sqlalchemy import Select, and_, delete, insert, not_, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -56,6 +53,7 @@ from questline.events import fanout
 from questline.events.models import PLATFORM_ORG, Event
 from questline.outbound import retry
 from questline.outbound.fairness import Slots
+from questline.outbound.loop import PassLoop
 from questline.storage.db import Database, new_id, utcnow
 from questline.storage.many_rows import one_of
 from questline.webhooks.models import DeliveryStatus, Webhook, WebhookDelivery
@@ -78,8 +76,6 @@ CLAIM_ROUNDS = 8
 hosts the rounds before it found full."""
 LEASE_MARGIN = dt.timedelta(seconds=30)
 PURGE_EVERY = dt.timedelta(hours=1)
-COALESCE_SECONDS = 0.05
-"""After a wake-up by a commit: how long to let further events gather before a pass."""
 
 
 def backoff(settings: Settings, attempts: int) -> dt.timedelta:
@@ -91,10 +87,7 @@ class Dispatcher:
     def __init__(self, settings: Settings, db: Database) -> None:
         self.settings = settings
         self.db = db
-        self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
         self._remove_listener: Any = None
-        self._lock_file: IO[bytes] | None = None
         self.sender = Sender(settings)
         self.slots = Slots.of(
             settings.webhooks_concurrency,
@@ -106,25 +99,29 @@ class Dispatcher:
         self._cut_short = False
         """The last claim ran out of rounds with slots still free."""
         self._last_purge: dt.datetime | None = None
+        self.loop = PassLoop(
+            name="questline-webhooks",
+            run_once=self.run_once,
+            poll_seconds=settings.webhooks_poll_seconds,
+            # On SQLite, one dispatcher per database file (a lock beside it).
+            lock_path=(settings.ensure_data_dir() / "webhooks-dispatcher.lock")
+            if db.is_sqlite
+            else None,
+            logger=logger,
+        )
 
     # Life cycle -------------------------------------------------------------------
 
     def start(self) -> None:
-        loop = asyncio.get_running_loop()
-
-        def committed() -> None:
-            loop.call_soon_threadsafe(self._wake.set)
-
-        self._remove_listener = events.on_committed(committed)
-        self._task = asyncio.create_task(self._run(), name="questline-webhooks")
+        self._remove_listener = events.on_committed(
+            self.loop.wake_threadsafe(asyncio.get_running_loop())
+        )
+        self.loop.start()
 
     async def stop(self) -> None:
         if self._remove_listener is not None:
             self._remove_listener()
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await self.loop.stop()
         await self.close()
 
     async def close(self) -> None:
@@ -134,46 +131,9 @@ class Dispatcher:
             task.cancel()
         await asyncio.gather(*sending, return_exceptions=True)
         await self.sender.close()
-        if self._lock_file is not None:
-            self._lock_file.close()
-            self._lock_file = None
 
     def wake(self) -> None:
-        self._wake.set()
-
-    async def _run(self) -> None:
-        while not self._may_dispatch():  # noqa: ASYNC110 - polling a file lock
-            await asyncio.sleep(max(self.settings.webhooks_poll_seconds, 5))
-        while True:
-            # Cleared before the pass: a commit or a finished attempt during the pass
-            # brings the next one at once.
-            self._wake.clear()
-            try:
-                busy = await self.run_once()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                logger.exception("webhook dispatch pass failed")
-                busy = False
-            if busy:
-                continue
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.settings.webhooks_poll_seconds)
-                await asyncio.sleep(COALESCE_SECONDS)
-
-    def _may_dispatch(self) -> bool:
-        """On SQLite, one dispatcher per database file (a lock beside it)."""
-        if not self.db.is_sqlite or self._lock_file is not None:
-            return True
-        path = Path(self.settings.ensure_data_dir()) / "webhooks-dispatcher.lock"
-        handle = path.open("ab")
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            handle.close()
-            return False
-        self._lock_file = handle
-        return True
+        self.loop.wake()
 
     # One pass -----------------------------------------------------------------------
 
@@ -218,7 +178,7 @@ class Dispatcher:
         finally:
             self.slots.give_back(attempt.organization_id, attempt.host, attempt.webhook_id)
         self._finished.append(outcome)
-        self._wake.set()
+        self.loop.wake()
 
     def _locking(self, query: Any) -> Any:
         return query if self.db.is_sqlite else query.with_for_update(skip_locked=True)
