@@ -117,6 +117,18 @@ OTHER_HOOK = "https://93.184.215.15/elsewhere"
 """What other callers subscribe (not the owner's values, which must not leak)."""
 
 
+OTHER_LRS = "https://93.184.215.15/xAPI"
+_ADMIN_OWN_LRS = {
+    "anonymous": 401,
+    "forged": 401,
+    "stranger": 404,
+    "member": 403,
+    "operator": 403,
+    "admin": 200,
+}
+"""The owner's LRS is seeded (``_seed_lrs``); the stranger has none when it reads."""
+
+
 def _new_member(_: Resolved) -> dict[str, str]:
     return {"email": f"{unique('iso')}@example.org", "givenName": "Iso"}
 
@@ -204,6 +216,19 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     ("POST", "/webhook/{webhook_id}/secret"): write(200, scoped=True),
     ("GET", "/webhook/{webhook_id}/deliveries"): admin_read(scoped=True),
     ("POST", "/webhook/{webhook_id}/deliveries/{delivery_id}/retry"): write(202, scoped=True),
+    # xAPI (admin only): the caller's own organization's LRS; a stranger has none (404)
+    # until its PUT (201), which its DELETE then removes.
+    ("GET", "/organization/xapi"): Expect(_ADMIN_OWN_LRS, snapshot=True),
+    ("GET", "/organization/xapi/failures"): Expect(_ADMIN_OWN_LRS, snapshot=True),
+    ("POST", "/organization/xapi/test"): Expect(_ADMIN_OWN_LRS),
+    # The answer is the caller's own registration; its ActivityBaseIri is the service's
+    # (the same for every organization), which the owner's snapshot also shows.
+    ("PUT", "/organization/xapi"): Expect(
+        {**_ADMIN_OWN_LRS, "stranger": 201},
+        body=lambda _: {"Endpoint": OTHER_LRS, "Token": "t"},
+        forbidden_text=False,
+    ),
+    ("DELETE", "/organization/xapi"): write(204, scoped=False),
 }
 """Add the routes of disciplines, progress, leaderboard, bulk and the dashboard here as
 they land on main (the completeness test names each one that is missing)."""
@@ -279,7 +304,28 @@ async def _resolve(org: Org, paths: dict[str, Any], db: Database | None = None) 
         resolved.ids["task_id"], resolved.open_task_id = seeded.kept["tasks"][:2]
     if "post" in paths.get("/webhook", {}):
         await _seed_webhook(org, resolved, db)
+    if "put" in paths.get("/organization/xapi", {}) and db is not None:
+        await _seed_lrs(org, db)
     return resolved
+
+
+async def _seed_lrs(org: Org, db: Database) -> None:
+    """An LRS on a loopback address, written directly (the API refuses such endpoints
+    here): the connection test then fails fast at the address check, sending nothing."""
+    from questline.storage.db import utcnow
+    from questline.xapi.models import LrsConnection
+
+    async with db.session() as session:
+        session.add(
+            LrsConnection(
+                organization_id=org.id,
+                endpoint="http://127.0.0.1:9/xAPI",
+                username="owner",
+                password="owner-secret",
+                created_at=utcnow(),
+                updated_at=utcnow(),
+            )
+        )
 
 
 def _forged_token(org: Org) -> str:
