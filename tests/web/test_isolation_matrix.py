@@ -287,7 +287,9 @@ async def _seed_webhook(org: Org, resolved: Resolved, db: Database | None) -> No
     resolved.ids["delivery_id"] = delivery["Id"]
 
 
-async def _resolve(org: Org, paths: dict[str, Any], db: Database | None = None) -> Resolved:
+async def _resolve(
+    org: Org, paths: dict[str, Any], db: Database | None = None, settings: Settings | None = None
+) -> Resolved:
     seeded = await seed_organization(org, paths, teams=2)
     team_id = seeded.kept["teams"][0]
     detail = await org.client.get(f"/team/{team_id}", headers=org.admin)
@@ -304,16 +306,17 @@ async def _resolve(org: Org, paths: dict[str, Any], db: Database | None = None) 
         resolved.ids["task_id"], resolved.open_task_id = seeded.kept["tasks"][:2]
     if "post" in paths.get("/webhook", {}):
         await _seed_webhook(org, resolved, db)
-    if "put" in paths.get("/organization/xapi", {}) and db is not None:
-        await _seed_lrs(org, db)
+    if "put" in paths.get("/organization/xapi", {}) and db is not None and settings is not None:
+        await _seed_lrs(org, db, settings)
     return resolved
 
 
-async def _seed_lrs(org: Org, db: Database) -> None:
+async def _seed_lrs(org: Org, db: Database, settings: Settings) -> None:
     """An LRS on a loopback address, written directly (the API refuses such endpoints
     here): the connection test then fails fast at the address check, sending nothing."""
     from questline.storage.db import utcnow
     from questline.xapi.models import LrsConnection
+    from questline.xapi.sealing import seal
 
     async with db.session() as session:
         session.add(
@@ -321,7 +324,7 @@ async def _seed_lrs(org: Org, db: Database) -> None:
                 organization_id=org.id,
                 endpoint="http://127.0.0.1:9/xAPI",
                 username="owner",
-                password="owner-secret",
+                password=seal(settings, "owner-secret", organization=str(org.id)),
                 created_at=utcnow(),
                 updated_at=utcnow(),
             )
@@ -391,7 +394,7 @@ async def test_every_caller_gets_its_status_and_the_owner_is_untouched(
     owner, stranger = world.org(), world.org()
     await stranger.create_team()
     paths = app.openapi()["paths"]
-    resolved = await _resolve(owner, paths, world.db)
+    resolved = await _resolve(owner, paths, world.db, app.state.questline.settings)
     headers = {
         "anonymous": {},
         "forged": bearer(_forged_token(owner)),
@@ -425,7 +428,7 @@ async def test_every_caller_gets_its_status_and_the_owner_is_untouched(
 async def test_the_owner_admin_succeeds_on_every_route(app: FastAPI, world: World) -> None:
     """The positive control: every request of the matrix is one the owner may make."""
     owner = world.org()
-    resolved = await _resolve(owner, app.openapi()["paths"], world.db)
+    resolved = await _resolve(owner, app.openapi()["paths"], world.db, app.state.questline.settings)
     failures: list[str] = []
     for key in sorted(EXPECTED, key=_order):
         expect = EXPECTED[key]

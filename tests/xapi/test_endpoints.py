@@ -8,6 +8,8 @@ import logging
 
 import pytest
 
+from questline.xapi.models import LrsConnection
+from questline.xapi.sealing import Unreadable, unseal
 from tests.factories import World
 from tests.support.harness import AppHarness
 from tests.support.ralph_lrs import RalphServer, RalphUser
@@ -42,6 +44,23 @@ async def test_the_secret_is_never_shown_and_replacing_keeps_one_lrs(
         assert "Token" not in body
     assert lrs_user.password not in caplog.text
     assert "abc.DEF-123" not in caplog.text
+
+
+async def test_the_secret_is_sealed_at_rest(
+    world: World, app_state: AppHarness, ralph: RalphServer, lrs_user: RalphUser
+) -> None:
+    org, other = world.org(), world.org()
+    await register(org, ralph, lrs_user)
+    async with app_state.db.session(write=False) as session:
+        row = await session.get(LrsConnection, org.id)
+    assert row is not None
+    assert row.password is not None
+    assert row.password.startswith("v1:")
+    assert lrs_user.password not in row.password
+    settings = app_state.settings
+    assert unseal(settings, row.password, organization=str(org.id)) == lrs_user.password
+    with pytest.raises(Unreadable):  # bound to its organization
+        unseal(settings, row.password, organization=str(other.id))
 
 
 async def test_the_connection_test_reports_the_lrs_answer(

@@ -41,7 +41,7 @@ from questline.outbound.fairness import Slots
 from questline.outbound.loop import PassLoop
 from questline.storage.db import Database, utcnow
 from questline.storage.many_rows import one_of
-from questline.xapi import sending
+from questline.xapi import sealing, sending
 from questline.xapi.models import LrsConnection, StatementStatus, XapiStatement
 
 logger = logging.getLogger("questline.xapi")
@@ -222,6 +222,15 @@ class Dispatcher:
                     if self.slots.organization_full(org_id) or self.slots.host_full(host):
                         continue
                     chosen = _batch_of(rows, self.settings.xapi_batch_size)
+                    try:
+                        authorization = sending.authorization(self.settings, lrs)
+                    except sealing.Unreadable as exc:
+                        # Nothing can be sent until the admin gives the secret again.
+                        lrs.failing_since = lrs.failing_since or now
+                        lrs.last_error = str(exc)
+                        for row in rows:
+                            row.next_attempt_at = now + lease
+                        continue
                     self.slots.take(org_id, host, org_id)
                     for row in chosen:
                         row.attempts += 1
@@ -232,7 +241,7 @@ class Dispatcher:
                             organization_id=org_id,
                             endpoint=lrs.endpoint,
                             host=host,
-                            authorization=sending.authorization(lrs),
+                            authorization=authorization,
                             ids=[r.id for r in chosen],
                             statements=[r.statement for r in chosen],
                         )

@@ -13,7 +13,7 @@ from questline.web.openapi import problem_responses
 from questline.web.pagination import PageDep, announce_next_page, split_page
 from questline.web.routing import SessionDep, TransactionalRoute
 from questline.web.state import app_state
-from questline.xapi import schemas, sending, service, statements
+from questline.xapi import schemas, sealing, sending, service, statements
 from questline.xapi.statements import Iris
 
 router = APIRouter(prefix="/organization/xapi", tags=["xapi"], route_class=TransactionalRoute)
@@ -45,9 +45,8 @@ async def put_lrs(
     `Endpoint` must be http(s) and resolve to public addresses only: loopback, private
     and link-local targets are refused (422) unless the server sets
     `QUESTLINE_XAPI_ALLOW_PRIVATE_URLS=true`. The password or token is never returned."""
-    settings = app_state(request).settings
     lrs, created = await service.put_lrs(
-        session, org_id=tenant.org_id, data=data, allow_private=settings.xapi_allow_private_urls
+        session, org_id=tenant.org_id, data=data, settings=app_state(request).settings
     )
     if created:
         response.status_code = status.HTTP_201_CREATED
@@ -82,11 +81,17 @@ async def test_lrs(request: Request, tenant: AdminOf, session: SessionDep) -> sc
     statement = statements.test(
         _iris(request), id=statement_id, subject=tenant.caller.subject, timestamp=utcnow()
     )
+    try:
+        authorization = sending.authorization(settings, lrs)
+    except sealing.Unreadable as exc:
+        return schemas.LrsTest(
+            ok=False, status_code=None, answer=None, error=str(exc), statement_id=statement_id
+        )
     async with posting.client(timeout=settings.xapi_timeout_seconds, max_connections=1) as http:
         answer = await sending.post_statements(
             http,
             endpoint=lrs.endpoint,
-            authorization=sending.authorization(lrs),
+            authorization=authorization,
             statements=[statement],
             seconds=settings.xapi_timeout_seconds,
             allow_private=settings.xapi_allow_private_urls,

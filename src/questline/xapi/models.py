@@ -40,10 +40,10 @@ class LrsConnection(Base):
     endpoint: Mapped[str] = mapped_column(String(2048))
     """The LRS's xAPI base URL; statements go to ``<endpoint>/statements``."""
     username: Mapped[str | None] = mapped_column(String(255))
-    password: Mapped[str | None] = mapped_column(String(1000))
-    """Basic auth; never returned, logged or exported."""
-    token: Mapped[str | None] = mapped_column(String(4000))
-    """``Authorization: Bearer``; never returned, logged or exported."""
+    password: Mapped[str | None] = mapped_column(String(2000))
+    """Basic auth, sealed (``xapi.sealing``); never returned, logged or exported."""
+    token: Mapped[str | None] = mapped_column(String(6000))
+    """``Authorization: Bearer``, sealed; never returned, logged or exported."""
     failing_since: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
     last_error: Mapped[str | None] = mapped_column(String(1000))
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)

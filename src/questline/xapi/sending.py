@@ -12,7 +12,9 @@ from typing import Any
 import httpx
 
 from questline import __version__
+from questline.config import Settings
 from questline.outbound import addresses, posting
+from questline.xapi import sealing
 from questline.xapi.models import LrsConnection
 from questline.xapi.statements import XAPI_VERSION
 
@@ -43,10 +45,13 @@ def statements_url(endpoint: str) -> str:
     return endpoint.rstrip("/") + "/statements"
 
 
-def authorization(lrs: LrsConnection) -> str:
+def authorization(settings: Settings, lrs: LrsConnection) -> str:
+    """The ``Authorization`` header (``sealing.Unreadable`` when the secret is not)."""
+    organization = str(lrs.organization_id)
     if lrs.token:
-        return f"Bearer {lrs.token}"
-    pair = f"{lrs.username or ''}:{lrs.password or ''}".encode()
+        return "Bearer " + sealing.unseal(settings, lrs.token, organization=organization)
+    password = sealing.unseal(settings, lrs.password or "", organization=organization)
+    pair = f"{lrs.username or ''}:{password}".encode()
     return "Basic " + base64.b64encode(pair).decode("ascii")
 
 

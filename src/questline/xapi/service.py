@@ -24,7 +24,7 @@ from questline.storage.db import utcnow
 from questline.teams.models import Team
 from questline.web.errors import FieldError, Unprocessable, not_found
 from questline.web.pagination import PageRequest, cursor_parts
-from questline.xapi import schemas, statements
+from questline.xapi import schemas, sealing, statements
 from questline.xapi.models import LrsConnection, StatementKind, StatementStatus, XapiStatement
 from questline.xapi.statements import Iris, Node, TeamOf
 
@@ -57,10 +57,10 @@ async def get_lrs(
 
 
 async def put_lrs(
-    session: AsyncSession, *, org_id: uuid.UUID, data: schemas.LrsSettings, allow_private: bool
+    session: AsyncSession, *, org_id: uuid.UUID, data: schemas.LrsSettings, settings: Settings
 ) -> tuple[LrsConnection, bool]:
-    """Register or replace the organization's LRS; True when it is new."""
-    await check_endpoint(data.endpoint, allow_private=allow_private)
+    """Register or replace the organization's LRS (its secret sealed); True when new."""
+    await check_endpoint(data.endpoint, allow_private=settings.xapi_allow_private_urls)
     await ensure_organization(session, org_id)
     now = utcnow()
     found = await session.scalar(
@@ -72,8 +72,12 @@ async def put_lrs(
         session.add(found)
     found.endpoint = data.endpoint
     found.username = data.username
-    found.password = data.password
-    found.token = data.token
+    found.password = (
+        sealing.seal(settings, data.password, organization=str(org_id)) if data.password else None
+    )
+    found.token = (
+        sealing.seal(settings, data.token, organization=str(org_id)) if data.token else None
+    )
     found.failing_since = None
     found.last_error = None
     found.updated_at = now
