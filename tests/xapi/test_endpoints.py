@@ -159,3 +159,16 @@ async def test_only_admins_of_the_organization(world: World) -> None:
         if method != "PUT":
             missing = await org.client.request(method, path, headers=org.admin)
             assert missing.status_code == 404, (method, path)
+
+
+async def test_concurrent_first_registrations_make_one_lrs(
+    world: World, ralph: RalphServer, lrs_user: RalphUser
+) -> None:
+    import asyncio
+
+    org = world.org()
+    body = {"Endpoint": ralph.endpoint, "Username": lrs_user.username, "Password": "x"}
+    answers = await asyncio.gather(
+        *(org.client.put("/organization/xapi", json=body, headers=org.admin) for _ in range(4))
+    )
+    assert sorted(a.status_code for a in answers) == [200, 200, 200, 201]

@@ -20,7 +20,7 @@ from questline.members.models import Member, TeamMembership
 from questline.organizations.service import ensure_organization
 from questline.outbound import addresses
 from questline.progress.models import TaskCompletion
-from questline.storage.db import utcnow
+from questline.storage.db import insert_ignoring_conflicts, utcnow
 from questline.teams.models import Team
 from questline.web.errors import FieldError, Unprocessable, not_found
 from questline.web.pagination import PageRequest, cursor_parts
@@ -63,13 +63,21 @@ async def put_lrs(
     await check_endpoint(data.endpoint, allow_private=settings.xapi_allow_private_urls)
     await ensure_organization(session, org_id)
     now = utcnow()
-    found = await session.scalar(
-        select(LrsConnection).where(LrsConnection.organization_id == org_id).with_for_update()
+    # Insert-if-absent, then lock the row: two first PUTs at once never collide (the
+    # second waits for the first and replaces it).
+    inserted = await session.execute(
+        insert_ignoring_conflicts(session, LrsConnection.__table__, ["organization_id"])
+        .values(organization_id=org_id, endpoint=data.endpoint, created_at=now, updated_at=now)
+        .returning(LrsConnection.organization_id)
     )
-    created = found is None
-    if found is None:
-        found = LrsConnection(organization_id=org_id, created_at=now)
-        session.add(found)
+    created = inserted.first() is not None
+    found = await session.scalar(
+        select(LrsConnection)
+        .where(LrsConnection.organization_id == org_id)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    )
+    assert found is not None
     found.endpoint = data.endpoint
     found.username = data.username
     found.password = (
