@@ -143,7 +143,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             servers.append(await asyncio.to_thread(busy.start))
             first: float | None = None
             first_count = 0
-            while True:
+            give_up = time.monotonic() + 600
+            while time.monotonic() < give_up:
                 count = await stored(lrs_client)
                 now = time.monotonic()
                 if count and first is None:
@@ -151,6 +152,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 if count >= expected:
                     break
                 await asyncio.sleep(0.05)
+            else:
+                raise AssertionError(f"the LRS holds {count} of {expected} statements")
             span = now - first if first is not None else 0
             result["per_second"] = round((count - first_count) / span, 1) if span else None
             latencies: list[float] = []

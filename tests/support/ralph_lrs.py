@@ -138,6 +138,8 @@ class RalphServer:
             "RALPH_APP_DIR": str(self.root),
             "RALPH_AUTH_FILE": str(self.root / "auth.json"),
             "RALPH_RUNSERVER_BACKEND": "fs",
+            # One GET may return a whole (test-sized) store: its default is 100.
+            "RALPH_RUNSERVER_MAX_SEARCH_HITS_COUNT": "100000",
             "RALPH_BACKENDS__LRS__FS__DEFAULT_DIRECTORY_PATH": str(store),
         }
         argv = [str(python), "-c", LAUNCHER, "127.0.0.1", str(self.port)]
