@@ -86,4 +86,4 @@ frontend: setup
 	$(BIN)/python -m tests.dashboard.frontend_build
 
 clean:
-	rm -rf $(VENV) $(TOOLS) data .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(TOOLS) .venv-ralph data .pytest_cache .mypy_cache .ruff_cache

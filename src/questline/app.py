@@ -52,6 +52,9 @@ from questline.web.server import AllowedHostsMiddleware, ConcurrencyLimitMiddlew
 from questline.web.state import AppState
 from questline.webhooks.dispatcher import Dispatcher
 from questline.webhooks.endpoints import router as webhooks_router
+from questline.xapi import service as xapi_service
+from questline.xapi.dispatcher import Dispatcher as XapiDispatcher
+from questline.xapi.endpoints import router as xapi_router
 
 DESCRIPTION = """
 Questline keeps an organization's **teams** of members and its learning **disciplines**
@@ -77,6 +80,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     readmodel = ReadModel(db, settings)
     progress_writes = GroupCommit(db, gather_window=settings.progress_gather_window_ms / 1000)
+    xapi_dispatchers: list[XapiDispatcher] = []
+
+    def wake_xapi() -> None:
+        for xapi_dispatcher in xapi_dispatchers:
+            xapi_dispatcher.wake()
+
+    # Statements of the outbox's events (events.fanout), from whichever process fans out.
+    xapi_service.register_consumer(settings, wake=wake_xapi)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -92,6 +103,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
         if postman is not None:
             postman.start()
+        if settings.xapi_dispatcher_enabled:
+            xapi_dispatchers.append(XapiDispatcher(settings, state.db))
+            xapi_dispatchers[-1].start()
         purger = asyncio.get_running_loop().create_task(
             idempotency.purge_periodically(state.db, state.settings)
         )
@@ -105,6 +119,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 await dispatcher.stop()
             if postman is not None:
                 await postman.stop()
+            for xapi_dispatcher in xapi_dispatchers:
+                await xapi_dispatcher.stop()
         await drain(state.cancelled_requests, grace=10)
         await progress_writes.close()
         await state.db.dispose()
@@ -132,6 +148,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         progress_router,
         leaderboard_router,
         webhooks_router,
+        xapi_router,
         problems_router,
         mail_signin_router,
         mail_invite_router,

@@ -199,6 +199,24 @@ class Settings(BaseSettings):
     """``POST /auth/signin-link``: requests per e-mail address and organization."""
     mail_signin_limit_per_client: str = "30/minute"
     """``POST /auth/signin-link``: requests per client address (on top of the writes limit)."""
+    # xAPI statements to each organization's learning record store (docs/platforms.md).
+    xapi_allow_private_urls: bool = False
+    """Allow LRS endpoints on loopback, private or link-local addresses (tests, a
+    development LRS on this machine); off: only public addresses, as for webhooks."""
+    xapi_dispatcher_enabled: bool = True
+    """Send statements from this process (off for API-only processes)."""
+    xapi_batch_size: int = Field(default=50, ge=1, le=500)
+    """Statements per POST to an LRS (an xAPI array)."""
+    xapi_retry_base_seconds: float = 5
+    """The first retry of a batch the LRS did not take waits this long; then doubles."""
+    xapi_max_attempts: int = Field(default=15, ge=1)
+    """Attempts per statement before it is shown as failed."""
+    xapi_timeout_seconds: float = Field(default=10, gt=0)
+    """Per POST: connecting, sending and reading the LRS's answer."""
+    xapi_poll_seconds: float = Field(default=1.0, gt=0)
+    """How often the statement dispatcher looks for work of other processes."""
+    xapi_concurrency: int = Field(default=8, ge=1)
+    """Batches in flight at once, per process (one per organization at a time)."""
 
     shutdown_grace_seconds: int = 10
     """On SIGTERM, requests still open after this long (event streams) are cancelled."""

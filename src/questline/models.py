@@ -20,6 +20,7 @@ from questline.storage.db import Base
 from questline.teams.models import Team
 from questline.web.idempotency import IdempotencyRecord
 from questline.webhooks.models import Webhook, WebhookDelivery
+from questline.xapi.models import LrsConnection, XapiStatement
 
 __all__ = [
     "Base",
@@ -28,6 +29,7 @@ __all__ = [
     "Event",
     "IdempotencyRecord",
     "Level",
+    "LrsConnection",
     "MailJob",
     "Member",
     "OidcLoginState",
@@ -45,4 +47,5 @@ __all__ = [
     "TeamMembership",
     "Webhook",
     "WebhookDelivery",
+    "XapiStatement",
 ]

@@ -117,6 +117,18 @@ OTHER_HOOK = "https://93.184.215.15/elsewhere"
 """What other callers subscribe (not the owner's values, which must not leak)."""
 
 
+OTHER_LRS = "https://93.184.215.15/xAPI"
+_ADMIN_OWN_LRS = {
+    "anonymous": 401,
+    "forged": 401,
+    "stranger": 404,
+    "member": 403,
+    "operator": 403,
+    "admin": 200,
+}
+"""The owner's LRS is seeded (``_seed_lrs``); the stranger has none when it reads."""
+
+
 def _new_member(_: Resolved) -> dict[str, str]:
     return {"email": f"{unique('iso')}@example.org", "givenName": "Iso"}
 
@@ -257,6 +269,19 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     ("PATCH", "/scim/v2/Groups/{group_id}"): scim_only(group_id=_SCIM_ID),
     ("DELETE", "/scim/v2/Groups/{group_id}"): scim_only(group_id=_SCIM_ID),
     ("POST", "/organization/scim-token"): write(201, scoped=False, body=lambda _: {"Days": 1}),
+    # xAPI (admin only): the caller's own organization's LRS; a stranger has none (404)
+    # until its PUT (201), which its DELETE then removes.
+    ("GET", "/organization/xapi"): Expect(_ADMIN_OWN_LRS, snapshot=True),
+    ("GET", "/organization/xapi/failures"): Expect(_ADMIN_OWN_LRS, snapshot=True),
+    ("POST", "/organization/xapi/test"): Expect(_ADMIN_OWN_LRS),
+    # The answer is the caller's own registration; its ActivityBaseIri is the service's
+    # (the same for every organization), which the owner's snapshot also shows.
+    ("PUT", "/organization/xapi"): Expect(
+        {**_ADMIN_OWN_LRS, "stranger": 201},
+        body=lambda _: {"Endpoint": OTHER_LRS, "Token": "t"},
+        forbidden_text=False,
+    ),
+    ("DELETE", "/organization/xapi"): write(204, scoped=False),
 }
 """Add the routes of disciplines, progress, leaderboard, bulk and the dashboard here as
 they land on main (the completeness test names each one that is missing)."""
@@ -315,7 +340,9 @@ async def _seed_webhook(org: Org, resolved: Resolved, db: Database | None) -> No
     resolved.ids["delivery_id"] = delivery["Id"]
 
 
-async def _resolve(org: Org, paths: dict[str, Any], db: Database | None = None) -> Resolved:
+async def _resolve(
+    org: Org, paths: dict[str, Any], db: Database | None = None, settings: Settings | None = None
+) -> Resolved:
     seeded = await seed_organization(org, paths, teams=2)
     team_id = seeded.kept["teams"][0]
     detail = await org.client.get(f"/team/{team_id}", headers=org.admin)
@@ -332,7 +359,29 @@ async def _resolve(org: Org, paths: dict[str, Any], db: Database | None = None) 
         resolved.ids["task_id"], resolved.open_task_id = seeded.kept["tasks"][:2]
     if "post" in paths.get("/webhook", {}):
         await _seed_webhook(org, resolved, db)
+    if "put" in paths.get("/organization/xapi", {}) and db is not None and settings is not None:
+        await _seed_lrs(org, db, settings)
     return resolved
+
+
+async def _seed_lrs(org: Org, db: Database, settings: Settings) -> None:
+    """An LRS on a loopback address, written directly (the API refuses such endpoints
+    here): the connection test then fails fast at the address check, sending nothing."""
+    from questline.storage.db import utcnow
+    from questline.xapi.models import LrsConnection
+    from questline.xapi.sealing import seal
+
+    async with db.session() as session:
+        session.add(
+            LrsConnection(
+                organization_id=org.id,
+                endpoint="http://127.0.0.1:9/xAPI",
+                username="owner",
+                password=seal(settings, "owner-secret", organization=str(org.id)),
+                created_at=utcnow(),
+                updated_at=utcnow(),
+            )
+        )
 
 
 def _forged_token(org: Org) -> str:
@@ -398,7 +447,7 @@ async def test_every_caller_gets_its_status_and_the_owner_is_untouched(
     owner, stranger = world.org(), world.org()
     await stranger.create_team()
     paths = app.openapi()["paths"]
-    resolved = await _resolve(owner, paths, world.db)
+    resolved = await _resolve(owner, paths, world.db, app.state.questline.settings)
     headers = {
         "anonymous": {},
         "forged": bearer(_forged_token(owner)),
@@ -432,7 +481,7 @@ async def test_every_caller_gets_its_status_and_the_owner_is_untouched(
 async def test_the_owner_admin_succeeds_on_every_route(app: FastAPI, world: World) -> None:
     """The positive control: every request of the matrix is one the owner may make."""
     owner = world.org()
-    resolved = await _resolve(owner, app.openapi()["paths"], world.db)
+    resolved = await _resolve(owner, app.openapi()["paths"], world.db, app.state.questline.settings)
     failures: list[str] = []
     for key in sorted(EXPECTED, key=_order):
         expect = EXPECTED[key]

@@ -286,6 +286,8 @@ NOT_LIMITS = frozenset(
         "allowed_hosts",
         "webhooks_allow_private_urls",
         "webhooks_dispatcher_enabled",
+        "xapi_allow_private_urls",
+        "xapi_dispatcher_enabled",
         "fast_lane_enabled",
         "progress_fast_path_enabled",
         "log_level",

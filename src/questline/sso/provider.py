@@ -31,7 +31,7 @@ from joserfc.jwk import KeySet
 from starlette.datastructures import State
 
 from questline.config import Settings
-from questline.webhooks import addresses
+from questline.outbound import addresses
 
 DISCOVERY_PATH = "/.well-known/openid-configuration"
 MAX_DOCUMENT_BYTES = 512 * 1024

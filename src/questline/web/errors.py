@@ -132,6 +132,13 @@ class ServiceUnavailable(Problem):
     status, slug, title = 503, "service-unavailable", "Service unavailable"
 
 
+class PublicUrlRequired(ServiceUnavailable):
+    """What must carry an absolute address (an xAPI activity's IRI) cannot be made on a
+    guessed one: the operator names it (``QUESTLINE_PUBLIC_URL``)."""
+
+    slug, title = "public-url-required", "The service's public address is not set"
+
+
 def not_found(kind: str) -> NotFound:
     return NotFound(f"No {kind} with this id exists in your organization.")
 

@@ -171,6 +171,16 @@ CATALOGUE: tuple[ProblemType, ...] = (
         "Send fewer or smaller headers (cookies of other sites on the same host, say).",
     ),
     ProblemType(
+        "public-url-required",
+        503,
+        "The service's public address is not set",
+        "The operation hands out absolute addresses of this service (xAPI activity IRIs) "
+        "and `QUESTLINE_PUBLIC_URL` is not set: the service never guesses its address "
+        "from a request's `Host`. Nothing was changed.",
+        "Set `QUESTLINE_PUBLIC_URL` to the address clients reach the service at and "
+        "restart (docs/operations.md).",
+    ),
+    ProblemType(
         "mail-not-configured",
         503,
         "E-mail is not configured",

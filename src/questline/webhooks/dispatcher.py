@@ -2,10 +2,12 @@
 
 Every server process runs one (``Dispatcher.start`` in the app's lifespan). A pass:
 
-1. **Fan out** pending events into one delivery row per subscribed, enabled webhook,
-   mark them done and delete those that no webhook receives — one write transaction.
+1. **Fan out** pending events (``events.fanout``: for every consumer of the outbox,
+   here one delivery row per subscribed, enabled webhook, and the xAPI statements of
+   organizations with an LRS), mark them done and delete those that nobody receives —
+   one write transaction.
 2. **Claim** due deliveries, oldest due first, but only as many as may start now
-   (``questline.webhooks.fairness``: free slots in the process, in the delivery's
+   (``questline.outbound.fairness``: free slots in the process, in the delivery's
    organization and at its receiving host); deliveries of a full organization or
    host are left for a later pass, unclaimed. ``FOR UPDATE SKIP LOCKED`` on
    PostgreSQL, so processes never take the same row; on SQLite the write transaction
@@ -25,8 +27,8 @@ Every server process runs one (``Dispatcher.start`` in the app's lifespan). A pa
    ``webhooks_max_attempts``; a webhook failing for ``webhooks_disable_after_seconds``
    is disabled, with the reason in ``DisabledReason``.
 
-A commit that recorded events wakes this process's dispatcher, which waits
-``COALESCE_SECONDS`` before its pass so that a burst of writes is fanned out in one
+A commit that recorded events wakes this process's dispatcher (``outbound.loop``), which
+waits ``COALESCE_SECONDS`` before its pass so that a burst of writes is fanned out in one
 transaction instead of one each (a pass per event is a second write transaction for
 every write, and on SQLite a second turn of the one write lock: docs/performance.md,
 "Writes"); work committed by other processes is found by polling every
@@ -36,25 +38,24 @@ every write, and on SQLite a second turn of the one write lock: docs/performance
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
-import fcntl
 import logging
-import random
 import uuid
 from collections.abc import Sequence
-from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from sqlalchemy import Delete, Select, Update, and_, delete, insert, not_, or_, select, update
+from sqlalchemy import Select, and_, delete, insert, not_, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline import events
 from questline.config import Settings
+from questline.events import fanout
 from questline.events.models import PLATFORM_ORG, Event
+from questline.outbound import retry
+from questline.outbound.fairness import Slots
+from questline.outbound.loop import PassLoop
 from questline.storage.db import Database, new_id, utcnow
 from questline.storage.many_rows import one_of
-from questline.webhooks.fairness import Slots
 from questline.webhooks.models import DeliveryStatus, Webhook, WebhookDelivery
 from questline.webhooks.sending import (
     Attempt,
@@ -69,57 +70,58 @@ from questline.webhooks.service import signing_secrets
 
 logger = logging.getLogger("questline.webhooks")
 
-FANOUT_BATCH = 200
 CLAIM_BATCH = 100
 CLAIM_ROUNDS = 8
 """Claim queries in one pass at most: each round leaves out the organizations and
 hosts the rounds before it found full."""
 LEASE_MARGIN = dt.timedelta(seconds=30)
 PURGE_EVERY = dt.timedelta(hours=1)
-COALESCE_SECONDS = 0.05
-"""After a wake-up by a commit: how long to let further events gather before a pass."""
 
 
 def backoff(settings: Settings, attempts: int) -> dt.timedelta:
     """The wait after the ``attempts``-th failed attempt: base, 2 x base, 4 x base, ..."""
-    seconds = settings.webhooks_retry_base_seconds * 2 ** max(attempts - 1, 0)
-    return dt.timedelta(seconds=seconds * random.uniform(1.0, 1.25))
+    return retry.backoff(settings.webhooks_retry_base_seconds, attempts)
 
 
 class Dispatcher:
     def __init__(self, settings: Settings, db: Database) -> None:
         self.settings = settings
         self.db = db
-        self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
         self._remove_listener: Any = None
-        self._lock_file: IO[bytes] | None = None
         self.sender = Sender(settings)
-        self.slots = Slots.of(settings)
+        self.slots = Slots.of(
+            settings.webhooks_concurrency,
+            per_organization=settings.webhooks_concurrency_per_organization,
+            per_host=settings.webhooks_concurrency_per_host,
+        )
         self._sending: set[asyncio.Task[None]] = set()
         self._finished: list[Outcome] = []
         self._cut_short = False
         """The last claim ran out of rounds with slots still free."""
         self._last_purge: dt.datetime | None = None
+        self.loop = PassLoop(
+            name="questline-webhooks",
+            run_once=self.run_once,
+            poll_seconds=settings.webhooks_poll_seconds,
+            # On SQLite, one dispatcher per database file (a lock beside it).
+            lock_path=(settings.ensure_data_dir() / "webhooks-dispatcher.lock")
+            if db.is_sqlite
+            else None,
+            logger=logger,
+        )
 
     # Life cycle -------------------------------------------------------------------
 
     def start(self) -> None:
-        loop = asyncio.get_running_loop()
-
-        def committed() -> None:
-            loop.call_soon_threadsafe(self._wake.set)
-
-        self._remove_listener = events.on_committed(committed)
-        self._task = asyncio.create_task(self._run(), name="questline-webhooks")
+        self._remove_listener = events.on_committed(
+            self.loop.wake_threadsafe(asyncio.get_running_loop())
+        )
+        self.loop.start()
 
     async def stop(self) -> None:
         if self._remove_listener is not None:
             self._remove_listener()
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await self.loop.stop()
         await self.close()
 
     async def close(self) -> None:
@@ -129,46 +131,9 @@ class Dispatcher:
             task.cancel()
         await asyncio.gather(*sending, return_exceptions=True)
         await self.sender.close()
-        if self._lock_file is not None:
-            self._lock_file.close()
-            self._lock_file = None
 
     def wake(self) -> None:
-        self._wake.set()
-
-    async def _run(self) -> None:
-        while not self._may_dispatch():  # noqa: ASYNC110 - polling a file lock
-            await asyncio.sleep(max(self.settings.webhooks_poll_seconds, 5))
-        while True:
-            # Cleared before the pass: a commit or a finished attempt during the pass
-            # brings the next one at once.
-            self._wake.clear()
-            try:
-                busy = await self.run_once()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                logger.exception("webhook dispatch pass failed")
-                busy = False
-            if busy:
-                continue
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.settings.webhooks_poll_seconds)
-                await asyncio.sleep(COALESCE_SECONDS)
-
-    def _may_dispatch(self) -> bool:
-        """On SQLite, one dispatcher per database file (a lock beside it)."""
-        if not self.db.is_sqlite or self._lock_file is not None:
-            return True
-        path = Path(self.settings.ensure_data_dir()) / "webhooks-dispatcher.lock"
-        handle = path.open("ab")
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            handle.close()
-            return False
-        self._lock_file = handle
-        return True
+        self.loop.wake()
 
     # One pass -----------------------------------------------------------------------
 
@@ -181,7 +146,7 @@ class Dispatcher:
         for attempt in attempts:
             self._start(attempt)
         await self._purge_now_and_then()
-        return fanned >= FANOUT_BATCH or self._cut_short
+        return fanned >= fanout.FANOUT_BATCH or self._cut_short
 
     @property
     def in_flight(self) -> int:
@@ -213,7 +178,7 @@ class Dispatcher:
         finally:
             self.slots.give_back(attempt.organization_id, attempt.host, attempt.webhook_id)
         self._finished.append(outcome)
-        self._wake.set()
+        self.loop.wake()
 
     def _locking(self, query: Any) -> Any:
         return query if self.db.is_sqlite else query.with_for_update(skip_locked=True)
@@ -224,64 +189,9 @@ class Dispatcher:
             return await session.scalar(query.limit(1)) is not None
 
     async def fan_out(self) -> int:
-        # On SQLite a cheap read first (an idle pass takes no write lock). Not on
-        # PostgreSQL: there, under a write load, this scan of the pending events costs
-        # far more than the locking select below (docs/performance.md).
-        if self.db.is_sqlite and not await self._any(
-            select(Event.id).where(Event.pending.is_(True))
-        ):
-            return 0
-        async with self.db.session(write=True) as session:
-            pending = list(
-                (
-                    await session.execute(
-                        self._locking(
-                            # Rows, not ORM objects (under a write load this pass runs
-                            # for every batch of writes), and not the payload: fanning
-                            # out needs none, and decoding a large discipline document
-                            # would hold the event loop.
-                            select(Event.organization_id, Event.id, Event.type, Event.created_at)
-                            .where(Event.pending.is_(True))
-                            .order_by(Event.id)
-                            .limit(FANOUT_BATCH)
-                        )
-                    )
-                ).all()
-            )
-            if not pending:
-                return 0
-            hooks = await _subscribers(session, {e.organization_id for e in pending})
-            now = utcnow()
-            rows = [
-                {
-                    "organization_id": hook.organization_id,
-                    "id": new_id(),
-                    "webhook_id": hook.id,
-                    "event_id": event.id,
-                    "event_type": event.type,
-                    "status": DeliveryStatus.PENDING,
-                    "attempts": 0,
-                    "next_attempt_at": now,
-                    "created_at": now,
-                }
-                for event in pending
-                for hook in hooks
-                if event.type in hook.events
-                and event.organization_id in (hook.organization_id, PLATFORM_ORG)
-                and event.created_at >= hook.created_at
-            ]
-            if rows:
-                await session.execute(insert(WebhookDelivery), rows)
-            # An event no webhook receives is deleted: nothing will read it again, and a
-            # delete writes no new row version (marking it done rewrote the row and its
-            # three index entries: most of a pass's cost under a write load, where most
-            # organizations have no webhook). The others are marked done.
-            sent = {row["event_id"] for row in rows}
-            await _finish(session, delete(Event), [e for e in pending if e.id not in sent])
-            await _finish(
-                session, update(Event).values(pending=False), [e for e in pending if e.id in sent]
-            )
-            return len(pending)
+        """One pass of the outbox's fan-out (``events.fanout``): every consumer's rows,
+        this module's webhook deliveries among them."""
+        return await fanout.fan_out(self.db)
 
     def _due(
         self,
@@ -313,7 +223,7 @@ class Dispatcher:
         now = utcnow()
         lease = dt.timedelta(seconds=self.settings.webhooks_timeout_seconds) + LEASE_MARGIN
         full_organizations = self.slots.full_organizations()
-        full_host_webhooks = self.slots.webhooks_of_full_hosts()
+        full_host_webhooks = self.slots.targets_of_full_hosts()
         async with self.db.session(write=False) as session:
             # A cheap read first: an idle pass takes no write lock (SQLite has one).
             if (
@@ -524,19 +434,38 @@ class Dispatcher:
             )
 
 
-async def _finish(session: AsyncSession, statement: Delete | Update, events: Sequence[Any]) -> None:
-    """``statement`` (a delete or update of ``Event``) for ``events``, in one statement.
-    The sets bound as one parameter each: one statement text whatever their size, so
-    PostgreSQL plans it once (an IN list of each length is a new statement, planned anew
-    under a write load: docs/performance.md)."""
-    if not events:
-        return
-    await session.execute(
-        statement.where(
-            one_of(session, Event.organization_id, list({e.organization_id for e in events})),
-            one_of(session, Event.id, [e.id for e in events]),
-        ).execution_options(synchronize_session=False)
-    )
+async def _take_for_webhooks(
+    session: AsyncSession, pending: Sequence[fanout.PendingEvent]
+) -> set[uuid.UUID]:
+    """The outbox consumer: one delivery per event and subscribed, enabled webhook
+    (created after the webhook)."""
+    hooks = await _subscribers(session, {e.organization_id for e in pending})
+    now = utcnow()
+    rows = [
+        {
+            "organization_id": hook.organization_id,
+            "id": new_id(),
+            "webhook_id": hook.id,
+            "event_id": event.id,
+            "event_type": event.type,
+            "status": DeliveryStatus.PENDING,
+            "attempts": 0,
+            "next_attempt_at": now,
+            "created_at": now,
+        }
+        for event in pending
+        for hook in hooks
+        if event.type in hook.events
+        and event.organization_id in (hook.organization_id, PLATFORM_ORG)
+        and event.created_at >= hook.created_at
+    ]
+    if rows:
+        await session.execute(insert(WebhookDelivery), rows)
+    sent: set[uuid.UUID] = {row["event_id"] for row in rows}  # type: ignore[misc]
+    return sent
+
+
+fanout.register(fanout.Consumer(name="webhooks", take=_take_for_webhooks))
 
 
 def _lock(query: Any, is_sqlite: bool) -> Any:

@@ -1,7 +1,7 @@
 """Sending one attempt: the body, the Standard Webhooks headers, the HTTP POST.
 
-Each attempt re-checks the URL's address (``addresses.check``) and connects to the
-address it checked; the whole attempt is bounded by ``webhooks_timeout_seconds``; the
+Each attempt re-checks the URL's address and connects to the address it checked
+(``outbound.posting``); the whole attempt is bounded by ``webhooks_timeout_seconds``; the
 answer's body is never read (only its status matters).
 """
 
@@ -18,8 +18,9 @@ import httpx
 from questline import __version__
 from questline.config import Settings
 from questline.events.models import Event
+from questline.outbound import addresses, posting
 from questline.storage.db import utcnow
-from questline.webhooks import addresses, signing
+from questline.webhooks import signing
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +62,7 @@ def body_of(event: Event) -> bytes:
 
 class Sender:
     """The HTTP side of a dispatcher (one connection pool per process). The dispatcher
-    decides how many attempts run at once (``questline.webhooks.fairness``); the pool
+    decides how many attempts run at once (``questline.outbound.fairness``); the pool
     holds as many connections as the process may have attempts in flight."""
 
     def __init__(self, settings: Settings) -> None:
@@ -75,25 +76,19 @@ class Sender:
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
-            self._client = httpx.AsyncClient(
+            self._client = posting.client(
                 timeout=self.settings.webhooks_timeout_seconds,
-                follow_redirects=False,
-                trust_env=False,
-                limits=httpx.Limits(max_connections=self.settings.webhooks_concurrency),
+                max_connections=self.settings.webhooks_concurrency,
             )
         return self._client
 
     async def send(self, attempt: Attempt) -> Outcome:
         try:
             async with asyncio.timeout(self.settings.webhooks_timeout_seconds):
-                target = await addresses.check(
-                    attempt.url, allow_private=self.settings.webhooks_allow_private_urls
-                )
                 timestamp = int(utcnow().timestamp())
                 headers = {
                     "content-type": "application/json",
                     "user-agent": f"Questline-Webhooks/{__version__}",
-                    "host": _host_header(attempt.url),
                     **signing.headers(
                         attempt.secrets,
                         msg_id=attempt.msg_id,
@@ -101,16 +96,14 @@ class Sender:
                         body=attempt.body,
                     ),
                 }
-                request = self._http().build_request(
-                    "POST",
-                    addresses.pinned_url(target),
+                answer = await posting.post(
+                    self._http(),
+                    attempt.url,
                     content=attempt.body,
                     headers=headers,
-                    extensions={"sni_hostname": target.host},
+                    allow_private=self.settings.webhooks_allow_private_urls,
                 )
-                response = await self._http().send(request, stream=True)
-                await response.aclose()
-                return Outcome(attempt, response.status_code, None)
+                return Outcome(attempt, answer.status_code, None)
         except addresses.UnsafeUrl as exc:
             return Outcome(attempt, None, str(exc)[:500])
         except TimeoutError:
@@ -119,11 +112,5 @@ class Sender:
             return Outcome(attempt, None, f"{type(exc).__name__}: {exc}"[:500])
 
 
-def receiving_host(url: str) -> str:
-    """The host an attempt goes to, as the per-host limit counts it: the URL's host
-    name, lower case (every port and scheme of one host together)."""
-    return (httpx.URL(url).host or url).lower()
-
-
-def _host_header(url: str) -> str:
-    return httpx.URL(url).netloc.decode("ascii")
+receiving_host = posting.receiving_host
+"""The per-host limit's host of a webhook URL (``outbound.posting.receiving_host``)."""

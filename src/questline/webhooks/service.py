@@ -9,10 +9,11 @@ from collections.abc import Sequence
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from questline.outbound import addresses
 from questline.storage.db import utcnow
 from questline.web.errors import FieldError, Unprocessable, not_found
 from questline.web.pagination import PageRequest, cursor_parts
-from questline.webhooks import addresses, schemas, signing
+from questline.webhooks import schemas, signing
 from questline.webhooks.models import DeliveryStatus, Webhook, WebhookDelivery
 
 SECRET_OVERLAP = dt.timedelta(hours=24)

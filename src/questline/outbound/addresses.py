@@ -1,8 +1,9 @@
-"""Where a webhook may point: refusing loopback, private and link-local targets (SSRF).
+"""Where a delivery (a webhook, an LRS) may point: refusing loopback, private and
+link-local targets (SSRF).
 
 The host is resolved off the event loop (``loop.getaddrinfo`` runs in a thread) when
-the webhook is saved, and again before every attempt; the attempt then connects to the
-address that was checked, so a name that re-resolves to an internal address between
+the webhook or LRS is saved, and again before every attempt; the attempt then connects
+to the address that was checked, so a name that re-resolves to an internal address between
 the check and the connection (DNS rebinding) reaches nothing it should not.
 """
 
@@ -99,7 +100,8 @@ async def check(url: str, *, allow_private: bool) -> Target:
         if internal:
             raise UnsafeUrl(
                 f"The host {host!r} resolves to {internal[0]}, a loopback, private or "
-                "link-local address; webhooks only go to public addresses."
+                "link-local address; deliveries (webhooks, xAPI statements) only go to public "
+                "addresses."
             )
     return Target(url=url, host=host, address=addresses[0])
 

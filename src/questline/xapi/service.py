@@ -1,0 +1,549 @@
+"""xAPI rules: the LRS registration, the outbox consumer that turns events into
+statements, and the failures list."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import and_, delete, func, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from questline.config import Settings
+from questline.disciplines.models import Discipline, Level, Quest, Task
+from questline.events import fanout
+from questline.events.models import Event
+from questline.members.models import Member, TeamMembership
+from questline.organizations.service import ensure_organization
+from questline.outbound import addresses
+from questline.progress.models import TaskCompletion
+from questline.storage.db import insert_ignoring_conflicts, utcnow
+from questline.teams.models import Team
+from questline.web.errors import FieldError, Unprocessable, not_found
+from questline.web.pagination import PageRequest, cursor_parts
+from questline.xapi import schemas, sealing, statements
+from questline.xapi.models import LrsConnection, StatementKind, StatementStatus, XapiStatement
+from questline.xapi.statements import Iris, Node, TeamOf
+
+EVENT_TYPES = frozenset({"progress.completed", "progress.withdrawn"})
+"""The events that become statements. ``team.adjusted`` (score adjustments) hooks in
+here once it exists: docs/platforms.md, "Adjustments"."""
+
+# Registration --------------------------------------------------------------------------
+
+
+async def check_endpoint(url: str, *, allow_private: bool) -> None:
+    try:
+        await addresses.check(url, allow_private=allow_private)
+    except addresses.UnsafeUrl as exc:
+        raise Unprocessable(
+            str(exc), errors=[FieldError(field="Endpoint", message=str(exc))]
+        ) from exc
+
+
+async def get_lrs(
+    session: AsyncSession, *, org_id: uuid.UUID, for_update: bool = False
+) -> LrsConnection:
+    query = select(LrsConnection).where(LrsConnection.organization_id == org_id)
+    if for_update:
+        query = query.with_for_update()
+    found = await session.scalar(query)
+    if found is None:
+        raise not_found("LRS")
+    return found
+
+
+async def put_lrs(
+    session: AsyncSession, *, org_id: uuid.UUID, data: schemas.LrsSettings, settings: Settings
+) -> tuple[LrsConnection, bool]:
+    """Register or replace the organization's LRS (its secret sealed); True when new."""
+    await check_endpoint(data.endpoint, allow_private=settings.xapi_allow_private_urls)
+    await ensure_organization(session, org_id)
+    now = utcnow()
+    # Insert-if-absent, then lock the row: two first PUTs at once never collide (the
+    # second waits for the first and replaces it).
+    inserted = await session.execute(
+        insert_ignoring_conflicts(session, LrsConnection.__table__, ["organization_id"])
+        .values(organization_id=org_id, endpoint=data.endpoint, created_at=now, updated_at=now)
+        .returning(LrsConnection.organization_id)
+    )
+    created = inserted.first() is not None
+    found = await session.scalar(
+        select(LrsConnection)
+        .where(LrsConnection.organization_id == org_id)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    )
+    assert found is not None
+    found.endpoint = data.endpoint
+    found.username = data.username
+    found.password = (
+        sealing.seal(settings, data.password, organization=str(org_id)) if data.password else None
+    )
+    found.token = (
+        sealing.seal(settings, data.token, organization=str(org_id)) if data.token else None
+    )
+    found.failing_since = None
+    found.last_error = None
+    found.updated_at = now
+    await session.flush()
+    return found, created
+
+
+async def delete_lrs(session: AsyncSession, *, lrs: LrsConnection) -> None:
+    """Forget the LRS and every statement still waiting for it (or refused by it)."""
+    await session.execute(
+        delete(XapiStatement).where(XapiStatement.organization_id == lrs.organization_id)
+    )
+    await session.delete(lrs)
+    await session.flush()
+
+
+async def to_schema(session: AsyncSession, lrs: LrsConnection, iris: Iris) -> schemas.Lrs:
+    counts = dict(
+        (
+            await session.execute(
+                select(XapiStatement.status, func.count())
+                .where(
+                    XapiStatement.organization_id == lrs.organization_id,
+                    XapiStatement.status != StatementStatus.SENT,
+                )
+                .group_by(XapiStatement.status)
+            )
+        ).all()
+    )
+    return schemas.Lrs(
+        endpoint=lrs.endpoint,
+        auth="Bearer" if lrs.token else "Basic",
+        username=lrs.username,
+        activity_base_iri=iris.activities,
+        pending=int(counts.get(StatementStatus.PENDING, 0)),
+        failed=int(counts.get(StatementStatus.FAILED, 0)),
+        failing_since=lrs.failing_since,
+        last_error=lrs.last_error,
+        created_at=lrs.created_at,
+        updated_at=lrs.updated_at,
+    )
+
+
+def failure_schema(row: XapiStatement) -> schemas.Failure:
+    return schemas.Failure(
+        statement_id=row.id,
+        event_id=row.event_id,
+        kind=row.kind,
+        attempts=row.attempts,
+        last_status_code=row.last_status_code,
+        last_error=row.last_error,
+        last_attempt_at=row.last_attempt_at,
+        created_at=row.created_at,
+        statement=row.statement,
+    )
+
+
+async def list_failures(
+    session: AsyncSession, *, org_id: uuid.UUID, page: PageRequest
+) -> list[XapiStatement]:
+    """The statements the LRS refused or that failed every attempt, newest first."""
+    query = select(XapiStatement).where(
+        XapiStatement.organization_id == org_id,
+        XapiStatement.status == StatementStatus.FAILED,
+    )
+    if page.after is not None:
+        (before_id,) = cursor_parts(page.after, uuid.UUID)
+        query = query.where(XapiStatement.id < before_id)
+    query = query.order_by(XapiStatement.id.desc())
+    if page.fetch_size is not None:
+        query = query.limit(page.fetch_size)
+    return list((await session.scalars(query)).all())
+
+
+# The outbox consumer ---------------------------------------------------------------------
+
+
+def register_consumer(settings: Settings, wake: Any = None) -> None:
+    """Make statements of the outbox's events (``events.fanout``), with the IRIs of
+    ``settings.public_url``. The application calls it once; ``wake`` is called after a
+    fan-out committed statements (the dispatcher's wake-up)."""
+    if settings.public_url is None:  # no IRIs to give: PUT /organization/xapi says so
+        return
+    iris = Iris(settings.public_url)
+
+    async def take(session: AsyncSession, pending: Sequence[fanout.PendingEvent]) -> set[uuid.UUID]:
+        return await take_events(session, pending, iris)
+
+    fanout.register(fanout.Consumer(name="xapi", take=take, taken=wake))
+
+
+async def take_events(
+    session: AsyncSession, pending: Sequence[fanout.PendingEvent], iris: Iris
+) -> set[uuid.UUID]:
+    relevant = [e for e in pending if e.type in EVENT_TYPES]
+    if not relevant:
+        return set()
+    since = dict(
+        (
+            await session.execute(
+                select(LrsConnection.organization_id, LrsConnection.created_at).where(
+                    LrsConnection.organization_id.in_({e.organization_id for e in relevant})
+                )
+            )
+        ).all()
+    )
+    # Only the events after the LRS was registered: an LRS added today does not receive
+    # the events still waiting in the outbox from before.
+    wanted = [
+        e
+        for e in relevant
+        if e.organization_id in since and e.created_at >= since[e.organization_id]
+    ]
+    if not wanted:
+        return set()
+    payloads = {
+        row.id: row
+        for row in (
+            await session.execute(
+                select(Event.organization_id, Event.id, Event.type, Event.payload, Event.created_at)
+                .where(
+                    Event.organization_id.in_({e.organization_id for e in wanted}),
+                    Event.id.in_([e.id for e in wanted]),
+                )
+                .order_by(Event.id)
+            )
+        ).all()
+    }
+    builder = _Builder(session, iris)
+    taken: set[uuid.UUID] = set()
+    for event in wanted:
+        row = payloads.get(event.id)
+        if row is None or not isinstance(row.payload, dict):
+            continue
+        made = await builder.statements_of(row)
+        if made:
+            taken.add(event.id)
+    return taken
+
+
+def _uuid(payload: dict[str, Any], key: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(str(payload[key]))
+    except (KeyError, ValueError):
+        return None
+
+
+def _time(value: Any, default: dt.datetime) -> dt.datetime:
+    try:
+        return dt.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return default
+
+
+@dataclass(frozen=True, slots=True)
+class _TaskTree:
+    task: Node
+    points: int
+    quest: Node
+    level: Node
+    discipline: Node
+
+
+class _Builder:
+    """Looks up what a statement names (team, members, the task's tree) and inserts the
+    statements of one event, in the fan-out's transaction."""
+
+    def __init__(self, session: AsyncSession, iris: Iris) -> None:
+        self.session = session
+        self.iris = iris
+        self._teams: dict[tuple[uuid.UUID, uuid.UUID], TeamOf] = {}
+
+    async def statements_of(self, event: Any) -> int:
+        payload: dict[str, Any] = event.payload
+        team_id = _uuid(payload, "TeamId")
+        task_id = _uuid(payload, "TaskId")
+        if team_id is None or task_id is None:
+            return 0
+        team = await self._team(event.organization_id, team_id)
+        if event.type == "progress.completed":
+            return await self._completed(event, team, task_id, payload)
+        return await self._withdrawn(event, team, task_id)
+
+    async def _team(self, org_id: uuid.UUID, team_id: uuid.UUID) -> TeamOf:
+        key = (org_id, team_id)
+        if key not in self._teams:
+            name = await self.session.scalar(
+                select(Team.name).where(Team.organization_id == org_id, Team.id == team_id)
+            )
+            members = (
+                await self.session.execute(
+                    select(Member.given_name, Member.email)
+                    .join(
+                        TeamMembership,
+                        and_(
+                            TeamMembership.organization_id == Member.organization_id,
+                            TeamMembership.member_id == Member.id,
+                        ),
+                    )
+                    .where(
+                        TeamMembership.organization_id == org_id,
+                        TeamMembership.team_id == team_id,
+                    )
+                    .order_by(Member.email)
+                )
+            ).all()
+            self._teams[key] = TeamOf(
+                id=team_id, name=name or "", members=tuple((n, e) for n, e in members)
+            )
+        return self._teams[key]
+
+    async def _tree(self, task_id: uuid.UUID) -> _TaskTree | None:
+        row = (
+            await self.session.execute(
+                select(
+                    Task.title,
+                    Task.points,
+                    Quest.id,
+                    Quest.title,
+                    Level.id,
+                    Level.title,
+                    Discipline.id,
+                    Discipline.title,
+                )
+                .join(Quest, Quest.id == Task.quest_id)
+                .join(Level, Level.id == Task.level_id)
+                .join(Discipline, Discipline.id == Task.discipline_id)
+                .where(Task.id == task_id)
+            )
+        ).first()
+        if row is None:
+            return None
+        title, points, quest_id, quest, level_id, level, discipline_id, discipline = row
+        return _TaskTree(
+            task=Node("task", task_id, title),
+            points=int(points),
+            quest=Node("quest", quest_id, quest),
+            level=Node("level", level_id, level),
+            discipline=Node("discipline", discipline_id, discipline),
+        )
+
+    def _add(
+        self,
+        event: Any,
+        *,
+        id: uuid.UUID,
+        kind: StatementKind,
+        team: TeamOf,
+        statement: dict[str, Any],
+        tree: _TaskTree | None = None,
+    ) -> None:
+        now = utcnow()
+        self.session.add(
+            XapiStatement(
+                organization_id=event.organization_id,
+                id=id,
+                event_id=event.id,
+                kind=kind,
+                team_id=team.id,
+                task_id=tree.task.id if tree is not None and kind is StatementKind.TASK else None,
+                level_id=tree.level.id if tree is not None else None,
+                discipline_id=tree.discipline.id if tree is not None else None,
+                voided=False,
+                statement=statement,
+                status=StatementStatus.PENDING,
+                alone=False,
+                attempts=0,
+                next_attempt_at=now,
+                created_at=now,
+            )
+        )
+
+    async def _completed(
+        self, event: Any, team: TeamOf, task_id: uuid.UUID, payload: dict[str, Any]
+    ) -> int:
+        tree = await self._tree(task_id)
+        if tree is None:
+            return 0  # the task was deleted before the fan-out: nothing left to name
+        completed_at = _time(payload.get("CompletedAt"), event.created_at)
+        points = payload.get("Points")
+        raw = points if isinstance(points, int) else tree.points
+        self._add(
+            event,
+            id=statements.statement_id(event.id),
+            kind=StatementKind.TASK,
+            team=team,
+            tree=tree,
+            statement=statements.completed(
+                self.iris,
+                id=statements.statement_id(event.id),
+                team=team,
+                member=None,
+                object=tree.task,
+                parents=[tree.quest, tree.level, tree.discipline],
+                raw=raw,
+                max=max(tree.points, raw),
+                timestamp=completed_at,
+            ),
+        )
+        made = 1
+        await self.session.flush()
+        for kind, node, parents in (
+            (StatementKind.LEVEL, tree.level, [tree.discipline]),
+            (StatementKind.DISCIPLINE, tree.discipline, []),
+        ):
+            made += await self._whole(event, team, tree, kind, node, parents)
+        return made
+
+    async def _whole(
+        self,
+        event: Any,
+        team: TeamOf,
+        tree: _TaskTree,
+        kind: StatementKind,
+        node: Node,
+        parents: list[Node],
+    ) -> int:
+        """A ``completed`` statement of the level or discipline when the team has now
+        completed all of its tasks (once, until a withdrawal voids it)."""
+        column = Task.level_id if kind is StatementKind.LEVEL else Task.discipline_id
+        mark = (
+            XapiStatement.level_id if kind is StatementKind.LEVEL else XapiStatement.discipline_id
+        )
+        already = await self.session.scalar(
+            select(XapiStatement.id).where(
+                XapiStatement.organization_id == event.organization_id,
+                XapiStatement.team_id == team.id,
+                XapiStatement.kind == kind,
+                mark == node.id,
+                XapiStatement.voided.is_(False),
+            )
+        )
+        if already is not None:
+            return 0
+        # Attributed to the completion that completed it: when completions of the level
+        # were recorded after this one (all fanned out together), the last one's event
+        # makes the statement.
+        mine = await self.session.scalar(
+            select(TaskCompletion.created_at).where(
+                TaskCompletion.organization_id == event.organization_id,
+                TaskCompletion.team_id == team.id,
+                TaskCompletion.task_id == tree.task.id,
+            )
+        )
+        if mine is None:
+            return 0  # withdrawn since
+        tasks, total = (
+            await self.session.execute(
+                select(func.count(Task.id), func.coalesce(func.sum(Task.points), 0)).where(
+                    column == node.id
+                )
+            )
+        ).one()
+        done, raw, last, newest = (
+            await self.session.execute(
+                select(
+                    func.count(TaskCompletion.task_id),
+                    func.coalesce(func.sum(TaskCompletion.points), 0),
+                    func.max(TaskCompletion.completed_at),
+                    func.max(TaskCompletion.created_at),
+                ).where(
+                    TaskCompletion.organization_id == event.organization_id,
+                    TaskCompletion.team_id == team.id,
+                    TaskCompletion.task_id.in_(select(Task.id).where(column == node.id)),
+                )
+            )
+        ).one()
+        if not tasks or done < tasks or _as_utc(newest) > _as_utc(mine):
+            return 0
+        id = statements.statement_id(event.id, kind.value)
+        self._add(
+            event,
+            id=id,
+            kind=kind,
+            team=team,
+            tree=tree,
+            statement=statements.completed(
+                self.iris,
+                id=id,
+                team=team,
+                member=None,
+                object=node,
+                parents=parents,
+                raw=int(raw),
+                max=max(int(total), int(raw)),
+                timestamp=_as_utc(last) if last is not None else event.created_at,
+            ),
+        )
+        await self.session.flush()
+        return 1
+
+    async def _withdrawn(self, event: Any, team: TeamOf, task_id: uuid.UUID) -> int:
+        """A ``voided`` statement for the task's completion statement, and for the level
+        and discipline completions it was part of."""
+        originals = list(
+            (
+                await self.session.execute(
+                    select(XapiStatement.id, XapiStatement.level_id, XapiStatement.discipline_id)
+                    .where(
+                        XapiStatement.organization_id == event.organization_id,
+                        XapiStatement.team_id == team.id,
+                        XapiStatement.kind == StatementKind.TASK,
+                        XapiStatement.task_id == task_id,
+                        XapiStatement.voided.is_(False),
+                    )
+                    .order_by(XapiStatement.created_at)
+                )
+            ).all()
+        )
+        if not originals:
+            return 0  # completed before the LRS was registered: nothing to void
+        wholes = list(
+            (
+                await self.session.scalars(
+                    select(XapiStatement.id).where(
+                        XapiStatement.organization_id == event.organization_id,
+                        XapiStatement.team_id == team.id,
+                        XapiStatement.voided.is_(False),
+                        or_(
+                            and_(
+                                XapiStatement.kind == StatementKind.LEVEL,
+                                XapiStatement.level_id.in_({o.level_id for o in originals}),
+                            ),
+                            and_(
+                                XapiStatement.kind == StatementKind.DISCIPLINE,
+                                XapiStatement.discipline_id.in_(
+                                    {o.discipline_id for o in originals}
+                                ),
+                            ),
+                        ),
+                    )
+                )
+            ).all()
+        )
+        targets = [o.id for o in originals] + wholes
+        for index, target in enumerate(targets):
+            id = statements.statement_id(event.id, "" if index == 0 else f"voids/{target}")
+            self._add(
+                event,
+                id=id,
+                kind=StatementKind.VOIDED,
+                team=team,
+                statement=statements.voided(
+                    self.iris, id=id, team=team, target=target, timestamp=event.created_at
+                ),
+            )
+        await self.session.execute(
+            update(XapiStatement)
+            .where(
+                XapiStatement.organization_id == event.organization_id,
+                XapiStatement.id.in_(targets),
+            )
+            .values(voided=True)
+            .execution_options(synchronize_session=False)
+        )
+        await self.session.flush()
+        return len(targets)
+
+
+def _as_utc(value: dt.datetime) -> dt.datetime:
+    return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
