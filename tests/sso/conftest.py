@@ -10,9 +10,14 @@ from tests.sso.provider import Provider, running_provider
 
 @pytest.fixture
 def settings(migrated_settings: Settings) -> Settings:
-    """The test provider is plain http on loopback: both allowed."""
+    """The test provider is plain http on loopback: both allowed. Single sign-on needs
+    the service's public address (its redirect URI)."""
     return migrated_settings.model_copy(
-        update={"oidc_allow_http": True, "oidc_allow_private_issuers": True}
+        update={
+            "oidc_allow_http": True,
+            "oidc_allow_private_issuers": True,
+            "public_url": "http://127.0.0.1:8000",
+        }
     )
 
 

@@ -34,7 +34,19 @@ from tests.web.seeding import seed_organization
 
 pytestmark = pytest.mark.anyio
 
+
+@pytest.fixture
+def settings(migrated_settings: Settings) -> Settings:
+    """Streams end at once (the walk includes ``GET /leaderboard/stream``); the public
+    address is set, as single sign-on and xAPI need it (their routes answer 503 without)."""
+    return migrated_settings.model_copy(
+        update={"stream_max_seconds": 0.05, "public_url": "https://questline.test"}
+    )
+
+
 CALLERS = ("anonymous", "forged", "stranger", "member", "operator")
+_NO_SSO_ORG = "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b31"
+"""An organization without single sign-on (the browser's routes name one in the path)."""
 Body = Callable[["Resolved"], Any] | None
 
 
@@ -282,6 +294,23 @@ EXPECTED: dict[tuple[str, str], Expect] = {
         forbidden_text=False,
     ),
     ("DELETE", "/organization/xapi"): write(204, scoped=False),
+    # Single sign-on. The owner has none configured: its admin reads 404; a provider
+    # that cannot be fetched is 422. The browser's routes answer every caller alike.
+    ("GET", "/organization/sso"): Expect(
+        {**admin_read(scoped=False).statuses, "stranger": 404, "admin": 404}
+    ),
+    ("PUT", "/organization/sso"): write(
+        422,
+        scoped=False,
+        body=lambda _: {"Issuer": "https://127.0.0.1:9/", "ClientId": "c", "ClientSecret": "s"},
+    ),
+    ("DELETE", "/organization/sso"): Expect(
+        {**write(204, scoped=False).statuses, "stranger": 404, "admin": 404}
+    ),
+    ("GET", "/auth/oidc/callback"): public(303),
+    ("GET", "/auth/oidc/session"): public(200),
+    ("GET", "/auth/oidc/{organization_id}"): public(404, organization_id=_NO_SSO_ORG),
+    ("GET", "/auth/oidc/{organization_id}/login"): public(303, organization_id=_NO_SSO_ORG),
 }
 """Add the routes of disciplines, progress, leaderboard, bulk and the dashboard here as
 they land on main (the completeness test names each one that is missing)."""

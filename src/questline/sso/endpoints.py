@@ -24,7 +24,7 @@ from questline.auth import sessions
 from questline.sso import flow, schemas, service
 from questline.sso.provider import Provider, ProviderUnusable, providers_of
 from questline.web.access import AdminOf
-from questline.web.errors import not_found
+from questline.web.errors import PublicUrlRequired, not_found
 from questline.web.openapi import problem_responses
 from questline.web.routing import SessionDep, TransactionalRoute, url_of
 from questline.web.state import app_state
@@ -42,8 +42,24 @@ MAX_NEXT_LENGTH = 2048
 
 def _urls(request: Request, org_id: uuid.UUID) -> tuple[str, str]:
     """The login URL of the organization and the redirect URI of every organization."""
-    login = url_of(request, "oidc_login", organization_id=str(org_id))
-    return login, url_of(request, "oidc_callback")
+    _require_public_url(request)
+    return url_of(request, "oidc_login", organization_id=str(org_id)), _callback(request)
+
+
+def _callback(request: Request) -> str:
+    """The redirect URI: absolute, on ``QUESTLINE_PUBLIC_URL``."""
+    _require_public_url(request)
+    return url_of(request, "oidc_callback")
+
+
+def _require_public_url(request: Request) -> None:
+    """The provider sends the browser back to an absolute redirect URI registered with
+    it: one on ``QUESTLINE_PUBLIC_URL``, never one guessed from a request's ``Host``."""
+    if app_state(request).settings.public_url is None:
+        raise PublicUrlRequired(
+            "Single sign-on gives the provider this service's callback address: "
+            "set QUESTLINE_PUBLIC_URL."
+        )
 
 
 async def _cached_or_fetched(request: Request, issuer: str) -> Provider | None:
@@ -94,6 +110,7 @@ async def put_sso(
     fetched now: 422 says why when they cannot be. The issuer must be https (unless the
     server sets `QUESTLINE_OIDC_ALLOW_HTTP=true`). `ClientSecret` is stored encrypted and
     never returned; leave it out to keep the stored one."""
+    _require_public_url(request)  # before the provider is fetched or anything is saved
     state = app_state(request)
     saved = await service.save_configuration(
         session,
@@ -228,7 +245,7 @@ async def oidc_callback(
             login,
             code=code,
             providers=providers_of(request.app.state),
-            redirect_uri=url_of(request, "oidc_callback"),
+            redirect_uri=_callback(request),
             settings=app.settings,
             signing_secret=app.signing_secret(),
         )
@@ -324,6 +341,8 @@ async def oidc_login(
         return _refused(
             flow.LoginRefused("not-configured", "not an organization id"), None, request
         )
+    if app.settings.public_url is None:
+        return _refused(flow.LoginRefused("not-configured", "QUESTLINE_PUBLIC_URL"), None, request)
     target = safe_next(next, public_url=app.settings.public_url)
     try:
         async with app.db.session(write=False) as session:
@@ -335,7 +354,7 @@ async def oidc_login(
                 configuration=configuration,
                 provider=provider,
                 next_path=target,
-                redirect_uri=url_of(request, "oidc_callback"),
+                redirect_uri=_callback(request),
                 settings=app.settings,
             )
     except flow.LoginRefused as refusal:
