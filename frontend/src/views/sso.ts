@@ -98,9 +98,9 @@ async function availability(api: Api, org: string): Promise<SsoAvailability | nu
 
 /** The "Sign in with your organization" card of the sign-in page. */
 export function renderSsoSignIn(api: Api): HTMLElement {
-  const card = h('section', { class: 'card', 'aria-labelledby': 'sso-heading', 'data-testid': 'sso-card' });
+  const card = h('section', { class: 'card form', 'aria-labelledby': 'sso-heading', 'data-testid': 'sso-card' });
   const body = h('div', { 'aria-live': 'polite' });
-  card.append(h('h2', { id: 'sso-heading' }, 'Sign in with your organization'), body);
+  card.append(h('h2', { id: 'sso-heading', class: 'h3' }, 'Single sign-on'), body);
 
   if (providerLogout) {
     const url = providerLogout;
