@@ -470,3 +470,15 @@ async def test_an_office_behind_one_address_signs_in_60_times_a_minute(
                 assert refusal(await come_back(c, redirect)) is None
     finally:
         await limited.state.questline.db.dispose()
+
+
+async def test_signing_in_again_ends_the_browsers_previous_session(
+    client: httpx.AsyncClient, world: World, provider: Provider, app_state: AppHarness
+) -> None:
+    org = world.org()
+    await configured(org, provider)
+    assert refusal(await sign_in(client, provider, org.id, "ada", **ADA)) is None
+    first = client.cookies[sessions.SESSION_COOKIE]
+    assert refusal(await sign_in(client, provider, org.id, "ada", **ADA)) is None
+    assert client.cookies[sessions.SESSION_COOKIE] != first
+    assert await _session_rows(app_state) == 1
