@@ -157,6 +157,7 @@ def test_a_person_signs_in_with_the_organization_and_out_again(
     page.get_by_test_id("sso-domains").fill("example.org")
     page.get_by_test_id("sso-save").click()
     expect(page.locator("#notice")).to_contain_text("Single sign-on saved")
+    screenshot(page, "sso-settings")
     check_accessibility(page, "the single sign-on settings")
 
     page.get_by_test_id("signout-button").click()

@@ -7,8 +7,9 @@ import warnings
 import pytest
 from fastapi import FastAPI
 
-from questline.sso import flow
+from questline.sso import claims, flow
 from questline.sso.provider import providers_of
+from questline.sso.refusals import LoginRefused
 from tests.sso.provider import QUIET, Provider
 
 with warnings.catch_warnings():
@@ -47,7 +48,7 @@ async def test_a_token_signed_with_another_providers_key_is_refused(
     directory = providers_of(app.state)
     configured = await directory.provider(provider.issuer)
     genuine = await _id_token(provider, nonce="n-1")
-    claims = await flow.verify_id_token(
+    verified = await claims.verify_id_token(
         genuine,
         provider=configured,
         providers=directory,
@@ -55,11 +56,11 @@ async def test_a_token_signed_with_another_providers_key_is_refused(
         nonce="n-1",
         access_token=None,
     )
-    assert claims["email"] == "ada@example.org"
+    assert verified["email"] == "ada@example.org"
 
     forged = await _id_token(other_provider, nonce="n-1")
-    with pytest.raises(flow.LoginRefused) as refused:
-        await flow.verify_id_token(
+    with pytest.raises(LoginRefused) as refused:
+        await claims.verify_id_token(
             forged,
             provider=configured,
             providers=directory,
@@ -74,8 +75,8 @@ async def test_garbage_is_an_invalid_token(app: FastAPI, provider: Provider) -> 
     directory = providers_of(app.state)
     configured = await directory.provider(provider.issuer)
     for garbage in ("", "a.b.c", "x" * 10_000, "eyJhbGciOiJub25lIn0.eyJzdWIiOiJhIn0."):
-        with pytest.raises(flow.LoginRefused) as refused:
-            await flow.verify_id_token(
+        with pytest.raises(LoginRefused) as refused:
+            await claims.verify_id_token(
                 garbage,
                 provider=configured,
                 providers=directory,

@@ -470,3 +470,39 @@ async def test_an_office_behind_one_address_signs_in_60_times_a_minute(
                 assert refusal(await come_back(c, redirect)) is None
     finally:
         await limited.state.questline.db.dispose()
+
+
+async def test_signing_in_again_ends_the_browsers_previous_session(
+    client: httpx.AsyncClient, world: World, provider: Provider, app_state: AppHarness
+) -> None:
+    org = world.org()
+    await configured(org, provider)
+    assert refusal(await sign_in(client, provider, org.id, "ada", **ADA)) is None
+    first = client.cookies[sessions.SESSION_COOKIE]
+    assert refusal(await sign_in(client, provider, org.id, "ada", **ADA)) is None
+    assert client.cookies[sessions.SESSION_COOKIE] != first
+    assert await _session_rows(app_state) == 1
+
+
+async def test_a_member_the_directory_deactivated_is_refused_and_restored_on_reactivation(
+    client: httpx.AsyncClient, world: World, provider: Provider, app_state: AppHarness
+) -> None:
+    org = world.org()
+    await configured(org, provider)
+    assert refusal(await sign_in(client, provider, org.id, "ada", **ADA)) is None
+    client.cookies.clear()
+    async with app_state.db.session(write=True) as session:
+        await session.execute(
+            update(Member).where(Member.organization_id == org.id).values(active=False)
+        )
+    refused = await sign_in(client, provider, org.id, "ada", **ADA)
+    assert refusal(refused) == "deactivated"
+    assert sessions.SESSION_COOKIE not in client.cookies
+    assert len(await _members(app_state, org.id)) == 1  # no second member made
+
+    async with app_state.db.session(write=True) as session:
+        await session.execute(
+            update(Member).where(Member.organization_id == org.id).values(active=True)
+        )
+    assert refusal(await sign_in(client, provider, org.id, "ada", **ADA)) is None
+    assert (await client.get("/auth/session")).status_code == 200

@@ -29,6 +29,7 @@ export const SSO_ERRORS: Readonly<Record<string, string>> = {
   'invalid-token': 'Your organization’s sign-in service sent an unreadable answer.',
   'email-unverified': 'Your e-mail address is not verified at your organization’s sign-in service.',
   'email-missing': 'Your organization’s sign-in service did not share a usable e-mail address.',
+  deactivated: 'Your organization’s directory has deactivated your account here. Ask your admin.',
   misconfigured: 'Single sign-on is not set up correctly: ask your admin to save its settings again.',
 };
 
@@ -98,9 +99,9 @@ async function availability(api: Api, org: string): Promise<SsoAvailability | nu
 
 /** The "Sign in with your organization" card of the sign-in page. */
 export function renderSsoSignIn(api: Api): HTMLElement {
-  const card = h('section', { class: 'card', 'aria-labelledby': 'sso-heading', 'data-testid': 'sso-card' });
+  const card = h('section', { class: 'card form', 'aria-labelledby': 'sso-heading', 'data-testid': 'sso-card' });
   const body = h('div', { 'aria-live': 'polite' });
-  card.append(h('h2', { id: 'sso-heading' }, 'Sign in with your organization'), body);
+  card.append(h('h2', { id: 'sso-heading', class: 'h3' }, 'Single sign-on'), body);
 
   if (providerLogout) {
     const url = providerLogout;

@@ -21,8 +21,9 @@ from fastapi import APIRouter, Query, Request, Response, status
 from fastapi.responses import RedirectResponse
 
 from questline.auth import sessions
-from questline.sso import flow, schemas, service
+from questline.sso import claims, flow, schemas, service
 from questline.sso.provider import Provider, ProviderUnusable, providers_of
+from questline.sso.refusals import LoginRefused, printable
 from questline.web.access import AdminOf
 from questline.web.errors import PublicUrlRequired, not_found
 from questline.web.openapi import problem_responses
@@ -181,9 +182,7 @@ def _see_other(location: str) -> RedirectResponse:
     )
 
 
-def _refused(
-    refusal: flow.LoginRefused, org_id: uuid.UUID | None, request: Request
-) -> RedirectResponse:
+def _refused(refusal: LoginRefused, org_id: uuid.UUID | None, request: Request) -> RedirectResponse:
     logger.info("single sign-on refused (%s): %s", refusal.reason, refusal)
     response = _see_other(signin_page(refusal.reason, org_id))
     _clear_login_cookies(response, request)
@@ -223,25 +222,25 @@ async def oidc_callback(
     app = app_state(request)
     org_id: uuid.UUID | None = None
     try:
-        refusal: flow.LoginRefused | None = None
+        refusal: LoginRefused | None = None
         async with app.db.session(write=True) as session:
             try:
                 login = await flow.spend_login(
                     session, state=state or "", cookies=dict(request.cookies)
                 )
-            except flow.LoginRefused as exc:
+            except LoginRefused as exc:
                 refusal = exc  # raised after the commit: a spent state stays spent
         if refusal is None:
             org_id = login.organization_id
         if error is not None:
-            raise flow.LoginRefused("provider-error", error[:100])
+            raise LoginRefused("provider-error", printable(error))
         if refusal is not None:
             raise refusal
         if iss is not None and iss.rstrip("/") != login.issuer.rstrip("/"):
-            raise flow.LoginRefused("issuer", "the callback's iss parameter")
+            raise LoginRefused("issuer", "the callback's iss parameter")
         if not code:
-            raise flow.LoginRefused("provider-error", "no code")
-        claims = await flow.exchange_and_verify(
+            raise LoginRefused("provider-error", "no code")
+        verified = await flow.exchange_and_verify(
             login,
             code=code,
             providers=providers_of(request.app.state),
@@ -249,10 +248,16 @@ async def oidc_callback(
             settings=app.settings,
             signing_secret=app.signing_secret(),
         )
-        person = flow.person_of(claims, login)
+        person = claims.person_of(verified, login.rules)
         async with app.db.session(write=True) as session:
-            grant = await flow.sign_in(session, login=login, person=person, settings=app.settings)
-    except flow.LoginRefused as refusal_:
+            grant = await flow.sign_in(
+                session,
+                login=login,
+                person=person,
+                settings=app.settings,
+                previous_cookie=request.cookies.get(sessions.SESSION_COOKIE),
+            )
+    except LoginRefused as refusal_:
         return _refused(refusal_, org_id, request)
     response = _see_other(safe_next(login.next_path, public_url=app.settings.public_url))
     _clear_login_cookies(response, request)
@@ -338,11 +343,9 @@ async def oidc_login(
     try:
         org_id = uuid.UUID(organization_id)
     except ValueError:
-        return _refused(
-            flow.LoginRefused("not-configured", "not an organization id"), None, request
-        )
+        return _refused(LoginRefused("not-configured", "not an organization id"), None, request)
     if app.settings.public_url is None:
-        return _refused(flow.LoginRefused("not-configured", "QUESTLINE_PUBLIC_URL"), None, request)
+        return _refused(LoginRefused("not-configured", "QUESTLINE_PUBLIC_URL"), None, request)
     target = safe_next(next, public_url=app.settings.public_url)
     try:
         async with app.db.session(write=False) as session:
@@ -357,7 +360,7 @@ async def oidc_login(
                 redirect_uri=_callback(request),
                 settings=app.settings,
             )
-    except flow.LoginRefused as refusal:
+    except LoginRefused as refusal:
         return _refused(refusal, org_id, request)
     response = RedirectResponse(
         start.authorization_url,

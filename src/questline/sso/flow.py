@@ -7,16 +7,16 @@
    statement that reads it, in a transaction of its own that commits whatever happens
    next: a replayed callback finds nothing).
 3. ``exchange_and_verify``: the code is exchanged at the token endpoint (authlib's
-   client, with the client secret and the PKCE verifier), and the ID token verified with
-   the provider's keys (joserfc) and claims rules (authlib's ``CodeIDToken``: ``iss``,
-   ``aud``, ``exp``, ``iat``, ``nonce``, ``azp``, ``at_hash``). No database transaction
-   is open while the provider is called.
+   client, with the client secret and the PKCE verifier), and the ID token verified
+   (``claims.verify_id_token``). No database transaction is open while the provider is
+   called.
 4. ``sign_in``: the e-mail must be verified (or of an allowed domain); the member is
    found or created; the role follows the groups; the dashboard session starts exactly
    as a sign-in link's does (``auth.sessions``).
 
-Every refusal is a ``LoginRefused`` with a reason code: the endpoint sends the browser
-to the sign-in page with it (docs/identity.md lists the codes and their messages).
+Every refusal is a ``LoginRefused`` (``refusals``) with a reason code: the endpoint
+sends the browser to the sign-in page with it. The ID token's checks and the rules for
+who signs in as what are in ``claims``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import secrets
-import unicodedata
 import uuid
 import warnings
 from dataclasses import dataclass
@@ -34,16 +33,6 @@ import httpx
 from authlib.deprecate import AuthlibDeprecationWarning
 from authlib.integrations.base_client import OAuthError
 from authlib.oauth2.client import OAuth2Client
-from authlib.oidc.core import CodeIDToken
-from email_validator import EmailNotValidError, validate_email
-from joserfc import jwt as jose_jwt
-from joserfc.errors import (
-    BadSignatureError,
-    ClaimError,
-    ExpiredTokenError,
-    InvalidKeyIdError,
-    JoseError,
-)
 from sqlalchemy import delete
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -52,11 +41,14 @@ from questline.config import Settings
 from questline.members.service import find_or_create
 from questline.readmodel.versions import bump
 from questline.sso import sealing
+from questline.sso.claims import Person, SignInRules, verify_id_token
 from questline.sso.models import OidcLoginState, SsoConfiguration, SsoSession
 from questline.sso.provider import Provider, ProviderDirectory, ProviderUnusable, tls_context
+from questline.sso.refusals import LoginRefused
 from questline.sso.service import get_configuration
 from questline.storage.db import utcnow
-from questline.web.identity import Caller, Role
+from questline.web.errors import Unauthorized
+from questline.web.identity import Caller
 
 with warnings.catch_warnings():
     # authlib now prefers httpx's fork "httpx2" and says so on import; the service's
@@ -68,38 +60,6 @@ logger = logging.getLogger("questline.sso")
 
 SCOPE = "openid email profile"
 LOGIN_COOKIE_PREFIX = "questline_oidc_"
-LEEWAY_SECONDS = 60
-"""Clock skew allowed between the provider and this service (``exp``, ``iat``)."""
-
-
-class LoginRefused(Exception):
-    """A login that ends on the sign-in page, with a reason code (``REASONS``)."""
-
-    def __init__(self, reason: str, detail: str = "") -> None:
-        assert reason in REASONS, reason
-        super().__init__(f"{reason}: {detail}" if detail else reason)
-        self.reason = reason
-
-
-REASONS: dict[str, str] = {
-    "not-configured": "the organization has no (enabled) single sign-on",
-    "provider-unreachable": "the provider's discovery document, keys or token endpoint "
-    "could not be reached",
-    "state": "the login is unknown, used already or expired (a replayed callback)",
-    "browser": "the callback came to another browser than the one that started the login",
-    "provider-error": "the provider answered with an error (the person cancelled, or the "
-    "provider refused)",
-    "token": "the provider refused to exchange the code, or sent no ID token",
-    "signature": "the ID token's signature does not verify with the provider's keys",
-    "issuer": "the ID token names another issuer",
-    "audience": "the ID token is for another client (aud/azp)",
-    "expired": "the ID token has expired (or is not valid yet)",
-    "nonce": "the ID token's nonce is not this login's",
-    "invalid-token": "the ID token is malformed or misses a required claim",
-    "email-unverified": "the e-mail address is not verified and not of an allowed domain",
-    "email-missing": "the ID token carries no usable e-mail address",
-    "misconfigured": "the stored client secret cannot be read (the signing secret changed)",
-}
 
 
 def login_cookie_name(state_hash: str) -> str:
@@ -124,9 +84,7 @@ class SpentLogin:
     issuer: str
     client_id: str
     client_secret_sealed: str
-    groups_claim: str
-    admin_groups: list[str]
-    allowed_email_domains: list[str]
+    rules: SignInRules
 
 
 async def _purge_expired(session: AsyncSession) -> None:
@@ -237,9 +195,11 @@ async def spend_login(
         issuer=configuration.issuer,
         client_id=configuration.client_id,
         client_secret_sealed=configuration.client_secret_sealed,
-        groups_claim=configuration.groups_claim,
-        admin_groups=list(configuration.admin_groups),
-        allowed_email_domains=list(configuration.allowed_email_domains),
+        rules=SignInRules(
+            groups_claim=configuration.groups_claim,
+            admin_groups=list(configuration.admin_groups),
+            allowed_email_domains=list(configuration.allowed_email_domains),
+        ),
     )
 
 
@@ -293,122 +253,27 @@ async def exchange_and_verify(
     )
 
 
-async def verify_id_token(
-    id_token: str,
-    *,
-    provider: Provider,
-    providers: ProviderDirectory,
-    client_id: str,
-    nonce: str,
-    access_token: str | None,
-) -> dict[str, Any]:
-    """Signature by the provider's keys (fetched again once for an unknown key id),
-    then the claims: ``iss``, ``aud``, ``exp``/``iat``, ``nonce``, ``azp``, ``at_hash``."""
-    try:
-        try:
-            decoded = jose_jwt.decode(
-                id_token, provider.key_set(), algorithms=list(provider.signing_algorithms)
-            )
-        except InvalidKeyIdError:
-            refreshed = await providers.with_fresh_keys(provider.issuer, provider)
-            if refreshed is None:
-                raise
-            decoded = jose_jwt.decode(
-                id_token, refreshed.key_set(), algorithms=list(refreshed.signing_algorithms)
-            )
-        params: dict[str, Any] = {"nonce": nonce, "client_id": client_id}
-        if access_token:
-            params["access_token"] = access_token
-        claims = CodeIDToken(
-            decoded.claims,
-            decoded.header,
-            {
-                "iss": {"essential": True, "value": provider.issuer},
-                "aud": {"essential": True, "value": client_id},
-                "nonce": {"essential": True, "value": nonce},
-            },
-            params,
-        )
-        claims.validate(leeway=LEEWAY_SECONDS)
-    except ProviderUnusable as exc:
-        raise LoginRefused("provider-unreachable", str(exc)) from exc
-    except ExpiredTokenError as exc:
-        raise LoginRefused("expired") from exc
-    except ClaimError as exc:
-        reason = {"iss": "issuer", "aud": "audience", "azp": "audience", "nonce": "nonce"}
-        raise LoginRefused(reason.get(exc.claim, "invalid-token"), exc.claim) from exc
-    except (BadSignatureError, InvalidKeyIdError) as exc:
-        raise LoginRefused("signature") from exc
-    except (JoseError, ValueError, TypeError, KeyError) as exc:
-        raise LoginRefused("invalid-token", type(exc).__name__) from exc
-    return dict(claims)
-
-
-@dataclass(frozen=True, slots=True)
-class Person:
-    email: str
-    given_name: str
-    role: Role
-
-
-def person_of(claims: dict[str, Any], login: SpentLogin) -> Person:
-    """Who signs in, from verified claims: e-mail (verified or of an allowed domain),
-    given name, and role (``admin`` when a group is one of the admin groups)."""
-    raw = claims.get("email")
-    if not isinstance(raw, str) or len(raw) > 320:
-        raise LoginRefused("email-missing")
-    try:
-        email = validate_email(raw, check_deliverability=False).normalized
-    except EmailNotValidError as exc:
-        raise LoginRefused("email-missing") from exc
-    verified = claims.get("email_verified") in (True, "true")
-    domain = email.rsplit("@", 1)[1].lower()
-    if not verified and domain not in login.allowed_email_domains:
-        raise LoginRefused("email-unverified")
-    return Person(email=email, given_name=_given_name(claims, email), role=_role(claims, login))
-
-
-def _group_key(group: str) -> str:
-    """Keycloak's group mapper writes full paths (``/questline-admins``) by default."""
-    return group.strip().lstrip("/").casefold()
-
-
-def _role(claims: dict[str, Any], login: SpentLogin) -> Role:
-    value = claims.get(login.groups_claim)
-    groups = [value] if isinstance(value, str) else value if isinstance(value, list) else []
-    mine = {_group_key(g) for g in groups if isinstance(g, str)}
-    admin = {_group_key(g) for g in login.admin_groups}
-    return Role.ADMIN if mine & admin else Role.MEMBER
-
-
-_HIDDEN = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
-
-
-def _given_name(claims: dict[str, Any], email: str) -> str:
-    for name in ("given_name", "name", "preferred_username"):
-        value = claims.get(name)
-        if isinstance(value, str):
-            shown = unicodedata.normalize("NFKC", value)
-            shown = "".join(c for c in shown if unicodedata.category(c) not in _HIDDEN).strip()
-            if shown:
-                return shown[:100]
-    return email.split("@", 1)[0][:100]
-
-
 async def sign_in(
     session: AsyncSession,
     *,
     login: SpentLogin,
     person: Person,
     settings: Settings,
+    previous_cookie: str | None,
 ) -> sessions.Grant:
     """Find or create the member, then start the dashboard session as a sign-in link
     does (and remember that single sign-on started it, for the provider's logout)."""
+    try:  # the directory's word wins over the provider's: no session, and no new member
+        await sessions.refuse_deactivated(session, org_id=login.organization_id, email=person.email)
+    except Unauthorized as exc:
+        raise LoginRefused("deactivated") from exc
     found = await find_or_create(
         session, org_id=login.organization_id, email=person.email, given_name=person.given_name
     )
     if found.created:
         await bump(session, login.organization_id)
+    if previous_cookie:  # this browser's earlier session (maybe of another organization)
+        await sessions.end_session(session, previous_cookie)
     subject = found.member.email if len(found.member.email) <= 200 else str(found.member.id)
     grant = await sessions.session_for_caller(
         session,
