@@ -21,12 +21,15 @@ from questline.config import Settings
 from questline.dashboard.endpoints import mount_dashboard
 from questline.disciplines.endpoints import router as disciplines_router
 from questline.health.endpoints import router as health_router
+from questline.leaderboard.choice import season_rank
 from questline.leaderboard.endpoints import router as leaderboard_router
 from questline.members.endpoints import router as members_router
 from questline.progress import hooks as progress_hooks
 from questline.progress.endpoints import router as progress_router
 from questline.progress.group_commit import GroupCommit
+from questline.progress.overview import on_season_rank
 from questline.readmodel.service import ReadModel
+from questline.seasons.endpoints import router as seasons_router
 from questline.storage.db import Database
 from questline.teams.endpoints import router as teams_router
 from questline.web import idempotency
@@ -56,6 +59,7 @@ Errors are RFC 9457 problem documents (`application/problem+json`).
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
     progress_hooks.register()  # before a discipline's tasks go: their progress
+    on_season_rank(season_rank)  # the overview's ?season= ranks as the leaderboard does
     db = Database(settings)
     identity = Identity(TokenService(settings))
     state = AppState(
@@ -112,6 +116,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         progress_router,
         leaderboard_router,
         webhooks_router,
+        seasons_router,
         problems_router,
     ):
         app.include_router(router)

@@ -14,6 +14,7 @@ from questline.members.models import Member, TeamMembership
 from questline.organizations.models import Organization
 from questline.progress.models import ScoreEvent, TaskCompletion
 from questline.readmodel.models import ReadModelVersion
+from questline.seasons.models import Season
 from questline.storage.db import Base
 from questline.teams.models import Team
 from questline.web.idempotency import IdempotencyRecord
@@ -32,6 +33,7 @@ __all__ = [
     "ReadModelVersion",
     "Resource",
     "ScoreEvent",
+    "Season",
     "SigninCode",
     "Task",
     "TaskCompletion",
