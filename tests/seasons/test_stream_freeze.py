@@ -52,7 +52,8 @@ async def test_a_members_stream_holds_still_until_the_reveal(
         # is 0.3 s in these servers): nothing it shows changed.
         for _ in range(3):
             beat = await member.message()
-            assert beat.event is None and beat.comments == ["heartbeat"]
+            assert beat.event is None
+            assert beat.comments == ["heartbeat"]
         async with httpx.AsyncClient(base_url=writer_url, headers=org.admin) as client:
             revealed = await client.post(f"/season/{season}/reveal")
             assert revealed.status_code == 200, revealed.text

@@ -83,6 +83,10 @@ async def choose(
     """The selection with the season's window, discipline and view applied (404 for a
     season of another organization, or a discipline the organization does not see)."""
     if asked.season_id is None:
+        if asked.selection.discipline_id is not None:
+            await standings.ensure_discipline_visible(
+                session, org_id=org_id, discipline_id=asked.selection.discipline_id
+            )
         return Chosen(asked.selection)
     season = await seasons_service.get_season(session, org_id=org_id, season_id=asked.season_id)
     view = seasons_service.view_of(season, live=sees_live(role, asked.frozen), now=now or utcnow())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import replace
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from starlette.background import BackgroundTask
@@ -139,13 +139,20 @@ async def _asked(
 AskedDep = Annotated[choice.Asked, Depends(_asked)]
 
 
+def entries_responses() -> dict[int | str, Any]:
+    """The 200 of ``GET /leaderboard``: JSON entries (``PerMemberEntry`` with
+    ``by=perMember``), or CSV."""
+    found = csvexport.openapi(schemas.LeaderboardEntry)
+    example = schemas.LeaderboardEntry.model_config.get("json_schema_extra", {})
+    assert isinstance(example, dict)
+    found[200]["content"]["application/json"] = {"example": example["examples"]}
+    return found
+
+
 @router.get(
     "/leaderboard",
     response_model=list[schemas.LeaderboardEntry | schemas.PerMemberEntry],
-    responses={
-        **csvexport.openapi(schemas.LeaderboardEntry),
-        **problem_responses(401, 403, 404, 422),
-    },
+    responses={**entries_responses(), **problem_responses(401, 403, 404, 422)},
 )
 @answers_early(CachedRead())
 async def get_leaderboard(

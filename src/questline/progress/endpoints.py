@@ -127,7 +127,7 @@ async def get_overview(
     `Contributions` (each member's points and tasks completed, then those of no named
     member under `MemberId: null`) is shown to admins and to the team's own members: a
     member caller whose e-mail (session, or the token's `email` claim) or subject names
-    one of the team's members. Other members get the overview without it."""
+    one of the team's members. Other members get it as `null`."""
 
     readmodel = readmodel_of(request)
     variant = await contributions.variant_in_route(

@@ -352,6 +352,7 @@ def _assemble(
         "TasksCompleted": int(row[7]),
         "LastActivityAt": _utc(row[9]),
         "Disciplines": disciplines,
+        "Contributions": None,  # filled in for admins and the team's own members
     }
 
 

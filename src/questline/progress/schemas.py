@@ -184,5 +184,5 @@ class Overview(OutputModel):
         default=None,
         description="Each member's points and tasks completed in the team, then the "
         "completions of no named member (`MemberId` null). Only for admins and the team's "
-        "own members: absent for other members.",
+        "own members: null for other members.",
     )
