@@ -126,6 +126,21 @@ def _discipline_in_owner_org(resolved: Resolved) -> dict[str, str]:
     return {"Title": unique("Iso"), "Description": "x", "OrganizationId": resolved.org_id}
 
 
+def _season_body() -> dict[str, str]:
+    """A season frozen now (started yesterday, frozen a minute ago, ending tomorrow)."""
+    now = dt.datetime.now(dt.UTC)
+
+    def iso(at: dt.datetime) -> str:
+        return at.isoformat().replace("+00:00", "Z")
+
+    return {
+        "Name": unique("Iso season"),
+        "StartsAt": iso(now - dt.timedelta(days=1)),
+        "FreezesAt": iso(now - dt.timedelta(minutes=1)),
+        "EndsAt": iso(now + dt.timedelta(days=1)),
+    }
+
+
 def _ui_asset() -> str:
     from questline.dashboard.endpoints import ASSETS_DIR
 
@@ -204,6 +219,13 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     ("POST", "/webhook/{webhook_id}/secret"): write(200, scoped=True),
     ("GET", "/webhook/{webhook_id}/deliveries"): admin_read(scoped=True),
     ("POST", "/webhook/{webhook_id}/deliveries/{delivery_id}/retry"): write(202, scoped=True),
+    # Seasons (any role reads them; the owner's season is frozen, so a reveal succeeds).
+    ("POST", "/season"): write(201, scoped=False, body=lambda _: _season_body()),
+    ("GET", "/season"): read(scoped=False),
+    ("GET", "/season/{season_id}"): read(scoped=True),
+    ("PATCH", "/season/{season_id}"): write(200, scoped=True, body=lambda _: {"Name": "changed"}),
+    ("DELETE", "/season/{season_id}"): write(204, scoped=True),
+    ("POST", "/season/{season_id}/reveal"): write(200, scoped=True),
 }
 """Add the routes of disciplines, progress, leaderboard, bulk and the dashboard here as
 they land on main (the completeness test names each one that is missing)."""
@@ -279,6 +301,10 @@ async def _resolve(org: Org, paths: dict[str, Any], db: Database | None = None) 
         resolved.ids["task_id"], resolved.open_task_id = seeded.kept["tasks"][:2]
     if "post" in paths.get("/webhook", {}):
         await _seed_webhook(org, resolved, db)
+    if "post" in paths.get("/season", {}):
+        season = await org.client.post("/season", json=_season_body(), headers=org.admin)
+        assert season.status_code == 201, season.text
+        resolved.ids["season_id"] = season.json()["Id"]
     return resolved
 
 
