@@ -24,6 +24,14 @@ START_STRIDE, STEP = 7, 5
 DAY = 86_400
 SPREAD = 37
 
+SEASON_ID = uuid.UUID("5e2a7c1d-3b4f-4e6a-8c9d-0f1e2d3c4b5a")
+"""A season of the dataset, frozen now: from day 10 of the history, frozen at day 30,
+ending a year after the seed (members rank by its frozen view, admins by the live one)."""
+SEASON_STARTS = EPOCH + dt.timedelta(days=10)
+SEASON_FREEZES = EPOCH + dt.timedelta(days=30)
+BRACKET = "group-3"
+"""A tag a tenth of the teams carry (``group-{n mod 10}``)."""
+
 # The demo's three disciplines (questline.demo.content): 3 levels x 2 quests x 3 tasks.
 COLORS = ["Purple", "Green", "Red"]
 TASK_COUNT = len(COLORS) * 3 * 2 * 3

@@ -16,6 +16,7 @@ domain; until the schema has them the seed writes teams' scores without history.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import time
 import uuid
 from collections.abc import AsyncIterator, Coroutine
@@ -138,6 +139,21 @@ def discipline_tree() -> tuple[dict[str, list[dict[str, Any]]], list[TaskRef]]:
     return rows, tasks
 
 
+def _season() -> dict[str, Any]:
+    """The dataset's season (``rules.SEASON_ID``): frozen while the benchmark runs."""
+    ends = dt.datetime.now(dt.UTC) + dt.timedelta(days=365)
+    return {
+        "organization_id": ORG_ID,
+        "id": rules.SEASON_ID,
+        "name": "Bench season",
+        "starts_at": rules.SEASON_STARTS,
+        "freezes_at": rules.SEASON_FREEZES,
+        "ends_at": ends,
+        "created_at": EPOCH,
+        "updated_at": EPOCH,
+    }
+
+
 def _table(name: str) -> Table:
     table = Base.metadata.tables.get(name)
     if table is None:
@@ -205,6 +221,8 @@ async def seed(engine: AsyncEngine, teams: int, *, pairs: int = 4_000) -> Seeded
         await conn.execute(insert(_table("organizations")), [{"id": ORG_ID, "created_at": EPOCH}])
         for name, rows in tree.items():
             await conn.execute(insert(_table(name)), rows)
+        if "seasons" in Base.metadata.tables:
+            await conn.execute(insert(_table("seasons")), [_season()])
         await conn.run_sync(growth.STRIDE.create)
         await conn.execute(insert(growth.STRIDE), growth.stride_rows(tasks))
         dropped = await _drop_indexes(conn, PROGRESS_TABLES if with_history else ())

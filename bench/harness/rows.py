@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from bench.dataset.rules import BRACKET, SEASON_ID
+
 IdSource = Literal["none", "teams", "disciplines", "progress_pairs"]
 
 
@@ -83,6 +85,31 @@ ROWS: list[Row] = [
         revalidate=True,
     ),
     read("/leaderboard/graph?top=10", slope_goal=True, ratio_goal=0.5),
+    read(
+        f"/leaderboard?season={SEASON_ID}&limit=50",
+        name="GET /leaderboard?season= (frozen: a member)",
+        slope_goal=True,
+        ratio_goal=0.6,
+    ),
+    read(
+        f"/leaderboard?season={SEASON_ID}&limit=50",
+        name="GET /leaderboard?season= (live: an admin)",
+        role="admin",
+        slope_goal=True,
+        ratio_goal=0.6,
+    ),
+    read(
+        f"/leaderboard?tag={BRACKET}&limit=50",
+        name="GET /leaderboard?tag= (a bracket)",
+        slope_goal=True,
+        ratio_goal=0.6,
+    ),
+    read(
+        "/leaderboard?by=perMember&limit=50",
+        name="GET /leaderboard?by=perMember",
+        slope_goal=True,
+        ratio_goal=0.6,
+    ),
     read(
         "/discipline/{id}",
         "/discipline/{discipline_id}",

@@ -302,9 +302,9 @@ export class Api {
   }
 
   // Leaderboard --------------------------------------------------------------
-  leaderboard(opts: { discipline: string | null; limit?: number; offset?: number; etag?: string | null }): Promise<ApiResult<LeaderboardEntry[]>> {
+  leaderboard(opts: { discipline: string | null; limit?: number; offset?: number; etag?: string | null; season?: string | null; tag?: string | null }): Promise<ApiResult<LeaderboardEntry[]>> {
     return this.request<LeaderboardEntry[]>('GET', '/leaderboard', undefined, {
-      query: { limit: opts.limit ?? 50, offset: opts.offset || null, discipline: opts.discipline },
+      query: { limit: opts.limit ?? 50, offset: opts.offset || null, discipline: opts.discipline, season: opts.season, tag: opts.tag },
       headers: opts.etag ? { 'If-None-Match': opts.etag } : {},
     });
   }
@@ -315,8 +315,8 @@ export class Api {
   }
 
   /** The URL of the leaderboard's Server-Sent Events stream (first page only: no offset). */
-  leaderboardStreamUrl(opts: { discipline: string | null; limit: number }): string {
-    return this.url('/leaderboard/stream', { discipline: opts.discipline, limit: opts.limit });
+  leaderboardStreamUrl(opts: { discipline: string | null; limit: number; season?: string | null; tag?: string | null }): string {
+    return this.url('/leaderboard/stream', { discipline: opts.discipline, limit: opts.limit, season: opts.season, tag: opts.tag });
   }
 
   leaderboardGraph(opts: { top?: number; discipline?: string | null; from?: string | null; to?: string | null }): Promise<Series[]> {

@@ -21,6 +21,7 @@ from questline.config import Settings
 from questline.dashboard.endpoints import mount_dashboard
 from questline.disciplines.endpoints import router as disciplines_router
 from questline.health.endpoints import router as health_router
+from questline.leaderboard.choice import season_rank
 from questline.leaderboard.endpoints import router as leaderboard_router
 from questline.mail import service as mail_service
 from questline.mail.dispatcher import Postman
@@ -31,10 +32,12 @@ from questline.organizations.endpoints import router as organizations_router
 from questline.progress import hooks as progress_hooks
 from questline.progress.endpoints import router as progress_router
 from questline.progress.group_commit import GroupCommit
+from questline.progress.overview import on_season_rank
 from questline.readmodel.service import ReadModel
 from questline.scim.endpoints import router as scim_router
 from questline.scim.endpoints import token_router as scim_token_router
 from questline.scim.errors import ScimErrorMiddleware
+from questline.seasons.endpoints import router as seasons_router
 from questline.sso.endpoints import browser_router as sso_browser_router
 from questline.sso.endpoints import router as sso_router
 from questline.storage.db import Database
@@ -70,6 +73,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
     progress_hooks.register()  # before a discipline's tasks go: their progress
     mail_service.check_settings(settings)  # a mistyped SMTP URL stops the start, not a send
+    on_season_rank(season_rank)  # the overview's ?season= ranks as the leaderboard does
     db = Database(settings)
     identity = Identity(TokenService(settings))
     state = AppState(
@@ -149,6 +153,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         leaderboard_router,
         webhooks_router,
         xapi_router,
+        seasons_router,
         problems_router,
         mail_signin_router,
         mail_invite_router,

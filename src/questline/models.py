@@ -15,6 +15,7 @@ from questline.members.models import Member, TeamMembership
 from questline.organizations.models import Organization
 from questline.progress.models import ScoreEvent, TaskCompletion
 from questline.readmodel.models import ReadModelVersion
+from questline.seasons.models import Season
 from questline.sso.models import OidcLoginState, SsoConfiguration, SsoSession
 from questline.storage.db import Base
 from questline.teams.models import Team
@@ -38,6 +39,7 @@ __all__ = [
     "ReadModelVersion",
     "Resource",
     "ScoreEvent",
+    "Season",
     "SigninCode",
     "SsoConfiguration",
     "SsoSession",

@@ -109,9 +109,18 @@ async def test_a_teams_progress_as_csv(world: World) -> None:
     response = await world.client.get(f"/team/{team['Id']}/progress", headers={**org.member, **CSV})
     assert response.status_code == 200
     [header, row] = parse(response.text)
-    assert header == ["TeamId", "TaskId", "DisciplineId", "Points", "CompletedAt", "Score"]
+    assert header == [
+        "TeamId",
+        "TaskId",
+        "DisciplineId",
+        "Points",
+        "CompletedAt",
+        "MemberId",
+        "RecordedBy",
+        "Score",
+    ]
     assert row[:4] == [team["Id"], task_id, created.json()["Id"], "10"]
-    assert row[5] == ""
+    assert row[5:] == ["", "admin", ""]
     other = world.org()
     hidden = await world.client.get(f"/team/{team['Id']}/progress", headers={**other.member, **CSV})
     assert hidden.status_code == 404

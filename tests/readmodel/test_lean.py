@@ -59,6 +59,8 @@ async def _team_with_progress(world: World) -> tuple[Org, dict[str, Any]]:
 async def test_a_lean_miss_sends_the_routes_bytes_in_one_statement(
     world: World, app_state: AppHarness, suffix: str, role: str
 ) -> None:
+    if role == "admin" and suffix == "/overview":
+        pytest.skip("an admin's overview carries Contributions: the route builds it")
     org, team = await _team_with_progress(world)
     headers = org.member if role == "member" else org.admin
     url = f"/team/{team['Id']}{suffix}"

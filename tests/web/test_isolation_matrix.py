@@ -163,6 +163,21 @@ def scim_only(**fill: str) -> Expect:
 _SCIM_ID = "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b30"
 
 
+def _season_body() -> dict[str, str]:
+    """A season frozen now (started yesterday, frozen a minute ago, ending tomorrow)."""
+    now = dt.datetime.now(dt.UTC)
+
+    def iso(at: dt.datetime) -> str:
+        return at.isoformat().replace("+00:00", "Z")
+
+    return {
+        "Name": unique("Iso season"),
+        "StartsAt": iso(now - dt.timedelta(days=1)),
+        "FreezesAt": iso(now - dt.timedelta(minutes=1)),
+        "EndsAt": iso(now + dt.timedelta(days=1)),
+    }
+
+
 def _ui_asset() -> str:
     from questline.dashboard.endpoints import ASSETS_DIR
 
@@ -311,6 +326,13 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     ("GET", "/auth/oidc/session"): public(200),
     ("GET", "/auth/oidc/{organization_id}"): public(404, organization_id=_NO_SSO_ORG),
     ("GET", "/auth/oidc/{organization_id}/login"): public(303, organization_id=_NO_SSO_ORG),
+    # Seasons (any role reads them; the owner's season is frozen, so a reveal succeeds).
+    ("POST", "/season"): write(201, scoped=False, body=lambda _: _season_body()),
+    ("GET", "/season"): read(scoped=False),
+    ("GET", "/season/{season_id}"): read(scoped=True),
+    ("PATCH", "/season/{season_id}"): write(200, scoped=True, body=lambda _: {"Name": "changed"}),
+    ("DELETE", "/season/{season_id}"): write(204, scoped=True),
+    ("POST", "/season/{season_id}/reveal"): write(200, scoped=True),
 }
 """Add the routes of disciplines, progress, leaderboard, bulk and the dashboard here as
 they land on main (the completeness test names each one that is missing)."""
@@ -390,6 +412,10 @@ async def _resolve(
         await _seed_webhook(org, resolved, db)
     if "put" in paths.get("/organization/xapi", {}) and db is not None and settings is not None:
         await _seed_lrs(org, db, settings)
+    if "post" in paths.get("/season", {}):
+        season = await org.client.post("/season", json=_season_body(), headers=org.admin)
+        assert season.status_code == 201, season.text
+        resolved.ids["season_id"] = season.json()["Id"]
     return resolved
 
 

@@ -3,6 +3,7 @@ import { csvButton, fillDisciplineSelect, handleError, type Ctx } from '../conte
 import { formatDateTime, formatNumber } from '../format';
 import { teamHref } from '../router';
 import type { LeaderboardEntry } from '../types';
+import { competitionChoice, competitionFilters } from './competition';
 
 export const LEADERBOARD_REFRESH_MS = 5000;
 export const LEADERBOARD_PAGE = 50;
@@ -64,10 +65,15 @@ export function renderLeaderboard(ctx: Ctx): void {
       'form',
       { class: 'filters', role: 'search', 'aria-label': 'Leaderboard filter' },
       h('div', { class: 'field' }, h('label', { for: 'leaderboard-discipline' }, 'Discipline'), select),
+      ...competitionFilters(ctx, () => {
+        offset = 0;
+        etag = null;
+        restart();
+      }),
     ),
     h('div', { class: 'table-wrap', role: 'region', 'aria-label': 'Leaderboard', tabindex: 0 }, table),
     h('nav', { class: 'pager', 'aria-label': 'Pages of the leaderboard' }, prev, pageLabel, next),
-    h('p', { class: 'actions' }, csvButton(ctx, 'leaderboard-csv', 'Download CSV', '/leaderboard', () => ({ discipline: selectedDiscipline, limit: LEADERBOARD_PAGE, offset: offset || null }))),
+    h('p', { class: 'actions' }, csvButton(ctx, 'leaderboard-csv', 'Download CSV', '/leaderboard', () => ({ discipline: selectedDiscipline, ...competitionChoice(), limit: LEADERBOARD_PAGE, offset: offset || null }))),
     status,
   );
 
@@ -106,7 +112,7 @@ export function renderLeaderboard(ctx: Ctx): void {
   function openStream(): void {
     const discipline = selectedDiscipline;
     // One more than a page: tells whether there is a next page.
-    const es = new EventSource(ctx.api.leaderboardStreamUrl({ discipline, limit: LEADERBOARD_PAGE + 1 }), { withCredentials: true });
+    const es = new EventSource(ctx.api.leaderboardStreamUrl({ discipline, ...competitionChoice(), limit: LEADERBOARD_PAGE + 1 }), { withCredentials: true });
     source = es;
     es.addEventListener('leaderboard', (ev: MessageEvent<string>) => {
       if (source !== es || !ctx.isCurrent()) return;
@@ -163,7 +169,7 @@ export function renderLeaderboard(ctx: Ctx): void {
     const discipline = selectedDiscipline;
     try {
       const asked = offset;
-      const res = await ctx.api.leaderboard({ discipline, limit: LEADERBOARD_PAGE, offset, etag });
+      const res = await ctx.api.leaderboard({ discipline, ...competitionChoice(), limit: LEADERBOARD_PAGE, offset, etag });
       if (!ctx.isCurrent() || discipline !== selectedDiscipline || asked !== offset) return;
       // 304: unchanged since the ETag we hold (If-None-Match); keep the rows.
       if (res.status !== 304) {

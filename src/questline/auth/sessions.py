@@ -224,7 +224,9 @@ async def end_session(session: AsyncSession, token: str) -> None:
 
 
 def caller_of(row: DashboardSession) -> Caller:
-    return Caller(subject=row.subject, role=Role(row.role), org_id=row.organization_id)
+    return Caller(
+        subject=row.subject, role=Role(row.role), org_id=row.organization_id, email=row.email
+    )
 
 
 def _origin_of(url: str) -> str:

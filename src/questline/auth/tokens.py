@@ -221,4 +221,10 @@ class TokenService:
                 org_id = uuid.UUID(str(raw_org))
             except ValueError as exc:
                 raise Unauthorized("The token names no organization (UUID).") from exc
-        return Caller(subject=str(claims["sub"]), role=role, org_id=org_id)
+        email = claims.get("email")
+        return Caller(
+            subject=str(claims["sub"]),
+            role=role,
+            org_id=org_id,
+            email=email if isinstance(email, str) else None,
+        )

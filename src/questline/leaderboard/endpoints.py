@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
+from dataclasses import replace
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from starlette.background import BackgroundTask
 
-from questline.leaderboard import graphs, schemas, selection, standings, stream
+from questline.leaderboard import choice, graphs, schemas, selection, standings, stream
 from questline.readmodel.http import CachedRead, dumps, serve
 from questline.readmodel.service import readmodel_of
+from questline.seasons.query import SeasonQuery
 from questline.teams import service as teams_service
 from questline.web import csvexport
 from questline.web.access import MemberOf
@@ -19,7 +21,7 @@ from questline.web.links import service_link
 from questline.web.openapi import problem_responses
 from questline.web.paths import TeamId
 from questline.web.routing import SessionDep, TransactionalRoute, answers_early
-from questline.web.schemas import InputDateTime
+from questline.web.schemas import InputDateTime, QueryBoolean
 from questline.web.state import app_state
 
 router = APIRouter(tags=["leaderboard"], route_class=TransactionalRoute)
@@ -94,13 +96,63 @@ async def _around(
 AroundQuery = Annotated[uuid.UUID | None, Depends(_around)]
 
 
+async def _asked(
+    window: WindowDep,
+    season_id: SeasonQuery,
+    tag: Annotated[
+        str | None,
+        Query(
+            min_length=1,
+            max_length=50,
+            description="A bracket: rank only the teams carrying this tag (ignoring case), "
+            "1, 2, 3 … among themselves.",
+        ),
+    ] = None,
+    by: Annotated[
+        choice.RankBy,
+        Query(
+            description="`perMember`: by points divided by the team's member count (at "
+            "least 1); entries show both figures."
+        ),
+    ] = choice.RankBy.SCORE,
+    frozen: Annotated[
+        QueryBoolean,
+        Query(
+            description="With `season`: the members' view (frozen during the freeze); "
+            "admins see the live standings otherwise."
+        ),
+    ] = False,
+) -> choice.Asked:
+    return choice.Asked(
+        selection=selection.Selection(
+            start=window.start,
+            end=window.end,
+            discipline_id=window.discipline_id,
+            tag=tag,
+            per_member=by is choice.RankBy.PER_MEMBER,
+        ),
+        season_id=season_id,
+        frozen=frozen,
+    )
+
+
+AskedDep = Annotated[choice.Asked, Depends(_asked)]
+
+
+def entries_responses() -> dict[int | str, Any]:
+    """The 200 of ``GET /leaderboard``: JSON entries (``PerMemberEntry`` with
+    ``by=perMember``), or CSV."""
+    found = csvexport.openapi(schemas.LeaderboardEntry)
+    example = schemas.LeaderboardEntry.model_config.get("json_schema_extra", {})
+    assert isinstance(example, dict)
+    found[200]["content"]["application/json"] = {"example": example["examples"]}
+    return found
+
+
 @router.get(
     "/leaderboard",
-    response_model=list[schemas.LeaderboardEntry],
-    responses={
-        **csvexport.openapi(schemas.LeaderboardEntry),
-        **problem_responses(401, 403, 404, 422),
-    },
+    response_model=list[schemas.LeaderboardEntry | schemas.PerMemberEntry],
+    responses={**entries_responses(), **problem_responses(401, 403, 404, 422)},
 )
 @answers_early(CachedRead())
 async def get_leaderboard(
@@ -108,7 +160,7 @@ async def get_leaderboard(
     response: Response,
     tenant: MemberOf,
     session: SessionDep,
-    window: WindowDep,
+    asked: AskedDep,
     around: AroundQuery,
     limit: Annotated[int, Query(ge=1, le=standings.MAX_LIMIT)] = standings.DEFAULT_LIMIT,
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
@@ -123,15 +175,29 @@ async def get_leaderboard(
     in that window (inclusive; withdrawn completions never count), ties broken by when
     the team reached its window score, then by name. With `around={teamId}`: the
     `limit` entries centred on that team (fewer at the edges), with their true ranks
-    (404 for a team of another organization, 422 for an admin or archived team; no
-    `offset`).
+    (404 for a team of another organization, 422 for an admin or archived team, or one
+    outside the bracket; no `offset`).
+
+    With `season={id}`: by the points of the completions with `CompletedAt` in the
+    season's `[StartsAt, EndsAt)` (and the season's discipline unless `discipline` names
+    another). During its freeze, members get the standings as they were at `FreezesAt`
+    — counting only what was recorded before it — with the header
+    `Questline-Frozen-At`; admins get the live standings, or the members' view with
+    `frozen=true`. With `tag`: a bracket, ranks 1, 2, 3 … among the teams carrying the
+    tag. With `by=perMember`: by points per member (entries add `MemberCount` and
+    `PointsPerMember`). All of these combine.
 
     With `Accept: text/csv`: the same entries as CSV (an attachment)."""
-    chosen = selection.Selection(
-        start=window.start, end=window.end, discipline_id=window.discipline_id
-    )
+    readmodel = readmodel_of(request)
 
-    async def page() -> tuple[list[standings.Entry], dict[str, str]]:
+    async def page(
+        version: int,
+    ) -> tuple[list[standings.Entry], dict[str, str], choice.Chosen]:
+        chosen = await choice.choose(
+            session, org_id=tenant.org_id, role=tenant.caller.role, asked=asked
+        )
+        kept = choice.memos(readmodel, tenant.org_id, version)
+        memo, keep = kept.memo, kept.keep
         if around is not None:
             if offset:
                 raise Unprocessable(
@@ -139,11 +205,23 @@ async def get_leaderboard(
                     errors=[FieldError(field="offset", message="Leave it out with 'around'.")],
                 )
             found = await selection.around(
-                session, org_id=tenant.org_id, team_id=around, selection=chosen, limit=limit
+                session,
+                org_id=tenant.org_id,
+                team_id=around,
+                selection=chosen.selection,
+                limit=limit,
+                memo=memo,
+                keep=keep,
             )
-            return found, {}
+            return found, {}, chosen
         found = await selection.ranking(
-            session, org_id=tenant.org_id, selection=chosen, limit=limit + 1, offset=offset
+            session,
+            org_id=tenant.org_id,
+            selection=chosen.selection,
+            limit=limit + 1,
+            offset=offset,
+            memo=memo,
+            keep=keep,
         )
         headers = {}
         if len(found) > limit:
@@ -151,31 +229,28 @@ async def get_leaderboard(
             query = {**request.query_params, "limit": str(limit), "offset": str(offset + limit)}
             url = service_link(request, request.url.path, query)
             headers["Link"] = f'<{url}>; rel="next"'
-        return found, headers
+        return found, headers, chosen
 
     if csvexport.wants_csv(request):
-        entries, headers = await page()
-        response.headers.update(headers)
-        items = [schemas.LeaderboardEntry.model_validate(entry_json(e)) for e in entries]
+        entries, headers, chosen = await page(-1)
+        response.headers.update({**headers, **chosen.headers})
+        if asked.selection.per_member:
+            rows = [schemas.PerMemberEntry.model_validate(choice.entry_json(e)) for e in entries]
+            return csvexport.export(schemas.PerMemberEntry, rows, "leaderboard.csv", response)
+        items = [schemas.LeaderboardEntry.model_validate(choice.entry_json(e)) for e in entries]
         return csvexport.export(schemas.LeaderboardEntry, items, "leaderboard.csv", response)
 
-    async def build(_version: int) -> tuple[bytes, dict[str, str]]:
-        entries, headers = await page()
-        return dumps([entry_json(e) for e in entries]), headers
+    async def build(version: int) -> tuple[bytes, dict[str, str]]:
+        entries, headers, chosen = await page(version)
+        variant = tenant.caller.role.value
+        extra = choice.season_headers(tenant.org_id, version, chosen, variant)
+        return dumps([choice.entry_json(e) for e in entries]), {**headers, **extra}
 
-    return await serve(request, build=build)
+    return await serve(request, build=build, own_etag=asked.season_id is not None)
 
 
-def entry_json(entry: standings.Entry) -> dict[str, object]:
-    """A ``schemas.LeaderboardEntry`` as its JSON object (tests check the two agree)."""
-    return {
-        "Rank": entry.rank,
-        "TeamId": entry.team_id,
-        "Name": entry.name,
-        "Score": entry.score,
-        "TasksCompleted": entry.tasks_completed,
-        "ReachedAt": entry.reached_at,
-    }
+entry_json = choice.entry_json
+"""A ``schemas.LeaderboardEntry`` as its JSON object (tests check the two agree)."""
 
 
 def series_json(series: graphs.Series) -> dict[str, object]:
@@ -222,7 +297,7 @@ async def stream_leaderboard(
     request: Request,
     tenant: MemberOf,
     session: SessionDep,
-    discipline_id: DisciplineQuery,
+    asked: AskedDep,
     limit: Annotated[int, Query(ge=1, le=standings.MAX_LIMIT)] = standings.DEFAULT_LIMIT,
     last_event_id: Annotated[
         str | None,
@@ -234,16 +309,17 @@ async def stream_leaderboard(
     ] = None,
 ) -> Response:
     """The live leaderboard (any role): first an event `leaderboard` carrying exactly
-    the JSON of `GET /leaderboard` for the same `discipline` and `limit`, then one after
-    each change that alters it (coalesced: at most one per 250 ms). `id:` is the
-    organization's version; send it back as `Last-Event-ID` when reconnecting to get
-    the current leaderboard only if it changed meanwhile. A `: heartbeat` comment every
-    15 s keeps idle connections open. Streams are capped per organization and per
-    server process: 503 with `Retry-After` beyond."""
-    if discipline_id is not None:
-        await standings.ensure_discipline_visible(
-            session, org_id=tenant.org_id, discipline_id=discipline_id
-        )
+    the JSON of `GET /leaderboard` for the same parameters (`discipline`, `season`,
+    `tag`, `by`, `frozen`, `limit`), then one after each change that alters it
+    (coalesced: at most one per 250 ms). A frozen season's stream stays still for
+    members until the reveal or its end (then an event carries the live standings).
+    `id:` is the organization's version; send it back as `Last-Event-ID` when
+    reconnecting to get the current leaderboard only if it changed meanwhile. A
+    `: heartbeat` comment every 15 s keeps idle connections open. Streams are capped
+    per organization and per server process: 503 with `Retry-After` beyond."""
+    asked.selection.check()
+    # Refused now (404, 422) rather than inside the stream: the season, the discipline.
+    await choice.choose(session, org_id=tenant.org_id, role=tenant.caller.role, asked=asked)
     state = app_state(request)
     registry = stream.registry_of(request.app)
     registry.acquire(tenant.org_id, state.settings)
@@ -251,7 +327,7 @@ async def stream_leaderboard(
         db=state.db,
         readmodel=readmodel_of(request),
         settings=state.settings,
-        query=stream.Query(org_id=tenant.org_id, discipline_id=discipline_id, limit=limit),
+        query=stream.Query(org_id=tenant.org_id, asked=asked, role=tenant.caller.role, limit=limit),
         last_event_id=stream.parse_last_event_id(last_event_id),
     )
     return stream.EventStream(content, BackgroundTask(registry.release, tenant.org_id))
@@ -268,17 +344,56 @@ async def get_leaderboard_graph(
     tenant: MemberOf,
     session: SessionDep,
     window: WindowDep,
+    asked: AskedDep,
     top: Annotated[int, Query(ge=1, le=MAX_TOP, description="How many teams.")] = 10,
 ) -> Response:
     """The top teams' cumulative score over time, in rank order: a step function that
-    starts at 0 (or at the value just before `from`), one point per change."""
+    starts at 0 (or at the value just before `from`), one point per change.
+
+    The teams are the first `top` of `GET /leaderboard` with the same `discipline`,
+    `season`, `tag` and `by` (`from` and `to` only bound the drawing). With `season`:
+    the season's score, from 0 at `StartsAt`, changes in `[StartsAt, EndsAt)`; frozen
+    for members as the leaderboard is (only what was recorded before `FreezesAt`, with
+    `Questline-Frozen-At`)."""
     window.check()
+    readmodel = readmodel_of(request)
+    ranked_by = replace(asked, selection=replace(asked.selection, start=None, end=None))
 
-    async def build(_version: int) -> tuple[bytes, dict[str, str]]:
-        found = await graphs.top_series(session, org_id=tenant.org_id, top=top, window=window)
-        return dumps([series_json(s) for s in found]), {}
+    async def build(version: int) -> tuple[bytes, dict[str, str]]:
+        if asked.season_id is None and ranked_by.selection.plain:
+            found = await graphs.top_series(session, org_id=tenant.org_id, top=top, window=window)
+            return dumps([series_json(s) for s in found]), {}
+        chosen = await choice.choose(
+            session, org_id=tenant.org_id, role=tenant.caller.role, asked=ranked_by
+        )
+        kept = choice.memos(readmodel, tenant.org_id, version)
+        entries = await selection.ranking(
+            session,
+            org_id=tenant.org_id,
+            selection=chosen.selection,
+            limit=top,
+            memo=kept.memo,
+            keep=kept.keep,
+        )
+        drawn = window
+        if chosen.view is not None:
+            start = (
+                chosen.view.start if window.start is None else max(window.start, chosen.view.start)
+            )
+            drawn = replace(
+                window,
+                start=start,
+                before=chosen.view.end,
+                as_of=chosen.view.as_of,
+                discipline_id=chosen.selection.discipline_id,
+                from_zero=True,
+            )
+        found = await graphs.series_of(session, org_id=tenant.org_id, entries=entries, window=drawn)
+        variant = tenant.caller.role.value
+        extra = choice.season_headers(tenant.org_id, version, chosen, variant)
+        return dumps([series_json(s) for s in found]), extra
 
-    return await serve(request, build=build)
+    return await serve(request, build=build, own_etag=asked.season_id is not None)
 
 
 @router.get(

@@ -29,6 +29,12 @@ class Window:
     start: dt.datetime | None = None
     end: dt.datetime | None = None
     discipline_id: uuid.UUID | None = None
+    before: dt.datetime | None = None
+    """Exclusive end (a season's ``EndsAt``)."""
+    as_of: dt.datetime | None = None
+    """Only the changes recorded before this instant (a season's frozen view)."""
+    from_zero: bool = False
+    """Count nothing before ``start``: the series starts at 0 (a season's own score)."""
 
     def check(self) -> None:
         if self.start is not None and self.end is not None and self.start > self.end:
@@ -85,6 +91,12 @@ async def _changes(
         query = query.where(ScoreEvent.discipline_id == window.discipline_id)
     if window.end is not None:
         query = query.where(ScoreEvent.at <= window.end)
+    if window.before is not None:
+        query = query.where(ScoreEvent.at < window.before)
+    if window.as_of is not None:
+        query = query.where(ScoreEvent.recorded_at < window.as_of)
+    if window.from_zero and window.start is not None:
+        query = query.where(ScoreEvent.at >= window.start)
     query = query.order_by(ScoreEvent.team_id, ScoreEvent.at, ScoreEvent.id)
     found: dict[uuid.UUID, list[_Change]] = defaultdict(list)
     for team_id, at, delta in (await session.execute(query)).all():
@@ -113,6 +125,17 @@ async def top_series(
     entries = await standings.ranking(
         session, org_id=org_id, limit=top, discipline_id=window.discipline_id
     )
+    return await series_of(session, org_id=org_id, entries=entries, window=window)
+
+
+async def series_of(
+    session: AsyncSession,
+    *,
+    org_id: uuid.UUID,
+    entries: Sequence[standings.Entry],
+    window: Window,
+) -> list[Series]:
+    """The series of the ranked ``entries``, in their order."""
     ids = [e.team_id for e in entries]
     if not ids:
         return []

@@ -30,6 +30,29 @@ class LeaderboardEntry(OutputModel):
     )
 
 
+class PerMemberEntry(LeaderboardEntry):
+    """An entry of ``by=perMember``: both figures, the points and the points per member."""
+
+    model_config = examples(
+        {
+            "Rank": 1,
+            "TeamId": TEAM,
+            "Name": "Rockets",
+            "Score": 60,
+            "TasksCompleted": 3,
+            "ReachedAt": LATER,
+            "MemberCount": 4,
+            "PointsPerMember": 15.0,
+        }
+    )
+
+    member_count: int = Field(description="The team's members (counted as 1 when none).")
+    points_per_member: float = Field(
+        description="`Score` divided by `MemberCount` (at least 1), rounded to 4 decimals; "
+        "the ranking compares the exact quotients."
+    )
+
+
 class GraphPoint(OutputModel):
     at: UtcDateTime
     score: int

@@ -37,6 +37,15 @@ class Entry:
     score: int
     tasks_completed: int
     reached_at: dt.datetime | None
+    member_count: int | None = None
+    """The team's members, when the ranking is per member (``by=perMember``)."""
+
+    @property
+    def points_per_member(self) -> float | None:
+        """``Score`` divided by the member count (at least 1), when ranked per member."""
+        if self.member_count is None:
+            return None
+        return round(self.score / max(1, self.member_count), 4)
 
 
 def _tasks_completed(discipline_id: uuid.UUID | None = None) -> ScalarSelect[int]:

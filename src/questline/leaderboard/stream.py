@@ -20,6 +20,7 @@ per organization and per process (503 with ``Retry-After`` beyond).
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import time
 import uuid
 from collections import Counter
@@ -32,12 +33,13 @@ from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from questline.config import Settings
-from questline.leaderboard import standings
+from questline.leaderboard import choice, selection
 from questline.readmodel.cache import Entry
 from questline.readmodel.http import dumps
 from questline.readmodel.service import ReadModel
 from questline.storage.db import Database
 from questline.web.errors import ServiceUnavailable
+from questline.web.identity import Role
 
 MEDIA_TYPE = "text/event-stream"
 
@@ -84,45 +86,62 @@ def registry_of(app: Any) -> Registry:
 @dataclass(frozen=True, slots=True)
 class Query:
     org_id: uuid.UUID
-    discipline_id: uuid.UUID | None
+    asked: choice.Asked
+    """The ranking (``discipline``, ``season``, ``tag``, ``by``, ``frozen``…)."""
+    role: Role
+    """The caller's: a frozen season shows members and admins different standings."""
     limit: int
 
 
-async def snapshot(db: Database, query: Query) -> bytes:
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    body: bytes
+    changes_at: dt.datetime | None = None
+    """When the body changes by itself (a season's freeze or end), with no write."""
+
+
+async def snapshot(db: Database, query: Query) -> Snapshot:
     """The body ``GET /leaderboard`` answers for these parameters (first page)."""
     async with db.session(write=False) as session:
-        entries = await standings.ranking(
-            session, org_id=query.org_id, limit=query.limit, discipline_id=query.discipline_id
+        chosen = await choice.choose(
+            session, org_id=query.org_id, role=query.role, asked=query.asked
         )
-    return dumps(
-        [
-            {
-                "Rank": e.rank,
-                "TeamId": e.team_id,
-                "Name": e.name,
-                "Score": e.score,
-                "TasksCompleted": e.tasks_completed,
-                "ReachedAt": e.reached_at,
-            }
-            for e in entries
-        ]
-    )
+        entries = await selection.ranking(
+            session, org_id=query.org_id, selection=chosen.selection, limit=query.limit
+        )
+    changes_at = None if chosen.view is None else chosen.view.changes_at
+    return Snapshot(dumps([choice.entry_json(e) for e in entries]), changes_at)
 
 
-async def shared_snapshot(readmodel: ReadModel, db: Database, query: Query, version: int) -> bytes:
+async def shared_snapshot(
+    readmodel: ReadModel, db: Database, query: Query, version: int
+) -> Snapshot:
     """The snapshot at ``version``, built once for every stream of the process with the
     same parameters (the read model's cache and its single flight per key/version):
-    a change costs one query per distinct (discipline, limit), not one per stream."""
-    wanted = f"discipline={query.discipline_id or ''}&limit={query.limit}".encode()
-    key = (query.org_id, "stream", "/leaderboard/stream", wanted, b"")
+    a change costs one query per distinct ranking, not one per stream."""
+    wanted = f"{query.asked!r}&limit={query.limit}".encode()
+    key = (query.org_id, f"stream.{query.role.value}", "/leaderboard/stream", wanted, b"")
     cached = readmodel.cache.get(key)
-    if cached is not None and cached.version == version:
-        return cached.body
+    if cached is not None and cached.current(version):
+        return Snapshot(cached.body, _utc(cached.expires_at))
 
     async def build() -> Entry:
-        return Entry(version=version, body=await snapshot(db, query), etag="")
+        found = await snapshot(db, query)
+        until = None if found.changes_at is None else found.changes_at.timestamp()
+        return Entry(version=version, body=found.body, etag="", expires_at=until)
 
-    return (await readmodel.load(key, version, build)).body
+    entry = await readmodel.load(key, version, build)
+    return Snapshot(entry.body, _utc(entry.expires_at))
+
+
+def _utc(timestamp: float | None) -> dt.datetime | None:
+    return None if timestamp is None else dt.datetime.fromtimestamp(timestamp, dt.UTC)
+
+
+def _seconds_until(when: dt.datetime | None) -> float:
+    if when is None:
+        return float("inf")
+    return max(0.0, (when - dt.datetime.now(dt.UTC)).total_seconds())
 
 
 def event(version: int, body: bytes) -> bytes:
@@ -141,11 +160,12 @@ async def events(
     last_event_id: int | None,
 ) -> AsyncIterator[bytes]:
     version = await readmodel.version(query.org_id) or 0
-    last_body: bytes | None = None
     last_sent = 0.0
+    found = await shared_snapshot(readmodel, db, query, version)
+    last_body: bytes | None = found.body
+    changes_at = found.changes_at
     if last_event_id is None or last_event_id != version:
-        last_body = await shared_snapshot(readmodel, db, query, version)
-        yield event(version, last_body)
+        yield event(version, found.body)
         last_sent = time.monotonic()
     else:
         yield b"retry: 2000\n\n"  # a resumed stream starts with nothing new to say
@@ -154,7 +174,17 @@ async def events(
     while time.monotonic() < ends:
         quiet = settings.stream_heartbeat_seconds - (time.monotonic() - last_write)
         quiet = min(quiet, ends - time.monotonic())
-        newest = await readmodel.changes.wait(query.org_id, version, max(0.0, quiet))
+        boundary = _seconds_until(changes_at)
+        newest = await readmodel.changes.wait(query.org_id, version, max(0.0, min(quiet, boundary)))
+        if newest == version and boundary <= quiet:
+            # A season's freeze or end passed: its standings changed with no write.
+            found = await shared_snapshot(readmodel, db, query, version)
+            changes_at = found.changes_at
+            if found.body != last_body:
+                last_body, last_sent = found.body, time.monotonic()
+                yield event(version, found.body)
+                last_write = last_sent
+            continue
         if newest == version:
             if time.monotonic() - last_write >= settings.stream_heartbeat_seconds:
                 yield HEARTBEAT
@@ -164,7 +194,8 @@ async def events(
         if wait > 0:
             await asyncio.sleep(wait)  # coalesce: what changes meanwhile goes in one event
         version = max(newest, await readmodel.version(query.org_id) or 0)
-        body = await shared_snapshot(readmodel, db, query, version)
+        found = await shared_snapshot(readmodel, db, query, version)
+        body, changes_at = found.body, found.changes_at
         if body == last_body:
             continue  # the change did not alter this leaderboard
         last_body, last_sent = body, time.monotonic()

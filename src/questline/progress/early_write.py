@@ -86,7 +86,7 @@ class GroupCommittedWrite:
         data = await self._body(request)
         if data is None:
             return None
-        outcome = await writes.write(Completing(org_id, team_id, data))
+        outcome = await writes.write(Completing(org_id, team_id, data, caller.subject))
         if not isinstance(outcome, Recorded):
             return None
         return completion_response(request, outcome)

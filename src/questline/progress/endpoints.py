@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response, status
 
-from questline.progress import overview, record, schemas, service
+from questline.progress import contributions, overview, record, schemas, service
 from questline.progress.early_write import GroupCommittedWrite, completion_response
 from questline.readmodel.http import CachedRead, dumps, serve
 from questline.readmodel.service import readmodel_of
+from questline.seasons.query import SeasonQuery
 from questline.teams import service as teams_service
 from questline.web import csvexport
 from questline.web.access import AdminOf, MemberOf
@@ -38,12 +39,21 @@ async def complete_task(
     session: SessionDep,
     data: schemas.ProgressCreate,
 ) -> Response:
-    """Record that the team completed a task (`TaskId`, optional past `CompletedAt`).
+    """Record that the team completed a task (`TaskId`, optional past `CompletedAt`,
+    optional `MemberId`: the member of the team who completed it, else 422). The
+    completion keeps `RecordedBy`: the caller's subject (the token's `sub`, or the
+    dashboard session's).
 
     201 when this completes it (the team's `Score` grows by the task's points), 200 when
     it was already completed (nothing changes). Archived teams refuse progress (409).
     """
-    result = await record.complete(session, org_id=tenant.org_id, team_id=team_id, data=data)
+    result = await record.complete(
+        session,
+        org_id=tenant.org_id,
+        team_id=team_id,
+        data=data,
+        recorded_by=tenant.caller.subject,
+    )
     return completion_response(request, result)
 
 
@@ -96,15 +106,33 @@ async def withdraw_task(
     response_model=schemas.Overview,
     responses=problem_responses(401, 403, 404),
 )
-@answers_early(CachedRead(miss=overview.lean_overview, resource="team_id"))
+@answers_early(
+    CachedRead(miss=overview.lean_overview, resource="team_id", variant=contributions.early_variant)
+)
 async def get_overview(
-    team_id: TeamId, request: Request, tenant: MemberOf, session: SessionDep
+    team_id: TeamId,
+    request: Request,
+    tenant: MemberOf,
+    session: SessionDep,
+    season_id: SeasonQuery,
 ) -> Response:
     """The team's progress: score, rank, and for every discipline the organization sees
     (global and its own, by title) the tasks and points done per level and quest.
-    Send the `ETag` back as `If-None-Match`: 304 while nothing changed."""
+    Send the `ETag` back as `If-None-Match`: 304 while nothing changed.
+
+    With `season={id}`: `Rank` is the team's rank in that season, as the caller sees it
+    (during a freeze, members get the rank as at `FreezesAt`, with the header
+    `Questline-Frozen-At`); the team's own progress stays live.
+
+    `Contributions` (each member's points and tasks completed, then those of no named
+    member under `MemberId: null`) is shown to admins and to the team's own members: a
+    member caller whose e-mail (session, or the token's `email` claim) or subject names
+    one of the team's members. Other members get it as `null`."""
 
     readmodel = readmodel_of(request)
+    variant = await contributions.variant_in_route(
+        session, readmodel=readmodel, caller=tenant.caller, org_id=tenant.org_id, team_id=team_id
+    )
 
     async def build(version: int) -> tuple[bytes, dict[str, str]]:
         async def tree() -> list[overview.DisciplineNode]:
@@ -118,6 +146,21 @@ async def get_overview(
         found = await overview.overview_json(
             session, org_id=tenant.org_id, team_id=team_id, tree=nodes, ranked=ranked
         )
-        return dumps(found), {}
+        headers: dict[str, str] = {}
+        if season_id is not None:
+            rank, headers = await overview.season_rank(
+                session,
+                readmodel=readmodel,
+                caller=tenant.caller,
+                team_id=team_id,
+                season_id=season_id,
+                version=version,
+            )
+            found["Rank"] = rank
+        if contributions.sees_contributions(variant):
+            found["Contributions"] = await contributions.contributions(
+                session, org_id=tenant.org_id, team_id=team_id
+            )
+        return dumps(found), headers
 
-    return await serve(request, build=build)
+    return await serve(request, build=build, own_etag=season_id is not None, variant=variant)

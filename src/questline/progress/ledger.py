@@ -37,6 +37,8 @@ class Completing:
     org_id: uuid.UUID
     team_id: uuid.UUID
     data: schemas.ProgressCreate
+    recorded_by: str | None = None
+    """Who recorded it: the caller's subject (a token's ``sub``, a session's)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +77,9 @@ class Done:
     discipline_id: uuid.UUID
     points: int
     completed_at: dt.datetime
+    member_id: uuid.UUID | None = None
+    """The member of the team who completed the task (null: not said)."""
+    recorded_by: str | None = None
 
     def as_completion(
         self, team_id: uuid.UUID, task_id: uuid.UUID, score: int | None
@@ -85,6 +90,8 @@ class Done:
             discipline_id=self.discipline_id,
             points=self.points,
             completed_at=self.completed_at,
+            member_id=self.member_id,
+            recorded_by=self.recorded_by,
             score=score,
         )
 
@@ -203,6 +210,8 @@ class Plan:
     first_done: dict[tuple[uuid.UUID, uuid.UUID, uuid.UUID], Done | None] = field(
         default_factory=dict
     )
+    members: dict[int, bool] = field(default_factory=dict)
+    """By write position: whether the completion's ``MemberId`` is one of the team's."""
     history: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     written: list[Write] = field(default_factory=list)
@@ -215,12 +224,14 @@ class Plan:
         team: TeamState,
         task: tuple[uuid.UUID, int] | None,
         done: Done | None,
+        member_of_team: bool = False,
     ) -> None:
         """What the look-up found for the write at ``position`` (a team not found: not
         seen at all). The first sight of a team or completion is kept: the later writes
         of the batch see what the earlier ones decided."""
         self.teams.setdefault((write.org_id, write.team_id), team)
         self.tasks[position] = task
+        self.members[position] = member_of_team
         done_key = (write.org_id, write.team_id, task_of(write))
         if done_key not in self.done:
             self.done[done_key] = self.first_done[done_key] = done
@@ -228,7 +239,8 @@ class Plan:
     def decide(self, position: int, write: Write) -> Outcome | Refused:
         """The write's outcome, or its refusal in the order the API always gave them:
         404 team, 409 archived team, then for a completion 404 task and 422 (a future
-        ``CompletedAt``), for a withdrawal 404 completion. A repeated completion
+        ``CompletedAt``, a ``MemberId`` not of the team), for a withdrawal 404
+        completion. A repeated completion
         changes nothing; only the write that adds a completion changes the score."""
         team = self.teams.get((write.org_id, write.team_id))
         if team is None:
@@ -246,9 +258,15 @@ class Plan:
                 completed_at = check_completed_at(write.data.completed_at, self.now)
             except Problem as refused:
                 return refused
+            member_id = write.data.member_id
+            if member_id is not None and not self.members.get(position, False):
+                return Unprocessable(
+                    "MemberId is not a member of this team.",
+                    errors=[FieldError(field="MemberId", message="Name a member of the team.")],
+                )
             if done is not None:
                 return Recorded(done.as_completion(write.team_id, task_id, team.score), False)
-            added = Done(task[0], task[1], completed_at)
+            added = Done(task[0], task[1], completed_at, member_id, write.recorded_by)
             self.done[done_key] = added
             completion, body = self._step(write, team, added, ScoreChange.COMPLETED, completed_at)
             return Recorded(completion, True, body)
@@ -306,6 +324,8 @@ class Plan:
                 "discipline_id": final.discipline_id,
                 "points": final.points,
                 "completed_at": final.completed_at,
+                "member_id": final.member_id,
+                "recorded_by": final.recorded_by,
             }
             (added if first is None else replaced).append(row)
             tasks[task_id] = {

@@ -42,6 +42,7 @@ from typing import Any
 
 from questline.events.service import outbox_sql
 from questline.progress.ledger import (
+    Completing,
     Done,
     Outcome,
     Plan,
@@ -62,8 +63,13 @@ SELECT w.i, t.status, t.score, t.score_reached_at, t.version,
                WHERE e.organization_id = w.org AND e.team_id = w.team) AS has_history,
        k.discipline_id, k.points,
        c.discipline_id AS done_discipline_id, c.points AS done_points,
-       c.completed_at AS done_at
-FROM unnest($1::uuid[], $2::uuid[], $3::uuid[]) WITH ORDINALITY AS w(org, team, task, i)
+       c.completed_at AS done_at, c.member_id AS done_member_id,
+       c.recorded_by AS done_recorded_by,
+       EXISTS (SELECT 1 FROM team_members AS m
+               WHERE m.organization_id = w.org AND m.team_id = w.team
+                 AND m.member_id = w.member) AS member_of_team
+FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[])
+     WITH ORDINALITY AS w(org, team, task, member, i)
 JOIN teams AS t ON t.organization_id = w.org AND t.id = w.team
 LEFT JOIN LATERAL (
     SELECT tasks.discipline_id, tasks.points
@@ -116,21 +122,21 @@ WITH disciplines_held AS (
            AND (SELECT count(*) FROM kept) = json_array_length($8::json) AS ok
 ), added AS (
     INSERT INTO task_completions (organization_id, team_id, task_id, discipline_id, points,
-                                  completed_at, created_at)
+                                  completed_at, member_id, recorded_by, created_at)
     SELECT r.organization_id, r.team_id, r.task_id, r.discipline_id, r.points,
-           r.completed_at, $1::timestamptz
+           r.completed_at, r.member_id, r.recorded_by, $1::timestamptz
     FROM json_to_recordset($2::json) AS r(
         organization_id uuid, team_id uuid, task_id uuid, discipline_id uuid, points int,
-        completed_at timestamptz)
+        completed_at timestamptz, member_id uuid, recorded_by text)
     WHERE (SELECT ok FROM ok)
     RETURNING 1
 ), replaced AS (
     UPDATE task_completions AS c SET
         discipline_id = r.discipline_id, points = r.points, completed_at = r.completed_at,
-        created_at = $1::timestamptz
+        member_id = r.member_id, recorded_by = r.recorded_by, created_at = $1::timestamptz
     FROM json_to_recordset($9::json) AS r(
         organization_id uuid, team_id uuid, task_id uuid, discipline_id uuid, points int,
-        completed_at timestamptz)
+        completed_at timestamptz, member_id uuid, recorded_by text)
     WHERE c.organization_id = r.organization_id AND c.team_id = r.team_id
       AND c.task_id = r.task_id AND (SELECT ok FROM ok)
     RETURNING 1
@@ -211,7 +217,8 @@ async def write_batch(fetch: Fetch, writes: Sequence[Write], *, in_transaction: 
         if attempt and in_transaction:
             await fetch(HOLD, lists[0], lists[1])
         plan = Plan(now=utcnow())
-        _look_up(await fetch(LOOKUP, *lists), writes, plan)
+        members = [w.data.member_id if isinstance(w, Completing) else None for w in writes]
+        _look_up(await fetch(LOOKUP, *lists, members), writes, plan)
         outcomes: list[Outcome | Refused] = [
             plan.decide(position, write) for position, write in enumerate(writes)
         ]
@@ -241,7 +248,14 @@ def _look_up(rows: Sequence[Any], writes: Sequence[Write], plan: Plan) -> None:
             task=None if discipline_id is None else (_uuid(discipline_id), int(row["points"])),
             done=None
             if done_at is None
-            else Done(_uuid(row["done_discipline_id"]), int(row["done_points"]), done_at),
+            else Done(
+                _uuid(row["done_discipline_id"]),
+                int(row["done_points"]),
+                done_at,
+                None if row["done_member_id"] is None else _uuid(row["done_member_id"]),
+                row["done_recorded_by"],
+            ),
+            member_of_team=bool(row["member_of_team"]),
         )
 
 

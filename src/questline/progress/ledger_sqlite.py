@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.events.service import outbox_sql
 from questline.progress.ledger import (
+    Completing,
     Done,
     Outcome,
     Plan,
@@ -36,7 +37,10 @@ SELECT t.status, t.score, t.score_reached_at, t.version,
        EXISTS (SELECT 1 FROM score_events AS e
                WHERE e.organization_id = t.organization_id AND e.team_id = t.id),
        k.discipline_id, k.points,
-       c.discipline_id, c.points, c.completed_at
+       c.discipline_id, c.points, c.completed_at, c.member_id, c.recorded_by,
+       EXISTS (SELECT 1 FROM team_members AS m
+               WHERE m.organization_id = t.organization_id AND m.team_id = t.id
+                 AND m.member_id = ?)
 FROM teams AS t
 LEFT JOIN (
     SELECT tasks.discipline_id AS discipline_id, tasks.points AS points
@@ -50,12 +54,13 @@ WHERE t.organization_id = ? AND t.id = ?
 
 ADD = """
 INSERT INTO task_completions (organization_id, team_id, task_id, discipline_id, points,
-                              completed_at, created_at)
-VALUES (?, ?, ?, ?, ?, ?, ?)
+                              completed_at, member_id, recorded_by, created_at)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 """
 
 REPLACE = """
-UPDATE task_completions SET discipline_id = ?, points = ?, completed_at = ?, created_at = ?
+UPDATE task_completions SET discipline_id = ?, points = ?, completed_at = ?, member_id = ?,
+                            recorded_by = ?, created_at = ?
 WHERE organization_id = ? AND team_id = ? AND task_id = ?
 """
 
@@ -86,7 +91,10 @@ def run(batch: SqliteBatch, writes: Sequence[Write]) -> Written:
     plan = Plan(now=utcnow())  # under the write lock: the history's times follow commits
     for position, write in enumerate(writes):
         task_id = task_of(write)
-        row = batch.one(LOOKUP, task_id, write.org_id, task_id, write.org_id, write.team_id)
+        member_id = write.data.member_id if isinstance(write, Completing) else None
+        row = batch.one(
+            LOOKUP, member_id, task_id, write.org_id, task_id, write.org_id, write.team_id
+        )
         if row is None:
             continue
         discipline_id = _uuid(row[5])
@@ -103,7 +111,10 @@ def run(batch: SqliteBatch, writes: Sequence[Write]) -> Written:
             task=None if discipline_id is None else (discipline_id, int(row[6])),
             done=None
             if row[9] is None
-            else Done(uuid.UUID(row[7]), int(row[8]), parse_sqlite_time(row[9])),
+            else Done(
+                uuid.UUID(row[7]), int(row[8]), parse_sqlite_time(row[9]), _uuid(row[10]), row[11]
+            ),
+            member_of_team=bool(row[12]),
         )
     outcomes: list[Outcome | Refused] = [
         plan.decide(position, write) for position, write in enumerate(writes)
@@ -122,6 +133,8 @@ def run(batch: SqliteBatch, writes: Sequence[Write]) -> Written:
             c["discipline_id"],
             c["points"],
             c["completed_at"],
+            c["member_id"],
+            c["recorded_by"],
             now,
             c["organization_id"],
             c["team_id"],
@@ -171,6 +184,8 @@ def _completion(row: dict[str, Any]) -> tuple[Any, ...]:
         row["discipline_id"],
         row["points"],
         row["completed_at"],
+        row["member_id"],
+        row["recorded_by"],
     )
 
 

@@ -13,7 +13,7 @@ import datetime as dt
 import enum
 import uuid
 
-from sqlalchemy import BigInteger, Enum, ForeignKey, ForeignKeyConstraint, Index
+from sqlalchemy import BigInteger, Enum, ForeignKey, ForeignKeyConstraint, Index, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from questline.storage.db import Base, UTCDateTime, new_id, utcnow
@@ -54,6 +54,11 @@ class TaskCompletion(Base):
     """The points awarded at completion; a withdrawal takes back exactly these."""
     completed_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+    member_id: Mapped[uuid.UUID | None] = mapped_column(default=None)
+    """The member of the team who completed the task (no foreign key: a member who
+    leaves keeps the credit in the history)."""
+    recorded_by: Mapped[str | None] = mapped_column(String(200), default=None)
+    """Who recorded the completion: the caller's subject."""
 
 
 class ScoreEvent(Base):

@@ -13,7 +13,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 from sqlalchemy import Text, bindparam, func, literal, select, true
@@ -26,9 +26,11 @@ from questline.disciplines.service import visible_to
 from questline.progress.models import ScoreEvent, TaskCompletion
 from questline.readmodel.http import dumps
 from questline.readmodel.lean import LeanRequest
+from questline.readmodel.service import ReadModel
 from questline.teams import service as teams_service
 from questline.teams.models import Team, TeamStatus
 from questline.web.errors import not_found
+from questline.web.identity import Caller
 
 # -- The read model's build: one statement a team, the tree once per organization version --
 
@@ -221,6 +223,8 @@ async def lean_overview(request: LeanRequest) -> tuple[bytes, dict[str, str]] | 
     (``readmodel.lean``): one statement, with the organization's discipline tree and
     ranks as the route memoized them at this version. None (the route answers): no
     memo at this version yet, or no such team in the caller's organization (its 404)."""
+    if request.role != "member":
+        return None  # admins and the team's own members see contributions: the route's
     org_id, version = request.organization_id, request.version
     tree = request.memos.memo_at(org_id, "tree", version)
     ranked = request.memos.memo_at(org_id, "ranks", version)
@@ -348,6 +352,7 @@ def _assemble(
         "TasksCompleted": int(row[7]),
         "LastActivityAt": _utc(row[9]),
         "Disciplines": disciplines,
+        "Contributions": None,  # filled in for admins and the team's own members
     }
 
 
@@ -358,3 +363,49 @@ def _utc(value: Any) -> Any:
     if isinstance(value, str):
         value = dt.datetime.fromisoformat(value)
     return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
+
+
+class SeasonRank(Protocol):
+    """The team's rank in a season as the caller sees it, and the headers of a season's
+    body (its own ``ETag``, ``Questline-Frozen-At``, how long it may be kept)."""
+
+    async def __call__(
+        self,
+        session: AsyncSession,
+        *,
+        readmodel: ReadModel,
+        caller: Caller,
+        team_id: uuid.UUID,
+        season_id: uuid.UUID,
+        version: int,
+    ) -> tuple[int | None, dict[str, str]]: ...
+
+
+_season_rank: list[SeasonRank] = []
+
+
+def on_season_rank(hook: SeasonRank) -> None:
+    """How ``?season=`` ranks a team: the leaderboard's rankings, which build on this
+    domain. The application registers it (``questline.app``)."""
+    _season_rank[:] = [hook]
+
+
+async def season_rank(
+    session: AsyncSession,
+    *,
+    readmodel: ReadModel,
+    caller: Caller,
+    team_id: uuid.UUID,
+    season_id: uuid.UUID,
+    version: int,
+) -> tuple[int | None, dict[str, str]]:
+    if not _season_rank:
+        raise RuntimeError("no season ranking registered (questline.app registers it)")
+    return await _season_rank[0](
+        session,
+        readmodel=readmodel,
+        caller=caller,
+        team_id=team_id,
+        season_id=season_id,
+        version=version,
+    )

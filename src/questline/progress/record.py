@@ -52,11 +52,18 @@ async def write_in_session(session: AsyncSession, writes: Sequence[Write]) -> Wr
 
 
 async def complete(
-    session: AsyncSession, *, org_id: uuid.UUID, team_id: uuid.UUID, data: schemas.ProgressCreate
+    session: AsyncSession,
+    *,
+    org_id: uuid.UUID,
+    team_id: uuid.UUID,
+    data: schemas.ProgressCreate,
+    recorded_by: str | None = None,
 ) -> Recorded:
     """Record that the team completed the task; a repeat changes nothing (``created``
     False, the completion as first recorded, the current score)."""
-    [outcome] = (await write_in_session(session, [Completing(org_id, team_id, data)])).outcomes
+    [outcome] = (
+        await write_in_session(session, [Completing(org_id, team_id, data, recorded_by)])
+    ).outcomes
     if isinstance(outcome, Exception):
         raise outcome
     assert isinstance(outcome, Recorded)

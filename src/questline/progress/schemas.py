@@ -5,7 +5,7 @@ import uuid
 from pydantic import Field
 
 from questline.teams.models import TeamStatus
-from questline.web.example_ids import AT, DISCIPLINE, LEVEL, QUEST, TASK, TEAM
+from questline.web.example_ids import AT, DISCIPLINE, LEVEL, MEMBER, QUEST, TASK, TEAM
 from questline.web.schemas import InputDateTime, InputModel, OutputModel, UtcDateTime, examples
 
 
@@ -25,6 +25,11 @@ class ProgressCreate(InputModel):
         alias="CompletedAt",
         description="When the team completed the task (RFC 3339); default now; not future.",
     )
+    member_id: uuid.UUID | None = Field(
+        default=None,
+        alias="MemberId",
+        description="Who completed it: a member of the team (else 422).",
+    )
 
 
 class Completion(OutputModel):
@@ -37,6 +42,8 @@ class Completion(OutputModel):
             "DisciplineId": DISCIPLINE,
             "Points": 10,
             "CompletedAt": AT,
+            "MemberId": MEMBER,
+            "RecordedBy": "admin@example.org",
             "Score": 60,
         }
     )
@@ -46,6 +53,14 @@ class Completion(OutputModel):
     discipline_id: uuid.UUID
     points: int = Field(description="Points awarded (the task's points at completion).")
     completed_at: UtcDateTime
+    member_id: uuid.UUID | None = Field(
+        default=None, description="The member of the team who completed it (null: not said)."
+    )
+    recorded_by: str | None = Field(
+        default=None,
+        description="Who recorded it: the token's subject or the dashboard session's "
+        "(null: recorded before this was kept).",
+    )
     score: int | None = Field(
         default=None, description="The team's score after this request (on writes)."
     )
@@ -85,6 +100,19 @@ class DisciplineProgress(Counts):
         description="The first level not complete; null when every level is."
     )
     levels: list[LevelProgress]
+
+
+class Contribution(OutputModel):
+    model_config = examples(
+        {"MemberId": MEMBER, "GivenName": "Ada", "Email": "ada@example.org", "Points": 30,
+         "TasksCompleted": 2}
+    )  # fmt: skip
+
+    member_id: uuid.UUID | None = Field(description="null: completions no member was named for.")
+    given_name: str | None
+    email: str | None
+    points: int
+    tasks_completed: int
 
 
 class Overview(OutputModel):
@@ -152,3 +180,9 @@ class Overview(OutputModel):
         description="Time of the team's latest score change (completion or withdrawal)."
     )
     disciplines: list[DisciplineProgress]
+    contributions: list[Contribution] | None = Field(
+        default=None,
+        description="Each member's points and tasks completed in the team, then the "
+        "completions of no named member (`MemberId` null). Only for admins and the team's "
+        "own members: null for other members.",
+    )

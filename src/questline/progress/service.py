@@ -65,5 +65,7 @@ def to_schema(completion: TaskCompletion, score: int | None = None) -> schemas.C
         discipline_id=completion.discipline_id,
         points=completion.points,
         completed_at=completion.completed_at,
+        member_id=completion.member_id,
+        recorded_by=completion.recorded_by,
         score=score,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -21,6 +22,9 @@ class Entry:
     body: bytes
     etag: str
     headers: tuple[tuple[str, str], ...] = ()
+    expires_at: float | None = None
+    """Wall-clock time (``time.time()``) after which the body is no longer true even
+    at the same version: a season's view changes by itself at its freeze and its end."""
     raw_headers: tuple[tuple[bytes, bytes], ...] = field(init=False, compare=False, repr=False)
     """The response's headers as ASGI sends them, made once with the entry."""
 
@@ -32,6 +36,12 @@ class Entry:
             *((k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in self.headers),
         )
         object.__setattr__(self, "raw_headers", raw)
+
+    def current(self, version: int) -> bool:
+        """Whether the entry may be served at ``version`` now."""
+        return self.version == version and (
+            self.expires_at is None or time.time() < self.expires_at
+        )
 
     @property
     def size(self) -> int:

@@ -8,6 +8,7 @@ route's session was never used, so no transaction was opened.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
@@ -55,6 +56,24 @@ def version_etag(organization_id: uuid.UUID, version: int, variant: str) -> str:
     return f'"{organization_id.hex[:12]}.{version}.{variant}"'
 
 
+KEEP_UNTIL = "questline-keep-until"
+"""A header a body's builder may return (never sent): the wall-clock time (seconds
+since the epoch) after which the kept body must be built again, whatever the version
+(a season's view changes by itself at its freeze and its end)."""
+
+
+def keep_until(when: dt.datetime | None) -> dict[str, str]:
+    """The builder's header for a body true until ``when`` (nothing: until the next
+    version)."""
+    return {} if when is None else {KEEP_UNTIL: repr(when.timestamp())}
+
+
+def _sent_headers(built_headers: Mapping[str, str]) -> tuple[dict[str, str], float | None]:
+    headers = dict(built_headers)
+    until = headers.pop(KEEP_UNTIL, None)
+    return headers, None if until is None else float(until)
+
+
 def entry_of(
     organization_id: uuid.UUID,
     version: int,
@@ -64,9 +83,15 @@ def entry_of(
 ) -> Entry:
     """The cache entry of a body built at ``version`` (its own ``ETag`` if the builder
     gave one, else the organization's version's)."""
-    headers = dict(built_headers)
+    headers, expires_at = _sent_headers(built_headers)
     tag = headers.pop("ETag", None) or version_etag(organization_id, version, variant)
-    return Entry(version=version, body=body, etag=tag, headers=tuple(headers.items()))
+    return Entry(
+        version=version,
+        body=body,
+        etag=tag,
+        headers=tuple(headers.items()),
+        expires_at=expires_at,
+    )
 
 
 def etag_matches(if_none_match: str, etag: str) -> bool:
@@ -96,32 +121,36 @@ def cache_key(request: Request, organization_id: uuid.UUID, variant: str) -> Key
     return (organization_id, variant, scope["path"], scope["query_string"], host)
 
 
-def _reader(request: Request) -> tuple[uuid.UUID, str]:
+def _reader(request: Request, variant: str | None = None) -> tuple[uuid.UUID, str]:
     """The organization and variant of the route's caller (a member route's)."""
     caller = request_state(request).caller
     if caller is None or caller.org_id is None:
         raise RuntimeError("a cached read needs a caller of an organization")
-    return caller.org_id, variant_of(caller)
+    return caller.org_id, variant or variant_of(caller)
 
 
-async def serve(request: Request, *, build: BodyBuilder, own_etag: bool = False) -> Response:
+async def serve(
+    request: Request, *, build: BodyBuilder, own_etag: bool = False, variant: str | None = None
+) -> Response:
     """The response of a cached read, for the route's caller.
 
     The caller's ``variant_of`` separates bodies that differ for the same URL. With
     ``own_etag`` the body's builder returns the resource's ``ETag`` (one that
     ``If-Match`` also accepts); by default the ETag is the organization's version's, and
     ``If-None-Match`` is answered 304 without building even when nothing is cached.
+    ``variant`` replaces the caller's role where the body depends on more (the route's
+    ``CachedRead`` then says how it is found: its ``variant``).
     """
-    organization_id, variant = _reader(request)
+    organization_id, variant = _reader(request, variant)
     readmodel = readmodel_of(request)
     if_none_match = request.headers.get("if-none-match")
     version = await readmodel.version(organization_id)
     if version is None:  # no version source: build every time
-        body, headers = await build(-1)
-        return Response(body, media_type=JSON, headers=dict(headers))
+        body, built = await build(-1)
+        return Response(body, media_type=JSON, headers=_sent_headers(built)[0])
     key = cache_key(request, organization_id, variant)
     entry = readmodel.cache.get(key)
-    if entry is None or entry.version != version:
+    if entry is None or not entry.current(version):
         if not own_etag and if_none_match is not None:
             current = version_etag(organization_id, version, variant)
             if etag_matches(if_none_match, current):
@@ -267,6 +296,12 @@ def cached_response(entry: Entry, if_none_match: str | None) -> Response:
     return EntryResponse(entry)
 
 
+EarlyVariant = Callable[[Request, Caller, ReadModel, uuid.UUID], Awaitable[str | None]]
+"""The variant of a caller's body when the role alone does not say it (a team's overview
+shows its own members more), from what the read model keeps; ``None``: not known
+without the database (the route answers, and finds it)."""
+
+
 class CachedRead:
     """The early answer of a read the read model serves (``answers_early``): the entry
     ``serve`` keeps for exactly this request — same key, same variant, same ``ETag`` and
@@ -279,16 +314,28 @@ class CachedRead:
     judges validators), the builder's ``None`` — is left to the route.
     """
 
-    def __init__(self, *, miss: LeanBuild | None = None, resource: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        miss: LeanBuild | None = None,
+        resource: str | None = None,
+        variant: EarlyVariant | None = None,
+    ) -> None:
         self.miss = miss
         self.resource = resource
+        self.variant = variant
 
     async def __call__(self, request: Request, caller: Caller) -> Response | None:
         organization_id = caller.org_id
         if organization_id is None or csvexport.wants_csv(request):
             return None
         readmodel = readmodel_of(request)
-        variant = variant_of(caller)
+        variant: str | None = variant_of(caller)
+        if self.variant is not None:
+            variant = await self.variant(request, caller, readmodel, organization_id)
+            if variant is None:
+                return None
+        assert variant is not None
         key = cache_key(request, organization_id, variant)
         entry = readmodel.cache.get(key)
         lean = (
@@ -302,7 +349,7 @@ class CachedRead:
             return None
         if version is None:
             return None
-        if entry is not None and entry.version == version:
+        if entry is not None and entry.current(version):
             readmodel.cache.hits += 1
         elif lean:
             entry = await self._build_miss(

@@ -30,6 +30,9 @@ class Caller:
     subject: str
     role: Role
     org_id: uuid.UUID | None
+    email: str | None = None
+    """The token's ``email`` claim, or the dashboard session's e-mail (who the caller is
+    among the organization's members)."""
 
     @property
     def is_operator(self) -> bool:

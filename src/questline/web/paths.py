@@ -41,3 +41,4 @@ DisciplineId = Annotated[uuid.UUID, Depends(_parser("discipline", "discipline_id
 TaskId = Annotated[uuid.UUID, Depends(_parser("task", "task_id"))]
 WebhookId = Annotated[uuid.UUID, Depends(_parser("webhook", "webhook_id"))]
 DeliveryId = Annotated[uuid.UUID, Depends(_parser("delivery", "delivery_id"))]
+SeasonId = Annotated[uuid.UUID, Depends(_parser("season", "season_id"))]

@@ -1,0 +1,127 @@
+"""The points that count for a ranking over a time window, from the score history's
+tables: **the one source every windowed ranking reads** (``from``/``to``, seasons, and
+the frozen view of a season).
+
+An *item* is something that changed a team's score at a time ``at`` on the timeline: a
+completion (``CompletedAt``, its points) — and whatever other kind a domain registers
+with ``register`` (point adjustments: their points at their time). Each source gives,
+for a ``Counting``, the rows ``(team_id, points, at, completions)`` of the items that
+count:
+
+* **live** (``as_of`` is ``None``): the items that exist now (a withdrawn completion
+  no longer exists, so it never counts);
+* **as of an instant** (``as_of``): the items that existed at that instant — recorded
+  before it, and not withdrawn before it. A completion recorded later, even back-dated
+  into the window, is left out; one withdrawn later still counts. Read from the
+  append-only ``score_events`` (a completion's row and, for the same team and task,
+  the next withdrawal's row).
+
+and only those with ``at`` inside the window (``start ≤ at``, ``at ≤ end``,
+``at < before``; each bound optional) and, with ``discipline_id``, in that discipline.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import ColumnElement, Select, and_, exists, literal, or_, select, union_all
+from sqlalchemy.orm import aliased
+
+from questline.progress.models import ScoreChange, ScoreEvent, TaskCompletion
+
+
+@dataclass(frozen=True, slots=True)
+class Counting:
+    """Which items count: an organization, a window, a discipline, an instant."""
+
+    org_id: uuid.UUID
+    start: dt.datetime | None = None
+    """Inclusive."""
+    end: dt.datetime | None = None
+    """Inclusive (``to`` of the windowed leaderboard)."""
+    before: dt.datetime | None = None
+    """Exclusive (a season's ``EndsAt``)."""
+    discipline_id: uuid.UUID | None = None
+    as_of: dt.datetime | None = None
+    """Count what existed at this instant (a season's freeze), else what exists now."""
+
+    def window(self, at: Any) -> list[ColumnElement[bool]]:
+        """The window's conditions on a column ``at``."""
+        found: list[ColumnElement[bool]] = []
+        if self.start is not None:
+            found.append(at >= self.start)
+        if self.end is not None:
+            found.append(at <= self.end)
+        if self.before is not None:
+            found.append(at < self.before)
+        return found
+
+
+Item = Select[uuid.UUID, int, dt.datetime, int]
+Source = Callable[[Counting], Item]
+"""Rows ``(team_id, points, at, completions)`` of one kind of item (``completions``:
+how many completions the row stands for, 1 or 0)."""
+
+
+def completions(counting: Counting) -> Item:
+    """The completions that count."""
+    if counting.as_of is None:
+        done = TaskCompletion
+        query = select(
+            done.team_id.label("team_id"),
+            done.points.label("points"),
+            done.completed_at.label("at"),
+            literal(1).label("completions"),
+        ).where(done.organization_id == counting.org_id, *counting.window(done.completed_at))
+        if counting.discipline_id is not None:
+            query = query.where(done.discipline_id == counting.discipline_id)
+        return query
+    added = ScoreEvent
+    taken = aliased(ScoreEvent)
+    # The same team and task's next step recorded after this completion is its
+    # withdrawal (completions of a team and task alternate with their withdrawals).
+    withdrawn_by_then = exists().where(
+        taken.organization_id == added.organization_id,
+        taken.team_id == added.team_id,
+        taken.task_id == added.task_id,
+        taken.kind != ScoreChange.COMPLETED,
+        taken.recorded_at < counting.as_of,
+        or_(
+            taken.recorded_at > added.recorded_at,
+            and_(taken.recorded_at == added.recorded_at, taken.id > added.id),
+        ),
+    )
+    query = select(
+        added.team_id.label("team_id"),
+        added.delta.label("points"),
+        added.at.label("at"),
+        literal(1).label("completions"),
+    ).where(
+        added.organization_id == counting.org_id,
+        added.kind == ScoreChange.COMPLETED,
+        added.recorded_at < counting.as_of,
+        *counting.window(added.at),
+        ~withdrawn_by_then,
+    )
+    if counting.discipline_id is not None:
+        query = query.where(added.discipline_id == counting.discipline_id)
+    return query
+
+
+_sources: list[Source] = [completions]
+
+
+def register(source: Source) -> None:
+    """Count another kind of item (the application registers each once at start-up)."""
+    if source not in _sources:
+        _sources.append(source)
+
+
+def counted(counting: Counting) -> Any:
+    """Every item that counts, as one subquery ``(team_id, points, at, completions)``."""
+    parts = [source(counting) for source in _sources]
+    return (parts[0] if len(parts) == 1 else union_all(*parts)).subquery("counted")

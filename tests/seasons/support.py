@@ -1,0 +1,57 @@
+"""Helpers of the season tests: times, and seasons made through the API."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from tests.factories import Org
+
+
+def iso(value: dt.datetime) -> str:
+    return value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
+
+
+def now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+async def create_season(org: Org, **fields: Any) -> dict[str, Any]:
+    start = now() - dt.timedelta(days=30)
+    body: dict[str, Any] = {
+        "Name": "Winter cup",
+        "StartsAt": iso(start),
+        "EndsAt": iso(now() + dt.timedelta(days=30)),
+        **fields,
+    }
+    response = await org.client.post("/season", json=body, headers=org.admin)
+    assert response.status_code == 201, response.text
+    return dict(response.json())
+
+
+async def create_task(org: Org, points: list[int], title: str = "D") -> tuple[str, list[str]]:
+    """A discipline of the organization with one task per entry of ``points``: its id and
+    the tasks' ids."""
+    body = {
+        "Title": title,
+        "Description": "x",
+        "Levels": [{"Title": "L", "Quests": [{"Title": "Q", "Tasks": [
+            {"Title": f"T{i}", "Points": p} for i, p in enumerate(points)
+        ]}]}],
+    }  # fmt: skip
+    created = await org.client.post("/discipline", json=body, headers=org.admin)
+    assert created.status_code == 201, created.text
+    document = created.json()
+    tasks = [t["Id"] for t in document["Levels"][0]["Quests"][0]["Tasks"]]
+    return document["Id"], tasks
+
+
+async def complete(
+    org: Org, team_id: str, task_id: str, at: dt.datetime | None = None, **extra: Any
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"TaskId": task_id, **extra}
+    if at is not None:
+        body["CompletedAt"] = iso(at)
+    response = await org.client.post(f"/team/{team_id}/progress", json=body, headers=org.admin)
+    assert response.status_code == 201, response.text
+    return dict(response.json())
