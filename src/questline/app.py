@@ -13,6 +13,7 @@ from fastapi import FastAPI
 from fastapi.responses import RedirectResponse
 
 from questline import __version__
+from questline.adjustments.endpoints import router as adjustments_router
 from questline.auth.authentication import Identity
 from questline.auth.endpoints import router as auth_router
 from questline.auth.tokens import TokenService, load_or_create_secret
@@ -113,6 +114,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         leaderboard_router,
         webhooks_router,
         problems_router,
+        adjustments_router,
     ):
         app.include_router(router)
     app.add_api_route("/", _to_dashboard, methods=["GET"], include_in_schema=False)

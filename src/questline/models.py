@@ -7,6 +7,7 @@ database) and whoever autogenerates a migration (``storage.migrate.alembic_confi
 import their models.
 """
 
+from questline.adjustments.models import ScoreAdjustment
 from questline.auth.models import DashboardSession, SigninCode
 from questline.disciplines.models import Discipline, Level, Quest, Resource, Task
 from questline.events.models import Event
@@ -31,6 +32,7 @@ __all__ = [
     "Quest",
     "ReadModelVersion",
     "Resource",
+    "ScoreAdjustment",
     "ScoreEvent",
     "SigninCode",
     "Task",

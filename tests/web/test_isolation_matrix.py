@@ -204,6 +204,13 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     ("POST", "/webhook/{webhook_id}/secret"): write(200, scoped=True),
     ("GET", "/webhook/{webhook_id}/deliveries"): admin_read(scoped=True),
     ("POST", "/webhook/{webhook_id}/deliveries/{delivery_id}/retry"): write(202, scoped=True),
+    # Adjustments.
+    ("POST", "/team/{team_id}/adjustments"): write(
+        201, scoped=True, body=lambda _: {"Points": 5, "Reason": "iso"}
+    ),
+    ("GET", "/team/{team_id}/adjustments"): read(scoped=True),
+    ("GET", "/team/{team_id}/adjustments/{adjustment_id}"): read(scoped=True),
+    ("DELETE", "/team/{team_id}/adjustments/{adjustment_id}"): write(204, scoped=True),
 }
 """Add the routes of disciplines, progress, leaderboard, bulk and the dashboard here as
 they land on main (the completeness test names each one that is missing)."""
@@ -279,6 +286,12 @@ async def _resolve(org: Org, paths: dict[str, Any], db: Database | None = None) 
         resolved.ids["task_id"], resolved.open_task_id = seeded.kept["tasks"][:2]
     if "post" in paths.get("/webhook", {}):
         await _seed_webhook(org, resolved, db)
+    if "post" in paths.get("/team/{team_id}/adjustments", {}):
+        made = await org.client.post(
+            f"/team/{team_id}/adjustments", json={"Points": 3, "Reason": "r"}, headers=org.admin
+        )
+        assert made.status_code == 201, made.text
+        resolved.ids["adjustment_id"] = made.json()["Id"]
     return resolved
 
 

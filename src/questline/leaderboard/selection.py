@@ -1,11 +1,11 @@
 """The ranking a request selects besides the current standings (``standings``).
 
 * **Windowed** (``from``/``to``): teams ranked by the points of their completions whose
-  ``CompletedAt`` lies in the window (both ends inclusive, either may be open). A
-  withdrawn completion no longer exists, so it never counts. Ties: the earlier time
-  the team reached its window score (its last counted completion that earned points),
-  then the name; teams with nothing in the window follow, by name. Combinable with
-  ``discipline``.
+  ``CompletedAt`` lies in the window, and of their adjustments whose ``At`` does (both
+  ends inclusive, either may be open; ``counted``). A withdrawn completion or
+  adjustment never counts. Ties: the earlier time the team reached its window score
+  (its last counted change that moved it), then the name; teams with nothing in the
+  window follow, by name. Combinable with ``discipline`` (which counts no adjustment).
 * **Around a team** (``around``): the ``limit`` ranked entries centred on that team
   (``(limit-1)//2`` before it, the rest after; fewer at the edges), with their true
   ranks, in whichever ranking the other parameters select.
@@ -20,12 +20,12 @@ import datetime as dt
 import uuid
 from dataclasses import dataclass
 
-from sqlalchemy import Select, and_, case, func, select, true
+from sqlalchemy import Select, case, func, select, true
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.leaderboard import standings
+from questline.leaderboard.counted import counted_changes
 from questline.leaderboard.standings import Entry
-from questline.progress.models import TaskCompletion
 from questline.teams import service as teams_service
 from questline.teams.models import Team
 from questline.web.errors import FieldError, Unprocessable
@@ -57,20 +57,21 @@ class Selection:
 def window_query(
     org_id: uuid.UUID, selection: Selection, *, limit: int | None, offset: int
 ) -> Select[uuid.UUID, str, int, int, dt.datetime | None]:
-    """Ranked teams by the points of their completions inside the window."""
-    done = TaskCompletion
-    joined = [done.organization_id == Team.organization_id, done.team_id == Team.id]
-    if selection.start is not None:
-        joined.append(done.completed_at >= selection.start)
-    if selection.end is not None:
-        joined.append(done.completed_at <= selection.end)
-    if selection.discipline_id is not None:
-        joined.append(done.discipline_id == selection.discipline_id)
-    points = func.coalesce(func.sum(done.points), 0)
-    reached = func.max(case((done.points > 0, done.completed_at), else_=None))
+    """Ranked teams by the points of their standing changes inside the window
+    (completions and adjustments: ``counted.counted_changes``)."""
+    counted = counted_changes(
+        org_id,
+        start=selection.start,
+        end=selection.end,
+        discipline_id=selection.discipline_id,
+    )
+    points = func.coalesce(func.sum(counted.c.points), 0)
+    tasks = func.coalesce(func.sum(counted.c.tasks), 0)
+    # The time the window score was reached: the last counted change that moved it.
+    reached = func.max(case((counted.c.points != 0, counted.c.at), else_=None))
     query = (
-        select(Team.id, Team.name, points, func.count(done.task_id), reached)
-        .outerjoin(done, and_(*joined))
+        select(Team.id, Team.name, points, tasks, reached)
+        .outerjoin(counted, counted.c.team_id == Team.id)
         .where(Team.organization_id == org_id, Team.is_ranked == true())
         .group_by(Team.id, Team.name, Team.name_key)
         .order_by(points.desc(), reached.asc().nulls_last(), Team.name_key)
