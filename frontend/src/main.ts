@@ -7,6 +7,7 @@ import { h } from './dom';
 import { describeProblem } from './format';
 import { parseRoute, type RouteName } from './router';
 import type { SessionInfo } from './types';
+import { renderAudit } from './views/audit';
 import { renderDiscipline, renderDisciplines } from './views/disciplines';
 import { renderDisciplineEditor } from './views/editor';
 import { renderGraph } from './views/graph';
@@ -30,8 +31,9 @@ const TITLES: Record<RouteName, string> = {
   'discipline-new': 'New discipline',
   signin: 'Sign in',
   notfound: 'Not found',
+  audit: 'Audit log',
 };
-const ADMIN_ONLY: ReadonlySet<RouteName> = new Set(['onboarding', 'discipline-edit', 'discipline-new']);
+const ADMIN_ONLY: ReadonlySet<RouteName> = new Set(['onboarding', 'discipline-edit', 'discipline-new', 'audit']);
 
 const view = document.getElementById('view') as HTMLElement;
 const sessionBox = document.getElementById('session') as HTMLElement;
@@ -205,6 +207,9 @@ function render(signInMessage: string | null = null): void {
         break;
       case 'discipline-new':
         renderDisciplineEditor(ctx, null);
+        break;
+      case 'audit':
+        renderAudit(ctx);
         break;
       case 'notfound':
         view.replaceChildren(

@@ -12,7 +12,8 @@ export type RouteName =
   | 'discipline-edit'
   | 'discipline-new'
   | 'signin'
-  | 'notfound';
+  | 'notfound'
+  | 'audit';
 
 export interface Route {
   name: RouteName;
@@ -28,6 +29,7 @@ const SIMPLE: Record<string, RouteName> = {
   onboarding: 'onboarding',
   disciplines: 'disciplines',
   signin: 'signin',
+  audit: 'audit',
 };
 
 export function parseRoute(hash: string): Route {

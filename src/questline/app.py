@@ -14,6 +14,8 @@ from fastapi.responses import RedirectResponse
 
 from questline import __version__
 from questline.adjustments.endpoints import router as adjustments_router
+from questline.audit import service as audit_service
+from questline.audit.endpoints import router as audit_router
 from questline.auth.authentication import Identity
 from questline.auth.endpoints import router as auth_router
 from questline.auth.tokens import TokenService, load_or_create_secret
@@ -78,12 +80,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         purger = asyncio.get_running_loop().create_task(
             idempotency.purge_periodically(state.db, state.settings)
         )
+        audit_purger = asyncio.get_running_loop().create_task(
+            audit_service.purge_periodically(state.db, state.settings)
+        )
         try:
             yield
         finally:
-            purger.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await purger
+            for task in (purger, audit_purger):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             if dispatcher is not None:
                 await dispatcher.stop()
         await drain(state.cancelled_requests, grace=10)
@@ -115,6 +121,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         webhooks_router,
         problems_router,
         adjustments_router,
+        audit_router,
     ):
         app.include_router(router)
     app.add_api_route("/", _to_dashboard, methods=["GET"], include_in_schema=False)

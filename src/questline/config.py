@@ -182,6 +182,12 @@ class Settings(BaseSettings):
     """``auto``: human-readable lines when stderr is a terminal, JSON lines otherwise."""
     public_url: str = "http://127.0.0.1:8000"
 
+    # The audit log (GET /audit).
+    audit_retention_days: int = Field(default=365, ge=1)
+    """Audit entries older than this are purged."""
+    audit_purge_interval_seconds: float = Field(default=3600, gt=0)
+    """How often each process deletes the audit entries past their retention."""
+
     @field_validator("database_replica_urls", mode="before")
     @classmethod
     def _split_urls(cls, value: object) -> object:

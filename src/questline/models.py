@@ -8,6 +8,7 @@ import their models.
 """
 
 from questline.adjustments.models import ScoreAdjustment
+from questline.audit.models import AuditEntry
 from questline.auth.models import DashboardSession, SigninCode
 from questline.disciplines.models import Discipline, Level, Quest, Resource, Task
 from questline.events.models import Event
@@ -21,6 +22,7 @@ from questline.web.idempotency import IdempotencyRecord
 from questline.webhooks.models import Webhook, WebhookDelivery
 
 __all__ = [
+    "AuditEntry",
     "Base",
     "DashboardSession",
     "Discipline",

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from questline import events
+from questline import audit, events
 from questline.adjustments import schemas
 from questline.adjustments.models import MAX_SCORE, ScoreAdjustment
 from questline.progress.ledger import CLOCK_SKEW
@@ -89,6 +89,33 @@ async def _step(session: AsyncSession, team: Team, row: ScoreAdjustment, kind: S
     return score
 
 
+def _audited(row: ScoreAdjustment, score: int) -> dict[str, object]:
+    return {
+        "AdjustmentId": row.id,
+        "Points": row.points,
+        "Reason": row.reason,
+        "At": row.at,
+        "Score": score,
+    }
+
+
+async def _audit(
+    session: AsyncSession,
+    row: ScoreAdjustment,
+    action: str,
+    before: dict[str, object] | None,
+    after: dict[str, object] | None,
+) -> None:
+    await audit.record(
+        session,
+        organization_id=row.organization_id,
+        action=action,
+        target=("team", row.team_id),
+        before=before,
+        after=after,
+    )
+
+
 async def adjust(
     session: AsyncSession, *, team: Team, data: schemas.AdjustmentCreate, recorded_by: str
 ) -> schemas.Adjustment:
@@ -112,6 +139,7 @@ async def adjust(
     await session.flush()
     score = await _step(session, team, row, ScoreChange.ADJUSTED)
     made = to_schema(row, score=score)
+    await _audit(session, row, "team.adjusted", None, _audited(row, score))
     await events.record(
         session, organization_id=team.organization_id, type="team.adjusted", data=made
     )
@@ -150,6 +178,13 @@ async def withdraw(
     await session.flush()
     score = await _step(session, team, row, ScoreChange.ADJUSTMENT_WITHDRAWN)
     withdrawn = to_schema(row, score=score)
+    await _audit(
+        session,
+        row,
+        "team.adjustment_withdrawn",
+        {"AdjustmentId": row.id, "Points": row.points, "Score": score + row.points},
+        {"AdjustmentId": row.id, "Points": 0, "Score": score},
+    )
     await events.record(
         session,
         organization_id=team.organization_id,

@@ -17,7 +17,7 @@ from prometheus_client import Counter
 from pydantic import RootModel
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from questline import events
+from questline import audit, events
 from questline.bulk.schemas import BulkPlan, ItemError, PlannedTeam
 from questline.members import find_many
 from questline.members.service import email_key
@@ -47,9 +47,10 @@ async def create_teams(
 
     Returns the created teams as the API writes them (``Team``'s JSON, wire names). The
     statements are as many whatever the number of teams: two checks, the member
-    find-or-create (CSV), two writes (``COPY`` on PostgreSQL), one outbox row for the
-    whole bulk (``bulk.completed``: webhooks get one event, not one a team) and one
-    version bump.
+    find-or-create (CSV), two writes (``COPY`` on PostgreSQL), the audit log's entries
+    (one ``team.created`` a team, in one more ``COPY``), one outbox row for the whole
+    bulk (``bulk.completed``: webhooks get one event, not one a team) and one version
+    bump.
     """
     taken = await _taken_names(session, org_id=org_id, teams=plan.teams)
     unknown = await _unknown_members(session, org_id=org_id, teams=plan.teams)
@@ -79,6 +80,18 @@ async def create_teams(
         for team in plan.teams
     ]
     created = await create_many.insert_teams(session, org_id=org_id, teams=new_teams)
+    await audit.record_many(
+        session,
+        organization_id=org_id,
+        changes=[
+            audit.service.Change(
+                "team.created",
+                ("team", team["Id"]),
+                after={"Name": team["Name"], "Tags": team["Tags"], "Members": new.member_ids},
+            )
+            for team, new in zip(created, new_teams, strict=True)
+        ],
+    )
     # One outbox row for the whole bulk; its payload dumped by pydantic-core in one call
     # (the outbox would otherwise walk 10,000 values in Python).
     payload = _CreatedTeams.model_construct(created)

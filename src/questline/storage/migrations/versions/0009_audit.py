@@ -1,4 +1,5 @@
-"""point adjustments (score_adjustments; score_events steps without a task)
+"""point adjustments (score_adjustments; score_events steps without a task) and the
+audit log (audit_entries)
 
 Revision ID: 0009_audit
 Revises: 0008
@@ -54,8 +55,39 @@ def upgrade() -> None:
         batch_op.alter_column("task_id", existing_type=sa.Uuid(), nullable=True)
         batch_op.alter_column("discipline_id", existing_type=sa.Uuid(), nullable=True)
 
+    op.create_table(
+        "audit_entries",
+        sa.Column("organization_id", sa.Uuid(), nullable=False),
+        sa.Column("id", sa.Uuid(), nullable=False),
+        sa.Column("at", storage.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("actor", sa.String(length=255), nullable=False),
+        sa.Column("actor_role", sa.String(length=16), nullable=True),
+        sa.Column("actor_via", sa.String(length=16), nullable=False),
+        sa.Column("action", sa.String(length=64), nullable=False),
+        sa.Column("target_type", sa.String(length=32), nullable=False),
+        sa.Column("target_id", sa.String(length=64), nullable=True),
+        sa.Column("request_id", sa.String(length=64), nullable=True),
+        sa.Column("changes", sa.JSON(), nullable=False),
+        sa.PrimaryKeyConstraint("organization_id", "id", name=op.f("pk_audit_entries")),
+    )
+    with op.batch_alter_table("audit_entries", schema=None) as batch_op:
+        batch_op.create_index("ix_audit_entries_at", ["at"], unique=False)
+        batch_op.create_index(
+            "ix_audit_entries_org_action", ["organization_id", "action", "at"], unique=False
+        )
+        batch_op.create_index(
+            "ix_audit_entries_org_actor", ["organization_id", "actor", "at"], unique=False
+        )
+        batch_op.create_index(
+            "ix_audit_entries_org_at", ["organization_id", "at", "id"], unique=False
+        )
+        batch_op.create_index(
+            "ix_audit_entries_org_target", ["organization_id", "target_id", "at"], unique=False
+        )
+
 
 def downgrade() -> None:
+    op.drop_table("audit_entries")
     op.execute("DELETE FROM score_events WHERE adjustment_id IS NOT NULL")
     with op.batch_alter_table("score_events", schema=None) as batch_op:
         batch_op.alter_column("discipline_id", existing_type=sa.Uuid(), nullable=False)
