@@ -207,6 +207,8 @@ async def test_filters_paging_and_csv(world: World, app_state: AppHarness) -> No
         headers=org.admin,
     )
     assert bad.status_code == 422
+    twice = await org.client.get("/audit?actor=grace&actor=admin", headers=org.admin)
+    assert twice.status_code == 422
     paged: list[str] = []
     url: str | None = "/audit?limit=4"
     while url is not None:

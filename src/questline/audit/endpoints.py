@@ -79,6 +79,16 @@ async def list_audit_entries(
     at most 1000; the next page in the `Link` header). With `Accept: text/csv`: the page
     as CSV (`Changes` as JSON text). Entries are kept `QUESTLINE_AUDIT_RETENTION_DAYS`
     (365) days; nothing else edits or deletes them."""
+    repeated = [
+        name
+        for name in dict.fromkeys(request.query_params)
+        if len(request.query_params.getlist(name)) > 1
+    ]
+    if repeated:  # each filter takes one value: a repeat must not quietly keep the last
+        raise Unprocessable(
+            f"Query parameters given more than once: {', '.join(repeated)}.",
+            errors=[FieldError(field=name, message="Give it once.") for name in repeated],
+        )
     if start is not None and end is not None and start > end:
         raise Unprocessable(
             "'from' is after 'to'.",
