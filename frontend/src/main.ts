@@ -7,6 +7,7 @@ import { h } from './dom';
 import { describeProblem } from './format';
 import { parseRoute, type RouteName } from './router';
 import type { SessionInfo } from './types';
+import { renderAudit } from './views/audit';
 import { renderDiscipline, renderDisciplines } from './views/disciplines';
 import { renderDisciplineEditor } from './views/editor';
 import { renderGraph } from './views/graph';
@@ -33,8 +34,9 @@ const TITLES: Record<RouteName, string> = {
   signin: 'Sign in',
   notfound: 'Not found',
   sso: 'Single sign-on',
+  audit: 'Audit log',
 };
-const ADMIN_ONLY: ReadonlySet<RouteName> = new Set(['onboarding', 'discipline-edit', 'discipline-new', 'sso']);
+const ADMIN_ONLY: ReadonlySet<RouteName> = new Set(['onboarding', 'discipline-edit', 'discipline-new', 'sso', 'audit']);
 
 const view = document.getElementById('view') as HTMLElement;
 const sessionBox = document.getElementById('session') as HTMLElement;
@@ -213,6 +215,8 @@ function render(signInMessage: string | null = null): void {
         break;
       case 'sso':
         renderSsoSettings(ctx);
+      case 'audit':
+        renderAudit(ctx);
         break;
       case 'notfound':
         view.replaceChildren(

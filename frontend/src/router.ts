@@ -13,7 +13,9 @@ export type RouteName =
   | 'discipline-new'
   | 'signin'
   | 'notfound'
-  | 'sso';
+  | 'sso'
+
+  | 'audit';
 
 export interface Route {
   name: RouteName;
@@ -30,6 +32,7 @@ const SIMPLE: Record<string, RouteName> = {
   disciplines: 'disciplines',
   signin: 'signin',
   sso: 'sso',
+  audit: 'audit',
 };
 
 export function parseRoute(hash: string): Route {

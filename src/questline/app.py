@@ -13,6 +13,10 @@ from fastapi import FastAPI
 from fastapi.responses import RedirectResponse
 
 from questline import __version__
+from questline.adjustments.counted import adjustments as counted_adjustments
+from questline.adjustments.endpoints import router as adjustments_router
+from questline.audit import service as audit_service
+from questline.audit.endpoints import router as audit_router
 from questline.auth.authentication import Identity
 from questline.auth.endpoints import router as auth_router
 from questline.auth.tokens import TokenService, load_or_create_secret
@@ -29,6 +33,7 @@ from questline.mail.endpoints import invite_router as mail_invite_router
 from questline.mail.endpoints import signin_router as mail_signin_router
 from questline.members.endpoints import router as members_router
 from questline.organizations.endpoints import router as organizations_router
+from questline.progress import counted
 from questline.progress import hooks as progress_hooks
 from questline.progress.endpoints import router as progress_router
 from questline.progress.group_commit import GroupCommit
@@ -74,6 +79,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     progress_hooks.register()  # before a discipline's tasks go: their progress
     mail_service.check_settings(settings)  # a mistyped SMTP URL stops the start, not a send
     on_season_rank(season_rank)  # the overview's ?season= ranks as the leaderboard does
+    counted.register(counted_adjustments)  # adjustments count in every windowed ranking
     db = Database(settings)
     identity = Identity(TokenService(settings))
     state = AppState(
@@ -113,12 +119,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         purger = asyncio.get_running_loop().create_task(
             idempotency.purge_periodically(state.db, state.settings)
         )
+        audit_purger = asyncio.get_running_loop().create_task(
+            audit_service.purge_periodically(state.db, state.settings)
+        )
         try:
             yield
         finally:
-            purger.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await purger
+            for task in (purger, audit_purger):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             if dispatcher is not None:
                 await dispatcher.stop()
             if postman is not None:
@@ -162,6 +172,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         sso_browser_router,
         scim_router,
         scim_token_router,
+        adjustments_router,
+        audit_router,
     ):
         app.include_router(router)
     app.add_api_route("/", _to_dashboard, methods=["GET"], include_in_schema=False)

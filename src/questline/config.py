@@ -276,6 +276,12 @@ class Settings(BaseSettings):
                 )
         return value
 
+    # The audit log (GET /audit).
+    audit_retention_days: int = Field(default=365, ge=1)
+    """Audit entries older than this are purged."""
+    audit_purge_interval_seconds: float = Field(default=3600, gt=0)
+    """How often each process deletes the audit entries past their retention."""
+
     @field_validator("database_replica_urls", mode="before")
     @classmethod
     def _split_urls(cls, value: object) -> object:

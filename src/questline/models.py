@@ -7,6 +7,8 @@ database) and whoever autogenerates a migration (``storage.migrate.alembic_confi
 import their models.
 """
 
+from questline.adjustments.models import ScoreAdjustment
+from questline.audit.models import AuditEntry
 from questline.auth.models import DashboardSession, SigninCode
 from questline.disciplines.models import Discipline, Level, Quest, Resource, Task
 from questline.events.models import Event
@@ -24,6 +26,7 @@ from questline.webhooks.models import Webhook, WebhookDelivery
 from questline.xapi.models import LrsConnection, XapiStatement
 
 __all__ = [
+    "AuditEntry",
     "Base",
     "DashboardSession",
     "Discipline",
@@ -38,6 +41,7 @@ __all__ = [
     "Quest",
     "ReadModelVersion",
     "Resource",
+    "ScoreAdjustment",
     "ScoreEvent",
     "Season",
     "SigninCode",

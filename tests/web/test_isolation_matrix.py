@@ -17,7 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx
@@ -333,6 +333,17 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     ("PATCH", "/season/{season_id}"): write(200, scoped=True, body=lambda _: {"Name": "changed"}),
     ("DELETE", "/season/{season_id}"): write(204, scoped=True),
     ("POST", "/season/{season_id}/reveal"): write(200, scoped=True),
+    # Adjustments.
+    ("POST", "/team/{team_id}/adjustments"): write(
+        201, scoped=True, body=lambda _: {"Points": 5, "Reason": "iso"}
+    ),
+    ("GET", "/team/{team_id}/adjustments"): read(scoped=True),
+    ("GET", "/team/{team_id}/adjustments/{adjustment_id}"): read(scoped=True),
+    ("DELETE", "/team/{team_id}/adjustments/{adjustment_id}"): write(204, scoped=True),
+    # The audit log (admin only; each organization sees its own). Its words
+    # ("team.created", also a webhook's event) are every organization's, so its text is
+    # not compared; tests/audit checks another organization's log shows none of these.
+    ("GET", "/audit"): replace(admin_read(scoped=False), snapshot=False, forbidden_text=False),
 }
 """Add the routes of disciplines, progress, leaderboard, bulk and the dashboard here as
 they land on main (the completeness test names each one that is missing)."""
@@ -416,6 +427,12 @@ async def _resolve(
         season = await org.client.post("/season", json=_season_body(), headers=org.admin)
         assert season.status_code == 201, season.text
         resolved.ids["season_id"] = season.json()["Id"]
+    if "post" in paths.get("/team/{team_id}/adjustments", {}):
+        made = await org.client.post(
+            f"/team/{team_id}/adjustments", json={"Points": 3, "Reason": "r"}, headers=org.admin
+        )
+        assert made.status_code == 201, made.text
+        resolved.ids["adjustment_id"] = made.json()["Id"]
     return resolved
 
 

@@ -36,7 +36,7 @@ from questline.auth.models import DashboardSession, SigninCode
 from questline.config import Settings
 from questline.storage.db import utcnow
 from questline.web.errors import Forbidden, Unauthorized
-from questline.web.identity import Caller, Role
+from questline.web.identity import Caller, Role, Via
 
 if TYPE_CHECKING:  # annotations only: the command line imports this without FastAPI
     from fastapi import Request, Response
@@ -225,7 +225,11 @@ async def end_session(session: AsyncSession, token: str) -> None:
 
 def caller_of(row: DashboardSession) -> Caller:
     return Caller(
-        subject=row.subject, role=Role(row.role), org_id=row.organization_id, email=row.email
+        subject=row.subject,
+        role=Role(row.role),
+        org_id=row.organization_id,
+        email=row.email,
+        via=Via.SESSION,
     )
 
 

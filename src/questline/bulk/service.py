@@ -17,7 +17,7 @@ from prometheus_client import Counter
 from pydantic import RootModel
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from questline import events
+from questline import audit, events
 from questline.bulk.schemas import BulkPlan, ItemError, PlannedTeam
 from questline.mail import service as mail_service
 from questline.members import find_many
@@ -48,9 +48,10 @@ async def create_teams(
 
     Returns the created teams as the API writes them (``Team``'s JSON, wire names). The
     statements are as many whatever the number of teams: two checks, the member
-    find-or-create (CSV), two writes (``COPY`` on PostgreSQL), one outbox row for the
-    whole bulk (``bulk.completed``: webhooks get one event, not one a team) and one
-    version bump.
+    find-or-create (CSV), two writes (``COPY`` on PostgreSQL), the audit log's entries
+    (one ``team.created`` a team, in one more ``COPY``), one outbox row for the whole
+    bulk (``bulk.completed``: webhooks get one event, not one a team) and one version
+    bump.
     """
     taken = await _taken_names(session, org_id=org_id, teams=plan.teams)
     unknown = await _unknown_members(session, org_id=org_id, teams=plan.teams)
@@ -84,6 +85,18 @@ async def create_teams(
         await mail_service.queue_invites(
             session, org_id=org_id, member_ids=_invited(plan.teams, new_teams, ids_by_email)
         )
+    await audit.record_many(
+        session,
+        organization_id=org_id,
+        changes=[
+            audit.service.Change(
+                "team.created",
+                ("team", team["Id"]),
+                after={"Name": team["Name"], "Tags": team["Tags"], "Members": new.member_ids},
+            )
+            for team, new in zip(created, new_teams, strict=True)
+        ],
+    )
     # One outbox row for the whole bulk; its payload dumped by pydantic-core in one call
     # (the outbox would otherwise walk 10,000 values in Python).
     payload = _CreatedTeams.model_construct(created)

@@ -17,7 +17,7 @@ from pydantic import TypeAdapter
 from sqlalchemy import ColumnElement, Select, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from questline import events
+from questline import audit, events
 from questline.disciplines import schemas, tree
 from questline.disciplines.models import Discipline, Level, Quest, Task
 from questline.readmodel import versions
@@ -280,6 +280,39 @@ async def read_tree(session: AsyncSession, discipline: Discipline) -> schemas.Di
     return tree.assemble(discipline, await tree.load_rows(session, discipline.id))
 
 
+def audited(discipline: Discipline, levels: int, tasks: int) -> dict[str, object]:
+    """The fields of a discipline the audit log compares (its tree by counts)."""
+    return {
+        "Title": discipline.title,
+        "Description": discipline.description,
+        "Color": discipline.color,
+        "Levels": levels,
+        "Tasks": tasks,
+    }
+
+
+def _counts(rows: tree.TreeRows) -> tuple[int, int]:
+    return len(rows.of(Level)), len(rows.of(Task))
+
+
+async def _audit(
+    session: AsyncSession,
+    discipline: Discipline,
+    action: str,
+    before: dict[str, object] | None,
+    after: dict[str, object] | None,
+) -> None:
+    """Global disciplines' changes go to the platform's log, outside every organization."""
+    await audit.record(
+        session,
+        organization_id=discipline.organization_id,
+        action=action,
+        target=("discipline", discipline.id),
+        before=before,
+        after=after,
+    )
+
+
 async def bump_for(session: AsyncSession, org_id: uuid.UUID | None) -> None:
     """The read model's version of the discipline's organization, or of every
     organization for a global discipline."""
@@ -314,6 +347,9 @@ async def create_discipline(
     written = Written(discipline, document, body)
     await events.record(
         session, organization_id=org_id, type="discipline.created", data=written.document
+    )
+    await _audit(
+        session, discipline, "discipline.created", None, audited(discipline, *_counts(rows))
     )
     await bump_for(session, org_id)
     return written
@@ -355,6 +391,7 @@ async def replace_discipline(
     known = await tree.known_ids(session, discipline.id)
     large = node_count(data) > LARGE_TREE_NODES
     rows = await _cpu(large, lambda: tree.flatten(data, discipline_id=discipline.id, known=known))
+    before = audited(discipline, len(known.of(Level)), len(known.of(Task)))
     removed_tasks = tree.removed_ids(rows, known, Task)
     if removed_tasks:
         await _before_tasks_removed(
@@ -373,6 +410,8 @@ async def replace_discipline(
         type="discipline.updated",
         data=document,
     )
+    after = audited(discipline, *_counts(rows))
+    await _audit(session, discipline, "discipline.replaced", before, after)
     await bump_for(session, discipline.organization_id)
     return Written(discipline, document, body)
 
@@ -381,15 +420,18 @@ async def delete_discipline(
     session: AsyncSession, *, discipline: Discipline, if_match: str | None, force: bool
 ) -> None:
     check_if_match(discipline, if_match)
+    document = await read_tree(session, discipline)
     await events.record(
         session,
         organization_id=discipline.organization_id,
         type="discipline.deleted",
-        data=await read_tree(session, discipline),
+        data=document,
     )
     task_ids = (
         await session.scalars(select(Task.id).where(Task.discipline_id == discipline.id))
     ).all()
+    before = audited(discipline, len(document.levels), len(task_ids))
+    await _audit(session, discipline, "discipline.deleted", {**before, "Forced": force}, None)
     if task_ids:
         await _before_tasks_removed(
             session, discipline_id=discipline.id, task_ids=list(task_ids), force=force

@@ -29,6 +29,8 @@ EventType = Literal[
     "discipline.updated",
     "discipline.deleted",
     "bulk.completed",
+    "team.adjusted",
+    "team.adjustment_withdrawn",
 ]
 EVENT_TYPES: tuple[str, ...] = get_args(EventType)
 _SESSION_FLAG = "questline_events_recorded"

@@ -26,6 +26,21 @@ class ScoreChange(enum.StrEnum):
     """An admin withdrew the completion: minus its Points."""
     TASK_REMOVED = "TaskRemoved"
     """The task was deleted with ``?force=true`` (discipline DELETE or PUT): minus its Points."""
+    ADJUSTED = "Adjusted"
+    """An admin adjusted the score (``questline.adjustments``): its Points, either sign."""
+    ADJUSTMENT_WITHDRAWN = "AdjustWithdrawn"
+    """An admin withdrew an adjustment: minus its Points (16 characters at most: the
+    column's length)."""
+
+
+COMPLETIONS_STEP = {
+    ScoreChange.COMPLETED: 1,
+    ScoreChange.WITHDRAWN: -1,
+    ScoreChange.TASK_REMOVED: -1,
+    ScoreChange.ADJUSTED: 0,
+    ScoreChange.ADJUSTMENT_WITHDRAWN: 0,
+}
+"""How each kind of change moves a team's count of completed tasks."""
 
 
 class TaskCompletion(Base):
@@ -78,9 +93,15 @@ class ScoreEvent(Base):
     )
     id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=new_id)
     team_id: Mapped[uuid.UUID]
-    task_id: Mapped[uuid.UUID]
-    """No foreign key: history outlives the tasks it mentions."""
-    discipline_id: Mapped[uuid.UUID]
+    task_id: Mapped[uuid.UUID | None]
+    """No foreign key: history outlives the tasks it mentions. ``None`` for an
+    adjustment's steps."""
+    discipline_id: Mapped[uuid.UUID | None]
+    """``None`` for an adjustment's steps: they belong to no discipline, so the
+    per-discipline graphs leave them out."""
+    adjustment_id: Mapped[uuid.UUID | None] = mapped_column(default=None)
+    """The adjustment of an ``Adjusted`` or ``AdjustWithdrawn`` step (no foreign key,
+    like ``task_id``)."""
     kind: Mapped[ScoreChange] = mapped_column(
         Enum(
             ScoreChange,

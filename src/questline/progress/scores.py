@@ -1,5 +1,6 @@
 """Score steps applied through the ORM session: the progress taken back when a
-discipline's tasks are removed (``hooks``). Each step follows the ledger's rule
+discipline's tasks are removed (``hooks``), and an admin's adjustments
+(``questline.adjustments``). Each step follows the ledger's rule
 (``ledger.TeamState.step``), like every other change of a team's score; the teams are
 locked first, so the scores computed here are the stored ones.
 """
@@ -18,7 +19,7 @@ from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.orm.util import identity_key
 
 from questline.progress.ledger import TeamState, history_row
-from questline.progress.models import ScoreChange, ScoreEvent
+from questline.progress.models import COMPLETIONS_STEP, ScoreChange, ScoreEvent
 from questline.storage.db import utcnow
 from questline.teams.models import Team
 
@@ -27,15 +28,16 @@ _teams = cast(Table, Team.__table__)
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    """One change of one team's score, caused by one task."""
+    """One change of one team's score, caused by one task (or one adjustment)."""
 
     organization_id: uuid.UUID
     team_id: uuid.UUID
-    task_id: uuid.UUID
-    discipline_id: uuid.UUID
+    task_id: uuid.UUID | None
+    discipline_id: uuid.UUID | None
     kind: ScoreChange
     delta: int
     at: dt.datetime
+    adjustment_id: uuid.UUID | None = None
 
 
 async def lock_teams(session: AsyncSession, *, keys: Sequence[tuple[uuid.UUID, uuid.UUID]]) -> None:
@@ -105,20 +107,22 @@ async def apply_steps(session: AsyncSession, *, steps: Sequence[Step]) -> list[i
     rows = []
     for step in steps:
         team = teams[(step.organization_id, step.team_id)]
-        completions = 1 if step.kind is ScoreChange.COMPLETED else -1
-        score = team.step(step.delta, completions, step.at)
+        score = team.step(step.delta, COMPLETIONS_STEP[step.kind], step.at)
         scores_after.append(score)
         rows.append(
-            history_row(
-                org_id=step.organization_id,
-                team_id=step.team_id,
-                task_id=step.task_id,
-                discipline_id=step.discipline_id,
-                kind=step.kind,
-                delta=step.delta,
-                score_after=score,
-                at=step.at,
-            )
+            {
+                "adjustment_id": step.adjustment_id,
+                **history_row(
+                    org_id=step.organization_id,
+                    team_id=step.team_id,
+                    task_id=step.task_id,
+                    discipline_id=step.discipline_id,
+                    kind=step.kind,
+                    delta=step.delta,
+                    score_after=score,
+                    at=step.at,
+                ),
+            }
         )
     now = utcnow()
     for (org_id, team_id), team in teams.items():

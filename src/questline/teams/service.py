@@ -10,7 +10,7 @@ from prometheus_client import Counter
 from sqlalchemy import ColumnElement, delete, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from questline import events
+from questline import audit, events
 from questline.members import service as members_service
 from questline.members.models import Member, TeamMembership
 from questline.readmodel.versions import bump
@@ -120,6 +120,34 @@ async def _record_membership(
     await events.record(session, organization_id=team.organization_id, type=type, data=data)
 
 
+def audited(team: Team) -> dict[str, object]:
+    """The fields of a team the audit log compares before and after a change."""
+    return {
+        "Name": team.name,
+        "Tags": list(team.tags),
+        "Status": team.status,
+        "IsAdminTeam": team.is_admin_team,
+        "IsSurveyCompleted": team.is_survey_completed,
+    }
+
+
+async def _audit(
+    session: AsyncSession,
+    team: Team,
+    action: str,
+    before: dict[str, object] | None,
+    after: dict[str, object] | None,
+) -> None:
+    await audit.record(
+        session,
+        organization_id=team.organization_id,
+        action=action,
+        target=("team", team.id),
+        before=before,
+        after=after,
+    )
+
+
 async def _ensure_name_free(
     session: AsyncSession, *, org_id: uuid.UUID, name: str, except_id: uuid.UUID | None = None
 ) -> None:
@@ -176,6 +204,7 @@ async def create_team(
             ],
         )
     await _record(session, team, "team.created")
+    await _audit(session, team, "team.created", None, {**audited(team), "Members": member_ids})
     count_on_commit(session, TEAMS_CREATED)
     await bump(session, org_id)
     return TeamWithCount(team, len(member_ids))
@@ -205,6 +234,7 @@ async def update_team(
     session: AsyncSession, *, team: Team, data: schemas.TeamUpdate, if_match: str | None
 ) -> Team:
     check_if_match(team, if_match)
+    before = audited(team)
     if data.name is not None and data.name != team.name:
         await _ensure_name_free(
             session, org_id=team.organization_id, name=data.name, except_id=team.id
@@ -219,12 +249,32 @@ async def update_team(
     team.updated_at = utcnow()
     await session.flush()
     await _record(session, team, "team.updated")
+    await _audit_update(session, team, before, audited(team))
     await bump(session, team.organization_id)
     return team
 
 
+UPDATE_ACTIONS = (
+    ("Name", "team.renamed"),
+    ("Tags", "team.retagged"),
+    ("Status", "team.status_changed"),
+)
+"""``PATCH /team/{id}``: one audit entry per aspect changed (filterable by action)."""
+
+
+async def _audit_update(
+    session: AsyncSession, team: Team, before: dict[str, object], after: dict[str, object]
+) -> None:
+    changed = [(f, a) for f, a in UPDATE_ACTIONS if before[f] != after[f]]
+    for field, action in changed:
+        await _audit(session, team, action, {field: before[field]}, {field: after[field]})
+    if not changed:  # a PATCH that changed nothing was still made
+        await _audit(session, team, "team.updated", before, after)
+
+
 async def delete_team(session: AsyncSession, *, team: Team) -> None:
     await _record(session, team, "team.deleted")
+    await _audit(session, team, "team.deleted", {**audited(team), "Score": team.score}, None)
     await session.delete(team)
     await session.flush()
     await bump(session, team.organization_id)
@@ -232,20 +282,36 @@ async def delete_team(session: AsyncSession, *, team: Team) -> None:
 
 async def set_admin_flag(session: AsyncSession, *, team: Team, value: bool | None) -> Team:
     """``value=None`` switches the flag (the seed's toggle); a bool sets it."""
+    before = team.is_admin_team
     team.is_admin_team = (not team.is_admin_team) if value is None else value
     team.refresh_ranking_flag()
     team.updated_at = utcnow()
     await session.flush()
     await _record(session, team, "team.admin_changed")
+    await _audit(
+        session,
+        team,
+        "team.admin_changed",
+        {"IsAdminTeam": before},
+        {"IsAdminTeam": team.is_admin_team},
+    )
     await bump(session, team.organization_id)
     return team
 
 
 async def set_survey_flag(session: AsyncSession, *, team: Team, value: bool) -> Team:
+    before = team.is_survey_completed
     team.is_survey_completed = value
     team.updated_at = utcnow()
     await session.flush()
     await _record(session, team, "team.updated")
+    await _audit(
+        session,
+        team,
+        "team.survey_changed",
+        {"IsSurveyCompleted": before},
+        {"IsSurveyCompleted": value},
+    )
     await bump(session, team.organization_id)
     return team
 
@@ -285,8 +351,17 @@ async def add_member(
     joined = result.scalar_one_or_none() is not None
     if joined or found.created:
         await bump(session, team.organization_id)
+    if found.created:
+        await audit.record(
+            session,
+            organization_id=team.organization_id,
+            action="member.created",
+            target=("member", found.member.id),
+            after={"Email": found.member.email, "GivenName": found.member.given_name},
+        )
     if joined:
         await _record_membership(session, team, found.member.id, "member.added")
+        await _audit(session, team, "member.added", None, {"MemberId": found.member.id})
     return MembershipResult(found.member, found.created, joined)
 
 
@@ -301,6 +376,7 @@ async def remove_member(session: AsyncSession, *, team: Team, member_id: uuid.UU
     if not getattr(result, "rowcount", 0):
         raise not_found("member in this team")
     await _record_membership(session, team, member_id, "member.removed")
+    await _audit(session, team, "member.removed", {"MemberId": member_id}, None)
     await bump(session, team.organization_id)
 
 

@@ -23,6 +23,19 @@ class Role(enum.StrEnum):
     """A directory's provisioning client: it may call ``/scim/v2`` and nothing else."""
 
 
+class Via(enum.StrEnum):
+    """How a caller proved who it is (the audit log's "how")."""
+
+    TOKEN = "token"
+    """A bearer token (the API)."""
+    SESSION = "session"
+    """The dashboard's session cookie."""
+    PROVIDER = "provider"
+    """An identity provider or directory acting itself (SCIM, SSO provisioning)."""
+    SYSTEM = "system"
+    """No request: the command line, the demo loader, background work."""
+
+
 @dataclass(frozen=True, slots=True)
 class Caller:
     """Who is calling: the verified claims of the bearer token (or of the session)."""
@@ -33,10 +46,16 @@ class Caller:
     email: str | None = None
     """The token's ``email`` claim, or the dashboard session's e-mail (who the caller is
     among the organization's members)."""
+    via: Via = Via.TOKEN
 
     @property
     def is_operator(self) -> bool:
         return self.role is Role.OPERATOR
+
+
+ACTING_CALLER = "questline_acting_caller"
+"""``session.info`` key: the ``Caller`` of the request whose write transaction the
+session is (set by the transactional route; read by the audit log for its actor)."""
 
 
 def bearer_token(authorization: bytes | None) -> str | None:

@@ -34,7 +34,7 @@ from questline.web.errors import (
     ServiceUnavailable,
     Unprocessable,
 )
-from questline.web.identity import Caller
+from questline.web.identity import ACTING_CALLER, Caller
 from questline.web.links import service_link
 from questline.web.state import AppState, RequestState, app_state, request_state
 
@@ -200,6 +200,8 @@ async def _attempt(request: Request, original: Handler, caller: Caller | None) -
     write = request.method in WRITE_METHODS
     async with state.db.new_session(write=write) as session:
         request.state.questline = RequestState(session=session, caller=caller)
+        if write and caller is not None:
+            session.info[ACTING_CALLER] = caller  # who the audit log names
         if not write:
             readafter.route_reads(state, session, request)
         try:

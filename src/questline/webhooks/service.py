@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from questline import audit
 from questline.outbound import addresses
 from questline.storage.db import utcnow
 from questline.web.errors import FieldError, Unprocessable, not_found
@@ -59,6 +60,34 @@ def signing_secrets(webhook: Webhook, now: dt.datetime) -> list[str]:
     return found
 
 
+def audited(webhook: Webhook) -> dict[str, object]:
+    """The fields of a webhook the audit log compares (its secrets never)."""
+    return {
+        "Url": webhook.url,
+        "Events": list(webhook.events),
+        "Description": webhook.description,
+        "Enabled": webhook.enabled,
+    }
+
+
+async def _audit(
+    session: AsyncSession,
+    webhook: Webhook,
+    action: str,
+    before: dict[str, object] | None,
+    after: dict[str, object] | None,
+    target: audit.service.Target | None = None,
+) -> None:
+    await audit.record(
+        session,
+        organization_id=webhook.organization_id,
+        action=action,
+        target=target or ("webhook", webhook.id),
+        before=before,
+        after=after,
+    )
+
+
 async def create_webhook(
     session: AsyncSession, *, org_id: uuid.UUID, data: schemas.WebhookCreate, allow_private: bool
 ) -> Webhook:
@@ -76,6 +105,7 @@ async def create_webhook(
     )
     session.add(webhook)
     await session.flush()
+    await _audit(session, webhook, "webhook.created", None, audited(webhook))
     return webhook
 
 
@@ -101,6 +131,7 @@ async def get_webhook(
 async def update_webhook(
     session: AsyncSession, *, webhook: Webhook, data: schemas.WebhookUpdate, allow_private: bool
 ) -> Webhook:
+    before = audited(webhook)
     if data.url is not None and data.url != webhook.url:
         await check_url(data.url, allow_private=allow_private)
         webhook.url = data.url
@@ -115,10 +146,12 @@ async def update_webhook(
             webhook.failing_since = None
     webhook.updated_at = utcnow()
     await session.flush()
+    await _audit(session, webhook, "webhook.updated", before, audited(webhook))
     return webhook
 
 
 async def delete_webhook(session: AsyncSession, *, webhook: Webhook) -> None:
+    await _audit(session, webhook, "webhook.deleted", audited(webhook), None)
     await session.delete(webhook)
     await session.flush()
 
@@ -130,6 +163,15 @@ async def rotate_secret(session: AsyncSession, *, webhook: Webhook) -> schemas.S
     webhook.secret = signing.new_secret()
     webhook.updated_at = now
     await session.flush()
+    # Which secret is never logged: only that it changed, and until when the old one
+    # signs too (a field named after secrets would be dropped by the recorder).
+    await _audit(
+        session,
+        webhook,
+        "webhook.secret_rotated",
+        {"OverlapEndsAt": None},
+        {"OverlapEndsAt": webhook.previous_secret_expires_at},
+    )
     return schemas.SecretRotated(
         secret=webhook.secret, previous_secret_expires_at=webhook.previous_secret_expires_at
     )
@@ -189,7 +231,16 @@ async def get_delivery(
 async def retry_delivery(session: AsyncSession, *, delivery: WebhookDelivery) -> WebhookDelivery:
     """Send again as soon as the dispatcher can, with the same ``webhook-id``. A
     delivery already pending keeps its place (its next attempt moves to now)."""
+    before = delivery.status
     delivery.status = DeliveryStatus.PENDING
     delivery.next_attempt_at = utcnow()
     await session.flush()
+    await audit.record(
+        session,
+        organization_id=delivery.organization_id,
+        action="webhook.delivery_retried",
+        target=("delivery", delivery.id),
+        before={"Status": before, "WebhookId": delivery.webhook_id},
+        after={"Status": delivery.status, "WebhookId": delivery.webhook_id},
+    )
     return delivery

@@ -6,6 +6,7 @@
 import { handleError, type Ctx } from '../../context';
 import { h, replaceChildren } from '../../dom';
 import type { Overview } from '../../types';
+import { adjustmentsSection } from './adjustments';
 import { adminSection } from './admin';
 import { completionsSection } from './completions-table';
 import { membersSection } from './members-table';
@@ -41,6 +42,7 @@ export function renderTeam(ctx: Ctx, teamId: string): void {
   const completions = completionsSection(page);
   const admin = ctx.admin ? adminSection(page) : null;
   const neighbours = neighboursSection(page);
+  const adjustments = adjustmentsSection(page);
 
   replaceChildren(ctx.view,
     h('p', { class: 'crumbs' }, h('a', { href: '#/teams' }, 'Teams')),
@@ -51,6 +53,7 @@ export function renderTeam(ctx: Ctx, teamId: string): void {
     progress.section,
     neighbours.section,
     completions.section,
+    adjustments.section,
     graph.section,
     members.section,
   );
@@ -91,5 +94,6 @@ export function renderTeam(ctx: Ctx, teamId: string): void {
   void graph.load();
   void members.load();
   void completions.load();
+  void adjustments.load();
   if (ctx.admin) void loadTeam();
 }

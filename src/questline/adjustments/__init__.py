@@ -1,0 +1,1 @@
+"""Point adjustments: an admin's manual change of a team's score, with a reason."""

@@ -1,0 +1,208 @@
+"""Writing and reading the audit log.
+
+A write service records its entry with one call, in its own transaction, as late as
+it knows what changed::
+
+    await audit.record(session, organization_id=org_id, action="team.renamed",
+                       target=("team", team.id), before={"Name": old}, after={"Name": new})
+
+The actor is the caller of the request whose transaction ``session`` is (the
+transactional route notes it on the session: ``web.identity.ACTING_CALLER``), or
+``system`` when there is none (the command line, the demo loader); the request id is
+the one ``asgi-correlation-id`` gave the request (``X-Request-Id``). The entry is
+inserted at once, in the session's transaction: a rolled-back change leaves none, and
+a committed change cannot lack it.
+
+Secrets never reach the log: a field whose name says secret, token or password is
+dropped from ``before``/``after`` whatever the caller passes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import enum
+import logging
+import re
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from asgi_correlation_id import correlation_id
+from pydantic import BaseModel
+from sqlalchemy import Table, delete, insert, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from questline.audit.models import PLATFORM_ORG, AuditEntry
+from questline.config import Settings
+from questline.storage.db import Database, new_id, utcnow
+from questline.storage.many_rows import write_rows
+from questline.web.identity import ACTING_CALLER, Caller, Via
+from questline.web.pagination import PageRequest, cursor_parts
+
+log = logging.getLogger(__name__)
+
+_entries = cast(Table, AuditEntry.__table__)
+SECRET_NAMES = re.compile(r"secret|token|password|csrf", re.IGNORECASE)
+Target = tuple[str, uuid.UUID | str | None]
+"""``(type, id)`` of what changed: ``("team", team.id)``."""
+
+
+def plain(value: Any) -> Any:
+    """A value as JSON: ids as text, times as RFC 3339 UTC, enums by value."""
+    if isinstance(value, BaseModel):
+        return plain(value.model_dump(mode="json", by_alias=True))
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items() if not SECRET_NAMES.search(str(k))}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [plain(v) for v in value]
+    if isinstance(value, enum.Enum):
+        return plain(value.value)
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, dt.datetime):
+        return value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
+    return value
+
+
+def changes_of(
+    before: Mapping[str, Any] | None, after: Mapping[str, Any] | None
+) -> dict[str, dict[str, Any]]:
+    """``{field: {"Before", "After"}}`` for every field that differs (a creation: every
+    field of ``after``; a deletion: every field of ``before``); secrets left out."""
+    old, new = plain(dict(before or {})), plain(dict(after or {}))
+    found: dict[str, dict[str, Any]] = {}
+    for name in dict.fromkeys([*old, *new]):
+        if before is not None and after is not None and old.get(name) == new.get(name):
+            continue
+        found[name] = {"Before": old.get(name), "After": new.get(name)}
+    return found
+
+
+def _actor(session: AsyncSession) -> tuple[str, str | None, str]:
+    caller: Caller | None = session.info.get(ACTING_CALLER)
+    if caller is None:
+        return "system", None, Via.SYSTEM.value
+    return caller.subject[:255], caller.role.value, caller.via.value
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One entry of ``record_many``."""
+
+    action: str
+    target: Target
+    before: Mapping[str, Any] | None = None
+    after: Mapping[str, Any] | None = None
+
+
+def _row(
+    session: AsyncSession, organization_id: uuid.UUID | None, change: Change, now: dt.datetime
+) -> dict[str, Any]:
+    actor, role, via = _actor(session)
+    target_type, target_id = change.target
+    request_id = correlation_id.get()
+    return {
+        "organization_id": organization_id or PLATFORM_ORG,
+        "id": new_id(),
+        "at": now,
+        "actor": actor,
+        "actor_role": role,
+        "actor_via": via,
+        "action": change.action,
+        "target_type": target_type,
+        "target_id": None if target_id is None else str(target_id),
+        "request_id": request_id[:64] if request_id else None,
+        "changes": changes_of(change.before, change.after),
+    }
+
+
+async def record(
+    session: AsyncSession,
+    *,
+    organization_id: uuid.UUID | None,
+    action: str,
+    target: Target,
+    before: Mapping[str, Any] | None = None,
+    after: Mapping[str, Any] | None = None,
+) -> None:
+    """Append one entry in ``session``'s transaction (``organization_id=None``: a
+    global change, outside every organization)."""
+    row = _row(session, organization_id, Change(action, target, before, after), utcnow())
+    await session.execute(insert(_entries).values(**row))
+
+
+async def record_many(
+    session: AsyncSession, *, organization_id: uuid.UUID | None, changes: Sequence[Change]
+) -> None:
+    """Append many entries in one statement (a bulk import's teams)."""
+    now = utcnow()
+    rows = [_row(session, organization_id, change, now) for change in changes]
+    if not rows:
+        return
+    columns = list(rows[0])
+    await write_rows(session, _entries, columns, [tuple(r[c] for c in columns) for r in rows])
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    actor: str | None = None
+    action: str | None = None
+    target: str | None = None
+    start: dt.datetime | None = None
+    end: dt.datetime | None = None
+
+
+async def list_entries(
+    session: AsyncSession, *, org_id: uuid.UUID, filters: Filters, page: PageRequest
+) -> list[AuditEntry]:
+    """The organization's entries, newest first (keyset paging on ``at``, ``id``)."""
+    query = select(AuditEntry).where(AuditEntry.organization_id == org_id)
+    if filters.actor is not None:
+        query = query.where(AuditEntry.actor == filters.actor)
+    if filters.action is not None:
+        query = query.where(AuditEntry.action == filters.action)
+    if filters.target is not None:
+        query = query.where(AuditEntry.target_id == filters.target.lower())
+    if filters.start is not None:
+        query = query.where(AuditEntry.at >= filters.start)
+    if filters.end is not None:
+        query = query.where(AuditEntry.at <= filters.end)
+    if page.after is not None:
+        at_text, before_id = cursor_parts(page.after, dt.datetime.fromisoformat, uuid.UUID)
+        query = query.where(
+            (AuditEntry.at < at_text) | ((AuditEntry.at == at_text) & (AuditEntry.id < before_id))
+        )
+    query = query.order_by(AuditEntry.at.desc(), AuditEntry.id.desc())
+    if page.fetch_size is not None:
+        query = query.limit(page.fetch_size)
+    return list((await session.scalars(query)).all())
+
+
+def cursor_of(entry: AuditEntry) -> list[str]:
+    return [entry.at.isoformat(), str(entry.id)]
+
+
+async def purge_expired(session: AsyncSession, *, older_than: dt.datetime) -> int:
+    """Delete the entries recorded before ``older_than`` (the retention's horizon)."""
+    result = await session.execute(delete(AuditEntry).where(AuditEntry.at < older_than))
+    return int(getattr(result, "rowcount", 0) or 0)
+
+
+async def purge_periodically(db: Database, settings: Settings) -> None:
+    """Delete entries older than ``QUESTLINE_AUDIT_RETENTION_DAYS`` every
+    ``QUESTLINE_AUDIT_PURGE_INTERVAL_SECONDS`` (each process; the deletes are
+    idempotent). Started by the application's lifespan, like the idempotency purge."""
+    while True:
+        try:
+            horizon = utcnow() - dt.timedelta(days=settings.audit_retention_days)
+            async with db.session(write=True) as session:
+                purged = await purge_expired(session, older_than=horizon)
+            if purged:
+                log.info("purged %s audit entries past their retention", purged)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the database is down: try again next time
+            log.warning("audit purge failed: %s", type(exc).__name__)
+        await asyncio.sleep(settings.audit_purge_interval_seconds)
