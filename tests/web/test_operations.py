@@ -299,6 +299,8 @@ NOT_LIMITS = frozenset(
         "smtp_ca_file",
         "mail_from",
         "mail_dispatcher_enabled",
+        "oidc_allow_http",
+        "oidc_allow_private_issuers",
     }
 )
 """Settings that choose *what* (a URL, a key, a switch), not *how much*; every other

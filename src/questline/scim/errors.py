@@ -111,6 +111,11 @@ class ScimErrorMiddleware:
         if scope["type"] != "http" or not scope["path"].startswith(SCIM_PREFIX):
             await self.app(scope, receive, send)
             return
+        # HEAD is answered here as the GET it mirrors, without the body: the layers
+        # inside would otherwise hand over an empty problem body to rewrite.
+        head = scope["method"] == "HEAD"
+        if head:
+            scope = {**scope, "method": "GET"}
         held: Message | None = None
         chunks: list[bytes] = []
 
@@ -124,6 +129,8 @@ class ScimErrorMiddleware:
                 await send(message)
                 return
             if held is None or message["type"] != "http.response.body":
+                if head and message["type"] == "http.response.body":
+                    message = {**message, "body": b""}
                 await send(message)
                 return
             chunks.append(message.get("body", b""))
@@ -134,6 +141,6 @@ class ScimErrorMiddleware:
             headers["content-type"] = SCIM_MEDIA_TYPE
             headers["content-length"] = str(len(body))
             await send({**held, "status": status})
-            await send({"type": "http.response.body", "body": body})
+            await send({"type": "http.response.body", "body": b"" if head else body})
 
         await self.app(scope, receive, rewrite)
