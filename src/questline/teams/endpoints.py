@@ -21,11 +21,11 @@ from questline.web.pagination import (
     split_page,
 )
 from questline.web.paths import MemberId, TeamId
-from questline.web.preconditions import if_match_header
+from questline.web.preconditions import IF_MATCH_SCHEMA, if_match_header
 from questline.web.routing import SessionDep, TransactionalRoute, answers_early, url_of
 
 router = APIRouter(prefix="/team", tags=["teams"], route_class=TransactionalRoute)
-IfMatch = Annotated[str | None, if_match_header("team")]
+IfMatch = Annotated[str | None, if_match_header("team"), IF_MATCH_SCHEMA]
 
 
 async def _changed_team(

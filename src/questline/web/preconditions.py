@@ -8,11 +8,17 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import Header
+from pydantic import WithJsonSchema
 
 ENTITY_TAG = r'(?:W/)?"[!#-~]*"'
 """An entity tag: optionally weak, quoted, of visible ASCII but the quote."""
 IF_MATCH_PATTERN = rf"^(?:\*|{ENTITY_TAG}(?:[ \t]*,[ \t]*{ENTITY_TAG})*)$"
 IF_MATCH_MAX_LENGTH = 200
+IF_MATCH_SCHEMA = WithJsonSchema(
+    {"type": "string", "pattern": IF_MATCH_PATTERN, "maxLength": IF_MATCH_MAX_LENGTH}
+)
+"""The header's schema: a string of that form (absent when not sent; never ``null``, which
+a header cannot be), beside ``if_match_header`` in the parameter's ``Annotated``."""
 
 
 def if_match_header(resource: str) -> Any:
