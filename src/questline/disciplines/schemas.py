@@ -28,8 +28,8 @@ from questline.web.schemas import (
     OutputModel,
     UtcDateTime,
     examples,
+    refuse_invisible,
     text,
-    visible_label,
 )
 
 MAX_LEVELS = 100
@@ -76,7 +76,7 @@ def _absolute_http_url(value: str) -> str:
     return value
 
 
-Title = Annotated[str, text(TITLE_MAX), visible_label()]
+Title = Annotated[str, text(TITLE_MAX), AfterValidator(refuse_invisible)]
 """Titles are names (lists, graphs, the leaderboard show them): no control or invisible
 characters, tab and line breaks included; not NFKC-normalized (``web.schemas.label``)."""
 RequiredDescription = Annotated[str, text(DESCRIPTION_MAX)]
@@ -94,7 +94,7 @@ Url = Annotated[
         json_schema_extra={"format": "uri", "pattern": "^[Hh][Tt][Tt][Pp][Ss]?://"},
     ),
 ]
-Kind = Annotated[str, text(KIND_MAX), visible_label()]
+Kind = Annotated[str, text(KIND_MAX), AfterValidator(refuse_invisible)]
 Points = Annotated[
     int,
     Field(ge=0, le=MAX_POINTS, strict=True, description="A whole number, 0 to 1,000,000."),

@@ -26,7 +26,6 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel
 
 from questline.web.errors import PROBLEM_MEDIA_TYPE, ProblemDocument
-from questline.web.schemas import VISIBLE_TEXT, visible_text_schema
 
 _DESCRIPTIONS = {
     400: "Malformed JSON, or JSON nested too deeply; or a `Host` this server does not serve "
@@ -131,15 +130,6 @@ def complete_problem_responses(document: dict[str, Any]) -> dict[str, Any]:
     for default in ("HTTPValidationError", "ValidationError"):  # in this order
         if f'"#/components/schemas/{default}"' not in json.dumps(document):
             schemas.pop(default, None)
-    return document
-
-
-def add_referenced_components(document: dict[str, Any]) -> dict[str, Any]:
-    """The components that field schemas refer to by name rather than repeat
-    (``VisibleText``: the characters a name may hold, a long pattern stated once)."""
-    schemas = document.setdefault("components", {}).setdefault("schemas", {})
-    if f'"#/components/schemas/{VISIBLE_TEXT}"' in json.dumps(document):
-        schemas.setdefault(VISIBLE_TEXT, visible_text_schema())
     return document
 
 
@@ -304,8 +294,7 @@ def install_openapi(app: FastAPI, public_url: str = "http://127.0.0.1:8000") -> 
 
     def openapi() -> dict[str, Any]:
         listed = body_examples(app)
-        document = add_referenced_components(complete_problem_responses(generate()))
-        return polish_document(document, public_url, listed)
+        return polish_document(complete_problem_responses(generate()), public_url, listed)
 
     app.openapi = openapi  # type: ignore[method-assign]
 

@@ -21,7 +21,8 @@ from fastapi.routing import APIRoute, iter_route_contexts
 from pydantic import BaseModel
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
-from starlette.routing import BaseRoute, Match, get_route_path
+from starlette._utils import get_route_path  # the path ``Route.matches`` compares
+from starlette.routing import BaseRoute, Match
 from starlette.types import Scope
 
 from questline.web import idempotency, readafter

@@ -7,9 +7,7 @@
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import re
-import sys
 import unicodedata
 from typing import Annotated, Any
 
@@ -19,15 +17,12 @@ from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
-    GetJsonSchemaHandler,
     PlainSerializer,
     Strict,
     StringConstraints,
     model_validator,
 )
 from pydantic.alias_generators import to_pascal
-from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import CoreSchema
 
 from questline.web.errors import CONTROL_CHARACTERS_PATTERN
 
@@ -120,74 +115,6 @@ def refuse_invisible(value: str) -> str:
     return value
 
 
-SPACE_SEPARATORS = "\u0020\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000"
-"""The characters of category Zs: a name of them alone is empty once trimmed."""
-
-
-def _class_item(code: int) -> str:
-    """A code point in a character class that Python's ``re`` and ECMA-262 (with the
-    Unicode flag JSON Schema implies) read alike: ``\\uXXXX`` in the BMP (surrogates
-    included), the character itself above it."""
-    return f"\\u{code:04x}" if code <= 0xFFFF else chr(code)
-
-
-@functools.cache
-def refused_in_names() -> str:
-    """The ``REFUSED_CATEGORIES`` as the ranges of a character class, for this Python's
-    Unicode database (the one ``refuse_invisible`` consults)."""
-    ranges: list[str] = []
-    start: int | None = None
-    for code in range(sys.maxunicode + 2):
-        refused = code <= sys.maxunicode and (unicodedata.category(chr(code)) in REFUSED_CATEGORIES)
-        if refused and start is None:
-            start = code
-        elif not refused and start is not None:
-            last = code - 1
-            item = _class_item(start)
-            ranges.append(item if last == start else f"{item}-{_class_item(last)}")
-            start = None
-    return "".join(ranges)
-
-
-VISIBLE_TEXT = "VisibleText"
-"""The component (``#/components/schemas/VisibleText``) that states, once, which
-characters a name may hold (``web.openapi`` adds it); each name refers to it."""
-
-
-@functools.cache
-def visible_text_schema() -> dict[str, Any]:
-    return {
-        "type": "string",
-        "pattern": f"^[^{refused_in_names()}]*$",
-        "description": "No control, format (zero-width, bidi), surrogate, private-use or "
-        "unassigned character, nor a line or paragraph separator (Unicode "
-        f"{unicodedata.unidata_version}).",
-    }
-
-
-NOT_ONLY_SPACES = f"[^{SPACE_SEPARATORS}]"
-"""At least one character that is not a space (names are trimmed, then not empty)."""
-
-
-class _NameValidator(AfterValidator):
-    """An ``AfterValidator`` of names that also states the rule in the JSON schema: the
-    characters by reference to ``VisibleText``, and not spaces alone (in place of
-    ``text``'s pattern, which ``VisibleText`` includes)."""
-
-    def __get_pydantic_json_schema__(
-        self, core_schema: CoreSchema, handler: GetJsonSchemaHandler
-    ) -> JsonSchemaValue:
-        schema = handler(core_schema)
-        schema["pattern"] = NOT_ONLY_SPACES
-        schema["allOf"] = [{"$ref": f"#/components/schemas/{VISIBLE_TEXT}"}]
-        return schema
-
-
-def visible_label() -> AfterValidator:
-    """After ``text(n)``: refuse invisible characters (titles: not NFKC-normalized)."""
-    return _NameValidator(refuse_invisible)
-
-
 def normalized_name(max_length: int) -> AfterValidator:
     """After ``text(n)``: NFKC (a fullwidth R becomes a plain R), refuse invisible
     characters, and count the length again on the normalized text."""
@@ -203,7 +130,7 @@ def normalized_name(max_length: int) -> AfterValidator:
             )
         return normalized
 
-    return _NameValidator(normalize)
+    return AfterValidator(normalize)
 
 
 def fits_when_case_folded(max_length: int) -> AfterValidator:
