@@ -111,7 +111,11 @@ def test_the_configuration_is_the_repositorys_own() -> None:
 
     config = tomllib.loads((ROOT / "schemathesis.toml").read_text())
     assert config["generation"]["max-examples"] == 15
-    assert "checks" not in config
+    # Globally, only more ways to reject invalid data (the server's 414 and 431).
+    assert set(config.get("checks", {})) <= {"negative_data_rejection"}
+    rejections = config["checks"]["negative_data_rejection"]["expected-statuses"]
+    assert {"414", "431"} <= set(rejections)
+    assert not {"2xx", "200", "201"} & set(rejections)
     assert "phases" not in config
     assert config["auth"]["openapi"]["bearer"]["bearer"] == "${QUESTLINE_TOKEN}"
     for operation in config.get("operations", []):
