@@ -56,6 +56,7 @@ from questline.web.middleware import AccessLogMiddleware, BodyGuardMiddleware
 from questline.web.openapi import install_openapi, mount_docs
 from questline.web.problems import router as problems_router
 from questline.web.ratelimit import BULK_SUFFIXES, RateLimiter, RateLimitMiddleware
+from questline.web.routing import let_concrete_paths_win
 from questline.web.server import AllowedHostsMiddleware, ConcurrencyLimitMiddleware
 from questline.web.state import AppState
 from questline.webhooks.dispatcher import Dispatcher
@@ -180,6 +181,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     mount_docs(app)
     mount_dashboard(app)
     install_openapi(app, settings.public_url)
+    let_concrete_paths_win(app.routes)
     _add_middleware(app, state, identity)
     return app
 

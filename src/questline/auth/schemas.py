@@ -3,18 +3,32 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import Field, StringConstraints, model_validator
+from pydantic import ConfigDict, Field, StringConstraints, model_validator
 
 from questline.web.example_ids import LATER, ORG, TEAM
 from questline.web.schemas import InputModel, OutputModel, UtcDateTime, examples
 
-Secret = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=8192)]
+Secret = Annotated[str, StringConstraints(min_length=1, max_length=8192, pattern=r"^[!-~]+$")]
+"""A code or token: visible ASCII, no spaces (what the service issues, and JWTs, are)."""
+
+
+def _exactly_one_of_code_or_id_token(schema: dict[str, Any]) -> None:
+    """The document states the rule the validator checks: one of the two, as a string."""
+    properties = schema["properties"]
+    for name in ("Code", "IdToken"):
+        prop = properties[name]
+        text = next(option for option in prop.pop("anyOf") if option.get("type") == "string")
+        prop.update(text)
+        prop.pop("default", None)
+    schema["oneOf"] = [{"required": ["Code"]}, {"required": ["IdToken"]}]
 
 
 class SessionCreate(InputModel):
     """Exactly one of `Code` (a sign-in code) or `IdToken` (a token the service accepts)."""
+
+    model_config = ConfigDict(json_schema_extra=_exactly_one_of_code_or_id_token)
 
     code: Secret | None = Field(
         default=None,
@@ -30,8 +44,9 @@ class SessionCreate(InputModel):
 
     @model_validator(mode="after")
     def _exactly_one(self) -> SessionCreate:
-        if (self.code is None) == (self.id_token is None):
-            raise ValueError("Send exactly one of Code or IdToken.")
+        given = self.model_fields_set & {"code", "id_token"}
+        if len(given) != 1 or (self.code is None) == (self.id_token is None):
+            raise ValueError("Send exactly one of Code or IdToken, as a string.")
         return self
 
 

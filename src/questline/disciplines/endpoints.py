@@ -15,6 +15,7 @@ from questline.web.access import CallerDep
 from questline.web.openapi import problem_responses
 from questline.web.pagination import PageDep, announce_next_page, split_page
 from questline.web.paths import DisciplineId
+from questline.web.preconditions import IF_MATCH_SCHEMA, if_match_header
 from questline.web.routing import SessionDep, TransactionalRoute, answers_early, url_of
 from questline.web.schemas import QueryBoolean
 
@@ -32,12 +33,7 @@ Force = Annotated[
         "(negative steps in the score history). Without it that is 409."
     ),
 ]
-IfMatch = Annotated[
-    str | None,
-    Header(
-        max_length=200, description="The `ETag` you read; 412 when the discipline changed since."
-    ),
-]
+IfMatch = Annotated[str | None, if_match_header("discipline"), IF_MATCH_SCHEMA]
 
 
 def _json(model: BaseModel, *, status_code: int = 200, headers: dict[str, str]) -> Response:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Header, Request, Response, status
+from fastapi import APIRouter, Body, Request, Response, status
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.mail import service as mail_service
@@ -22,10 +22,12 @@ from questline.web.pagination import (
     split_page,
 )
 from questline.web.paths import MemberId, TeamId
+from questline.web.preconditions import IF_MATCH_SCHEMA, if_match_header
 from questline.web.routing import SessionDep, TransactionalRoute, answers_early, url_of
 from questline.web.state import app_state
 
 router = APIRouter(prefix="/team", tags=["teams"], route_class=TransactionalRoute)
+IfMatch = Annotated[str | None, if_match_header("team"), IF_MATCH_SCHEMA]
 
 
 async def _changed_team(
@@ -142,7 +144,7 @@ async def update_team(
     tenant: AdminOf,
     session: SessionDep,
     data: schemas.TeamUpdate,
-    if_match: Annotated[str | None, Header(max_length=200)] = None,
+    if_match: IfMatch = None,
 ) -> schemas.Team:
     """Change `Name`, `Tags` or `Status` (Active | Archived).
 
@@ -162,7 +164,7 @@ async def delete_team(
     team_id: TeamId,
     tenant: AdminOf,
     session: SessionDep,
-    if_match: Annotated[str | None, Header(max_length=200)] = None,
+    if_match: IfMatch = None,
 ) -> Response:
     """Delete a team, its memberships and its progress (members stay in the organization)."""
     team = await service.get_team(session, org_id=tenant.org_id, team_id=team_id, for_update=True)

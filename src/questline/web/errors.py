@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 PROBLEM_TYPE_PATH = "/problems/"
@@ -47,7 +48,11 @@ class ProblemDocument(BaseModel):
     title: str
     status: int
     detail: str
-    instance: str
+    instance: str | SkipJsonSchema[None] = Field(
+        default=None,
+        description="The request's path; absent when the server refused the request before "
+        "routing it (408, 414, 431, and 503 at its connection limit).",
+    )
     request_id: str | None = Field(default=None, alias="requestId")
     errors: list[FieldError] | None = None
     error_count: int | None = Field(

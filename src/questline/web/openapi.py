@@ -28,7 +28,8 @@ from pydantic import BaseModel
 from questline.web.errors import PROBLEM_MEDIA_TYPE, ProblemDocument
 
 _DESCRIPTIONS = {
-    400: "Malformed JSON, or JSON nested too deeply.",
+    400: "Malformed JSON, or JSON nested too deeply; or a `Host` this server does not serve "
+    "(`QUESTLINE_ALLOWED_HOSTS`).",
     401: "Missing, expired or invalid bearer token.",
     403: "The token's role may not do this.",
     404: "No such resource in the caller's organization.",
@@ -38,8 +39,24 @@ _DESCRIPTIONS = {
     415: "The body is not JSON.",
     422: "Invalid input; `errors` names each field.",
     429: "Too many requests; see `Retry-After` and the `RateLimit-*` headers.",
-    503: "The database is unreachable or the request timed out; see `Retry-After`.",
+    503: "The database is unreachable, the request timed out, or this server handles as many "
+    "connections or requests as it takes; see `Retry-After` (absent when the server refused "
+    "the connection itself).",
+    408: "The request's headers (or its body) did not arrive in time; the connection is closed.",
+    414: "The request line or the query string is longer than the server takes "
+    "(`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); "
+    "the connection is closed.",
+    431: "A header line, or the headers together, are larger than the server takes "
+    "(`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); "
+    "the connection is closed.",
 }
+_NO_BODY_400 = "A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`)."
+SERVER_REFUSALS = frozenset({408, 414, 431, 503})
+"""What the server boundary (``questline.web.server``) answers for any path, before the
+application routes the request: every operation can get them."""
+HOST_RULE_EXEMPT_PATHS = frozenset({"/healthz", "/readyz"})
+"""The probes, which answer whatever ``Host`` they are sent (``QUESTLINE_ALLOWED_HOSTS``);
+every other operation can be refused with 400."""
 _PROBLEM_REF = "#/components/schemas/ProblemDocument"
 _HEADERS = {
     401: {"WWW-Authenticate": {"schema": {"type": "string"}, "description": "`Bearer`."}},
@@ -51,9 +68,9 @@ UNLIMITED_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 """Paths the rate limiter leaves alone (kept in step with ``questline.web.ratelimit``)."""
 
 
-def _problem_entry(status: int) -> dict[str, Any]:
+def _problem_entry(status: int, description: str | None = None) -> dict[str, Any]:
     entry: dict[str, Any] = {
-        "description": _DESCRIPTIONS[status],
+        "description": description or _DESCRIPTIONS[status],
         "content": {PROBLEM_MEDIA_TYPE: {"schema": {"$ref": _PROBLEM_REF}}},
     }
     if status in _HEADERS:
@@ -68,11 +85,11 @@ def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 def _shared_problems(path: str, operation: dict[str, Any]) -> set[int]:
     """The problems that the shared machinery can return for this operation."""
-    statuses: set[int] = set()
+    statuses: set[int] = set(SERVER_REFUSALS)
     if path not in UNLIMITED_PATHS:
         statuses.add(429)
-    if path != "/healthz":
-        statuses.add(503)
+    if path not in HOST_RULE_EXEMPT_PATHS:
+        statuses.add(400)
     if operation.get("security"):
         statuses |= {401, 403}
     if "requestBody" in operation:
@@ -111,7 +128,8 @@ def complete_problem_responses(document: dict[str, Any]) -> dict[str, Any]:
             for status in sorted(_shared_problems(path, operation)):
                 key = str(status)
                 if key not in responses or _is_fastapi_validation_default(responses[key]):
-                    responses[key] = _problem_entry(status)
+                    bodiless = status == 400 and "requestBody" not in operation
+                    responses[key] = _problem_entry(status, _NO_BODY_400 if bodiless else None)
     schemas = document.setdefault("components", {}).setdefault("schemas", {})
     problem = ProblemDocument.model_json_schema(
         by_alias=True, ref_template="#/components/schemas/{model}", mode="serialization"

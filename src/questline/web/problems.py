@@ -67,6 +67,22 @@ CATALOGUE: tuple[ProblemType, ...] = (
         "Check the id; list the collection to find it.",
     ),
     ProblemType(
+        "request-timeout",
+        408,
+        "Request timeout",
+        "The body did not arrive within the server's deadline "
+        "(`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+        "Send the body at once, or over a faster connection; then retry.",
+    ),
+    ProblemType(
+        "http-408",
+        408,
+        "Request timeout",
+        "The request's headers did not arrive within the server's deadline "
+        "(`QUESTLINE_SERVER_HEADER_TIMEOUT_SECONDS`); the server closed the connection.",
+        "Send the whole head of the request at once; then retry on a new connection.",
+    ),
+    ProblemType(
         "http-404",
         404,
         "Not found",
@@ -115,6 +131,15 @@ CATALOGUE: tuple[ProblemType, ...] = (
         "Send `Content-Type: application/json` (or `text/csv` with UTF-8 where offered).",
     ),
     ProblemType(
+        "http-414",
+        414,
+        "URI too long",
+        "The request line or the query string is longer than the server takes "
+        "(`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); "
+        "the server closed the connection.",
+        "Send shorter query parameters: page with `limit` and `after` rather than long lists.",
+    ),
+    ProblemType(
         "validation-error",
         422,
         "Invalid input",
@@ -122,6 +147,15 @@ CATALOGUE: tuple[ProblemType, ...] = (
         "`field` a user reads (`name`, `tags[0]`, `Levels[1].Quests[0].Tasks[2].Title`, "
         "`[3].name`, `line 7: email`) and a `message`.",
         "Correct each field named in `errors`; nothing was written.",
+    ),
+    ProblemType(
+        "http-431",
+        431,
+        "Request header fields too large",
+        "A header line, or the headers together, are larger than the server takes "
+        "(`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); "
+        "the server closed the connection.",
+        "Send fewer or smaller headers (cookies included).",
     ),
     ProblemType(
         "rate-limited",
@@ -142,33 +176,9 @@ CATALOGUE: tuple[ProblemType, ...] = (
         "service-unavailable",
         503,
         "Service unavailable",
-        "The database is unreachable, or the request ran out of time.",
+        "The database is unreachable, the request ran out of time, or this server "
+        "handles as many requests as it takes.",
         "Retry after the seconds given in `Retry-After`.",
-    ),
-    # Refusals at the server boundary (questline.web.server) and of a slow body.
-    ProblemType(
-        "request-timeout",
-        408,
-        "Request timeout",
-        "The request's head or body did not arrive in time (10 s for the head, 60 s for "
-        "the body by default); the connection is closed.",
-        "Send the request again, whole and without pauses.",
-    ),
-    ProblemType(
-        "http-414",
-        414,
-        "URI too long",
-        "The request line or its query string is longer than the server reads "
-        "(8 KiB and 4 KiB by default); the connection is closed.",
-        "Send less in the query, e.g. page with `limit` and `after`, or filter less at once.",
-    ),
-    ProblemType(
-        "http-431",
-        431,
-        "Request header fields too large",
-        "A header line, or all header lines together, are larger than the server reads "
-        "(8 KiB and 32 KiB by default); the connection is closed.",
-        "Send fewer or smaller headers (cookies of other sites on the same host, say).",
     ),
     ProblemType(
         "public-url-required",
@@ -189,6 +199,14 @@ CATALOGUE: tuple[ProblemType, ...] = (
         "the settings missing. Nothing was changed or queued.",
         "Set `QUESTLINE_SMTP_URL`, `QUESTLINE_MAIL_FROM` and `QUESTLINE_PUBLIC_URL` and "
         "restart (docs/operations.md); meanwhile `questline signin-link` mints links.",
+    ),
+    ProblemType(
+        "http-503",
+        503,
+        "Service unavailable",
+        "This server has as many open connections as it takes "
+        "(`QUESTLINE_SERVER_MAX_CONNECTIONS`); it closed this one at once.",
+        "Retry shortly on a new connection.",
     ),
 )
 BY_SLUG: dict[str, ProblemType] = {p.slug: p for p in CATALOGUE}

@@ -22,8 +22,10 @@ from fastapi.routing import APIRoute, iter_route_contexts
 from pydantic import BaseModel
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
+from starlette._utils import get_route_path  # the path ``Route.matches`` compares
 from starlette.datastructures import QueryParams
-from starlette.routing import BaseRoute
+from starlette.routing import BaseRoute, Match
+from starlette.types import Scope
 
 from questline.web import idempotency, readafter
 from questline.web.access import WRITE_METHODS, access_of, authorize, get_caller
@@ -95,6 +97,25 @@ def flat_routes(routes: Sequence[BaseRoute]) -> list[BaseRoute]:
     return [context.original_route for context in iter_route_contexts(routes)]
 
 
+def let_concrete_paths_win(routes: Sequence[BaseRoute]) -> None:
+    """A path without parameters wins over a templated path that also matches it, for
+    every method (OpenAPI's rule for matching paths): ``GET /team/bulk`` is no request for
+    the team with the id ``bulk`` but a method ``/team/bulk`` does not take (405, with
+    ``Allow: POST``), and ``OPTIONS /team/bulk`` lists the methods of ``/team/bulk`` only.
+    Call once every route is in place."""
+    flat = flat_routes(routes)
+    concrete = {
+        path
+        for route in flat
+        if isinstance(path := getattr(route, "path", None), str) and "{" not in path
+    }
+    for route in flat:
+        if isinstance(route, TransactionalRoute) and route.param_convertors:
+            route.concrete_siblings = frozenset(
+                path for path in concrete if route.path_regex.match(path)
+            )
+
+
 def url_of(request: Request, name: str, **params: str) -> str:
     """The link to the route named ``name``: ``url_path_for``'s path as a relative
     reference, or absolute on ``QUESTLINE_PUBLIC_URL`` (``questline.web.links``). The
@@ -124,6 +145,14 @@ class TransactionalRoute(APIRoute):
         self.query_names = declared_query_names(self.dependant)
         self.access = access_of(self.dependant, methods)
         self.early_answer: EarlyAnswer | None = getattr(endpoint, _EARLY_ANSWER, None)
+        self.concrete_siblings: frozenset[str] = frozenset()
+        """Paths without parameters that this templated path also matches (``/team/bulk``
+        for ``/team/{team_id}``): they belong to their own routes (``let_concrete_paths_win``)."""
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        if self.concrete_siblings and get_route_path(scope) in self.concrete_siblings:
+            return Match.NONE, {}
+        return super().matches(scope)
 
     def get_route_handler(self) -> Handler:
         original = super().get_route_handler()
