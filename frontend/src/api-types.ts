@@ -102,7 +102,13 @@ export interface paths {
          *     * `text/csv` (UTF-8, a byte order mark is fine): the header `team,email,givenName,tags`, then one
          *       row a member. Members are found by e-mail (ignoring case) or created. Tags are
          *       separated by `;`; a team's tags are the union of its rows' tags. A row with no
-         *       e-mail and no given name just declares its team.
+         *       e-mail and no given name just declares its team. An optional column
+         *       `invite` (`true`/`false`, empty is false) e-mails the row's
+         *       member an invitation with a one-time sign-in link.
+         *
+         *     `Invite: true` on a JSON item e-mails every member of that team an invitation. Either
+         *     way the invitations are queued in the request's transaction (a failed or dry-run import
+         *     sends none) and sent after it; `503` when this service sends no e-mail.
          *
          *     At most `QUESTLINE_MAX_BULK_TEAMS` teams (10,000 by default) a request: 413 past that.
          *     Answers 201 with the created teams in input order (CSV: order of first appearance).
@@ -139,7 +145,8 @@ export interface paths {
         put?: never;
         /**
          * Create team
-         * @description Create a team, optionally with members (ids of the organization's members) and tags.
+         * @description Create a team, optionally with members (ids of the organization's members) and tags;
+         *     `Invite: true` e-mails each member an invitation.
          */
         post: operations["createTeam"];
         delete?: never;
@@ -196,7 +203,8 @@ export interface paths {
         /**
          * Add team member
          * @description Add a member by e-mail (found or created in the organization). 201 when the member
-         *     joins the team, 200 when it was already in it.
+         *     joins the team, 200 when it was already in it. `Invite: true` e-mails the member an
+         *     invitation when it joins (201), not again when it was in the team already (200).
          */
         post: operations["addTeamMember"];
         delete?: never;
@@ -393,7 +401,10 @@ export interface paths {
         put?: never;
         /**
          * Complete task
-         * @description Record that the team completed a task (`TaskId`, optional past `CompletedAt`).
+         * @description Record that the team completed a task (`TaskId`, optional past `CompletedAt`,
+         *     optional `MemberId`: the member of the team who completed it, else 422). The
+         *     completion keeps `RecordedBy`: the caller's subject (the token's `sub`, or the
+         *     dashboard session's).
          *
          *     201 when this completes it (the team's `Score` grows by the task's points), 200 when
          *     it was already completed (nothing changes). Archived teams refuse progress (409).
@@ -442,6 +453,15 @@ export interface paths {
          * @description The team's progress: score, rank, and for every discipline the organization sees
          *     (global and its own, by title) the tasks and points done per level and quest.
          *     Send the `ETag` back as `If-None-Match`: 304 while nothing changed.
+         *
+         *     With `season={id}`: `Rank` is the team's rank in that season, as the caller sees it
+         *     (during a freeze, members get the rank as at `FreezesAt`, with the header
+         *     `Questline-Frozen-At`); the team's own progress stays live.
+         *
+         *     `Contributions` (each member's points and tasks completed, then those of no named
+         *     member under `MemberId: null`) is shown to admins and to the team's own members: a
+         *     member caller whose e-mail (session, or the token's `email` claim) or subject names
+         *     one of the team's members. Other members get it as `null`.
          */
         get: operations["getTeamOverview"];
         put?: never;
@@ -471,8 +491,17 @@ export interface paths {
          *     in that window (inclusive; withdrawn completions never count), ties broken by when
          *     the team reached its window score, then by name. With `around={teamId}`: the
          *     `limit` entries centred on that team (fewer at the edges), with their true ranks
-         *     (404 for a team of another organization, 422 for an admin or archived team; no
-         *     `offset`).
+         *     (404 for a team of another organization, 422 for an admin or archived team, or one
+         *     outside the bracket; no `offset`).
+         *
+         *     With `season={id}`: by the points of the completions with `CompletedAt` in the
+         *     season's `[StartsAt, EndsAt)` (and the season's discipline unless `discipline` names
+         *     another). During its freeze, members get the standings as they were at `FreezesAt`
+         *     — counting only what was recorded before it — with the header
+         *     `Questline-Frozen-At`; admins get the live standings, or the members' view with
+         *     `frozen=true`. With `tag`: a bracket, ranks 1, 2, 3 … among the teams carrying the
+         *     tag. With `by=perMember`: by points per member (entries add `MemberCount` and
+         *     `PointsPerMember`). All of these combine.
          *
          *     With `Accept: text/csv`: the same entries as CSV (an attachment).
          */
@@ -495,12 +524,14 @@ export interface paths {
         /**
          * Stream leaderboard
          * @description The live leaderboard (any role): first an event `leaderboard` carrying exactly
-         *     the JSON of `GET /leaderboard` for the same `discipline` and `limit`, then one after
-         *     each change that alters it (coalesced: at most one per 250 ms). `id:` is the
-         *     organization's version; send it back as `Last-Event-ID` when reconnecting to get
-         *     the current leaderboard only if it changed meanwhile. A `: heartbeat` comment every
-         *     15 s keeps idle connections open. Streams are capped per organization and per
-         *     server process: 503 with `Retry-After` beyond.
+         *     the JSON of `GET /leaderboard` for the same parameters (`discipline`, `season`,
+         *     `tag`, `by`, `frozen`, `limit`), then one after each change that alters it
+         *     (coalesced: at most one per 250 ms). A frozen season's stream stays still for
+         *     members until the reveal or its end (then an event carries the live standings).
+         *     `id:` is the organization's version; send it back as `Last-Event-ID` when
+         *     reconnecting to get the current leaderboard only if it changed meanwhile. A
+         *     `: heartbeat` comment every 15 s keeps idle connections open. Streams are capped
+         *     per organization and per server process: 503 with `Retry-After` beyond.
          */
         get: operations["streamLeaderboard"];
         put?: never;
@@ -522,6 +553,12 @@ export interface paths {
          * Get leaderboard graph
          * @description The top teams' cumulative score over time, in rank order: a step function that
          *     starts at 0 (or at the value just before `from`), one point per change.
+         *
+         *     The teams are the first `top` of `GET /leaderboard` with the same `discipline`,
+         *     `season`, `tag` and `by` (`from` and `to` only bound the drawing). With `season`:
+         *     the season's score, from 0 at `StartsAt`, changes in `[StartsAt, EndsAt)`; frozen
+         *     for members as the leaderboard is (only what was recorded before `FreezesAt`, with
+         *     `Questline-Frozen-At`).
          */
         get: operations["getLeaderboardGraph"];
         put?: never;
@@ -676,10 +713,800 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/organization/xapi": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get lrs
+         * @description The registered LRS (without its secret), the statements waiting and failed.
+         */
+        get: operations["getLrs"];
+        /**
+         * Put lrs
+         * @description Register (201) or replace (200) the LRS that receives the organization's xAPI
+         *     statements: every completion, withdrawal (`voided`) and level or discipline
+         *     completion from now on (docs/platforms.md, "xAPI").
+         *
+         *     `Endpoint` must be http(s) and resolve to public addresses only: loopback, private
+         *     and link-local targets are refused (422) unless the server sets
+         *     `QUESTLINE_XAPI_ALLOW_PRIVATE_URLS=true`. The password or token is never returned.
+         */
+        put: operations["putLrs"];
+        post?: never;
+        /**
+         * Delete lrs
+         * @description Stop sending statements: the LRS is forgotten with the statements not yet sent.
+         */
+        delete: operations["deleteLrs"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/organization/xapi/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Test lrs
+         * @description Send one statement (`<caller> experienced <the connection test>`) to the LRS now
+         *     and report its answer: `Ok` is true on a 2xx. An LRS that cannot be reached is
+         *     reported too (`Error`), not an error of this request.
+         */
+        post: operations["testLrs"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/organization/xapi/failures": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List failures
+         * @description Statements the LRS refused (a 4xx for the statement alone) or that failed every
+         *     attempt, newest first, with the LRS's answer (opt-in paging: `limit`, `after`).
+         *     They block nothing: the other statements are delivered.
+         */
+        get: operations["listFailures"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/season": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List seasons
+         * @description The organization's seasons, the latest start first, each with its `Phase`.
+         */
+        get: operations["listSeasons"];
+        put?: never;
+        /**
+         * Create season
+         * @description A season: `GET /leaderboard?season={id}` ranks teams by the points of their
+         *     completions with `CompletedAt` in `[StartsAt, EndsAt)`. With `FreezesAt`, members
+         *     see the standings as they were at that instant until `EndsAt` or a reveal
+         *     (`StartsAt < FreezesAt ≤ EndsAt`, else 422). `DisciplineId` (optional) is the
+         *     discipline the season ranks by unless the request names another.
+         */
+        post: operations["createSeason"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/season/{season_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get season
+         * @description One season.
+         */
+        get: operations["getSeason"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete season
+         * @description Delete the season (the completions it counted stay: they belong to the teams).
+         */
+        delete: operations["deleteSeason"];
+        options?: never;
+        head?: never;
+        /**
+         * Update season
+         * @description Change the name, the times or the discipline (only the fields given; `null`
+         *     clears `FreezesAt` or `DisciplineId`). The times are checked together as on
+         *     creation (422). A reveal stays in force.
+         */
+        patch: operations["updateSeason"];
+        trace?: never;
+    };
+    "/season/{season_id}/reveal": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reveal season
+         * @description End the freeze now: from this response on, every process serves members the
+         *     live standings (then the final ones after `EndsAt`). 409 when the season is not
+         *     frozen.
+         */
+        post: operations["revealSeason"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/signin-link": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * E-mail me a sign-in link
+         * @description Ask for a one-time sign-in link by e-mail; no authentication. When the address is
+         *     a member's of the organization, an e-mail with a link to the dashboard goes out
+         *     within seconds (the session has the role `member`). The answer is the same `202`
+         *     either way, and so is the work done before it (the request is queued; the sender
+         *     decides), so it tells nobody who is a member. Limited per address and per client
+         *     (`429`). `503` when this service sends no e-mail (the problem says what to set).
+         */
+        post: operations["requestSigninLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/member/{member_id}/invite": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * E-mail a member an invitation
+         * @description Send the member an e-mail inviting them to the organization's dashboard (with the
+         *     organization's name, `PATCH /organization`), holding a one-time sign-in link valid
+         *     `QUESTLINE_MAIL_INVITE_LINK_HOURS` (72). Each call sends one more; send an
+         *     `Idempotency-Key` to make a retry safe. `503` when this service sends no e-mail.
+         */
+        post: operations["inviteMember"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/organization": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get organization
+         * @description The caller's organization.
+         */
+        get: operations["getOrganization"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Update organization
+         * @description Set (or, with `null`, remove) the organization's name.
+         */
+        patch: operations["updateOrganization"];
+        trace?: never;
+    };
+    "/organization/sso": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The organization's single sign-on
+         * @description The configuration without its client secret (`ClientSecretSet` says one is
+         *     stored), with the `RedirectUri` to register at the provider and the `LoginUrl`.
+         */
+        get: operations["getSso"];
+        /**
+         * Configure single sign-on
+         * @description Create or replace the organization's OpenID Connect provider. The issuer's
+         *     discovery document (`<Issuer>/.well-known/openid-configuration`) and keys are
+         *     fetched now: 422 says why when they cannot be. The issuer must be https (unless the
+         *     server sets `QUESTLINE_OIDC_ALLOW_HTTP=true`). `ClientSecret` is stored encrypted and
+         *     never returned; leave it out to keep the stored one.
+         */
+        put: operations["putSso"];
+        post?: never;
+        /**
+         * Remove single sign-on
+         * @description Remove the configuration: logins through the provider stop at once (sessions
+         *     already started run until they expire or their people sign out).
+         */
+        delete: operations["deleteSso"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/oidc/callback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Where the provider sends the browser back
+         * @description Spend the login's `state` (once), exchange the code, verify the ID token, find or
+         *     create the member by e-mail, start the dashboard session (the same cookie as a
+         *     sign-in link) and `303` to `next`. Every failure is a `303` to the dashboard's
+         *     sign-in page with `sso-error=<code>` (docs/identity.md lists them), with no session.
+         */
+        get: operations["oidcCallback"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/oidc/session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The provider's logout for this session
+         * @description For the dashboard's sign-out: where to end the session at the provider too
+         *     (RP-initiated logout), when single sign-on started this session and the provider
+         *     publishes `end_session_endpoint`; else `EndSessionUrl: null`.
+         */
+        get: operations["oidcSession"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/oidc/{organization_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Whether an organization signs in through its provider
+         * @description For the sign-in page: the organization's `LoginUrl` when it has single sign-on
+         *     enabled; 404 otherwise (also for an organization that does not exist).
+         */
+        get: operations["oidcAvailability"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/auth/oidc/{organization_id}/login": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Sign in with the organization's provider
+         * @description `302` to the provider's authorization endpoint: authorization code with PKCE
+         *     (S256), `state`, `nonce`, `scope=openid email profile`. A short-lived cookie ties
+         *     the login to this browser. An organization without single sign-on, or a provider
+         *     that cannot be reached, is a `303` to the sign-in page with the reason.
+         */
+        get: operations["oidcLogin"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/ServiceProviderConfig": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * SCIM service provider configuration
+         * @description What this SCIM service supports: PATCH, filters, ETags; no bulk, sorting or
+         *     password changes.
+         */
+        get: operations["scimServiceProviderConfig"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/ResourceTypes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * SCIM resource types
+         * @description `User` (members) and `Group` (teams).
+         */
+        get: operations["scimListResourceTypes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/ResourceTypes/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One SCIM resource type
+         * @description `User` or `Group`.
+         */
+        get: operations["scimGetResourceType"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/Schemas": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * SCIM schemas
+         * @description The User and Group schemas, with the attributes Questline keeps.
+         */
+        get: operations["scimListSchemas"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/Schemas/{schema_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One SCIM schema
+         * @description The schema named by its URN.
+         */
+        get: operations["scimGetSchema"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/.search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Search across resource types
+         * @description Not offered (RFC 7644 §3.4.3 makes it optional): search `/Users` or `/Groups`.
+         */
+        post: operations["scimSearchAll"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/Users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List or filter SCIM users
+         * @description The organization's members as SCIM users, filtered (`userName`, `emails.value`,
+         *     `externalId`, `name.givenName`, `active`, `id`; `eq ne co sw ew gt ge lt le pr`,
+         *     `and or not`) and paged (`startIndex`, `count`).
+         */
+        get: operations["scimListUsers"];
+        put?: never;
+        /**
+         * Create a SCIM user
+         * @description A new member of the organization (409 `uniqueness` when the `userName` or e-mail
+         *     is taken).
+         */
+        post: operations["scimCreateUser"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/Users/{user_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a SCIM user
+         * @description One member as a SCIM user, with its `ETag` (`meta.version`).
+         */
+        get: operations["scimGetUser"];
+        /**
+         * Replace a SCIM user
+         * @description Replace the member's attributes (`active: false` deactivates it: out of sign-in
+         *     and of its teams, which keep their progress).
+         */
+        put: operations["scimReplaceUser"];
+        post?: never;
+        /**
+         * Delete a SCIM user
+         * @description Remove the member from the organization: out of its teams (which keep their
+         *     progress and history) and out of sign-in.
+         */
+        delete: operations["scimDeleteUser"];
+        options?: never;
+        head?: never;
+        /**
+         * Patch a SCIM user
+         * @description Add, remove or replace attributes (RFC 7644 §3.5.2).
+         */
+        patch: operations["scimPatchUser"];
+        trace?: never;
+    };
+    "/scim/v2/Groups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List or filter SCIM groups
+         * @description The organization's teams as SCIM groups, filtered (`displayName`, `externalId`,
+         *     `id`, `members.value`) and paged; `excludedAttributes=members` leaves the member
+         *     lists out (and unread).
+         */
+        get: operations["scimListGroups"];
+        put?: never;
+        /**
+         * Create a SCIM group
+         * @description A new team with the members listed (409 `uniqueness` when the name is taken).
+         */
+        post: operations["scimCreateGroup"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/scim/v2/Groups/{group_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a SCIM group
+         * @description One team as a SCIM group, with its members and `ETag`.
+         */
+        get: operations["scimGetGroup"];
+        /**
+         * Replace a SCIM group
+         * @description Rename the team and set its members to exactly those listed.
+         */
+        put: operations["scimReplaceGroup"];
+        post?: never;
+        /**
+         * Delete a SCIM group
+         * @description Delete the team, as `DELETE /team/{id}` does (its memberships and progress go;
+         *     its members stay in the organization).
+         */
+        delete: operations["scimDeleteGroup"];
+        options?: never;
+        head?: never;
+        /**
+         * Patch a SCIM group
+         * @description Add, remove or replace members (`members[value eq "…"]` paths too), the name or
+         *     `externalId`.
+         */
+        patch: operations["scimPatchGroup"];
+        trace?: never;
+    };
+    "/organization/scim-token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mint the organization's SCIM token
+         * @description A bearer token with the role `scim` for the organization's directory (Okta, Entra
+         *     ID, Keycloak…): it can call `/scim/v2` and nothing else. Shown once; mint a new one
+         *     to rotate (the old one stays valid until it expires).
+         */
+        post: operations["createScimToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/team/{team_id}/adjustments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List adjustments
+         * @description The team's adjustments by `At`, withdrawn ones too (with `WithdrawnAt`); opt-in
+         *     paging (`limit`, `after`; the next page in the `Link` header). Members see them
+         *     without who made them. With `Accept: text/csv`: as CSV.
+         */
+        get: operations["listAdjustments"];
+        put?: never;
+        /**
+         * Adjust score
+         * @description Add `Points` (negative: take them away) to the team's score, with a `Reason`, at
+         *     `At` (default now; a past time counts then). It counts like a completion of that
+         *     many points at that time: score, leaderboard (ties: the time the score was
+         *     reached), windowed rankings, graphs and score history. 409 for an archived team; 422
+         *     when the score would leave its range. Send an `Idempotency-Key` so that a retry
+         *     does not adjust twice.
+         */
+        post: operations["adjustScore"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/team/{team_id}/adjustments/{adjustment_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get adjustment
+         * @description One adjustment of the team.
+         */
+        get: operations["getAdjustment"];
+        put?: never;
+        post?: never;
+        /**
+         * Withdraw adjustment
+         * @description Withdraw an adjustment: the score loses its points now (a step in the history),
+         *     and it no longer counts in any window. 409 when it was withdrawn already or the team
+         *     is archived.
+         */
+        delete: operations["withdrawAdjustment"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List audit entries
+         * @description Every change made in the organization through the API, the dashboard or a
+         *     provider (SCIM, SSO), newest first: when, who (subject, role, and how: token,
+         *     session, provider), what (`Action`, the target's type and id, the fields before and
+         *     after; secrets never), and the request's id. Progress completions are not repeated
+         *     here (they carry who recorded them). Filters combine; paged (`limit`, default 100,
+         *     at most 1000; the next page in the `Link` header). With `Accept: text/csv`: the page
+         *     as CSV (`Changes` as JSON text). Entries are kept `QUESTLINE_AUDIT_RETENTION_DAYS`
+         *     (365) days; nothing else edits or deletes them.
+         */
+        get: operations["listAuditEntries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * Adjustment
+         * @description A manual change of a team's score.
+         * @example {
+         *       "Id": "0193a6f9-7a81-7c93-8dae-1f2a3b4c5d61",
+         *       "TeamId": "0193a6f3-1a2b-7c3d-8e4f-5a6b7c8d9e01",
+         *       "Points": -20,
+         *       "Reason": "Shared a solution on the forum (rule 4).",
+         *       "At": "2026-11-20T09:30:00Z",
+         *       "RecordedBy": "admin@example.org",
+         *       "CreatedAt": "2026-11-20T09:30:00Z",
+         *       "WithdrawnAt": "2026-11-21T14:05:00Z",
+         *       "WithdrawnBy": "admin@example.org",
+         *       "Score": 40
+         *     }
+         */
+        Adjustment: {
+            /**
+             * Id
+             * Format: uuid
+             */
+            Id: string;
+            /**
+             * Teamid
+             * Format: uuid
+             */
+            TeamId: string;
+            /** Points */
+            Points: number;
+            /** Reason */
+            Reason: string;
+            /**
+             * At
+             * Format: date-time
+             * @description When it counts on the timeline.
+             */
+            At: string;
+            /**
+             * Recordedby
+             * @description Who made it (the admin's subject; null for members' reads).
+             */
+            RecordedBy: string | null;
+            /**
+             * Createdat
+             * Format: date-time
+             */
+            CreatedAt: string;
+            /**
+             * Withdrawnat
+             * @description When it was withdrawn (it no longer counts); null while it stands.
+             */
+            WithdrawnAt?: string | null;
+            /**
+             * Withdrawnby
+             * @description Who withdrew it (admins' reads).
+             */
+            WithdrawnBy?: string | null;
+            /**
+             * Score
+             * @description The team's score after this request (on writes).
+             */
+            Score?: number | null;
+        };
+        /**
+         * AdjustmentCreate
+         * @description ``POST /team/{id}/adjustments``.
+         * @example {
+         *       "Points": -20,
+         *       "Reason": "Shared a solution on the forum (rule 4).",
+         *       "At": "2026-11-20T09:30:00Z"
+         *     }
+         */
+        AdjustmentCreate: {
+            /**
+             * Points
+             * @description Added to the score (negative: taken away); non-zero, at most 2,147,483,647 either way.
+             */
+            Points: number;
+            /**
+             * Reason
+             * @description Why (1 to 500 characters, trimmed).
+             */
+            Reason: string;
+            /**
+             * At
+             * @description When it counts on the timeline (RFC 3339); default now; not future.
+             */
+            At?: string | null;
+        };
         /**
          * AdminFlag
          * @example {
@@ -689,6 +1516,84 @@ export interface components {
         AdminFlag: {
             /** Isadminteam */
             IsAdminTeam: boolean;
+        };
+        /**
+         * AuditEntry
+         * @description One change made in the organization.
+         * @example {
+         *       "Id": "0193a6fa-8b92-7da4-9ebf-2a3b4c5d6e71",
+         *       "At": "2026-11-20T09:30:00Z",
+         *       "Actor": "admin@example.org",
+         *       "ActorRole": "admin",
+         *       "ActorVia": "token",
+         *       "Action": "team.renamed",
+         *       "TargetType": "team",
+         *       "TargetId": "0193a6f3-1a2b-7c3d-8e4f-5a6b7c8d9e01",
+         *       "RequestId": "6f1c0a4e3b2d4c5e8f9a0b1c2d3e4f50",
+         *       "Changes": {
+         *         "Name": {
+         *           "Before": "Rockets",
+         *           "After": "Comets"
+         *         }
+         *       }
+         *     }
+         */
+        AuditEntry: {
+            /**
+             * Id
+             * Format: uuid
+             */
+            Id: string;
+            /**
+             * At
+             * Format: date-time
+             * @description When the change was made.
+             */
+            At: string;
+            /**
+             * Actor
+             * @description Who made it: the caller's subject (`system`: no request).
+             */
+            Actor: string;
+            /**
+             * Actorrole
+             * @description The caller's role: admin, operator, scim, …
+             */
+            ActorRole: string | null;
+            /**
+             * Actorvia
+             * @description How the caller proved it: token, session, provider, system.
+             */
+            ActorVia: string;
+            /**
+             * Action
+             * @description What was done, e.g. `team.renamed`, `member.added`.
+             */
+            Action: string;
+            /**
+             * Targettype
+             * @description The kind of resource changed: team, member, …
+             */
+            TargetType: string;
+            /**
+             * Targetid
+             * @description Its id.
+             */
+            TargetId: string | null;
+            /**
+             * Requestid
+             * @description The request's `X-Request-Id`.
+             */
+            RequestId: string | null;
+            /**
+             * Changes
+             * @description The fields changed: `{"Field": {"Before": …, "After": …}}` (never a secret).
+             */
+            Changes: {
+                [key: string]: {
+                    [key: string]: unknown;
+                };
+            };
         };
         /**
          * Color
@@ -704,6 +1609,8 @@ export interface components {
          *       "DisciplineId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a21",
          *       "Points": 10,
          *       "CompletedAt": "2026-11-20T09:30:00Z",
+         *       "MemberId": "0193a6f4-2b3c-7d4e-9f5a-6b7c8d9e0f11",
+         *       "RecordedBy": "admin@example.org",
          *       "Score": 60
          *     }
          */
@@ -734,10 +1641,45 @@ export interface components {
              */
             CompletedAt: string;
             /**
+             * Memberid
+             * @description The member of the team who completed it (null: not said).
+             */
+            MemberId?: string | null;
+            /**
+             * Recordedby
+             * @description Who recorded it: the token's subject or the dashboard session's (null: recorded before this was kept).
+             */
+            RecordedBy?: string | null;
+            /**
              * Score
              * @description The team's score after this request (on writes).
              */
             Score?: number | null;
+        };
+        /**
+         * Contribution
+         * @example {
+         *       "MemberId": "0193a6f4-2b3c-7d4e-9f5a-6b7c8d9e0f11",
+         *       "GivenName": "Ada",
+         *       "Email": "ada@example.org",
+         *       "Points": 30,
+         *       "TasksCompleted": 2
+         *     }
+         */
+        Contribution: {
+            /**
+             * Memberid
+             * @description null: completions no member was named for.
+             */
+            MemberId: string | null;
+            /** Givenname */
+            GivenName: string | null;
+            /** Email */
+            Email: string | null;
+            /** Points */
+            Points: number;
+            /** Taskscompleted */
+            TasksCompleted: number;
         };
         /**
          * Delivery
@@ -1157,6 +2099,59 @@ export interface components {
             /** Pointstotal */
             PointsTotal: number;
         };
+        /**
+         * Failure
+         * @example {
+         *       "StatementId": "0b9a1c02-6a4f-5c9b-8f3e-2d6c0a1b7e55",
+         *       "EventId": "0193a6f7-5e6f-7a71-8b8c-9d0e1f2a3b41",
+         *       "Kind": "task",
+         *       "Attempts": 2,
+         *       "LastStatusCode": 400,
+         *       "LastError": "{\"detail\":\"Invalid statement\"}",
+         *       "LastAttemptAt": "2026-11-21T14:05:00Z",
+         *       "CreatedAt": "2026-11-20T09:30:00Z",
+         *       "Statement": {
+         *         "id": "0b9a1c02-6a4f-5c9b-8f3e-2d6c0a1b7e55"
+         *       }
+         *     }
+         */
+        Failure: {
+            /**
+             * Statementid
+             * Format: uuid
+             */
+            StatementId: string;
+            /**
+             * Eventid
+             * Format: uuid
+             */
+            EventId: string;
+            Kind: components["schemas"]["StatementKind"];
+            /** Attempts */
+            Attempts: number;
+            /**
+             * Laststatuscode
+             * @description The LRS's answer (a 4xx: refused).
+             */
+            LastStatusCode: number | null;
+            /**
+             * Lasterror
+             * @description The start of the LRS's answer, or the error.
+             */
+            LastError: string | null;
+            /** Lastattemptat */
+            LastAttemptAt: string | null;
+            /**
+             * Createdat
+             * Format: date-time
+             */
+            CreatedAt: string;
+            /**
+             * Statement
+             * @description The statement as sent.
+             */
+            Statement: unknown;
+        };
         /** GraphPoint */
         GraphPoint: {
             /**
@@ -1181,6 +2176,46 @@ export interface components {
         Health: {
             /** Status */
             status: string;
+        };
+        /**
+         * Invitation
+         * @description An invitation queued for sending (it goes out within seconds, retried if needed).
+         * @example {
+         *       "Id": "0193e5a0-5b7c-7d11-9c3e-1f2a3b4c5d6e",
+         *       "MemberId": "0193a6f4-2b3c-7d4e-9f5a-6b7c8d9e0f11",
+         *       "Email": "ada@example.org",
+         *       "Status": "Queued",
+         *       "QueuedAt": "2026-11-20T09:30:00Z"
+         *     }
+         */
+        Invitation: {
+            /**
+             * Id
+             * Format: uuid
+             * @description The queued e-mail.
+             */
+            Id: string;
+            /**
+             * Memberid
+             * Format: uuid
+             */
+            MemberId: string;
+            /**
+             * Email
+             * @description Where the invitation goes: the member's address.
+             */
+            Email: string;
+            /**
+             * Status
+             * @default Queued
+             * @constant
+             */
+            Status: "Queued";
+            /**
+             * Queuedat
+             * Format: date-time
+             */
+            QueuedAt: string;
         };
         /**
          * LeaderboardEntry
@@ -1295,6 +2330,138 @@ export interface components {
             Quests: components["schemas"]["QuestProgress"][];
         };
         /**
+         * Lrs
+         * @example {
+         *       "Endpoint": "https://lrs.example.org/xAPI/",
+         *       "Auth": "Basic",
+         *       "Username": "questline",
+         *       "ActivityBaseIri": "https://questline.example.org/xapi/activities",
+         *       "Pending": 0,
+         *       "Failed": 1,
+         *       "FailingSince": null,
+         *       "LastError": null,
+         *       "CreatedAt": "2026-11-20T09:30:00Z",
+         *       "UpdatedAt": "2026-11-21T14:05:00Z"
+         *     }
+         */
+        Lrs: {
+            /** Endpoint */
+            Endpoint: string;
+            /**
+             * Auth
+             * @description How Questline signs in (no secret).
+             * @enum {string}
+             */
+            Auth: "Basic" | "Bearer";
+            /** Username */
+            Username: string | null;
+            /**
+             * Activitybaseiri
+             * @description Activity ids start with this: `<it>/task/<TaskId>`, `…/quest/…`, `…/level/…`, `…/discipline/…` (from QUESTLINE_PUBLIC_URL).
+             */
+            ActivityBaseIri: string;
+            /**
+             * Pending
+             * @description Statements waiting to be sent.
+             */
+            Pending: number;
+            /**
+             * Failed
+             * @description Statements refused or failed: `GET …/failures`.
+             */
+            Failed: number;
+            /**
+             * Failingsince
+             * @description The first failed attempt since the last success.
+             */
+            FailingSince: string | null;
+            /**
+             * Lasterror
+             * @description Why the last attempt failed, if it did.
+             */
+            LastError: string | null;
+            /**
+             * Createdat
+             * Format: date-time
+             */
+            CreatedAt: string;
+            /**
+             * Updatedat
+             * Format: date-time
+             */
+            UpdatedAt: string;
+        };
+        /**
+         * LrsSettings
+         * @description ``PUT /organization/xapi``: the LRS's xAPI endpoint and its credentials, Basic
+         *     (`Username`, `Password`) or a bearer `Token`.
+         * @example {
+         *       "Endpoint": "https://lrs.example.org/xAPI/",
+         *       "Username": "questline",
+         *       "Password": "a-long-random-secret"
+         *     }
+         * @example {
+         *       "Endpoint": "https://lrs.example.org/xAPI/",
+         *       "Token": "eyJhbGciOiJIUzI1NiJ9.e30.ZRrH"
+         *     }
+         */
+        LrsSettings: {
+            /**
+             * Endpoint
+             * @description The LRS's xAPI base URL (statements go to `<Endpoint>/statements`): http(s), public addresses only.
+             */
+            Endpoint: string;
+            /** Username */
+            Username?: string | null;
+            /**
+             * Password
+             * @description Never returned, logged or exported.
+             */
+            Password?: string | null;
+            /**
+             * Token
+             * @description Sent as `Authorization: Bearer <Token>`. Never returned.
+             */
+            Token?: string | null;
+        };
+        /**
+         * LrsTest
+         * @example {
+         *       "Ok": true,
+         *       "StatusCode": 200,
+         *       "Answer": "[\"0b9a1c02-6a4f-5c9b-8f3e-2d6c0a1b7e55\"]",
+         *       "Error": null,
+         *       "StatementId": "0b9a1c02-6a4f-5c9b-8f3e-2d6c0a1b7e55"
+         *     }
+         */
+        LrsTest: {
+            /**
+             * Ok
+             * @description The LRS answered 2xx.
+             */
+            Ok: boolean;
+            /**
+             * Statuscode
+             * @description The LRS's status code (null: no answer).
+             */
+            StatusCode: number | null;
+            /**
+             * Answer
+             * @description The start of the LRS's answer (2 KB at most).
+             */
+            Answer: string | null;
+            /**
+             * Error
+             * @description Why there was no answer (address, connection).
+             */
+            Error: string | null;
+            /**
+             * Statementid
+             * Format: uuid
+             */
+            StatementId: string;
+        };
+        /**
          * Member
          * @example {
          *       "Id": "0193a6f4-2b3c-7d4e-9f5a-6b7c8d9e0f11",
@@ -1348,6 +2515,50 @@ export interface components {
             email: string;
             /** Givenname */
             givenName: string;
+            /**
+             * Invite
+             * @description E-mail the member an invitation with a one-time sign-in link when this request adds it to the team (201; 503 when this service sends no e-mail).
+             * @default false
+             */
+            Invite: boolean;
+        };
+        /**
+         * Organization
+         * @example {
+         *       "Id": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10",
+         *       "Name": "Example Learning",
+         *       "CreatedAt": "2026-11-20T09:30:00Z"
+         *     }
+         */
+        Organization: {
+            /**
+             * Id
+             * Format: uuid
+             */
+            Id: string;
+            /**
+             * Name
+             * @description Shown to people, e.g. in invitations (null until an admin sets it).
+             */
+            Name: string | null;
+            /**
+             * Createdat
+             * Format: date-time
+             */
+            CreatedAt: string;
+        };
+        /**
+         * OrganizationUpdate
+         * @example {
+         *       "Name": "Example Learning"
+         *     }
+         */
+        OrganizationUpdate: {
+            /**
+             * Name
+             * @description The organization's name (null removes it).
+             */
+            Name: string | null;
         };
         /**
          * Overview
@@ -1432,7 +2643,68 @@ export interface components {
             LastActivityAt: string | null;
             /** Disciplines */
             Disciplines: components["schemas"]["DisciplineProgress"][];
+            /**
+             * Contributions
+             * @description Each member's points and tasks completed in the team, then the completions of no named member (`MemberId` null). Only for admins and the team's own members: null for other members.
+             */
+            Contributions?: components["schemas"]["Contribution"][] | null;
         };
+        /**
+         * PerMemberEntry
+         * @description An entry of ``by=perMember``: both figures, the points and the points per member.
+         * @example {
+         *       "Rank": 1,
+         *       "TeamId": "0193a6f3-1a2b-7c3d-8e4f-5a6b7c8d9e01",
+         *       "Name": "Rockets",
+         *       "Score": 60,
+         *       "TasksCompleted": 3,
+         *       "ReachedAt": "2026-11-21T14:05:00Z",
+         *       "MemberCount": 4,
+         *       "PointsPerMember": 15
+         *     }
+         */
+        PerMemberEntry: {
+            /**
+             * Rank
+             * @description 1-based position (offset + index).
+             */
+            Rank: number;
+            /**
+             * Teamid
+             * Format: uuid
+             */
+            TeamId: string;
+            /** Name */
+            Name: string;
+            /**
+             * Score
+             * @description Score, or points earned in the discipline asked for.
+             */
+            Score: number;
+            /** Taskscompleted */
+            TasksCompleted: number;
+            /**
+             * Reachedat
+             * @description When the team reached this score (the tie-breaker: earlier ranks first).
+             */
+            ReachedAt: string | null;
+            /**
+             * Membercount
+             * @description The team's members (counted as 1 when none).
+             */
+            MemberCount: number;
+            /**
+             * Pointspermember
+             * @description `Score` divided by `MemberCount` (at least 1), rounded to 4 decimals; the ranking compares the exact quotients.
+             */
+            PointsPerMember: number;
+        };
+        /**
+         * Phase
+         * @description Where a season stands now (what members see of it).
+         * @enum {string}
+         */
+        Phase: "Upcoming" | "Running" | "Frozen" | "Ended";
         /**
          * ProgressCreate
          * @description ``POST /team/{id}/progress``.
@@ -1452,6 +2724,25 @@ export interface components {
              * @description When the team completed the task (RFC 3339); default now; not future.
              */
             CompletedAt?: string | null;
+            /**
+             * Memberid
+             * @description Who completed it: a member of the team (else 422).
+             */
+            MemberId?: string | null;
+        };
+        /**
+         * ProviderLogout
+         * @description Where to end the session at the provider too (RP-initiated logout).
+         * @example {
+         *       "EndSessionUrl": "https://sso.example.org/realms/acme/protocol/openid-connect/logout?client_id=questline&post_logout_redirect_uri=https%3A%2F%2Fquestline.example.org%2Fui%2F"
+         *     }
+         */
+        ProviderLogout: {
+            /**
+             * Endsessionurl
+             * @description Null when the session was not started by single sign-on or the provider publishes no `end_session_endpoint`.
+             */
+            EndSessionUrl: string | null;
         };
         /** Quest */
         Quest: {
@@ -1526,6 +2817,11 @@ export interface components {
             /** Order */
             Order: number;
         };
+        /**
+         * RankBy
+         * @enum {string}
+         */
+        RankBy: "score" | "perMember";
         /** Resource */
         Resource: {
             /**
@@ -1575,6 +2871,166 @@ export interface components {
              * @default Link
              */
             Kind: string;
+        };
+        /**
+         * ScimToken
+         * @example {
+         *       "Token": "eyJhbGciOiJIUzI1NiJ9.eyJyb2xlIjoic2NpbSJ9.c2lnbmF0dXJl",
+         *       "BaseUrl": "https://questline.example.org/scim/v2",
+         *       "ExpiresAt": "2026-11-20T09:30:00Z"
+         *     }
+         */
+        ScimToken: {
+            /**
+             * Token
+             * @description The bearer token (shown once; not stored).
+             */
+            Token: string;
+            /**
+             * Baseurl
+             * @description The SCIM base URL to give the directory.
+             */
+            BaseUrl: string;
+            /**
+             * Expiresat
+             * Format: date-time
+             */
+            ExpiresAt: string;
+        };
+        /**
+         * ScimTokenCreate
+         * @example {
+         *       "Days": 365
+         *     }
+         */
+        ScimTokenCreate: {
+            /**
+             * Days
+             * @description How long the token is valid (a directory keeps it until rotated).
+             * @default 365
+             */
+            Days: number;
+        };
+        /**
+         * Season
+         * @example {
+         *       "Id": "0193a6f9-7a81-7c93-8dae-1f2a3b4c5d61",
+         *       "OrganizationId": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10",
+         *       "Name": "Winter cup",
+         *       "StartsAt": "2026-12-01T00:00:00Z",
+         *       "EndsAt": "2027-01-01T00:00:00Z",
+         *       "FreezesAt": "2026-12-20T00:00:00Z",
+         *       "RevealedAt": null,
+         *       "DisciplineId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a21",
+         *       "Phase": "Running",
+         *       "CreatedAt": "2026-11-20T09:30:00Z",
+         *       "UpdatedAt": "2026-11-20T09:30:00Z"
+         *     }
+         */
+        Season: {
+            /**
+             * Id
+             * Format: uuid
+             */
+            Id: string;
+            /**
+             * Organizationid
+             * Format: uuid
+             */
+            OrganizationId: string;
+            /** Name */
+            Name: string;
+            /**
+             * Startsat
+             * Format: date-time
+             */
+            StartsAt: string;
+            /**
+             * Endsat
+             * Format: date-time
+             */
+            EndsAt: string;
+            /** Freezesat */
+            FreezesAt: string | null;
+            /**
+             * Revealedat
+             * @description When an admin ended the freeze early (null: not revealed).
+             */
+            RevealedAt: string | null;
+            /** Disciplineid */
+            DisciplineId: string | null;
+            /** @description Where the season stands now. */
+            Phase: components["schemas"]["Phase"];
+            /**
+             * Createdat
+             * Format: date-time
+             */
+            CreatedAt: string;
+            /**
+             * Updatedat
+             * Format: date-time
+             */
+            UpdatedAt: string;
+        };
+        /**
+         * SeasonCreate
+         * @description ``POST /season``.
+         * @example {
+         *       "Name": "Winter cup",
+         *       "StartsAt": "2026-12-01T00:00:00Z",
+         *       "EndsAt": "2027-01-01T00:00:00Z",
+         *       "FreezesAt": "2026-12-20T00:00:00Z",
+         *       "DisciplineId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a21"
+         *     }
+         */
+        SeasonCreate: {
+            /** Name */
+            Name: string;
+            /**
+             * Startsat
+             * Format: date-time
+             * @description Start (inclusive).
+             */
+            StartsAt: string;
+            /**
+             * Endsat
+             * Format: date-time
+             * @description End (exclusive).
+             */
+            EndsAt: string;
+            /**
+             * Freezesat
+             * @description From then until `EndsAt` (or a reveal) members see the standings as they were at this instant. `StartsAt < FreezesAt ≤ EndsAt`.
+             */
+            FreezesAt?: string | null;
+            /**
+             * Disciplineid
+             * @description Rank by this discipline's points (default: every discipline).
+             */
+            DisciplineId?: string | null;
+        };
+        /**
+         * SeasonUpdate
+         * @description ``PATCH /season/{id}``: only the fields given change (`null` clears `FreezesAt` and
+         *     `DisciplineId`).
+         * @example {
+         *       "EndsAt": "2026-11-21T14:05:00Z"
+         *     }
+         * @example {
+         *       "FreezesAt": null
+         *     }
+         */
+        SeasonUpdate: {
+            /** Name */
+            Name?: string | null;
+            /** Startsat */
+            StartsAt?: string | null;
+            /** Endsat */
+            EndsAt?: string | null;
+            /** Freezesat */
+            FreezesAt?: string | null;
+            /** Disciplineid */
+            DisciplineId?: string | null;
         };
         /**
          * SecretRotated
@@ -1637,13 +3093,13 @@ export interface components {
              * Code
              * @description The one-time code of a sign-in link (`/ui/#code=<Code>`).
              */
-            Code?: string | null;
+            Code?: string;
             /**
              * Idtoken
              * @description An identity provider's ID token, or any token the API accepts as a bearer (verified once; the session then lives on its own).
              */
-            IdToken?: string | null;
-        };
+            IdToken?: string;
+        } & (unknown | unknown);
         /**
          * SessionInfo
          * @description The signed-in dashboard session.
@@ -1696,6 +3152,201 @@ export interface components {
              */
             CsrfToken: string;
         };
+        /**
+         * SigninLinkAccepted
+         * @description The same answer whoever asks: it never tells whether the address is a member's.
+         * @example {
+         *       "Status": "Accepted",
+         *       "Detail": "If this address belongs to a member of the organization, a sign-in link is on its way to it. The link works once, for a short while; ask again if it does not arrive."
+         *     }
+         */
+        SigninLinkAccepted: {
+            /**
+             * Status
+             * @default Accepted
+             * @constant
+             */
+            Status: "Accepted";
+            /**
+             * Detail
+             * @default If this address belongs to a member of the organization, a sign-in link is on its way to it. The link works once, for a short while; ask again if it does not arrive.
+             */
+            Detail: string;
+        };
+        /**
+         * SigninLinkRequest
+         * @example {
+         *       "OrganizationId": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10",
+         *       "Email": "ada@example.org"
+         *     }
+         */
+        SigninLinkRequest: {
+            /**
+             * Organizationid
+             * Format: uuid
+             * @description The organization to sign in to.
+             */
+            OrganizationId: string;
+            /**
+             * Email
+             * Format: email
+             * @description The member's e-mail address (any case).
+             */
+            Email: string;
+        };
+        /**
+         * SsoAvailability
+         * @description What the sign-in page needs to offer "Sign in with your organization".
+         * @example {
+         *       "OrganizationId": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10",
+         *       "LoginUrl": "https://questline.example.org/auth/oidc/0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10/login"
+         *     }
+         */
+        SsoAvailability: {
+            /**
+             * Organizationid
+             * Format: uuid
+             */
+            OrganizationId: string;
+            /**
+             * Loginurl
+             * @description Start here; add `?next=/ui/…` to land on a page.
+             */
+            LoginUrl: string;
+        };
+        /**
+         * SsoConfiguration
+         * @description The organization's single sign-on (the client secret is never shown).
+         * @example {
+         *       "OrganizationId": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10",
+         *       "Issuer": "https://sso.example.org/realms/acme",
+         *       "ClientId": "questline",
+         *       "ClientSecretSet": true,
+         *       "AdminGroups": [
+         *         "questline-admins"
+         *       ],
+         *       "GroupsClaim": "groups",
+         *       "AllowedEmailDomains": [
+         *         "example.org"
+         *       ],
+         *       "Enabled": true,
+         *       "RedirectUri": "https://questline.example.org/auth/oidc/callback",
+         *       "LoginUrl": "https://questline.example.org/auth/oidc/0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10/login",
+         *       "EndSessionEndpoint": "https://sso.example.org/realms/acme/protocol/openid-connect/logout",
+         *       "CreatedAt": "2026-11-20T09:30:00Z",
+         *       "UpdatedAt": "2026-11-21T14:05:00Z"
+         *     }
+         */
+        SsoConfiguration: {
+            /**
+             * Organizationid
+             * Format: uuid
+             */
+            OrganizationId: string;
+            /** Issuer */
+            Issuer: string;
+            /** Clientid */
+            ClientId: string;
+            /**
+             * Clientsecretset
+             * @description A client secret is stored (never shown).
+             */
+            ClientSecretSet: boolean;
+            /** Admingroups */
+            AdminGroups: string[];
+            /** Groupsclaim */
+            GroupsClaim: string;
+            /** Allowedemaildomains */
+            AllowedEmailDomains: string[];
+            /** Enabled */
+            Enabled: boolean;
+            /**
+             * Redirecturi
+             * @description Register this as the client's redirect URI at the provider.
+             */
+            RedirectUri: string;
+            /**
+             * Loginurl
+             * @description Where a person starts signing in (`?next=/ui/…`).
+             */
+            LoginUrl: string;
+            /**
+             * Endsessionendpoint
+             * @description The provider's logout endpoint, when it publishes one: the dashboard offers it after sign-out (register `<public URL>/ui/` as a post-logout redirect).
+             */
+            EndSessionEndpoint: string | null;
+            /**
+             * Createdat
+             * Format: date-time
+             */
+            CreatedAt: string;
+            /**
+             * Updatedat
+             * Format: date-time
+             */
+            UpdatedAt: string;
+        };
+        /**
+         * SsoConfigurationPut
+         * @description ``PUT /organization/sso``: the whole configuration.
+         * @example {
+         *       "Issuer": "https://sso.example.org/realms/acme",
+         *       "ClientId": "questline",
+         *       "ClientSecret": "kc-2a9f1e0c7d4b",
+         *       "AdminGroups": [
+         *         "questline-admins"
+         *       ],
+         *       "GroupsClaim": "groups",
+         *       "AllowedEmailDomains": [
+         *         "example.org"
+         *       ],
+         *       "Enabled": true
+         *     }
+         */
+        SsoConfigurationPut: {
+            /**
+             * Issuer
+             * @description The provider's issuer URL, exactly as its discovery document (`<Issuer>/.well-known/openid-configuration`) names it; https.
+             */
+            Issuer: string;
+            /**
+             * Clientid
+             * @description The client registered at the provider for Questline.
+             */
+            ClientId: string;
+            /**
+             * Clientsecret
+             * @description The client's secret: stored encrypted, never returned. Required the first time; left out later, the stored one is kept.
+             */
+            ClientSecret?: string | null;
+            /**
+             * Admingroups
+             * @description A person whose `GroupsClaim` holds one of these signs in as `admin`; everyone else as `member`.
+             */
+            AdminGroups?: string[];
+            /**
+             * Groupsclaim
+             * @description The ID token claim that lists the person's groups (a list of strings or one string).
+             * @default groups
+             */
+            GroupsClaim: string;
+            /**
+             * Allowedemaildomains
+             * @description Addresses of these domains sign in even when the provider does not say `email_verified: true`; empty: only verified addresses.
+             */
+            AllowedEmailDomains?: string[];
+            /**
+             * Enabled
+             * @description `false` keeps it but refuses logins.
+             * @default true
+             */
+            Enabled: boolean;
+        };
+        /**
+         * StatementKind
+         * @enum {string}
+         */
+        StatementKind: "task" | "level" | "discipline" | "voided";
         /**
          * SurveyFlag
          * @example {
@@ -1830,6 +3481,12 @@ export interface components {
             members?: string[];
             /** Tags */
             tags?: string[];
+            /**
+             * Invite
+             * @description E-mail each member of the new team an invitation with a one-time sign-in link (503 when this service sends no e-mail).
+             * @default false
+             */
+            Invite: boolean;
         };
         /**
          * TeamDetail
@@ -2014,7 +3671,7 @@ export interface components {
              * Events
              * @description The event types to send.
              */
-            events: ("team.created" | "team.updated" | "team.deleted" | "team.admin_changed" | "member.added" | "member.removed" | "progress.completed" | "progress.withdrawn" | "discipline.created" | "discipline.updated" | "discipline.deleted" | "bulk.completed")[];
+            events: ("team.created" | "team.updated" | "team.deleted" | "team.admin_changed" | "member.added" | "member.removed" | "progress.completed" | "progress.withdrawn" | "discipline.created" | "discipline.updated" | "discipline.deleted" | "bulk.completed" | "team.adjusted" | "team.adjustment_withdrawn")[];
             /** Description */
             description?: string | null;
         };
@@ -2029,7 +3686,7 @@ export interface components {
             /** Url */
             Url?: string | null;
             /** Events */
-            Events?: ("team.created" | "team.updated" | "team.deleted" | "team.admin_changed" | "member.added" | "member.removed" | "progress.completed" | "progress.withdrawn" | "discipline.created" | "discipline.updated" | "discipline.deleted" | "bulk.completed")[] | null;
+            Events?: ("team.created" | "team.updated" | "team.deleted" | "team.admin_changed" | "member.added" | "member.removed" | "progress.completed" | "progress.withdrawn" | "discipline.created" | "discipline.updated" | "discipline.deleted" | "bulk.completed" | "team.adjusted" | "team.adjustment_withdrawn")[] | null;
             /**
              * Enabled
              * @description `true` re-enables a disabled webhook.
@@ -2128,7 +3785,11 @@ export interface components {
             status: number;
             /** Detail */
             detail: string;
-            /** Instance */
+            /**
+             * Instance
+             * @description The request's path; absent when the server refused the request before routing it (408, 414, 431, and 503 at its connection limit).
+             * @default null
+             */
             instance: string;
             /**
              * Requestid
@@ -2179,6 +3840,84 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/healthz",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/healthz",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/healthz",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/healthz",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
         };
     };
     checkReadiness: {
@@ -2204,7 +3943,64 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
-            /** @description The database is unreachable or the request timed out; see `Retry-After`. Problem types: [`service-unavailable`](http://127.0.0.1:8000/problems/service-unavailable). */
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/readyz",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/readyz",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/readyz",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -2214,10 +4010,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/service-unavailable",
+                     *       "type": "/problems/service-unavailable",
                      *       "title": "Service unavailable",
                      *       "status": 503,
-                     *       "detail": "The database is unreachable, or the request ran out of time.",
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/readyz",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
@@ -2258,7 +4054,26 @@ export interface operations {
                     "application/json": components["schemas"]["SessionInfo"];
                 };
             };
-            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](http://127.0.0.1:8000/problems/unauthorized). */
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/auth/session",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
             401: {
                 headers: {
                     /** @description `Bearer`. */
@@ -2268,7 +4083,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unauthorized",
+                     *       "type": "/problems/unauthorized",
                      *       "title": "Authentication required",
                      *       "status": 401,
                      *       "detail": "No valid credential came with the request.",
@@ -2279,7 +4094,45 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](http://127.0.0.1:8000/problems/rate-limited). */
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/auth/session",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/auth/session",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -2289,7 +4142,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/rate-limited",
+                     *       "type": "/problems/rate-limited",
                      *       "title": "Too many requests",
                      *       "status": 429,
                      *       "detail": "The caller sent more requests than its share in the current window.",
@@ -2300,7 +4153,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable or the request timed out; see `Retry-After`. Problem types: [`service-unavailable`](http://127.0.0.1:8000/problems/service-unavailable). */
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/auth/session",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -2310,10 +4182,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/service-unavailable",
+                     *       "type": "/problems/service-unavailable",
                      *       "title": "Service unavailable",
                      *       "status": 503,
-                     *       "detail": "The database is unreachable, or the request ran out of time.",
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/auth/session",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
@@ -2358,7 +4230,7 @@ export interface operations {
                     "application/json": components["schemas"]["SessionInfo"];
                 };
             };
-            /** @description Malformed JSON, or JSON nested too deeply. Problem types: [`malformed-request`](http://127.0.0.1:8000/problems/malformed-request). */
+            /** @description Malformed JSON, or JSON nested too deeply; or a `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2366,7 +4238,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/malformed-request",
+                     *       "type": "/problems/malformed-request",
                      *       "title": "Malformed request",
                      *       "status": 400,
                      *       "detail": "The body could not be read.",
@@ -2377,7 +4249,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](http://127.0.0.1:8000/problems/unauthorized). */
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
             401: {
                 headers: {
                     /** @description `Bearer`. */
@@ -2387,7 +4259,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unauthorized",
+                     *       "type": "/problems/unauthorized",
                      *       "title": "Authentication required",
                      *       "status": 401,
                      *       "detail": "No valid credential came with the request.",
@@ -2398,7 +4270,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The token's role may not do this. Problem types: [`forbidden`](http://127.0.0.1:8000/problems/forbidden). */
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2406,7 +4278,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/forbidden",
+                     *       "type": "/problems/forbidden",
                      *       "title": "Not allowed",
                      *       "status": 403,
                      *       "detail": "The caller is known but may not do this.",
@@ -2417,7 +4289,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](http://127.0.0.1:8000/problems/payload-too-large). */
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/auth/session",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](/problems/payload-too-large). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2425,7 +4316,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/payload-too-large",
+                     *       "type": "/problems/payload-too-large",
                      *       "title": "Payload too large",
                      *       "status": 413,
                      *       "detail": "The body is over the limit (5 MiB; 32 MiB for `/team/bulk`), or a bulk request has more teams than allowed.",
@@ -2436,7 +4327,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](http://127.0.0.1:8000/problems/unsupported-media-type). */
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/auth/session",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](/problems/unsupported-media-type). */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2444,7 +4354,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unsupported-media-type",
+                     *       "type": "/problems/unsupported-media-type",
                      *       "title": "Unsupported media type",
                      *       "status": 415,
                      *       "detail": "The body was sent with a media type this operation does not read.",
@@ -2455,7 +4365,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](http://127.0.0.1:8000/problems/validation-error). */
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2463,7 +4373,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/validation-error",
+                     *       "type": "/problems/validation-error",
                      *       "title": "Invalid input",
                      *       "status": 422,
                      *       "detail": "The input was read but is not valid.",
@@ -2480,7 +4390,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](http://127.0.0.1:8000/problems/rate-limited). */
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -2490,7 +4400,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/rate-limited",
+                     *       "type": "/problems/rate-limited",
                      *       "title": "Too many requests",
                      *       "status": 429,
                      *       "detail": "The caller sent more requests than its share in the current window.",
@@ -2501,7 +4411,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable or the request timed out; see `Retry-After`. Problem types: [`service-unavailable`](http://127.0.0.1:8000/problems/service-unavailable). */
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/auth/session",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -2511,10 +4440,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/service-unavailable",
+                     *       "type": "/problems/service-unavailable",
                      *       "title": "Service unavailable",
                      *       "status": 503,
-                     *       "detail": "The database is unreachable, or the request ran out of time.",
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/auth/session",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
@@ -2540,7 +4469,26 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](http://127.0.0.1:8000/problems/unauthorized). */
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/auth/session",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
             401: {
                 headers: {
                     /** @description `Bearer`. */
@@ -2550,7 +4498,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unauthorized",
+                     *       "type": "/problems/unauthorized",
                      *       "title": "Authentication required",
                      *       "status": 401,
                      *       "detail": "No valid credential came with the request.",
@@ -2561,7 +4509,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The token's role may not do this. Problem types: [`forbidden`](http://127.0.0.1:8000/problems/forbidden). */
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2569,7 +4517,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/forbidden",
+                     *       "type": "/problems/forbidden",
                      *       "title": "Not allowed",
                      *       "status": 403,
                      *       "detail": "The caller is known but may not do this.",
@@ -2580,7 +4528,45 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](http://127.0.0.1:8000/problems/rate-limited). */
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/auth/session",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/auth/session",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -2590,7 +4576,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/rate-limited",
+                     *       "type": "/problems/rate-limited",
                      *       "title": "Too many requests",
                      *       "status": 429,
                      *       "detail": "The caller sent more requests than its share in the current window.",
@@ -2601,7 +4587,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable or the request timed out; see `Retry-After`. Problem types: [`service-unavailable`](http://127.0.0.1:8000/problems/service-unavailable). */
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/auth/session",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -2611,10 +4616,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/service-unavailable",
+                     *       "type": "/problems/service-unavailable",
                      *       "title": "Service unavailable",
                      *       "status": 503,
-                     *       "detail": "The database is unreachable, or the request ran out of time.",
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/auth/session",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
@@ -2699,7 +4704,7 @@ export interface operations {
                     "application/json": components["schemas"]["Team"][];
                 };
             };
-            /** @description Malformed JSON, or JSON nested too deeply. Problem types: [`malformed-request`](http://127.0.0.1:8000/problems/malformed-request). */
+            /** @description Malformed JSON, or JSON nested too deeply; or a `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2707,7 +4712,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/malformed-request",
+                     *       "type": "/problems/malformed-request",
                      *       "title": "Malformed request",
                      *       "status": 400,
                      *       "detail": "The body could not be read.",
@@ -2718,7 +4723,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](http://127.0.0.1:8000/problems/unauthorized). */
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
             401: {
                 headers: {
                     /** @description `Bearer`. */
@@ -2728,7 +4733,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unauthorized",
+                     *       "type": "/problems/unauthorized",
                      *       "title": "Authentication required",
                      *       "status": 401,
                      *       "detail": "No valid credential came with the request.",
@@ -2739,7 +4744,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The token's role may not do this. Problem types: [`forbidden`](http://127.0.0.1:8000/problems/forbidden). */
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2747,7 +4752,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/forbidden",
+                     *       "type": "/problems/forbidden",
                      *       "title": "Not allowed",
                      *       "status": 403,
                      *       "detail": "The caller is known but may not do this.",
@@ -2758,7 +4763,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](http://127.0.0.1:8000/problems/conflict). */
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/team/bulk",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2766,7 +4790,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/conflict",
+                     *       "type": "/problems/conflict",
                      *       "title": "Conflict",
                      *       "status": 409,
                      *       "detail": "The request conflicts with the current state.",
@@ -2777,7 +4801,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](http://127.0.0.1:8000/problems/payload-too-large). */
+            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](/problems/payload-too-large). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2785,7 +4809,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/payload-too-large",
+                     *       "type": "/problems/payload-too-large",
                      *       "title": "Payload too large",
                      *       "status": 413,
                      *       "detail": "The body is over the limit (5 MiB; 32 MiB for `/team/bulk`), or a bulk request has more teams than allowed.",
@@ -2796,7 +4820,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](http://127.0.0.1:8000/problems/unsupported-media-type). */
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/bulk",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](/problems/unsupported-media-type). */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -2804,7 +4847,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unsupported-media-type",
+                     *       "type": "/problems/unsupported-media-type",
                      *       "title": "Unsupported media type",
                      *       "status": 415,
                      *       "detail": "The body was sent with a media type this operation does not read.",
@@ -2815,7 +4858,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](http://127.0.0.1:8000/problems/validation-error). */
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2823,7 +4866,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/validation-error",
+                     *       "type": "/problems/validation-error",
                      *       "title": "Invalid input",
                      *       "status": 422,
                      *       "detail": "The input was read but is not valid.",
@@ -2840,7 +4883,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](http://127.0.0.1:8000/problems/rate-limited). */
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -2850,7 +4893,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/rate-limited",
+                     *       "type": "/problems/rate-limited",
                      *       "title": "Too many requests",
                      *       "status": 429,
                      *       "detail": "The caller sent more requests than its share in the current window.",
@@ -2861,7 +4904,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable or the request timed out; see `Retry-After`. Problem types: [`service-unavailable`](http://127.0.0.1:8000/problems/service-unavailable). */
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/bulk",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -2871,10 +4933,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/service-unavailable",
+                     *       "type": "/problems/service-unavailable",
                      *       "title": "Service unavailable",
                      *       "status": 503,
-                     *       "detail": "The database is unreachable, or the request ran out of time.",
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/team/bulk",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
@@ -2928,7 +4990,26 @@ export interface operations {
                     "text/csv": string;
                 };
             };
-            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](http://127.0.0.1:8000/problems/unauthorized). */
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/team",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
             401: {
                 headers: {
                     /** @description `Bearer`. */
@@ -2938,7 +5019,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unauthorized",
+                     *       "type": "/problems/unauthorized",
                      *       "title": "Authentication required",
                      *       "status": 401,
                      *       "detail": "No valid credential came with the request.",
@@ -2949,7 +5030,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The token's role may not do this. Problem types: [`forbidden`](http://127.0.0.1:8000/problems/forbidden). */
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2957,7 +5038,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/forbidden",
+                     *       "type": "/problems/forbidden",
                      *       "title": "Not allowed",
                      *       "status": 403,
                      *       "detail": "The caller is known but may not do this.",
@@ -2968,7 +5049,45 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](http://127.0.0.1:8000/problems/validation-error). */
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/team",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/team",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2976,7 +5095,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/validation-error",
+                     *       "type": "/problems/validation-error",
                      *       "title": "Invalid input",
                      *       "status": 422,
                      *       "detail": "The input was read but is not valid.",
@@ -2993,7 +5112,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](http://127.0.0.1:8000/problems/rate-limited). */
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -3003,7 +5122,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/rate-limited",
+                     *       "type": "/problems/rate-limited",
                      *       "title": "Too many requests",
                      *       "status": 429,
                      *       "detail": "The caller sent more requests than its share in the current window.",
@@ -3014,7 +5133,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable or the request timed out; see `Retry-After`. Problem types: [`service-unavailable`](http://127.0.0.1:8000/problems/service-unavailable). */
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/team",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -3024,10 +5162,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/service-unavailable",
+                     *       "type": "/problems/service-unavailable",
                      *       "title": "Service unavailable",
                      *       "status": 503,
-                     *       "detail": "The database is unreachable, or the request ran out of time.",
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/team",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
@@ -3088,7 +5226,7 @@ export interface operations {
                     "application/json": components["schemas"]["Team"];
                 };
             };
-            /** @description Malformed JSON, or JSON nested too deeply. Problem types: [`malformed-request`](http://127.0.0.1:8000/problems/malformed-request). */
+            /** @description Malformed JSON, or JSON nested too deeply; or a `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3096,7 +5234,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/malformed-request",
+                     *       "type": "/problems/malformed-request",
                      *       "title": "Malformed request",
                      *       "status": 400,
                      *       "detail": "The body could not be read.",
@@ -3107,7 +5245,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](http://127.0.0.1:8000/problems/unauthorized). */
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
             401: {
                 headers: {
                     /** @description `Bearer`. */
@@ -3117,7 +5255,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unauthorized",
+                     *       "type": "/problems/unauthorized",
                      *       "title": "Authentication required",
                      *       "status": 401,
                      *       "detail": "No valid credential came with the request.",
@@ -3128,7 +5266,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The token's role may not do this. Problem types: [`forbidden`](http://127.0.0.1:8000/problems/forbidden). */
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3136,7 +5274,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/forbidden",
+                     *       "type": "/problems/forbidden",
                      *       "title": "Not allowed",
                      *       "status": 403,
                      *       "detail": "The caller is known but may not do this.",
@@ -3147,7 +5285,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](http://127.0.0.1:8000/problems/conflict). */
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/team",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3155,7 +5312,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/conflict",
+                     *       "type": "/problems/conflict",
                      *       "title": "Conflict",
                      *       "status": 409,
                      *       "detail": "The request conflicts with the current state.",
@@ -3166,7 +5323,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](http://127.0.0.1:8000/problems/payload-too-large). */
+            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](/problems/payload-too-large). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3174,7 +5331,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/payload-too-large",
+                     *       "type": "/problems/payload-too-large",
                      *       "title": "Payload too large",
                      *       "status": 413,
                      *       "detail": "The body is over the limit (5 MiB; 32 MiB for `/team/bulk`), or a bulk request has more teams than allowed.",
@@ -3185,7 +5342,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](http://127.0.0.1:8000/problems/unsupported-media-type). */
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/team",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](/problems/unsupported-media-type). */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3193,7 +5369,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unsupported-media-type",
+                     *       "type": "/problems/unsupported-media-type",
                      *       "title": "Unsupported media type",
                      *       "status": 415,
                      *       "detail": "The body was sent with a media type this operation does not read.",
@@ -3204,7 +5380,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](http://127.0.0.1:8000/problems/validation-error). */
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3212,7 +5388,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/validation-error",
+                     *       "type": "/problems/validation-error",
                      *       "title": "Invalid input",
                      *       "status": 422,
                      *       "detail": "The input was read but is not valid.",
@@ -3229,7 +5405,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](http://127.0.0.1:8000/problems/rate-limited). */
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -3239,7 +5415,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/rate-limited",
+                     *       "type": "/problems/rate-limited",
                      *       "title": "Too many requests",
                      *       "status": 429,
                      *       "detail": "The caller sent more requests than its share in the current window.",
@@ -3250,7 +5426,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable or the request timed out; see `Retry-After`. Problem types: [`service-unavailable`](http://127.0.0.1:8000/problems/service-unavailable). */
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/team",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -3260,10 +5455,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/service-unavailable",
+                     *       "type": "/problems/service-unavailable",
                      *       "title": "Service unavailable",
                      *       "status": 503,
-                     *       "detail": "The database is unreachable, or the request ran out of time.",
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/team",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
@@ -3323,7 +5518,26 @@ export interface operations {
                     "application/json": components["schemas"]["TeamDetail"];
                 };
             };
-            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](http://127.0.0.1:8000/problems/unauthorized). */
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/team/{team_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
             401: {
                 headers: {
                     /** @description `Bearer`. */
@@ -3333,7 +5547,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unauthorized",
+                     *       "type": "/problems/unauthorized",
                      *       "title": "Authentication required",
                      *       "status": 401,
                      *       "detail": "No valid credential came with the request.",
@@ -3344,7 +5558,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The token's role may not do this. Problem types: [`forbidden`](http://127.0.0.1:8000/problems/forbidden). */
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3352,7 +5566,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/forbidden",
+                     *       "type": "/problems/forbidden",
                      *       "title": "Not allowed",
                      *       "status": 403,
                      *       "detail": "The caller is known but may not do this.",
@@ -3363,7 +5577,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description No such resource in the caller's organization. Problem types: [`not-found`](http://127.0.0.1:8000/problems/not-found), [`http-404`](http://127.0.0.1:8000/problems/http-404). */
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3371,7 +5585,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/not-found",
+                     *       "type": "/problems/not-found",
                      *       "title": "Not found",
                      *       "status": 404,
                      *       "detail": "No such resource in the caller's organization.",
@@ -3382,7 +5596,45 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](http://127.0.0.1:8000/problems/validation-error). */
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/team/{team_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3390,7 +5642,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/validation-error",
+                     *       "type": "/problems/validation-error",
                      *       "title": "Invalid input",
                      *       "status": 422,
                      *       "detail": "The input was read but is not valid.",
@@ -3407,7 +5659,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](http://127.0.0.1:8000/problems/rate-limited). */
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -3417,7 +5669,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/rate-limited",
+                     *       "type": "/problems/rate-limited",
                      *       "title": "Too many requests",
                      *       "status": 429,
                      *       "detail": "The caller sent more requests than its share in the current window.",
@@ -3428,7 +5680,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable or the request timed out; see `Retry-After`. Problem types: [`service-unavailable`](http://127.0.0.1:8000/problems/service-unavailable). */
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -3438,10 +5709,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/service-unavailable",
+                     *       "type": "/problems/service-unavailable",
                      *       "title": "Service unavailable",
                      *       "status": 503,
-                     *       "detail": "The database is unreachable, or the request ran out of time.",
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/team/{team_id}",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
@@ -3455,7 +5726,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                "if-match"?: string | null;
+                /** @description The `ETag` you read (or `*`); 412 when the team changed since. */
+                "if-match"?: string;
             };
             path: {
                 /** @description Id of the team */
@@ -3472,7 +5744,26 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](http://127.0.0.1:8000/problems/unauthorized). */
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/team/{team_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
             401: {
                 headers: {
                     /** @description `Bearer`. */
@@ -3482,7 +5773,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unauthorized",
+                     *       "type": "/problems/unauthorized",
                      *       "title": "Authentication required",
                      *       "status": 401,
                      *       "detail": "No valid credential came with the request.",
@@ -3493,7 +5784,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The token's role may not do this. Problem types: [`forbidden`](http://127.0.0.1:8000/problems/forbidden). */
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3501,7 +5792,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/forbidden",
+                     *       "type": "/problems/forbidden",
                      *       "title": "Not allowed",
                      *       "status": 403,
                      *       "detail": "The caller is known but may not do this.",
@@ -3512,7 +5803,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description No such resource in the caller's organization. Problem types: [`not-found`](http://127.0.0.1:8000/problems/not-found), [`http-404`](http://127.0.0.1:8000/problems/http-404). */
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3520,7 +5811,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/not-found",
+                     *       "type": "/problems/not-found",
                      *       "title": "Not found",
                      *       "status": 404,
                      *       "detail": "No such resource in the caller's organization.",
@@ -3531,7 +5822,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description `If-Match` does not match the current `ETag`. Problem types: [`precondition-failed`](http://127.0.0.1:8000/problems/precondition-failed). */
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/team/{team_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description `If-Match` does not match the current `ETag`. Problem types: [`precondition-failed`](/problems/precondition-failed). */
             412: {
                 headers: {
                     [name: string]: unknown;
@@ -3539,7 +5849,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/precondition-failed",
+                     *       "type": "/problems/precondition-failed",
                      *       "title": "Precondition failed",
                      *       "status": 412,
                      *       "detail": "`If-Match` named an `ETag` that is no longer current.",
@@ -3550,7 +5860,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](http://127.0.0.1:8000/problems/validation-error). */
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3558,7 +5887,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/validation-error",
+                     *       "type": "/problems/validation-error",
                      *       "title": "Invalid input",
                      *       "status": 422,
                      *       "detail": "The input was read but is not valid.",
@@ -3575,7 +5904,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](http://127.0.0.1:8000/problems/rate-limited). */
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -3585,7 +5914,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/rate-limited",
+                     *       "type": "/problems/rate-limited",
                      *       "title": "Too many requests",
                      *       "status": 429,
                      *       "detail": "The caller sent more requests than its share in the current window.",
@@ -3596,7 +5925,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable or the request timed out; see `Retry-After`. Problem types: [`service-unavailable`](http://127.0.0.1:8000/problems/service-unavailable). */
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -3606,10 +5954,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/service-unavailable",
+                     *       "type": "/problems/service-unavailable",
                      *       "title": "Service unavailable",
                      *       "status": 503,
-                     *       "detail": "The database is unreachable, or the request ran out of time.",
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/team/{team_id}",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
@@ -3623,7 +5971,8 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                "if-match"?: string | null;
+                /** @description The `ETag` you read (or `*`); 412 when the team changed since. */
+                "if-match"?: string;
             };
             path: {
                 /** @description Id of the team */
@@ -3672,7 +6021,7 @@ export interface operations {
                     "application/json": components["schemas"]["Team"];
                 };
             };
-            /** @description Malformed JSON, or JSON nested too deeply. Problem types: [`malformed-request`](http://127.0.0.1:8000/problems/malformed-request). */
+            /** @description Malformed JSON, or JSON nested too deeply; or a `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3680,7 +6029,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/malformed-request",
+                     *       "type": "/problems/malformed-request",
                      *       "title": "Malformed request",
                      *       "status": 400,
                      *       "detail": "The body could not be read.",
@@ -3691,7 +6040,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](http://127.0.0.1:8000/problems/unauthorized). */
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
             401: {
                 headers: {
                     /** @description `Bearer`. */
@@ -3701,7 +6050,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unauthorized",
+                     *       "type": "/problems/unauthorized",
                      *       "title": "Authentication required",
                      *       "status": 401,
                      *       "detail": "No valid credential came with the request.",
@@ -3712,7 +6061,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The token's role may not do this. Problem types: [`forbidden`](http://127.0.0.1:8000/problems/forbidden). */
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3720,7 +6069,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/forbidden",
+                     *       "type": "/problems/forbidden",
                      *       "title": "Not allowed",
                      *       "status": 403,
                      *       "detail": "The caller is known but may not do this.",
@@ -3731,7 +6080,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description No such resource in the caller's organization. Problem types: [`not-found`](http://127.0.0.1:8000/problems/not-found), [`http-404`](http://127.0.0.1:8000/problems/http-404). */
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3739,7 +6088,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/not-found",
+                     *       "type": "/problems/not-found",
                      *       "title": "Not found",
                      *       "status": 404,
                      *       "detail": "No such resource in the caller's organization.",
@@ -3750,7 +6099,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](http://127.0.0.1:8000/problems/conflict). */
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/team/{team_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3758,7 +6126,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/conflict",
+                     *       "type": "/problems/conflict",
                      *       "title": "Conflict",
                      *       "status": 409,
                      *       "detail": "The request conflicts with the current state.",
@@ -3769,7 +6137,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description `If-Match` does not match the current `ETag`. Problem types: [`precondition-failed`](http://127.0.0.1:8000/problems/precondition-failed). */
+            /** @description `If-Match` does not match the current `ETag`. Problem types: [`precondition-failed`](/problems/precondition-failed). */
             412: {
                 headers: {
                     [name: string]: unknown;
@@ -3777,7 +6145,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/precondition-failed",
+                     *       "type": "/problems/precondition-failed",
                      *       "title": "Precondition failed",
                      *       "status": 412,
                      *       "detail": "`If-Match` named an `ETag` that is no longer current.",
@@ -3788,7 +6156,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](http://127.0.0.1:8000/problems/payload-too-large). */
+            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](/problems/payload-too-large). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3796,7 +6164,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/payload-too-large",
+                     *       "type": "/problems/payload-too-large",
                      *       "title": "Payload too large",
                      *       "status": 413,
                      *       "detail": "The body is over the limit (5 MiB; 32 MiB for `/team/bulk`), or a bulk request has more teams than allowed.",
@@ -3807,7 +6175,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](http://127.0.0.1:8000/problems/unsupported-media-type). */
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](/problems/unsupported-media-type). */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -3815,7 +6202,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unsupported-media-type",
+                     *       "type": "/problems/unsupported-media-type",
                      *       "title": "Unsupported media type",
                      *       "status": 415,
                      *       "detail": "The body was sent with a media type this operation does not read.",
@@ -3826,7 +6213,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](http://127.0.0.1:8000/problems/validation-error). */
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -3834,7 +6221,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/validation-error",
+                     *       "type": "/problems/validation-error",
                      *       "title": "Invalid input",
                      *       "status": 422,
                      *       "detail": "The input was read but is not valid.",
@@ -3851,7 +6238,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](http://127.0.0.1:8000/problems/rate-limited). */
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -3861,7 +6248,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/rate-limited",
+                     *       "type": "/problems/rate-limited",
                      *       "title": "Too many requests",
                      *       "status": 429,
                      *       "detail": "The caller sent more requests than its share in the current window.",
@@ -3872,7 +6259,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable or the request timed out; see `Retry-After`. Problem types: [`service-unavailable`](http://127.0.0.1:8000/problems/service-unavailable). */
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -3882,10 +6288,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/service-unavailable",
+                     *       "type": "/problems/service-unavailable",
                      *       "title": "Service unavailable",
                      *       "status": 503,
-                     *       "detail": "The database is unreachable, or the request ran out of time.",
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/team/{team_id}",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
@@ -3935,7 +6341,26 @@ export interface operations {
                     "application/json": components["schemas"]["Member"][];
                 };
             };
-            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](http://127.0.0.1:8000/problems/unauthorized). */
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/team/{team_id}/members",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
             401: {
                 headers: {
                     /** @description `Bearer`. */
@@ -3945,7 +6370,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unauthorized",
+                     *       "type": "/problems/unauthorized",
                      *       "title": "Authentication required",
                      *       "status": 401,
                      *       "detail": "No valid credential came with the request.",
@@ -3956,7 +6381,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The token's role may not do this. Problem types: [`forbidden`](http://127.0.0.1:8000/problems/forbidden). */
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3964,7 +6389,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/forbidden",
+                     *       "type": "/problems/forbidden",
                      *       "title": "Not allowed",
                      *       "status": 403,
                      *       "detail": "The caller is known but may not do this.",
@@ -3975,7 +6400,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description No such resource in the caller's organization. Problem types: [`not-found`](http://127.0.0.1:8000/problems/not-found), [`http-404`](http://127.0.0.1:8000/problems/http-404). */
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -3983,7 +6408,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/not-found",
+                     *       "type": "/problems/not-found",
                      *       "title": "Not found",
                      *       "status": 404,
                      *       "detail": "No such resource in the caller's organization.",
@@ -3994,7 +6419,45 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](http://127.0.0.1:8000/problems/validation-error). */
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/team/{team_id}/members",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/members",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4002,7 +6465,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/validation-error",
+                     *       "type": "/problems/validation-error",
                      *       "title": "Invalid input",
                      *       "status": 422,
                      *       "detail": "The input was read but is not valid.",
@@ -4019,7 +6482,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](http://127.0.0.1:8000/problems/rate-limited). */
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -4029,7 +6492,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/rate-limited",
+                     *       "type": "/problems/rate-limited",
                      *       "title": "Too many requests",
                      *       "status": 429,
                      *       "detail": "The caller sent more requests than its share in the current window.",
@@ -4040,7 +6503,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable or the request timed out; see `Retry-After`. Problem types: [`service-unavailable`](http://127.0.0.1:8000/problems/service-unavailable). */
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/members",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -4050,10 +6532,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/service-unavailable",
+                     *       "type": "/problems/service-unavailable",
                      *       "title": "Service unavailable",
                      *       "status": 503,
-                     *       "detail": "The database is unreachable, or the request ran out of time.",
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/team/{team_id}/members",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
@@ -4127,7 +6609,7 @@ export interface operations {
                     "application/json": components["schemas"]["Member"];
                 };
             };
-            /** @description Malformed JSON, or JSON nested too deeply. Problem types: [`malformed-request`](http://127.0.0.1:8000/problems/malformed-request). */
+            /** @description Malformed JSON, or JSON nested too deeply; or a `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4135,7 +6617,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/malformed-request",
+                     *       "type": "/problems/malformed-request",
                      *       "title": "Malformed request",
                      *       "status": 400,
                      *       "detail": "The body could not be read.",
@@ -4146,7 +6628,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](http://127.0.0.1:8000/problems/unauthorized). */
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
             401: {
                 headers: {
                     /** @description `Bearer`. */
@@ -4156,7 +6638,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unauthorized",
+                     *       "type": "/problems/unauthorized",
                      *       "title": "Authentication required",
                      *       "status": 401,
                      *       "detail": "No valid credential came with the request.",
@@ -4167,7 +6649,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The token's role may not do this. Problem types: [`forbidden`](http://127.0.0.1:8000/problems/forbidden). */
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4175,7 +6657,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/forbidden",
+                     *       "type": "/problems/forbidden",
                      *       "title": "Not allowed",
                      *       "status": 403,
                      *       "detail": "The caller is known but may not do this.",
@@ -4186,7 +6668,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description No such resource in the caller's organization. Problem types: [`not-found`](http://127.0.0.1:8000/problems/not-found), [`http-404`](http://127.0.0.1:8000/problems/http-404). */
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4194,7 +6676,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/not-found",
+                     *       "type": "/problems/not-found",
                      *       "title": "Not found",
                      *       "status": 404,
                      *       "detail": "No such resource in the caller's organization.",
@@ -4205,7 +6687,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](http://127.0.0.1:8000/problems/conflict). */
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/team/{team_id}/members",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4213,7 +6714,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/conflict",
+                     *       "type": "/problems/conflict",
                      *       "title": "Conflict",
                      *       "status": 409,
                      *       "detail": "The request conflicts with the current state.",
@@ -4224,7 +6725,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](http://127.0.0.1:8000/problems/payload-too-large). */
+            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](/problems/payload-too-large). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -4232,7 +6733,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/payload-too-large",
+                     *       "type": "/problems/payload-too-large",
                      *       "title": "Payload too large",
                      *       "status": 413,
                      *       "detail": "The body is over the limit (5 MiB; 32 MiB for `/team/bulk`), or a bulk request has more teams than allowed.",
@@ -4243,7 +6744,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](http://127.0.0.1:8000/problems/unsupported-media-type). */
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/members",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](/problems/unsupported-media-type). */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4251,7 +6771,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unsupported-media-type",
+                     *       "type": "/problems/unsupported-media-type",
                      *       "title": "Unsupported media type",
                      *       "status": 415,
                      *       "detail": "The body was sent with a media type this operation does not read.",
@@ -4262,7 +6782,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](http://127.0.0.1:8000/problems/validation-error). */
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4270,7 +6790,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/validation-error",
+                     *       "type": "/problems/validation-error",
                      *       "title": "Invalid input",
                      *       "status": 422,
                      *       "detail": "The input was read but is not valid.",
@@ -4287,7 +6807,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](http://127.0.0.1:8000/problems/rate-limited). */
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -4297,7 +6817,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/rate-limited",
+                     *       "type": "/problems/rate-limited",
                      *       "title": "Too many requests",
                      *       "status": 429,
                      *       "detail": "The caller sent more requests than its share in the current window.",
@@ -4308,7 +6828,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable or the request timed out; see `Retry-After`. Problem types: [`service-unavailable`](http://127.0.0.1:8000/problems/service-unavailable). */
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/members",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -4318,10 +6857,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/service-unavailable",
+                     *       "type": "/problems/service-unavailable",
                      *       "title": "Service unavailable",
                      *       "status": 503,
-                     *       "detail": "The database is unreachable, or the request ran out of time.",
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/team/{team_id}/members",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
@@ -4352,7 +6891,26 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](http://127.0.0.1:8000/problems/unauthorized). */
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/team/{team_id}/members/{member_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
             401: {
                 headers: {
                     /** @description `Bearer`. */
@@ -4362,7 +6920,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unauthorized",
+                     *       "type": "/problems/unauthorized",
                      *       "title": "Authentication required",
                      *       "status": 401,
                      *       "detail": "No valid credential came with the request.",
@@ -4373,7 +6931,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The token's role may not do this. Problem types: [`forbidden`](http://127.0.0.1:8000/problems/forbidden). */
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4381,7 +6939,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/forbidden",
+                     *       "type": "/problems/forbidden",
                      *       "title": "Not allowed",
                      *       "status": 403,
                      *       "detail": "The caller is known but may not do this.",
@@ -4392,7 +6950,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description No such resource in the caller's organization. Problem types: [`not-found`](http://127.0.0.1:8000/problems/not-found), [`http-404`](http://127.0.0.1:8000/problems/http-404). */
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4400,7 +6958,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/not-found",
+                     *       "type": "/problems/not-found",
                      *       "title": "Not found",
                      *       "status": 404,
                      *       "detail": "No such resource in the caller's organization.",
@@ -4411,7 +6969,45 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](http://127.0.0.1:8000/problems/validation-error). */
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/team/{team_id}/members/{member_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/members/{member_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4419,7 +7015,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/validation-error",
+                     *       "type": "/problems/validation-error",
                      *       "title": "Invalid input",
                      *       "status": 422,
                      *       "detail": "The input was read but is not valid.",
@@ -4436,7 +7032,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](http://127.0.0.1:8000/problems/rate-limited). */
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -4446,7 +7042,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/rate-limited",
+                     *       "type": "/problems/rate-limited",
                      *       "title": "Too many requests",
                      *       "status": 429,
                      *       "detail": "The caller sent more requests than its share in the current window.",
@@ -4457,7 +7053,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable or the request timed out; see `Retry-After`. Problem types: [`service-unavailable`](http://127.0.0.1:8000/problems/service-unavailable). */
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/members/{member_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -4467,10 +7082,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/service-unavailable",
+                     *       "type": "/problems/service-unavailable",
                      *       "title": "Service unavailable",
                      *       "status": 503,
-                     *       "detail": "The database is unreachable, or the request ran out of time.",
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/team/{team_id}/members/{member_id}",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
@@ -4527,7 +7142,7 @@ export interface operations {
                     "application/json": components["schemas"]["Team"];
                 };
             };
-            /** @description Malformed JSON, or JSON nested too deeply. Problem types: [`malformed-request`](http://127.0.0.1:8000/problems/malformed-request). */
+            /** @description Malformed JSON, or JSON nested too deeply; or a `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4535,7 +7150,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/malformed-request",
+                     *       "type": "/problems/malformed-request",
                      *       "title": "Malformed request",
                      *       "status": 400,
                      *       "detail": "The body could not be read.",
@@ -4546,7 +7161,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](http://127.0.0.1:8000/problems/unauthorized). */
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
             401: {
                 headers: {
                     /** @description `Bearer`. */
@@ -4556,7 +7171,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unauthorized",
+                     *       "type": "/problems/unauthorized",
                      *       "title": "Authentication required",
                      *       "status": 401,
                      *       "detail": "No valid credential came with the request.",
@@ -4567,7 +7182,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The token's role may not do this. Problem types: [`forbidden`](http://127.0.0.1:8000/problems/forbidden). */
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4575,7 +7190,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/forbidden",
+                     *       "type": "/problems/forbidden",
                      *       "title": "Not allowed",
                      *       "status": 403,
                      *       "detail": "The caller is known but may not do this.",
@@ -4586,7 +7201,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description No such resource in the caller's organization. Problem types: [`not-found`](http://127.0.0.1:8000/problems/not-found), [`http-404`](http://127.0.0.1:8000/problems/http-404). */
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4594,7 +7209,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/not-found",
+                     *       "type": "/problems/not-found",
                      *       "title": "Not found",
                      *       "status": 404,
                      *       "detail": "No such resource in the caller's organization.",
@@ -4605,7 +7220,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](http://127.0.0.1:8000/problems/payload-too-large). */
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/team/{team_id}/isadminteam",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](/problems/payload-too-large). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -4613,7 +7247,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/payload-too-large",
+                     *       "type": "/problems/payload-too-large",
                      *       "title": "Payload too large",
                      *       "status": 413,
                      *       "detail": "The body is over the limit (5 MiB; 32 MiB for `/team/bulk`), or a bulk request has more teams than allowed.",
@@ -4624,7 +7258,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](http://127.0.0.1:8000/problems/unsupported-media-type). */
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/isadminteam",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](/problems/unsupported-media-type). */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4632,7 +7285,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unsupported-media-type",
+                     *       "type": "/problems/unsupported-media-type",
                      *       "title": "Unsupported media type",
                      *       "status": 415,
                      *       "detail": "The body was sent with a media type this operation does not read.",
@@ -4643,7 +7296,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](http://127.0.0.1:8000/problems/validation-error). */
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4651,7 +7304,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/validation-error",
+                     *       "type": "/problems/validation-error",
                      *       "title": "Invalid input",
                      *       "status": 422,
                      *       "detail": "The input was read but is not valid.",
@@ -4668,7 +7321,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](http://127.0.0.1:8000/problems/rate-limited). */
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -4678,7 +7331,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/rate-limited",
+                     *       "type": "/problems/rate-limited",
                      *       "title": "Too many requests",
                      *       "status": 429,
                      *       "detail": "The caller sent more requests than its share in the current window.",
@@ -4689,7 +7342,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable or the request timed out; see `Retry-After`. Problem types: [`service-unavailable`](http://127.0.0.1:8000/problems/service-unavailable). */
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/isadminteam",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -4699,10 +7371,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/service-unavailable",
+                     *       "type": "/problems/service-unavailable",
                      *       "title": "Service unavailable",
                      *       "status": 503,
-                     *       "detail": "The database is unreachable, or the request ran out of time.",
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/team/{team_id}/isadminteam",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
@@ -4759,7 +7431,7 @@ export interface operations {
                     "application/json": components["schemas"]["Team"];
                 };
             };
-            /** @description Malformed JSON, or JSON nested too deeply. Problem types: [`malformed-request`](http://127.0.0.1:8000/problems/malformed-request). */
+            /** @description Malformed JSON, or JSON nested too deeply; or a `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4767,7 +7439,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/malformed-request",
+                     *       "type": "/problems/malformed-request",
                      *       "title": "Malformed request",
                      *       "status": 400,
                      *       "detail": "The body could not be read.",
@@ -4778,7 +7450,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](http://127.0.0.1:8000/problems/unauthorized). */
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
             401: {
                 headers: {
                     /** @description `Bearer`. */
@@ -4788,7 +7460,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unauthorized",
+                     *       "type": "/problems/unauthorized",
                      *       "title": "Authentication required",
                      *       "status": 401,
                      *       "detail": "No valid credential came with the request.",
@@ -4799,7 +7471,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The token's role may not do this. Problem types: [`forbidden`](http://127.0.0.1:8000/problems/forbidden). */
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4807,7 +7479,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/forbidden",
+                     *       "type": "/problems/forbidden",
                      *       "title": "Not allowed",
                      *       "status": 403,
                      *       "detail": "The caller is known but may not do this.",
@@ -4818,7 +7490,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description No such resource in the caller's organization. Problem types: [`not-found`](http://127.0.0.1:8000/problems/not-found), [`http-404`](http://127.0.0.1:8000/problems/http-404). */
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -4826,7 +7498,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/not-found",
+                     *       "type": "/problems/not-found",
                      *       "title": "Not found",
                      *       "status": 404,
                      *       "detail": "No such resource in the caller's organization.",
@@ -4837,7 +7509,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](http://127.0.0.1:8000/problems/payload-too-large). */
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/team/{team_id}/survey",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](/problems/payload-too-large). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -4845,7 +7536,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/payload-too-large",
+                     *       "type": "/problems/payload-too-large",
                      *       "title": "Payload too large",
                      *       "status": 413,
                      *       "detail": "The body is over the limit (5 MiB; 32 MiB for `/team/bulk`), or a bulk request has more teams than allowed.",
@@ -4856,7 +7547,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](http://127.0.0.1:8000/problems/unsupported-media-type). */
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/survey",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](/problems/unsupported-media-type). */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -4864,7 +7574,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unsupported-media-type",
+                     *       "type": "/problems/unsupported-media-type",
                      *       "title": "Unsupported media type",
                      *       "status": 415,
                      *       "detail": "The body was sent with a media type this operation does not read.",
@@ -4875,7 +7585,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](http://127.0.0.1:8000/problems/validation-error). */
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -4883,7 +7593,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/validation-error",
+                     *       "type": "/problems/validation-error",
                      *       "title": "Invalid input",
                      *       "status": 422,
                      *       "detail": "The input was read but is not valid.",
@@ -4900,7 +7610,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](http://127.0.0.1:8000/problems/rate-limited). */
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -4910,7 +7620,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/rate-limited",
+                     *       "type": "/problems/rate-limited",
                      *       "title": "Too many requests",
                      *       "status": 429,
                      *       "detail": "The caller sent more requests than its share in the current window.",
@@ -4921,7 +7631,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable or the request timed out; see `Retry-After`. Problem types: [`service-unavailable`](http://127.0.0.1:8000/problems/service-unavailable). */
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/survey",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -4931,10 +7660,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/service-unavailable",
+                     *       "type": "/problems/service-unavailable",
                      *       "title": "Service unavailable",
                      *       "status": 503,
-                     *       "detail": "The database is unreachable, or the request ran out of time.",
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/team/{team_id}/survey",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
@@ -4981,7 +7710,26 @@ export interface operations {
                     "application/json": components["schemas"]["Member"][];
                 };
             };
-            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](http://127.0.0.1:8000/problems/unauthorized). */
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/member",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
             401: {
                 headers: {
                     /** @description `Bearer`. */
@@ -4991,7 +7739,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unauthorized",
+                     *       "type": "/problems/unauthorized",
                      *       "title": "Authentication required",
                      *       "status": 401,
                      *       "detail": "No valid credential came with the request.",
@@ -5002,7 +7750,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The token's role may not do this. Problem types: [`forbidden`](http://127.0.0.1:8000/problems/forbidden). */
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5010,7 +7758,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/forbidden",
+                     *       "type": "/problems/forbidden",
                      *       "title": "Not allowed",
                      *       "status": 403,
                      *       "detail": "The caller is known but may not do this.",
@@ -5021,7 +7769,45 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](http://127.0.0.1:8000/problems/validation-error). */
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/member",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/member",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5029,7 +7815,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/validation-error",
+                     *       "type": "/problems/validation-error",
                      *       "title": "Invalid input",
                      *       "status": 422,
                      *       "detail": "The input was read but is not valid.",
@@ -5046,7 +7832,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](http://127.0.0.1:8000/problems/rate-limited). */
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -5056,7 +7842,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/rate-limited",
+                     *       "type": "/problems/rate-limited",
                      *       "title": "Too many requests",
                      *       "status": 429,
                      *       "detail": "The caller sent more requests than its share in the current window.",
@@ -5067,7 +7853,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable or the request timed out; see `Retry-After`. Problem types: [`service-unavailable`](http://127.0.0.1:8000/problems/service-unavailable). */
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/member",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -5077,10 +7882,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/service-unavailable",
+                     *       "type": "/problems/service-unavailable",
                      *       "title": "Service unavailable",
                      *       "status": 503,
-                     *       "detail": "The database is unreachable, or the request ran out of time.",
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/member",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
@@ -5123,7 +7928,26 @@ export interface operations {
                     "application/json": components["schemas"]["Member"];
                 };
             };
-            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](http://127.0.0.1:8000/problems/unauthorized). */
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/member/{member_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
             401: {
                 headers: {
                     /** @description `Bearer`. */
@@ -5133,7 +7957,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unauthorized",
+                     *       "type": "/problems/unauthorized",
                      *       "title": "Authentication required",
                      *       "status": 401,
                      *       "detail": "No valid credential came with the request.",
@@ -5144,7 +7968,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The token's role may not do this. Problem types: [`forbidden`](http://127.0.0.1:8000/problems/forbidden). */
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5152,7 +7976,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/forbidden",
+                     *       "type": "/problems/forbidden",
                      *       "title": "Not allowed",
                      *       "status": 403,
                      *       "detail": "The caller is known but may not do this.",
@@ -5163,7 +7987,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description No such resource in the caller's organization. Problem types: [`not-found`](http://127.0.0.1:8000/problems/not-found), [`http-404`](http://127.0.0.1:8000/problems/http-404). */
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5171,7 +7995,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/not-found",
+                     *       "type": "/problems/not-found",
                      *       "title": "Not found",
                      *       "status": 404,
                      *       "detail": "No such resource in the caller's organization.",
@@ -5182,7 +8006,45 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](http://127.0.0.1:8000/problems/validation-error). */
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/member/{member_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/member/{member_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5190,7 +8052,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/validation-error",
+                     *       "type": "/problems/validation-error",
                      *       "title": "Invalid input",
                      *       "status": 422,
                      *       "detail": "The input was read but is not valid.",
@@ -5207,7 +8069,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](http://127.0.0.1:8000/problems/rate-limited). */
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -5217,7 +8079,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/rate-limited",
+                     *       "type": "/problems/rate-limited",
                      *       "title": "Too many requests",
                      *       "status": 429,
                      *       "detail": "The caller sent more requests than its share in the current window.",
@@ -5228,7 +8090,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable or the request timed out; see `Retry-After`. Problem types: [`service-unavailable`](http://127.0.0.1:8000/problems/service-unavailable). */
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/member/{member_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -5238,10 +8119,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/service-unavailable",
+                     *       "type": "/problems/service-unavailable",
                      *       "title": "Service unavailable",
                      *       "status": 503,
-                     *       "detail": "The database is unreachable, or the request ran out of time.",
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/member/{member_id}",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
@@ -5291,7 +8172,26 @@ export interface operations {
                     "application/json": components["schemas"]["DisciplineSummary"][];
                 };
             };
-            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](http://127.0.0.1:8000/problems/unauthorized). */
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/discipline",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
             401: {
                 headers: {
                     /** @description `Bearer`. */
@@ -5301,7 +8201,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unauthorized",
+                     *       "type": "/problems/unauthorized",
                      *       "title": "Authentication required",
                      *       "status": 401,
                      *       "detail": "No valid credential came with the request.",
@@ -5312,7 +8212,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The token's role may not do this. Problem types: [`forbidden`](http://127.0.0.1:8000/problems/forbidden). */
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5320,7 +8220,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/forbidden",
+                     *       "type": "/problems/forbidden",
                      *       "title": "Not allowed",
                      *       "status": 403,
                      *       "detail": "The caller is known but may not do this.",
@@ -5331,7 +8231,45 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](http://127.0.0.1:8000/problems/validation-error). */
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/discipline",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/discipline",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5339,7 +8277,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/validation-error",
+                     *       "type": "/problems/validation-error",
                      *       "title": "Invalid input",
                      *       "status": 422,
                      *       "detail": "The input was read but is not valid.",
@@ -5356,7 +8294,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](http://127.0.0.1:8000/problems/rate-limited). */
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -5366,7 +8304,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/rate-limited",
+                     *       "type": "/problems/rate-limited",
                      *       "title": "Too many requests",
                      *       "status": 429,
                      *       "detail": "The caller sent more requests than its share in the current window.",
@@ -5377,7 +8315,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable or the request timed out; see `Retry-After`. Problem types: [`service-unavailable`](http://127.0.0.1:8000/problems/service-unavailable). */
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/discipline",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -5387,10 +8344,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/service-unavailable",
+                     *       "type": "/problems/service-unavailable",
                      *       "title": "Service unavailable",
                      *       "status": 503,
-                     *       "detail": "The database is unreachable, or the request ran out of time.",
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/discipline",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
@@ -5471,7 +8428,7 @@ export interface operations {
                     "application/json": components["schemas"]["Discipline"];
                 };
             };
-            /** @description Malformed JSON, or JSON nested too deeply. Problem types: [`malformed-request`](http://127.0.0.1:8000/problems/malformed-request). */
+            /** @description Malformed JSON, or JSON nested too deeply; or a `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5479,7 +8436,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/malformed-request",
+                     *       "type": "/problems/malformed-request",
                      *       "title": "Malformed request",
                      *       "status": 400,
                      *       "detail": "The body could not be read.",
@@ -5490,7 +8447,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](http://127.0.0.1:8000/problems/unauthorized). */
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
             401: {
                 headers: {
                     /** @description `Bearer`. */
@@ -5500,7 +8457,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unauthorized",
+                     *       "type": "/problems/unauthorized",
                      *       "title": "Authentication required",
                      *       "status": 401,
                      *       "detail": "No valid credential came with the request.",
@@ -5511,7 +8468,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The token's role may not do this. Problem types: [`forbidden`](http://127.0.0.1:8000/problems/forbidden). */
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5519,7 +8476,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/forbidden",
+                     *       "type": "/problems/forbidden",
                      *       "title": "Not allowed",
                      *       "status": 403,
                      *       "detail": "The caller is known but may not do this.",
@@ -5530,7 +8487,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](http://127.0.0.1:8000/problems/payload-too-large). */
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/discipline",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](/problems/payload-too-large). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -5538,7 +8514,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/payload-too-large",
+                     *       "type": "/problems/payload-too-large",
                      *       "title": "Payload too large",
                      *       "status": 413,
                      *       "detail": "The body is over the limit (5 MiB; 32 MiB for `/team/bulk`), or a bulk request has more teams than allowed.",
@@ -5549,7 +8525,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](http://127.0.0.1:8000/problems/unsupported-media-type). */
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/discipline",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](/problems/unsupported-media-type). */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -5557,7 +8552,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unsupported-media-type",
+                     *       "type": "/problems/unsupported-media-type",
                      *       "title": "Unsupported media type",
                      *       "status": 415,
                      *       "detail": "The body was sent with a media type this operation does not read.",
@@ -5568,7 +8563,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](http://127.0.0.1:8000/problems/validation-error). */
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5576,7 +8571,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/validation-error",
+                     *       "type": "/problems/validation-error",
                      *       "title": "Invalid input",
                      *       "status": 422,
                      *       "detail": "The input was read but is not valid.",
@@ -5593,7 +8588,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](http://127.0.0.1:8000/problems/rate-limited). */
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -5603,7 +8598,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/rate-limited",
+                     *       "type": "/problems/rate-limited",
                      *       "title": "Too many requests",
                      *       "status": 429,
                      *       "detail": "The caller sent more requests than its share in the current window.",
@@ -5614,7 +8609,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable or the request timed out; see `Retry-After`. Problem types: [`service-unavailable`](http://127.0.0.1:8000/problems/service-unavailable). */
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/discipline",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -5624,10 +8638,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/service-unavailable",
+                     *       "type": "/problems/service-unavailable",
                      *       "title": "Service unavailable",
                      *       "status": 503,
-                     *       "detail": "The database is unreachable, or the request ran out of time.",
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/discipline",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
@@ -5717,7 +8731,26 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](http://127.0.0.1:8000/problems/unauthorized). */
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/discipline/{discipline_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
             401: {
                 headers: {
                     /** @description `Bearer`. */
@@ -5727,7 +8760,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unauthorized",
+                     *       "type": "/problems/unauthorized",
                      *       "title": "Authentication required",
                      *       "status": 401,
                      *       "detail": "No valid credential came with the request.",
@@ -5738,7 +8771,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The token's role may not do this. Problem types: [`forbidden`](http://127.0.0.1:8000/problems/forbidden). */
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5746,7 +8779,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/forbidden",
+                     *       "type": "/problems/forbidden",
                      *       "title": "Not allowed",
                      *       "status": 403,
                      *       "detail": "The caller is known but may not do this.",
@@ -5757,7 +8790,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description No such resource in the caller's organization. Problem types: [`not-found`](http://127.0.0.1:8000/problems/not-found), [`http-404`](http://127.0.0.1:8000/problems/http-404). */
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5765,7 +8798,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/not-found",
+                     *       "type": "/problems/not-found",
                      *       "title": "Not found",
                      *       "status": 404,
                      *       "detail": "No such resource in the caller's organization.",
@@ -5776,7 +8809,45 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](http://127.0.0.1:8000/problems/validation-error). */
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/discipline/{discipline_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/discipline/{discipline_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5784,7 +8855,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/validation-error",
+                     *       "type": "/problems/validation-error",
                      *       "title": "Invalid input",
                      *       "status": 422,
                      *       "detail": "The input was read but is not valid.",
@@ -5801,7 +8872,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](http://127.0.0.1:8000/problems/rate-limited). */
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -5811,7 +8882,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/rate-limited",
+                     *       "type": "/problems/rate-limited",
                      *       "title": "Too many requests",
                      *       "status": 429,
                      *       "detail": "The caller sent more requests than its share in the current window.",
@@ -5822,7 +8893,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable or the request timed out; see `Retry-After`. Problem types: [`service-unavailable`](http://127.0.0.1:8000/problems/service-unavailable). */
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/discipline/{discipline_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -5832,10 +8922,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/service-unavailable",
+                     *       "type": "/problems/service-unavailable",
                      *       "title": "Service unavailable",
                      *       "status": 503,
-                     *       "detail": "The database is unreachable, or the request ran out of time.",
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/discipline/{discipline_id}",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
@@ -5852,8 +8942,8 @@ export interface operations {
                 force?: boolean;
             };
             header?: {
-                /** @description The `ETag` you read; 412 when the discipline changed since. */
-                "if-match"?: string | null;
+                /** @description The `ETag` you read (or `*`); 412 when the discipline changed since. */
+                "if-match"?: string;
             };
             path: {
                 /** @description Id of the discipline */
@@ -5925,7 +9015,7 @@ export interface operations {
                     "application/json": components["schemas"]["Discipline"];
                 };
             };
-            /** @description Malformed JSON, or JSON nested too deeply. Problem types: [`malformed-request`](http://127.0.0.1:8000/problems/malformed-request). */
+            /** @description Malformed JSON, or JSON nested too deeply; or a `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5933,7 +9023,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/malformed-request",
+                     *       "type": "/problems/malformed-request",
                      *       "title": "Malformed request",
                      *       "status": 400,
                      *       "detail": "The body could not be read.",
@@ -5944,7 +9034,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](http://127.0.0.1:8000/problems/unauthorized). */
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
             401: {
                 headers: {
                     /** @description `Bearer`. */
@@ -5954,7 +9044,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unauthorized",
+                     *       "type": "/problems/unauthorized",
                      *       "title": "Authentication required",
                      *       "status": 401,
                      *       "detail": "No valid credential came with the request.",
@@ -5965,7 +9055,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The token's role may not do this. Problem types: [`forbidden`](http://127.0.0.1:8000/problems/forbidden). */
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5973,7 +9063,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/forbidden",
+                     *       "type": "/problems/forbidden",
                      *       "title": "Not allowed",
                      *       "status": 403,
                      *       "detail": "The caller is known but may not do this.",
@@ -5984,7 +9074,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description No such resource in the caller's organization. Problem types: [`not-found`](http://127.0.0.1:8000/problems/not-found), [`http-404`](http://127.0.0.1:8000/problems/http-404). */
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5992,7 +9082,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/not-found",
+                     *       "type": "/problems/not-found",
                      *       "title": "Not found",
                      *       "status": 404,
                      *       "detail": "No such resource in the caller's organization.",
@@ -6003,7 +9093,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](http://127.0.0.1:8000/problems/conflict). */
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/discipline/{discipline_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6011,7 +9120,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/conflict",
+                     *       "type": "/problems/conflict",
                      *       "title": "Conflict",
                      *       "status": 409,
                      *       "detail": "The request conflicts with the current state.",
@@ -6022,7 +9131,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description `If-Match` does not match the current `ETag`. Problem types: [`precondition-failed`](http://127.0.0.1:8000/problems/precondition-failed). */
+            /** @description `If-Match` does not match the current `ETag`. Problem types: [`precondition-failed`](/problems/precondition-failed). */
             412: {
                 headers: {
                     [name: string]: unknown;
@@ -6030,7 +9139,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/precondition-failed",
+                     *       "type": "/problems/precondition-failed",
                      *       "title": "Precondition failed",
                      *       "status": 412,
                      *       "detail": "`If-Match` named an `ETag` that is no longer current.",
@@ -6041,7 +9150,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](http://127.0.0.1:8000/problems/payload-too-large). */
+            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](/problems/payload-too-large). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -6049,7 +9158,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/payload-too-large",
+                     *       "type": "/problems/payload-too-large",
                      *       "title": "Payload too large",
                      *       "status": 413,
                      *       "detail": "The body is over the limit (5 MiB; 32 MiB for `/team/bulk`), or a bulk request has more teams than allowed.",
@@ -6060,7 +9169,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](http://127.0.0.1:8000/problems/unsupported-media-type). */
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/discipline/{discipline_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](/problems/unsupported-media-type). */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -6068,7 +9196,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unsupported-media-type",
+                     *       "type": "/problems/unsupported-media-type",
                      *       "title": "Unsupported media type",
                      *       "status": 415,
                      *       "detail": "The body was sent with a media type this operation does not read.",
@@ -6079,7 +9207,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](http://127.0.0.1:8000/problems/validation-error). */
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6087,7 +9215,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/validation-error",
+                     *       "type": "/problems/validation-error",
                      *       "title": "Invalid input",
                      *       "status": 422,
                      *       "detail": "The input was read but is not valid.",
@@ -6104,7 +9232,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](http://127.0.0.1:8000/problems/rate-limited). */
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -6114,7 +9242,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/rate-limited",
+                     *       "type": "/problems/rate-limited",
                      *       "title": "Too many requests",
                      *       "status": 429,
                      *       "detail": "The caller sent more requests than its share in the current window.",
@@ -6125,7 +9253,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable or the request timed out; see `Retry-After`. Problem types: [`service-unavailable`](http://127.0.0.1:8000/problems/service-unavailable). */
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/discipline/{discipline_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -6135,10 +9282,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/service-unavailable",
+                     *       "type": "/problems/service-unavailable",
                      *       "title": "Service unavailable",
                      *       "status": 503,
-                     *       "detail": "The database is unreachable, or the request ran out of time.",
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/discipline/{discipline_id}",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
@@ -6155,8 +9302,8 @@ export interface operations {
                 force?: boolean;
             };
             header?: {
-                /** @description The `ETag` you read; 412 when the discipline changed since. */
-                "if-match"?: string | null;
+                /** @description The `ETag` you read (or `*`); 412 when the discipline changed since. */
+                "if-match"?: string;
             };
             path: {
                 /** @description Id of the discipline */
@@ -6173,7 +9320,26 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](http://127.0.0.1:8000/problems/unauthorized). */
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/discipline/{discipline_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
             401: {
                 headers: {
                     /** @description `Bearer`. */
@@ -6183,7 +9349,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unauthorized",
+                     *       "type": "/problems/unauthorized",
                      *       "title": "Authentication required",
                      *       "status": 401,
                      *       "detail": "No valid credential came with the request.",
@@ -6194,7 +9360,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The token's role may not do this. Problem types: [`forbidden`](http://127.0.0.1:8000/problems/forbidden). */
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6202,7 +9368,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/forbidden",
+                     *       "type": "/problems/forbidden",
                      *       "title": "Not allowed",
                      *       "status": 403,
                      *       "detail": "The caller is known but may not do this.",
@@ -6213,7 +9379,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description No such resource in the caller's organization. Problem types: [`not-found`](http://127.0.0.1:8000/problems/not-found), [`http-404`](http://127.0.0.1:8000/problems/http-404). */
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6221,7 +9387,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/not-found",
+                     *       "type": "/problems/not-found",
                      *       "title": "Not found",
                      *       "status": 404,
                      *       "detail": "No such resource in the caller's organization.",
@@ -6232,7 +9398,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](http://127.0.0.1:8000/problems/conflict). */
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/discipline/{discipline_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6240,7 +9425,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/conflict",
+                     *       "type": "/problems/conflict",
                      *       "title": "Conflict",
                      *       "status": 409,
                      *       "detail": "The request conflicts with the current state.",
@@ -6251,7 +9436,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description `If-Match` does not match the current `ETag`. Problem types: [`precondition-failed`](http://127.0.0.1:8000/problems/precondition-failed). */
+            /** @description `If-Match` does not match the current `ETag`. Problem types: [`precondition-failed`](/problems/precondition-failed). */
             412: {
                 headers: {
                     [name: string]: unknown;
@@ -6259,7 +9444,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/precondition-failed",
+                     *       "type": "/problems/precondition-failed",
                      *       "title": "Precondition failed",
                      *       "status": 412,
                      *       "detail": "`If-Match` named an `ETag` that is no longer current.",
@@ -6270,7 +9455,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](http://127.0.0.1:8000/problems/validation-error). */
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/discipline/{discipline_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6278,7 +9482,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/validation-error",
+                     *       "type": "/problems/validation-error",
                      *       "title": "Invalid input",
                      *       "status": 422,
                      *       "detail": "The input was read but is not valid.",
@@ -6295,7 +9499,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](http://127.0.0.1:8000/problems/rate-limited). */
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -6305,7 +9509,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/rate-limited",
+                     *       "type": "/problems/rate-limited",
                      *       "title": "Too many requests",
                      *       "status": 429,
                      *       "detail": "The caller sent more requests than its share in the current window.",
@@ -6316,7 +9520,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable or the request timed out; see `Retry-After`. Problem types: [`service-unavailable`](http://127.0.0.1:8000/problems/service-unavailable). */
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/discipline/{discipline_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -6326,10 +9549,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/service-unavailable",
+                     *       "type": "/problems/service-unavailable",
                      *       "title": "Service unavailable",
                      *       "status": 503,
-                     *       "detail": "The database is unreachable, or the request ran out of time.",
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/discipline/{discipline_id}",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
@@ -6365,16 +9588,37 @@ export interface operations {
                      *         "DisciplineId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a21",
                      *         "Points": 10,
                      *         "CompletedAt": "2026-11-20T09:30:00Z",
+                     *         "MemberId": "0193a6f4-2b3c-7d4e-9f5a-6b7c8d9e0f11",
+                     *         "RecordedBy": "admin@example.org",
                      *         "Score": 60
                      *       }
                      *     ]
                      */
                     "application/json": components["schemas"]["Completion"][];
-                    /** @example TeamId,TaskId,DisciplineId,Points,CompletedAt,Score */
+                    /** @example TeamId,TaskId,DisciplineId,Points,CompletedAt,MemberId,RecordedBy,Score */
                     "text/csv": string;
                 };
             };
-            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](http://127.0.0.1:8000/problems/unauthorized). */
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/team/{team_id}/progress",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
             401: {
                 headers: {
                     /** @description `Bearer`. */
@@ -6384,7 +9628,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unauthorized",
+                     *       "type": "/problems/unauthorized",
                      *       "title": "Authentication required",
                      *       "status": 401,
                      *       "detail": "No valid credential came with the request.",
@@ -6395,7 +9639,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The token's role may not do this. Problem types: [`forbidden`](http://127.0.0.1:8000/problems/forbidden). */
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6403,7 +9647,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/forbidden",
+                     *       "type": "/problems/forbidden",
                      *       "title": "Not allowed",
                      *       "status": 403,
                      *       "detail": "The caller is known but may not do this.",
@@ -6414,7 +9658,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description No such resource in the caller's organization. Problem types: [`not-found`](http://127.0.0.1:8000/problems/not-found), [`http-404`](http://127.0.0.1:8000/problems/http-404). */
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6422,7 +9666,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/not-found",
+                     *       "type": "/problems/not-found",
                      *       "title": "Not found",
                      *       "status": 404,
                      *       "detail": "No such resource in the caller's organization.",
@@ -6433,7 +9677,45 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](http://127.0.0.1:8000/problems/validation-error). */
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/team/{team_id}/progress",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/progress",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6441,7 +9723,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/validation-error",
+                     *       "type": "/problems/validation-error",
                      *       "title": "Invalid input",
                      *       "status": 422,
                      *       "detail": "The input was read but is not valid.",
@@ -6458,7 +9740,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](http://127.0.0.1:8000/problems/rate-limited). */
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -6468,7 +9750,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/rate-limited",
+                     *       "type": "/problems/rate-limited",
                      *       "title": "Too many requests",
                      *       "status": 429,
                      *       "detail": "The caller sent more requests than its share in the current window.",
@@ -6479,7 +9761,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable or the request timed out; see `Retry-After`. Problem types: [`service-unavailable`](http://127.0.0.1:8000/problems/service-unavailable). */
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/progress",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -6489,10 +9790,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/service-unavailable",
+                     *       "type": "/problems/service-unavailable",
                      *       "title": "Service unavailable",
                      *       "status": 503,
-                     *       "detail": "The database is unreachable, or the request ran out of time.",
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/team/{team_id}/progress",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
@@ -6537,6 +9838,8 @@ export interface operations {
                      *       "DisciplineId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a21",
                      *       "Points": 10,
                      *       "CompletedAt": "2026-11-20T09:30:00Z",
+                     *       "MemberId": "0193a6f4-2b3c-7d4e-9f5a-6b7c8d9e0f11",
+                     *       "RecordedBy": "admin@example.org",
                      *       "Score": 60
                      *     }
                      */
@@ -6556,13 +9859,15 @@ export interface operations {
                      *       "DisciplineId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a21",
                      *       "Points": 10,
                      *       "CompletedAt": "2026-11-20T09:30:00Z",
+                     *       "MemberId": "0193a6f4-2b3c-7d4e-9f5a-6b7c8d9e0f11",
+                     *       "RecordedBy": "admin@example.org",
                      *       "Score": 60
                      *     }
                      */
                     "application/json": components["schemas"]["Completion"];
                 };
             };
-            /** @description Malformed JSON, or JSON nested too deeply. Problem types: [`malformed-request`](http://127.0.0.1:8000/problems/malformed-request). */
+            /** @description Malformed JSON, or JSON nested too deeply; or a `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6570,7 +9875,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/malformed-request",
+                     *       "type": "/problems/malformed-request",
                      *       "title": "Malformed request",
                      *       "status": 400,
                      *       "detail": "The body could not be read.",
@@ -6581,7 +9886,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](http://127.0.0.1:8000/problems/unauthorized). */
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
             401: {
                 headers: {
                     /** @description `Bearer`. */
@@ -6591,7 +9896,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unauthorized",
+                     *       "type": "/problems/unauthorized",
                      *       "title": "Authentication required",
                      *       "status": 401,
                      *       "detail": "No valid credential came with the request.",
@@ -6602,7 +9907,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The token's role may not do this. Problem types: [`forbidden`](http://127.0.0.1:8000/problems/forbidden). */
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6610,7 +9915,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/forbidden",
+                     *       "type": "/problems/forbidden",
                      *       "title": "Not allowed",
                      *       "status": 403,
                      *       "detail": "The caller is known but may not do this.",
@@ -6621,7 +9926,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description No such resource in the caller's organization. Problem types: [`not-found`](http://127.0.0.1:8000/problems/not-found), [`http-404`](http://127.0.0.1:8000/problems/http-404). */
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6629,7 +9934,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/not-found",
+                     *       "type": "/problems/not-found",
                      *       "title": "Not found",
                      *       "status": 404,
                      *       "detail": "No such resource in the caller's organization.",
@@ -6640,7 +9945,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](http://127.0.0.1:8000/problems/conflict). */
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/team/{team_id}/progress",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6648,7 +9972,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/conflict",
+                     *       "type": "/problems/conflict",
                      *       "title": "Conflict",
                      *       "status": 409,
                      *       "detail": "The request conflicts with the current state.",
@@ -6659,7 +9983,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](http://127.0.0.1:8000/problems/payload-too-large). */
+            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](/problems/payload-too-large). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -6667,7 +9991,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/payload-too-large",
+                     *       "type": "/problems/payload-too-large",
                      *       "title": "Payload too large",
                      *       "status": 413,
                      *       "detail": "The body is over the limit (5 MiB; 32 MiB for `/team/bulk`), or a bulk request has more teams than allowed.",
@@ -6678,7 +10002,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](http://127.0.0.1:8000/problems/unsupported-media-type). */
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/progress",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](/problems/unsupported-media-type). */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -6686,7 +10029,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unsupported-media-type",
+                     *       "type": "/problems/unsupported-media-type",
                      *       "title": "Unsupported media type",
                      *       "status": 415,
                      *       "detail": "The body was sent with a media type this operation does not read.",
@@ -6697,7 +10040,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](http://127.0.0.1:8000/problems/validation-error). */
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6705,7 +10048,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/validation-error",
+                     *       "type": "/problems/validation-error",
                      *       "title": "Invalid input",
                      *       "status": 422,
                      *       "detail": "The input was read but is not valid.",
@@ -6722,7 +10065,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](http://127.0.0.1:8000/problems/rate-limited). */
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -6732,7 +10075,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/rate-limited",
+                     *       "type": "/problems/rate-limited",
                      *       "title": "Too many requests",
                      *       "status": 429,
                      *       "detail": "The caller sent more requests than its share in the current window.",
@@ -6743,7 +10086,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable or the request timed out; see `Retry-After`. Problem types: [`service-unavailable`](http://127.0.0.1:8000/problems/service-unavailable). */
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/progress",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -6753,10 +10115,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/service-unavailable",
+                     *       "type": "/problems/service-unavailable",
                      *       "title": "Service unavailable",
                      *       "status": 503,
-                     *       "detail": "The database is unreachable, or the request ran out of time.",
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/team/{team_id}/progress",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
@@ -6793,13 +10155,34 @@ export interface operations {
                      *       "DisciplineId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a21",
                      *       "Points": 10,
                      *       "CompletedAt": "2026-11-20T09:30:00Z",
+                     *       "MemberId": "0193a6f4-2b3c-7d4e-9f5a-6b7c8d9e0f11",
+                     *       "RecordedBy": "admin@example.org",
                      *       "Score": 60
                      *     }
                      */
                     "application/json": components["schemas"]["Completion"];
                 };
             };
-            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](http://127.0.0.1:8000/problems/unauthorized). */
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/team/{team_id}/progress/{task_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
             401: {
                 headers: {
                     /** @description `Bearer`. */
@@ -6809,7 +10192,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unauthorized",
+                     *       "type": "/problems/unauthorized",
                      *       "title": "Authentication required",
                      *       "status": 401,
                      *       "detail": "No valid credential came with the request.",
@@ -6820,7 +10203,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The token's role may not do this. Problem types: [`forbidden`](http://127.0.0.1:8000/problems/forbidden). */
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6828,7 +10211,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/forbidden",
+                     *       "type": "/problems/forbidden",
                      *       "title": "Not allowed",
                      *       "status": 403,
                      *       "detail": "The caller is known but may not do this.",
@@ -6839,7 +10222,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description No such resource in the caller's organization. Problem types: [`not-found`](http://127.0.0.1:8000/problems/not-found), [`http-404`](http://127.0.0.1:8000/problems/http-404). */
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6847,7 +10230,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/not-found",
+                     *       "type": "/problems/not-found",
                      *       "title": "Not found",
                      *       "status": 404,
                      *       "detail": "No such resource in the caller's organization.",
@@ -6858,7 +10241,45 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](http://127.0.0.1:8000/problems/validation-error). */
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/team/{team_id}/progress/{task_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/progress/{task_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -6866,7 +10287,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/validation-error",
+                     *       "type": "/problems/validation-error",
                      *       "title": "Invalid input",
                      *       "status": 422,
                      *       "detail": "The input was read but is not valid.",
@@ -6883,7 +10304,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](http://127.0.0.1:8000/problems/rate-limited). */
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -6893,7 +10314,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/rate-limited",
+                     *       "type": "/problems/rate-limited",
                      *       "title": "Too many requests",
                      *       "status": 429,
                      *       "detail": "The caller sent more requests than its share in the current window.",
@@ -6904,7 +10325,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable or the request timed out; see `Retry-After`. Problem types: [`service-unavailable`](http://127.0.0.1:8000/problems/service-unavailable). */
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/progress/{task_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -6914,10 +10354,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/service-unavailable",
+                     *       "type": "/problems/service-unavailable",
                      *       "title": "Service unavailable",
                      *       "status": 503,
-                     *       "detail": "The database is unreachable, or the request ran out of time.",
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/team/{team_id}/progress/{task_id}",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
@@ -6948,7 +10388,26 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](http://127.0.0.1:8000/problems/unauthorized). */
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/team/{team_id}/progress/{task_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
             401: {
                 headers: {
                     /** @description `Bearer`. */
@@ -6958,7 +10417,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unauthorized",
+                     *       "type": "/problems/unauthorized",
                      *       "title": "Authentication required",
                      *       "status": 401,
                      *       "detail": "No valid credential came with the request.",
@@ -6969,7 +10428,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The token's role may not do this. Problem types: [`forbidden`](http://127.0.0.1:8000/problems/forbidden). */
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6977,7 +10436,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/forbidden",
+                     *       "type": "/problems/forbidden",
                      *       "title": "Not allowed",
                      *       "status": 403,
                      *       "detail": "The caller is known but may not do this.",
@@ -6988,7 +10447,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description No such resource in the caller's organization. Problem types: [`not-found`](http://127.0.0.1:8000/problems/not-found), [`http-404`](http://127.0.0.1:8000/problems/http-404). */
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6996,7 +10455,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/not-found",
+                     *       "type": "/problems/not-found",
                      *       "title": "Not found",
                      *       "status": 404,
                      *       "detail": "No such resource in the caller's organization.",
@@ -7007,7 +10466,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](http://127.0.0.1:8000/problems/conflict). */
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/team/{team_id}/progress/{task_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7015,7 +10493,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/conflict",
+                     *       "type": "/problems/conflict",
                      *       "title": "Conflict",
                      *       "status": 409,
                      *       "detail": "The request conflicts with the current state.",
@@ -7026,7 +10504,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](http://127.0.0.1:8000/problems/validation-error). */
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/progress/{task_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7034,7 +10531,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/validation-error",
+                     *       "type": "/problems/validation-error",
                      *       "title": "Invalid input",
                      *       "status": 422,
                      *       "detail": "The input was read but is not valid.",
@@ -7051,7 +10548,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](http://127.0.0.1:8000/problems/rate-limited). */
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -7061,7 +10558,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/rate-limited",
+                     *       "type": "/problems/rate-limited",
                      *       "title": "Too many requests",
                      *       "status": 429,
                      *       "detail": "The caller sent more requests than its share in the current window.",
@@ -7072,7 +10569,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable or the request timed out; see `Retry-After`. Problem types: [`service-unavailable`](http://127.0.0.1:8000/problems/service-unavailable). */
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/progress/{task_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -7082,10 +10598,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/service-unavailable",
+                     *       "type": "/problems/service-unavailable",
                      *       "title": "Service unavailable",
                      *       "status": 503,
-                     *       "detail": "The database is unreachable, or the request ran out of time.",
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/team/{team_id}/progress/{task_id}",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
@@ -7097,7 +10613,10 @@ export interface operations {
     };
     getTeamOverview: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Rank by the points of this season's window (its id); a frozen season shows members its standings as at `FreezesAt`. */
+                season?: string | null;
+            };
             header?: never;
             path: {
                 /** @description Id of the team */
@@ -7167,7 +10686,26 @@ export interface operations {
                     "application/json": components["schemas"]["Overview"];
                 };
             };
-            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](http://127.0.0.1:8000/problems/unauthorized). */
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/team/{team_id}/overview",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
             401: {
                 headers: {
                     /** @description `Bearer`. */
@@ -7177,7 +10715,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unauthorized",
+                     *       "type": "/problems/unauthorized",
                      *       "title": "Authentication required",
                      *       "status": 401,
                      *       "detail": "No valid credential came with the request.",
@@ -7188,7 +10726,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The token's role may not do this. Problem types: [`forbidden`](http://127.0.0.1:8000/problems/forbidden). */
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7196,7 +10734,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/forbidden",
+                     *       "type": "/problems/forbidden",
                      *       "title": "Not allowed",
                      *       "status": 403,
                      *       "detail": "The caller is known but may not do this.",
@@ -7207,7 +10745,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description No such resource in the caller's organization. Problem types: [`not-found`](http://127.0.0.1:8000/problems/not-found), [`http-404`](http://127.0.0.1:8000/problems/http-404). */
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7215,7 +10753,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/not-found",
+                     *       "type": "/problems/not-found",
                      *       "title": "Not found",
                      *       "status": 404,
                      *       "detail": "No such resource in the caller's organization.",
@@ -7226,7 +10764,45 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](http://127.0.0.1:8000/problems/validation-error). */
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/team/{team_id}/overview",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/overview",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7234,7 +10810,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/validation-error",
+                     *       "type": "/problems/validation-error",
                      *       "title": "Invalid input",
                      *       "status": 422,
                      *       "detail": "The input was read but is not valid.",
@@ -7251,7 +10827,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](http://127.0.0.1:8000/problems/rate-limited). */
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -7261,7 +10837,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/rate-limited",
+                     *       "type": "/problems/rate-limited",
                      *       "title": "Too many requests",
                      *       "status": 429,
                      *       "detail": "The caller sent more requests than its share in the current window.",
@@ -7272,7 +10848,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable or the request timed out; see `Retry-After`. Problem types: [`service-unavailable`](http://127.0.0.1:8000/problems/service-unavailable). */
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/overview",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -7282,10 +10877,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/service-unavailable",
+                     *       "type": "/problems/service-unavailable",
                      *       "title": "Service unavailable",
                      *       "status": 503,
-                     *       "detail": "The database is unreachable, or the request ran out of time.",
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/team/{team_id}/overview",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
@@ -7300,12 +10895,20 @@ export interface operations {
             query?: {
                 limit?: number;
                 offset?: number;
+                /** @description A bracket: rank only the teams carrying this tag (ignoring case), 1, 2, 3 … among themselves. */
+                tag?: string | null;
+                /** @description `perMember`: by points divided by the team's member count (at least 1); entries show both figures. */
+                by?: components["schemas"]["RankBy"];
+                /** @description With `season`: the members' view (frozen during the freeze); admins see the live standings otherwise. */
+                frozen?: boolean;
                 /** @description Start of the window (RFC 3339 with offset). */
                 from?: string | null;
                 /** @description End of the window (RFC 3339 with offset). */
                 to?: string | null;
                 /** @description Rank by the points earned in this discipline (its id). */
                 discipline?: string | null;
+                /** @description Rank by the points of this season's window (its id); a frozen season shows members its standings as at `FreezesAt`. */
+                season?: string | null;
                 /** @description A team's id: the `limit` entries centred on it, with true ranks. */
                 around?: string | null;
             };
@@ -7333,12 +10936,31 @@ export interface operations {
                      *       }
                      *     ]
                      */
-                    "application/json": components["schemas"]["LeaderboardEntry"][];
+                    "application/json": (components["schemas"]["LeaderboardEntry"] | components["schemas"]["PerMemberEntry"])[];
                     /** @example Rank,TeamId,Name,Score,TasksCompleted,ReachedAt */
                     "text/csv": string;
                 };
             };
-            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](http://127.0.0.1:8000/problems/unauthorized). */
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/leaderboard",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
             401: {
                 headers: {
                     /** @description `Bearer`. */
@@ -7348,7 +10970,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unauthorized",
+                     *       "type": "/problems/unauthorized",
                      *       "title": "Authentication required",
                      *       "status": 401,
                      *       "detail": "No valid credential came with the request.",
@@ -7359,7 +10981,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The token's role may not do this. Problem types: [`forbidden`](http://127.0.0.1:8000/problems/forbidden). */
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7367,7 +10989,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/forbidden",
+                     *       "type": "/problems/forbidden",
                      *       "title": "Not allowed",
                      *       "status": 403,
                      *       "detail": "The caller is known but may not do this.",
@@ -7378,7 +11000,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description No such resource in the caller's organization. Problem types: [`not-found`](http://127.0.0.1:8000/problems/not-found), [`http-404`](http://127.0.0.1:8000/problems/http-404). */
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7386,7 +11008,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/not-found",
+                     *       "type": "/problems/not-found",
                      *       "title": "Not found",
                      *       "status": 404,
                      *       "detail": "No such resource in the caller's organization.",
@@ -7397,7 +11019,45 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](http://127.0.0.1:8000/problems/validation-error). */
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/leaderboard",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/leaderboard",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7405,7 +11065,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/validation-error",
+                     *       "type": "/problems/validation-error",
                      *       "title": "Invalid input",
                      *       "status": 422,
                      *       "detail": "The input was read but is not valid.",
@@ -7422,7 +11082,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](http://127.0.0.1:8000/problems/rate-limited). */
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -7432,7 +11092,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/rate-limited",
+                     *       "type": "/problems/rate-limited",
                      *       "title": "Too many requests",
                      *       "status": 429,
                      *       "detail": "The caller sent more requests than its share in the current window.",
@@ -7443,7 +11103,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable or the request timed out; see `Retry-After`. Problem types: [`service-unavailable`](http://127.0.0.1:8000/problems/service-unavailable). */
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/leaderboard",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -7453,10 +11132,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/service-unavailable",
+                     *       "type": "/problems/service-unavailable",
                      *       "title": "Service unavailable",
                      *       "status": 503,
-                     *       "detail": "The database is unreachable, or the request ran out of time.",
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/leaderboard",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
@@ -7470,8 +11149,20 @@ export interface operations {
         parameters: {
             query?: {
                 limit?: number;
+                /** @description A bracket: rank only the teams carrying this tag (ignoring case), 1, 2, 3 … among themselves. */
+                tag?: string | null;
+                /** @description `perMember`: by points divided by the team's member count (at least 1); entries show both figures. */
+                by?: components["schemas"]["RankBy"];
+                /** @description With `season`: the members' view (frozen during the freeze); admins see the live standings otherwise. */
+                frozen?: boolean;
+                /** @description Start of the window (RFC 3339 with offset). */
+                from?: string | null;
+                /** @description End of the window (RFC 3339 with offset). */
+                to?: string | null;
                 /** @description Rank by the points earned in this discipline (its id). */
                 discipline?: string | null;
+                /** @description Rank by the points of this season's window (its id); a frozen season shows members its standings as at `FreezesAt`. */
+                season?: string | null;
             };
             header?: {
                 /** @description The `id` of the last event received: resume without a repeat. */
@@ -7505,7 +11196,26 @@ export interface operations {
                     };
                 };
             };
-            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](http://127.0.0.1:8000/problems/unauthorized). */
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/leaderboard/stream",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
             401: {
                 headers: {
                     /** @description `Bearer`. */
@@ -7515,7 +11225,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unauthorized",
+                     *       "type": "/problems/unauthorized",
                      *       "title": "Authentication required",
                      *       "status": 401,
                      *       "detail": "No valid credential came with the request.",
@@ -7526,7 +11236,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The token's role may not do this. Problem types: [`forbidden`](http://127.0.0.1:8000/problems/forbidden). */
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7534,7 +11244,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/forbidden",
+                     *       "type": "/problems/forbidden",
                      *       "title": "Not allowed",
                      *       "status": 403,
                      *       "detail": "The caller is known but may not do this.",
@@ -7545,7 +11255,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description No such resource in the caller's organization. Problem types: [`not-found`](http://127.0.0.1:8000/problems/not-found), [`http-404`](http://127.0.0.1:8000/problems/http-404). */
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7553,7 +11263,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/not-found",
+                     *       "type": "/problems/not-found",
                      *       "title": "Not found",
                      *       "status": 404,
                      *       "detail": "No such resource in the caller's organization.",
@@ -7564,7 +11274,45 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](http://127.0.0.1:8000/problems/validation-error). */
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/leaderboard/stream",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/leaderboard/stream",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7572,7 +11320,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/validation-error",
+                     *       "type": "/problems/validation-error",
                      *       "title": "Invalid input",
                      *       "status": 422,
                      *       "detail": "The input was read but is not valid.",
@@ -7589,7 +11337,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](http://127.0.0.1:8000/problems/rate-limited). */
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -7599,7 +11347,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/rate-limited",
+                     *       "type": "/problems/rate-limited",
                      *       "title": "Too many requests",
                      *       "status": 429,
                      *       "detail": "The caller sent more requests than its share in the current window.",
@@ -7610,7 +11358,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable or the request timed out; see `Retry-After`. Problem types: [`service-unavailable`](http://127.0.0.1:8000/problems/service-unavailable). */
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/leaderboard/stream",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -7620,10 +11387,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/service-unavailable",
+                     *       "type": "/problems/service-unavailable",
                      *       "title": "Service unavailable",
                      *       "status": 503,
-                     *       "detail": "The database is unreachable, or the request ran out of time.",
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/leaderboard/stream",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
@@ -7644,6 +11411,14 @@ export interface operations {
                 to?: string | null;
                 /** @description Rank by the points earned in this discipline (its id). */
                 discipline?: string | null;
+                /** @description A bracket: rank only the teams carrying this tag (ignoring case), 1, 2, 3 … among themselves. */
+                tag?: string | null;
+                /** @description `perMember`: by points divided by the team's member count (at least 1); entries show both figures. */
+                by?: components["schemas"]["RankBy"];
+                /** @description With `season`: the members' view (frozen during the freeze); admins see the live standings otherwise. */
+                frozen?: boolean;
+                /** @description Rank by the points of this season's window (its id); a frozen season shows members its standings as at `FreezesAt`. */
+                season?: string | null;
             };
             header?: never;
             path?: never;
@@ -7682,7 +11457,26 @@ export interface operations {
                     "application/json": components["schemas"]["Series"][];
                 };
             };
-            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](http://127.0.0.1:8000/problems/unauthorized). */
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/leaderboard/graph",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
             401: {
                 headers: {
                     /** @description `Bearer`. */
@@ -7692,7 +11486,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unauthorized",
+                     *       "type": "/problems/unauthorized",
                      *       "title": "Authentication required",
                      *       "status": 401,
                      *       "detail": "No valid credential came with the request.",
@@ -7703,7 +11497,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The token's role may not do this. Problem types: [`forbidden`](http://127.0.0.1:8000/problems/forbidden). */
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7711,7 +11505,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/forbidden",
+                     *       "type": "/problems/forbidden",
                      *       "title": "Not allowed",
                      *       "status": 403,
                      *       "detail": "The caller is known but may not do this.",
@@ -7722,7 +11516,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description No such resource in the caller's organization. Problem types: [`not-found`](http://127.0.0.1:8000/problems/not-found), [`http-404`](http://127.0.0.1:8000/problems/http-404). */
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7730,7 +11524,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/not-found",
+                     *       "type": "/problems/not-found",
                      *       "title": "Not found",
                      *       "status": 404,
                      *       "detail": "No such resource in the caller's organization.",
@@ -7741,7 +11535,45 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](http://127.0.0.1:8000/problems/validation-error). */
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/leaderboard/graph",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/leaderboard/graph",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7749,7 +11581,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/validation-error",
+                     *       "type": "/problems/validation-error",
                      *       "title": "Invalid input",
                      *       "status": 422,
                      *       "detail": "The input was read but is not valid.",
@@ -7766,7 +11598,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](http://127.0.0.1:8000/problems/rate-limited). */
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -7776,7 +11608,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/rate-limited",
+                     *       "type": "/problems/rate-limited",
                      *       "title": "Too many requests",
                      *       "status": 429,
                      *       "detail": "The caller sent more requests than its share in the current window.",
@@ -7787,7 +11619,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable or the request timed out; see `Retry-After`. Problem types: [`service-unavailable`](http://127.0.0.1:8000/problems/service-unavailable). */
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/leaderboard/graph",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -7797,10 +11648,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/service-unavailable",
+                     *       "type": "/problems/service-unavailable",
                      *       "title": "Service unavailable",
                      *       "status": 503,
-                     *       "detail": "The database is unreachable, or the request ran out of time.",
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/leaderboard/graph",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
@@ -7858,7 +11709,26 @@ export interface operations {
                     "application/json": components["schemas"]["Series"];
                 };
             };
-            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](http://127.0.0.1:8000/problems/unauthorized). */
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/team/{team_id}/graph",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
             401: {
                 headers: {
                     /** @description `Bearer`. */
@@ -7868,7 +11738,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unauthorized",
+                     *       "type": "/problems/unauthorized",
                      *       "title": "Authentication required",
                      *       "status": 401,
                      *       "detail": "No valid credential came with the request.",
@@ -7879,7 +11749,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The token's role may not do this. Problem types: [`forbidden`](http://127.0.0.1:8000/problems/forbidden). */
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7887,7 +11757,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/forbidden",
+                     *       "type": "/problems/forbidden",
                      *       "title": "Not allowed",
                      *       "status": 403,
                      *       "detail": "The caller is known but may not do this.",
@@ -7898,7 +11768,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description No such resource in the caller's organization. Problem types: [`not-found`](http://127.0.0.1:8000/problems/not-found), [`http-404`](http://127.0.0.1:8000/problems/http-404). */
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7906,7 +11776,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/not-found",
+                     *       "type": "/problems/not-found",
                      *       "title": "Not found",
                      *       "status": 404,
                      *       "detail": "No such resource in the caller's organization.",
@@ -7917,7 +11787,45 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](http://127.0.0.1:8000/problems/validation-error). */
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/team/{team_id}/graph",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/graph",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7925,7 +11833,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/validation-error",
+                     *       "type": "/problems/validation-error",
                      *       "title": "Invalid input",
                      *       "status": 422,
                      *       "detail": "The input was read but is not valid.",
@@ -7942,7 +11850,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](http://127.0.0.1:8000/problems/rate-limited). */
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -7952,7 +11860,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/rate-limited",
+                     *       "type": "/problems/rate-limited",
                      *       "title": "Too many requests",
                      *       "status": 429,
                      *       "detail": "The caller sent more requests than its share in the current window.",
@@ -7963,7 +11871,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable or the request timed out; see `Retry-After`. Problem types: [`service-unavailable`](http://127.0.0.1:8000/problems/service-unavailable). */
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/graph",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -7973,10 +11900,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/service-unavailable",
+                     *       "type": "/problems/service-unavailable",
                      *       "title": "Service unavailable",
                      *       "status": 503,
-                     *       "detail": "The database is unreachable, or the request ran out of time.",
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/team/{team_id}/graph",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
@@ -8024,7 +11951,26 @@ export interface operations {
                     "application/json": components["schemas"]["Webhook"][];
                 };
             };
-            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](http://127.0.0.1:8000/problems/unauthorized). */
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/webhook",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
             401: {
                 headers: {
                     /** @description `Bearer`. */
@@ -8034,7 +11980,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unauthorized",
+                     *       "type": "/problems/unauthorized",
                      *       "title": "Authentication required",
                      *       "status": 401,
                      *       "detail": "No valid credential came with the request.",
@@ -8045,7 +11991,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The token's role may not do this. Problem types: [`forbidden`](http://127.0.0.1:8000/problems/forbidden). */
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8053,7 +11999,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/forbidden",
+                     *       "type": "/problems/forbidden",
                      *       "title": "Not allowed",
                      *       "status": 403,
                      *       "detail": "The caller is known but may not do this.",
@@ -8064,7 +12010,45 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](http://127.0.0.1:8000/problems/rate-limited). */
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/webhook",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/webhook",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -8074,7 +12058,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/rate-limited",
+                     *       "type": "/problems/rate-limited",
                      *       "title": "Too many requests",
                      *       "status": 429,
                      *       "detail": "The caller sent more requests than its share in the current window.",
@@ -8085,7 +12069,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable or the request timed out; see `Retry-After`. Problem types: [`service-unavailable`](http://127.0.0.1:8000/problems/service-unavailable). */
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/webhook",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -8095,10 +12098,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/service-unavailable",
+                     *       "type": "/problems/service-unavailable",
                      *       "title": "Service unavailable",
                      *       "status": 503,
-                     *       "detail": "The database is unreachable, or the request ran out of time.",
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/webhook",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
@@ -8159,7 +12162,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookWithSecret"];
                 };
             };
-            /** @description Malformed JSON, or JSON nested too deeply. Problem types: [`malformed-request`](http://127.0.0.1:8000/problems/malformed-request). */
+            /** @description Malformed JSON, or JSON nested too deeply; or a `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8167,7 +12170,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/malformed-request",
+                     *       "type": "/problems/malformed-request",
                      *       "title": "Malformed request",
                      *       "status": 400,
                      *       "detail": "The body could not be read.",
@@ -8178,7 +12181,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](http://127.0.0.1:8000/problems/unauthorized). */
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
             401: {
                 headers: {
                     /** @description `Bearer`. */
@@ -8188,7 +12191,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unauthorized",
+                     *       "type": "/problems/unauthorized",
                      *       "title": "Authentication required",
                      *       "status": 401,
                      *       "detail": "No valid credential came with the request.",
@@ -8199,7 +12202,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The token's role may not do this. Problem types: [`forbidden`](http://127.0.0.1:8000/problems/forbidden). */
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8207,7 +12210,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/forbidden",
+                     *       "type": "/problems/forbidden",
                      *       "title": "Not allowed",
                      *       "status": 403,
                      *       "detail": "The caller is known but may not do this.",
@@ -8218,7 +12221,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](http://127.0.0.1:8000/problems/payload-too-large). */
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/webhook",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](/problems/payload-too-large). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -8226,7 +12248,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/payload-too-large",
+                     *       "type": "/problems/payload-too-large",
                      *       "title": "Payload too large",
                      *       "status": 413,
                      *       "detail": "The body is over the limit (5 MiB; 32 MiB for `/team/bulk`), or a bulk request has more teams than allowed.",
@@ -8237,7 +12259,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](http://127.0.0.1:8000/problems/unsupported-media-type). */
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/webhook",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](/problems/unsupported-media-type). */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -8245,7 +12286,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unsupported-media-type",
+                     *       "type": "/problems/unsupported-media-type",
                      *       "title": "Unsupported media type",
                      *       "status": 415,
                      *       "detail": "The body was sent with a media type this operation does not read.",
@@ -8256,7 +12297,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](http://127.0.0.1:8000/problems/validation-error). */
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8264,7 +12305,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/validation-error",
+                     *       "type": "/problems/validation-error",
                      *       "title": "Invalid input",
                      *       "status": 422,
                      *       "detail": "The input was read but is not valid.",
@@ -8281,7 +12322,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](http://127.0.0.1:8000/problems/rate-limited). */
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -8291,7 +12332,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/rate-limited",
+                     *       "type": "/problems/rate-limited",
                      *       "title": "Too many requests",
                      *       "status": 429,
                      *       "detail": "The caller sent more requests than its share in the current window.",
@@ -8302,7 +12343,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable or the request timed out; see `Retry-After`. Problem types: [`service-unavailable`](http://127.0.0.1:8000/problems/service-unavailable). */
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/webhook",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -8312,10 +12372,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/service-unavailable",
+                     *       "type": "/problems/service-unavailable",
                      *       "title": "Service unavailable",
                      *       "status": 503,
-                     *       "detail": "The database is unreachable, or the request ran out of time.",
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/webhook",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
@@ -8364,7 +12424,26 @@ export interface operations {
                     "application/json": components["schemas"]["Webhook"];
                 };
             };
-            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](http://127.0.0.1:8000/problems/unauthorized). */
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/webhook/{webhook_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
             401: {
                 headers: {
                     /** @description `Bearer`. */
@@ -8374,7 +12453,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unauthorized",
+                     *       "type": "/problems/unauthorized",
                      *       "title": "Authentication required",
                      *       "status": 401,
                      *       "detail": "No valid credential came with the request.",
@@ -8385,7 +12464,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The token's role may not do this. Problem types: [`forbidden`](http://127.0.0.1:8000/problems/forbidden). */
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8393,7 +12472,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/forbidden",
+                     *       "type": "/problems/forbidden",
                      *       "title": "Not allowed",
                      *       "status": 403,
                      *       "detail": "The caller is known but may not do this.",
@@ -8404,7 +12483,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description No such resource in the caller's organization. Problem types: [`not-found`](http://127.0.0.1:8000/problems/not-found), [`http-404`](http://127.0.0.1:8000/problems/http-404). */
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -8412,7 +12491,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/not-found",
+                     *       "type": "/problems/not-found",
                      *       "title": "Not found",
                      *       "status": 404,
                      *       "detail": "No such resource in the caller's organization.",
@@ -8423,7 +12502,45 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](http://127.0.0.1:8000/problems/validation-error). */
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/webhook/{webhook_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/webhook/{webhook_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8431,7 +12548,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/validation-error",
+                     *       "type": "/problems/validation-error",
                      *       "title": "Invalid input",
                      *       "status": 422,
                      *       "detail": "The input was read but is not valid.",
@@ -8448,7 +12565,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](http://127.0.0.1:8000/problems/rate-limited). */
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -8458,7 +12575,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/rate-limited",
+                     *       "type": "/problems/rate-limited",
                      *       "title": "Too many requests",
                      *       "status": 429,
                      *       "detail": "The caller sent more requests than its share in the current window.",
@@ -8469,7 +12586,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable or the request timed out; see `Retry-After`. Problem types: [`service-unavailable`](http://127.0.0.1:8000/problems/service-unavailable). */
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/webhook/{webhook_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -8479,10 +12615,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/service-unavailable",
+                     *       "type": "/problems/service-unavailable",
                      *       "title": "Service unavailable",
                      *       "status": 503,
-                     *       "detail": "The database is unreachable, or the request ran out of time.",
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/webhook/{webhook_id}",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
@@ -8511,7 +12647,26 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](http://127.0.0.1:8000/problems/unauthorized). */
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/webhook/{webhook_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
             401: {
                 headers: {
                     /** @description `Bearer`. */
@@ -8521,7 +12676,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unauthorized",
+                     *       "type": "/problems/unauthorized",
                      *       "title": "Authentication required",
                      *       "status": 401,
                      *       "detail": "No valid credential came with the request.",
@@ -8532,7 +12687,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The token's role may not do this. Problem types: [`forbidden`](http://127.0.0.1:8000/problems/forbidden). */
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8540,7 +12695,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/forbidden",
+                     *       "type": "/problems/forbidden",
                      *       "title": "Not allowed",
                      *       "status": 403,
                      *       "detail": "The caller is known but may not do this.",
@@ -8551,7 +12706,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description No such resource in the caller's organization. Problem types: [`not-found`](http://127.0.0.1:8000/problems/not-found), [`http-404`](http://127.0.0.1:8000/problems/http-404). */
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -8559,7 +12714,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/not-found",
+                     *       "type": "/problems/not-found",
                      *       "title": "Not found",
                      *       "status": 404,
                      *       "detail": "No such resource in the caller's organization.",
@@ -8570,7 +12725,45 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](http://127.0.0.1:8000/problems/validation-error). */
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/webhook/{webhook_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/webhook/{webhook_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8578,7 +12771,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/validation-error",
+                     *       "type": "/problems/validation-error",
                      *       "title": "Invalid input",
                      *       "status": 422,
                      *       "detail": "The input was read but is not valid.",
@@ -8595,7 +12788,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](http://127.0.0.1:8000/problems/rate-limited). */
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -8605,7 +12798,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/rate-limited",
+                     *       "type": "/problems/rate-limited",
                      *       "title": "Too many requests",
                      *       "status": 429,
                      *       "detail": "The caller sent more requests than its share in the current window.",
@@ -8616,7 +12809,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable or the request timed out; see `Retry-After`. Problem types: [`service-unavailable`](http://127.0.0.1:8000/problems/service-unavailable). */
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/webhook/{webhook_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -8626,10 +12838,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/service-unavailable",
+                     *       "type": "/problems/service-unavailable",
                      *       "title": "Service unavailable",
                      *       "status": 503,
-                     *       "detail": "The database is unreachable, or the request ran out of time.",
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/webhook/{webhook_id}",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
@@ -8687,7 +12899,7 @@ export interface operations {
                     "application/json": components["schemas"]["Webhook"];
                 };
             };
-            /** @description Malformed JSON, or JSON nested too deeply. Problem types: [`malformed-request`](http://127.0.0.1:8000/problems/malformed-request). */
+            /** @description Malformed JSON, or JSON nested too deeply; or a `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8695,7 +12907,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/malformed-request",
+                     *       "type": "/problems/malformed-request",
                      *       "title": "Malformed request",
                      *       "status": 400,
                      *       "detail": "The body could not be read.",
@@ -8706,7 +12918,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](http://127.0.0.1:8000/problems/unauthorized). */
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
             401: {
                 headers: {
                     /** @description `Bearer`. */
@@ -8716,7 +12928,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unauthorized",
+                     *       "type": "/problems/unauthorized",
                      *       "title": "Authentication required",
                      *       "status": 401,
                      *       "detail": "No valid credential came with the request.",
@@ -8727,7 +12939,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The token's role may not do this. Problem types: [`forbidden`](http://127.0.0.1:8000/problems/forbidden). */
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8735,7 +12947,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/forbidden",
+                     *       "type": "/problems/forbidden",
                      *       "title": "Not allowed",
                      *       "status": 403,
                      *       "detail": "The caller is known but may not do this.",
@@ -8746,7 +12958,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description No such resource in the caller's organization. Problem types: [`not-found`](http://127.0.0.1:8000/problems/not-found), [`http-404`](http://127.0.0.1:8000/problems/http-404). */
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -8754,7 +12966,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/not-found",
+                     *       "type": "/problems/not-found",
                      *       "title": "Not found",
                      *       "status": 404,
                      *       "detail": "No such resource in the caller's organization.",
@@ -8765,7 +12977,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](http://127.0.0.1:8000/problems/payload-too-large). */
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/webhook/{webhook_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](/problems/payload-too-large). */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -8773,7 +13004,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/payload-too-large",
+                     *       "type": "/problems/payload-too-large",
                      *       "title": "Payload too large",
                      *       "status": 413,
                      *       "detail": "The body is over the limit (5 MiB; 32 MiB for `/team/bulk`), or a bulk request has more teams than allowed.",
@@ -8784,7 +13015,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](http://127.0.0.1:8000/problems/unsupported-media-type). */
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/webhook/{webhook_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](/problems/unsupported-media-type). */
             415: {
                 headers: {
                     [name: string]: unknown;
@@ -8792,7 +13042,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unsupported-media-type",
+                     *       "type": "/problems/unsupported-media-type",
                      *       "title": "Unsupported media type",
                      *       "status": 415,
                      *       "detail": "The body was sent with a media type this operation does not read.",
@@ -8803,7 +13053,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](http://127.0.0.1:8000/problems/validation-error). */
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8811,7 +13061,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/validation-error",
+                     *       "type": "/problems/validation-error",
                      *       "title": "Invalid input",
                      *       "status": 422,
                      *       "detail": "The input was read but is not valid.",
@@ -8828,7 +13078,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](http://127.0.0.1:8000/problems/rate-limited). */
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -8838,7 +13088,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/rate-limited",
+                     *       "type": "/problems/rate-limited",
                      *       "title": "Too many requests",
                      *       "status": 429,
                      *       "detail": "The caller sent more requests than its share in the current window.",
@@ -8849,7 +13099,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable or the request timed out; see `Retry-After`. Problem types: [`service-unavailable`](http://127.0.0.1:8000/problems/service-unavailable). */
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/webhook/{webhook_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -8859,10 +13128,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/service-unavailable",
+                     *       "type": "/problems/service-unavailable",
                      *       "title": "Service unavailable",
                      *       "status": 503,
-                     *       "detail": "The database is unreachable, or the request ran out of time.",
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/webhook/{webhook_id}",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
@@ -8899,7 +13168,26 @@ export interface operations {
                     "application/json": components["schemas"]["SecretRotated"];
                 };
             };
-            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](http://127.0.0.1:8000/problems/unauthorized). */
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/webhook/{webhook_id}/secret",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
             401: {
                 headers: {
                     /** @description `Bearer`. */
@@ -8909,7 +13197,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unauthorized",
+                     *       "type": "/problems/unauthorized",
                      *       "title": "Authentication required",
                      *       "status": 401,
                      *       "detail": "No valid credential came with the request.",
@@ -8920,7 +13208,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The token's role may not do this. Problem types: [`forbidden`](http://127.0.0.1:8000/problems/forbidden). */
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8928,7 +13216,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/forbidden",
+                     *       "type": "/problems/forbidden",
                      *       "title": "Not allowed",
                      *       "status": 403,
                      *       "detail": "The caller is known but may not do this.",
@@ -8939,7 +13227,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description No such resource in the caller's organization. Problem types: [`not-found`](http://127.0.0.1:8000/problems/not-found), [`http-404`](http://127.0.0.1:8000/problems/http-404). */
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -8947,7 +13235,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/not-found",
+                     *       "type": "/problems/not-found",
                      *       "title": "Not found",
                      *       "status": 404,
                      *       "detail": "No such resource in the caller's organization.",
@@ -8958,7 +13246,45 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](http://127.0.0.1:8000/problems/validation-error). */
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/webhook/{webhook_id}/secret",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/webhook/{webhook_id}/secret",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -8966,7 +13292,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/validation-error",
+                     *       "type": "/problems/validation-error",
                      *       "title": "Invalid input",
                      *       "status": 422,
                      *       "detail": "The input was read but is not valid.",
@@ -8983,7 +13309,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](http://127.0.0.1:8000/problems/rate-limited). */
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -8993,7 +13319,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/rate-limited",
+                     *       "type": "/problems/rate-limited",
                      *       "title": "Too many requests",
                      *       "status": 429,
                      *       "detail": "The caller sent more requests than its share in the current window.",
@@ -9004,7 +13330,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable or the request timed out; see `Retry-After`. Problem types: [`service-unavailable`](http://127.0.0.1:8000/problems/service-unavailable). */
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/webhook/{webhook_id}/secret",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -9014,10 +13359,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/service-unavailable",
+                     *       "type": "/problems/service-unavailable",
                      *       "title": "Service unavailable",
                      *       "status": 503,
-                     *       "detail": "The database is unreachable, or the request ran out of time.",
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/webhook/{webhook_id}/secret",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
@@ -9070,7 +13415,26 @@ export interface operations {
                     "application/json": components["schemas"]["Delivery"][];
                 };
             };
-            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](http://127.0.0.1:8000/problems/unauthorized). */
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/webhook/{webhook_id}/deliveries",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
             401: {
                 headers: {
                     /** @description `Bearer`. */
@@ -9080,7 +13444,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unauthorized",
+                     *       "type": "/problems/unauthorized",
                      *       "title": "Authentication required",
                      *       "status": 401,
                      *       "detail": "No valid credential came with the request.",
@@ -9091,7 +13455,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The token's role may not do this. Problem types: [`forbidden`](http://127.0.0.1:8000/problems/forbidden). */
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9099,7 +13463,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/forbidden",
+                     *       "type": "/problems/forbidden",
                      *       "title": "Not allowed",
                      *       "status": 403,
                      *       "detail": "The caller is known but may not do this.",
@@ -9110,7 +13474,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description No such resource in the caller's organization. Problem types: [`not-found`](http://127.0.0.1:8000/problems/not-found), [`http-404`](http://127.0.0.1:8000/problems/http-404). */
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -9118,7 +13482,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/not-found",
+                     *       "type": "/problems/not-found",
                      *       "title": "Not found",
                      *       "status": 404,
                      *       "detail": "No such resource in the caller's organization.",
@@ -9129,7 +13493,45 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](http://127.0.0.1:8000/problems/validation-error). */
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/webhook/{webhook_id}/deliveries",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/webhook/{webhook_id}/deliveries",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9137,7 +13539,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/validation-error",
+                     *       "type": "/problems/validation-error",
                      *       "title": "Invalid input",
                      *       "status": 422,
                      *       "detail": "The input was read but is not valid.",
@@ -9154,7 +13556,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](http://127.0.0.1:8000/problems/rate-limited). */
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -9164,7 +13566,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/rate-limited",
+                     *       "type": "/problems/rate-limited",
                      *       "title": "Too many requests",
                      *       "status": 429,
                      *       "detail": "The caller sent more requests than its share in the current window.",
@@ -9175,7 +13577,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable or the request timed out; see `Retry-After`. Problem types: [`service-unavailable`](http://127.0.0.1:8000/problems/service-unavailable). */
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/webhook/{webhook_id}/deliveries",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -9185,10 +13606,10 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/service-unavailable",
+                     *       "type": "/problems/service-unavailable",
                      *       "title": "Service unavailable",
                      *       "status": 503,
-                     *       "detail": "The database is unreachable, or the request ran out of time.",
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/webhook/{webhook_id}/deliveries",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
@@ -9236,7 +13657,26 @@ export interface operations {
                     "application/json": components["schemas"]["Delivery"];
                 };
             };
-            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](http://127.0.0.1:8000/problems/unauthorized). */
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/webhook/{webhook_id}/deliveries/{delivery_id}/retry",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
             401: {
                 headers: {
                     /** @description `Bearer`. */
@@ -9246,7 +13686,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/unauthorized",
+                     *       "type": "/problems/unauthorized",
                      *       "title": "Authentication required",
                      *       "status": 401,
                      *       "detail": "No valid credential came with the request.",
@@ -9257,7 +13697,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The token's role may not do this. Problem types: [`forbidden`](http://127.0.0.1:8000/problems/forbidden). */
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9265,7 +13705,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/forbidden",
+                     *       "type": "/problems/forbidden",
                      *       "title": "Not allowed",
                      *       "status": 403,
                      *       "detail": "The caller is known but may not do this.",
@@ -9276,7 +13716,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description No such resource in the caller's organization. Problem types: [`not-found`](http://127.0.0.1:8000/problems/not-found), [`http-404`](http://127.0.0.1:8000/problems/http-404). */
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -9284,7 +13724,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/not-found",
+                     *       "type": "/problems/not-found",
                      *       "title": "Not found",
                      *       "status": 404,
                      *       "detail": "No such resource in the caller's organization.",
@@ -9295,7 +13735,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](http://127.0.0.1:8000/problems/conflict). */
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/webhook/{webhook_id}/deliveries/{delivery_id}/retry",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9303,7 +13762,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/conflict",
+                     *       "type": "/problems/conflict",
                      *       "title": "Conflict",
                      *       "status": 409,
                      *       "detail": "The request conflicts with the current state.",
@@ -9314,7 +13773,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](http://127.0.0.1:8000/problems/validation-error). */
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/webhook/{webhook_id}/deliveries/{delivery_id}/retry",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9322,7 +13800,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/validation-error",
+                     *       "type": "/problems/validation-error",
                      *       "title": "Invalid input",
                      *       "status": 422,
                      *       "detail": "The input was read but is not valid.",
@@ -9339,7 +13817,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](http://127.0.0.1:8000/problems/rate-limited). */
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
             429: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -9349,7 +13827,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/rate-limited",
+                     *       "type": "/problems/rate-limited",
                      *       "title": "Too many requests",
                      *       "status": 429,
                      *       "detail": "The caller sent more requests than its share in the current window.",
@@ -9360,7 +13838,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable or the request timed out; see `Retry-After`. Problem types: [`service-unavailable`](http://127.0.0.1:8000/problems/service-unavailable). */
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/webhook/{webhook_id}/deliveries/{delivery_id}/retry",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -9370,11 +13867,9225 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "type": "http://127.0.0.1:8000/problems/service-unavailable",
+                     *       "type": "/problems/service-unavailable",
                      *       "title": "Service unavailable",
                      *       "status": 503,
-                     *       "detail": "The database is unreachable, or the request ran out of time.",
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/webhook/{webhook_id}/deliveries/{delivery_id}/retry",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    getLrs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "Endpoint": "https://lrs.example.org/xAPI/",
+                     *       "Auth": "Basic",
+                     *       "Username": "questline",
+                     *       "ActivityBaseIri": "https://questline.example.org/xapi/activities",
+                     *       "Pending": 0,
+                     *       "Failed": 1,
+                     *       "FailingSince": null,
+                     *       "LastError": null,
+                     *       "CreatedAt": "2026-11-20T09:30:00Z",
+                     *       "UpdatedAt": "2026-11-21T14:05:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Lrs"];
+                };
+            };
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/organization/xapi",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/organization/xapi",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/organization/xapi",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "No such resource in the caller's organization.",
+                     *       "instance": "/organization/xapi",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/organization/xapi",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/organization/xapi",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/organization/xapi",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/organization/xapi",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/organization/xapi",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    putLrs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "Endpoint": "https://lrs.example.org/xAPI/",
+                 *       "Username": "questline",
+                 *       "Password": "a-long-random-secret"
+                 *     }
+                 */
+                "application/json": components["schemas"]["LrsSettings"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "Endpoint": "https://lrs.example.org/xAPI/",
+                     *       "Auth": "Basic",
+                     *       "Username": "questline",
+                     *       "ActivityBaseIri": "https://questline.example.org/xapi/activities",
+                     *       "Pending": 0,
+                     *       "Failed": 1,
+                     *       "FailingSince": null,
+                     *       "LastError": null,
+                     *       "CreatedAt": "2026-11-20T09:30:00Z",
+                     *       "UpdatedAt": "2026-11-21T14:05:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Lrs"];
+                };
+            };
+            /** @description Registered. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "Endpoint": "https://lrs.example.org/xAPI/",
+                     *       "Auth": "Basic",
+                     *       "Username": "questline",
+                     *       "ActivityBaseIri": "https://questline.example.org/xapi/activities",
+                     *       "Pending": 0,
+                     *       "Failed": 1,
+                     *       "FailingSince": null,
+                     *       "LastError": null,
+                     *       "CreatedAt": "2026-11-20T09:30:00Z",
+                     *       "UpdatedAt": "2026-11-21T14:05:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Lrs"];
+                };
+            };
+            /** @description Malformed JSON, or JSON nested too deeply; or a `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/organization/xapi",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/organization/xapi",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/organization/xapi",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/organization/xapi",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](/problems/payload-too-large). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/payload-too-large",
+                     *       "title": "Payload too large",
+                     *       "status": 413,
+                     *       "detail": "The body is over the limit (5 MiB; 32 MiB for `/team/bulk`), or a bulk request has more teams than allowed.",
+                     *       "instance": "/organization/xapi",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/organization/xapi",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](/problems/unsupported-media-type). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "The body was sent with a media type this operation does not read.",
+                     *       "instance": "/organization/xapi",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/organization/xapi",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/organization/xapi",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/organization/xapi",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/organization/xapi",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    deleteLrs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/organization/xapi",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/organization/xapi",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/organization/xapi",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "No such resource in the caller's organization.",
+                     *       "instance": "/organization/xapi",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/organization/xapi",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/organization/xapi",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/organization/xapi",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/organization/xapi",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/organization/xapi",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    testLrs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "Ok": true,
+                     *       "StatusCode": 200,
+                     *       "Answer": "[\"0b9a1c02-6a4f-5c9b-8f3e-2d6c0a1b7e55\"]",
+                     *       "Error": null,
+                     *       "StatementId": "0b9a1c02-6a4f-5c9b-8f3e-2d6c0a1b7e55"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["LrsTest"];
+                };
+            };
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/organization/xapi/test",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/organization/xapi/test",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/organization/xapi/test",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "No such resource in the caller's organization.",
+                     *       "instance": "/organization/xapi/test",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/organization/xapi/test",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/organization/xapi/test",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/organization/xapi/test",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/organization/xapi/test",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/organization/xapi/test",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    listFailures: {
+        parameters: {
+            query?: {
+                /** @description Page size; omit for every item. */
+                limit?: number | null;
+                /** @description Cursor from the previous page's `Link` header (opaque, signed). */
+                after?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "StatementId": "0b9a1c02-6a4f-5c9b-8f3e-2d6c0a1b7e55",
+                     *         "EventId": "0193a6f7-5e6f-7a71-8b8c-9d0e1f2a3b41",
+                     *         "Kind": "task",
+                     *         "Attempts": 2,
+                     *         "LastStatusCode": 400,
+                     *         "LastError": "{\"detail\":\"Invalid statement\"}",
+                     *         "LastAttemptAt": "2026-11-21T14:05:00Z",
+                     *         "CreatedAt": "2026-11-20T09:30:00Z",
+                     *         "Statement": {
+                     *           "id": "0b9a1c02-6a4f-5c9b-8f3e-2d6c0a1b7e55"
+                     *         }
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["Failure"][];
+                };
+            };
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/organization/xapi/failures",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/organization/xapi/failures",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/organization/xapi/failures",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "No such resource in the caller's organization.",
+                     *       "instance": "/organization/xapi/failures",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/organization/xapi/failures",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/organization/xapi/failures",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/organization/xapi/failures",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/organization/xapi/failures",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/organization/xapi/failures",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/organization/xapi/failures",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    listSeasons: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "Id": "0193a6f9-7a81-7c93-8dae-1f2a3b4c5d61",
+                     *         "OrganizationId": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10",
+                     *         "Name": "Winter cup",
+                     *         "StartsAt": "2026-12-01T00:00:00Z",
+                     *         "EndsAt": "2027-01-01T00:00:00Z",
+                     *         "FreezesAt": "2026-12-20T00:00:00Z",
+                     *         "RevealedAt": null,
+                     *         "DisciplineId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a21",
+                     *         "Phase": "Running",
+                     *         "CreatedAt": "2026-11-20T09:30:00Z",
+                     *         "UpdatedAt": "2026-11-20T09:30:00Z"
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["Season"][];
+                };
+            };
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/season",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/season",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/season",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/season",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/season",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/season",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/season",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/season",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    createSeason: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "Name": "Winter cup",
+                 *       "StartsAt": "2026-12-01T00:00:00Z",
+                 *       "EndsAt": "2027-01-01T00:00:00Z",
+                 *       "FreezesAt": "2026-12-20T00:00:00Z",
+                 *       "DisciplineId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a21"
+                 *     }
+                 */
+                "application/json": components["schemas"]["SeasonCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "Id": "0193a6f9-7a81-7c93-8dae-1f2a3b4c5d61",
+                     *       "OrganizationId": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10",
+                     *       "Name": "Winter cup",
+                     *       "StartsAt": "2026-12-01T00:00:00Z",
+                     *       "EndsAt": "2027-01-01T00:00:00Z",
+                     *       "FreezesAt": "2026-12-20T00:00:00Z",
+                     *       "RevealedAt": null,
+                     *       "DisciplineId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a21",
+                     *       "Phase": "Running",
+                     *       "CreatedAt": "2026-11-20T09:30:00Z",
+                     *       "UpdatedAt": "2026-11-20T09:30:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Season"];
+                };
+            };
+            /** @description Malformed JSON, or JSON nested too deeply; or a `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/season",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/season",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/season",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/season",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](/problems/payload-too-large). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/payload-too-large",
+                     *       "title": "Payload too large",
+                     *       "status": 413,
+                     *       "detail": "The body is over the limit (5 MiB; 32 MiB for `/team/bulk`), or a bulk request has more teams than allowed.",
+                     *       "instance": "/season",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/season",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](/problems/unsupported-media-type). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "The body was sent with a media type this operation does not read.",
+                     *       "instance": "/season",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/season",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/season",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/season",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/season",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    getSeason: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the season */
+                season_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "Id": "0193a6f9-7a81-7c93-8dae-1f2a3b4c5d61",
+                     *       "OrganizationId": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10",
+                     *       "Name": "Winter cup",
+                     *       "StartsAt": "2026-12-01T00:00:00Z",
+                     *       "EndsAt": "2027-01-01T00:00:00Z",
+                     *       "FreezesAt": "2026-12-20T00:00:00Z",
+                     *       "RevealedAt": null,
+                     *       "DisciplineId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a21",
+                     *       "Phase": "Running",
+                     *       "CreatedAt": "2026-11-20T09:30:00Z",
+                     *       "UpdatedAt": "2026-11-20T09:30:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Season"];
+                };
+            };
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/season/{season_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/season/{season_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/season/{season_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "No such resource in the caller's organization.",
+                     *       "instance": "/season/{season_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/season/{season_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/season/{season_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/season/{season_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/season/{season_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/season/{season_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/season/{season_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    deleteSeason: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the season */
+                season_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/season/{season_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/season/{season_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/season/{season_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "No such resource in the caller's organization.",
+                     *       "instance": "/season/{season_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/season/{season_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/season/{season_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/season/{season_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/season/{season_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/season/{season_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/season/{season_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    updateSeason: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the season */
+                season_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "EndsAt": "2026-11-21T14:05:00Z"
+                 *     }
+                 */
+                "application/json": components["schemas"]["SeasonUpdate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "Id": "0193a6f9-7a81-7c93-8dae-1f2a3b4c5d61",
+                     *       "OrganizationId": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10",
+                     *       "Name": "Winter cup",
+                     *       "StartsAt": "2026-12-01T00:00:00Z",
+                     *       "EndsAt": "2027-01-01T00:00:00Z",
+                     *       "FreezesAt": "2026-12-20T00:00:00Z",
+                     *       "RevealedAt": null,
+                     *       "DisciplineId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a21",
+                     *       "Phase": "Running",
+                     *       "CreatedAt": "2026-11-20T09:30:00Z",
+                     *       "UpdatedAt": "2026-11-20T09:30:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Season"];
+                };
+            };
+            /** @description Malformed JSON, or JSON nested too deeply; or a `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/season/{season_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/season/{season_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/season/{season_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "No such resource in the caller's organization.",
+                     *       "instance": "/season/{season_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/season/{season_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](/problems/payload-too-large). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/payload-too-large",
+                     *       "title": "Payload too large",
+                     *       "status": 413,
+                     *       "detail": "The body is over the limit (5 MiB; 32 MiB for `/team/bulk`), or a bulk request has more teams than allowed.",
+                     *       "instance": "/season/{season_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/season/{season_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](/problems/unsupported-media-type). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "The body was sent with a media type this operation does not read.",
+                     *       "instance": "/season/{season_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/season/{season_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/season/{season_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/season/{season_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/season/{season_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    revealSeason: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the season */
+                season_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "Id": "0193a6f9-7a81-7c93-8dae-1f2a3b4c5d61",
+                     *       "OrganizationId": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10",
+                     *       "Name": "Winter cup",
+                     *       "StartsAt": "2026-12-01T00:00:00Z",
+                     *       "EndsAt": "2027-01-01T00:00:00Z",
+                     *       "FreezesAt": "2026-12-20T00:00:00Z",
+                     *       "RevealedAt": null,
+                     *       "DisciplineId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a21",
+                     *       "Phase": "Running",
+                     *       "CreatedAt": "2026-11-20T09:30:00Z",
+                     *       "UpdatedAt": "2026-11-20T09:30:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Season"];
+                };
+            };
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/season/{season_id}/reveal",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/season/{season_id}/reveal",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/season/{season_id}/reveal",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "No such resource in the caller's organization.",
+                     *       "instance": "/season/{season_id}/reveal",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/season/{season_id}/reveal",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/conflict",
+                     *       "title": "Conflict",
+                     *       "status": 409,
+                     *       "detail": "The request conflicts with the current state.",
+                     *       "instance": "/season/{season_id}/reveal",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/season/{season_id}/reveal",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/season/{season_id}/reveal",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/season/{season_id}/reveal",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/season/{season_id}/reveal",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/season/{season_id}/reveal",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    requestSigninLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "OrganizationId": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10",
+                 *       "Email": "ada@example.org"
+                 *     }
+                 */
+                "application/json": components["schemas"]["SigninLinkRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "Status": "Accepted",
+                     *       "Detail": "If this address belongs to a member of the organization, a sign-in link is on its way to it. The link works once, for a short while; ask again if it does not arrive."
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SigninLinkAccepted"];
+                };
+            };
+            /** @description Malformed JSON, or JSON nested too deeply; or a `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/auth/signin-link",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/auth/signin-link",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/auth/signin-link",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](/problems/payload-too-large). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/payload-too-large",
+                     *       "title": "Payload too large",
+                     *       "status": 413,
+                     *       "detail": "The body is over the limit (5 MiB; 32 MiB for `/team/bulk`), or a bulk request has more teams than allowed.",
+                     *       "instance": "/auth/signin-link",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/auth/signin-link",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](/problems/unsupported-media-type). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "The body was sent with a media type this operation does not read.",
+                     *       "instance": "/auth/signin-link",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/auth/signin-link",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/auth/signin-link",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/auth/signin-link",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/auth/signin-link",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    inviteMember: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the member */
+                member_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "Id": "0193e5a0-5b7c-7d11-9c3e-1f2a3b4c5d6e",
+                     *       "MemberId": "0193a6f4-2b3c-7d4e-9f5a-6b7c8d9e0f11",
+                     *       "Email": "ada@example.org",
+                     *       "Status": "Queued",
+                     *       "QueuedAt": "2026-11-20T09:30:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Invitation"];
+                };
+            };
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/member/{member_id}/invite",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/member/{member_id}/invite",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/member/{member_id}/invite",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "No such resource in the caller's organization.",
+                     *       "instance": "/member/{member_id}/invite",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/member/{member_id}/invite",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/member/{member_id}/invite",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/member/{member_id}/invite",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/member/{member_id}/invite",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/member/{member_id}/invite",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/member/{member_id}/invite",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    getOrganization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "Id": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10",
+                     *       "Name": "Example Learning",
+                     *       "CreatedAt": "2026-11-20T09:30:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Organization"];
+                };
+            };
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/organization",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/organization",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/organization",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/organization",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/organization",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/organization",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/organization",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/organization",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    updateOrganization: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "Name": "Example Learning"
+                 *     }
+                 */
+                "application/json": components["schemas"]["OrganizationUpdate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "Id": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10",
+                     *       "Name": "Example Learning",
+                     *       "CreatedAt": "2026-11-20T09:30:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Organization"];
+                };
+            };
+            /** @description Malformed JSON, or JSON nested too deeply; or a `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/organization",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/organization",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/organization",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/organization",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](/problems/payload-too-large). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/payload-too-large",
+                     *       "title": "Payload too large",
+                     *       "status": 413,
+                     *       "detail": "The body is over the limit (5 MiB; 32 MiB for `/team/bulk`), or a bulk request has more teams than allowed.",
+                     *       "instance": "/organization",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/organization",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](/problems/unsupported-media-type). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "The body was sent with a media type this operation does not read.",
+                     *       "instance": "/organization",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/organization",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/organization",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/organization",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/organization",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    getSso: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "OrganizationId": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10",
+                     *       "Issuer": "https://sso.example.org/realms/acme",
+                     *       "ClientId": "questline",
+                     *       "ClientSecretSet": true,
+                     *       "AdminGroups": [
+                     *         "questline-admins"
+                     *       ],
+                     *       "GroupsClaim": "groups",
+                     *       "AllowedEmailDomains": [
+                     *         "example.org"
+                     *       ],
+                     *       "Enabled": true,
+                     *       "RedirectUri": "https://questline.example.org/auth/oidc/callback",
+                     *       "LoginUrl": "https://questline.example.org/auth/oidc/0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10/login",
+                     *       "EndSessionEndpoint": "https://sso.example.org/realms/acme/protocol/openid-connect/logout",
+                     *       "CreatedAt": "2026-11-20T09:30:00Z",
+                     *       "UpdatedAt": "2026-11-21T14:05:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SsoConfiguration"];
+                };
+            };
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/organization/sso",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/organization/sso",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/organization/sso",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "No such resource in the caller's organization.",
+                     *       "instance": "/organization/sso",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/organization/sso",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/organization/sso",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/organization/sso",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/organization/sso",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/organization/sso",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    putSso: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "Issuer": "https://sso.example.org/realms/acme",
+                 *       "ClientId": "questline",
+                 *       "ClientSecret": "kc-2a9f1e0c7d4b",
+                 *       "AdminGroups": [
+                 *         "questline-admins"
+                 *       ],
+                 *       "GroupsClaim": "groups",
+                 *       "AllowedEmailDomains": [
+                 *         "example.org"
+                 *       ],
+                 *       "Enabled": true
+                 *     }
+                 */
+                "application/json": components["schemas"]["SsoConfigurationPut"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "OrganizationId": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10",
+                     *       "Issuer": "https://sso.example.org/realms/acme",
+                     *       "ClientId": "questline",
+                     *       "ClientSecretSet": true,
+                     *       "AdminGroups": [
+                     *         "questline-admins"
+                     *       ],
+                     *       "GroupsClaim": "groups",
+                     *       "AllowedEmailDomains": [
+                     *         "example.org"
+                     *       ],
+                     *       "Enabled": true,
+                     *       "RedirectUri": "https://questline.example.org/auth/oidc/callback",
+                     *       "LoginUrl": "https://questline.example.org/auth/oidc/0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10/login",
+                     *       "EndSessionEndpoint": "https://sso.example.org/realms/acme/protocol/openid-connect/logout",
+                     *       "CreatedAt": "2026-11-20T09:30:00Z",
+                     *       "UpdatedAt": "2026-11-21T14:05:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SsoConfiguration"];
+                };
+            };
+            /** @description Configured for the first time. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "OrganizationId": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10",
+                     *       "Issuer": "https://sso.example.org/realms/acme",
+                     *       "ClientId": "questline",
+                     *       "ClientSecretSet": true,
+                     *       "AdminGroups": [
+                     *         "questline-admins"
+                     *       ],
+                     *       "GroupsClaim": "groups",
+                     *       "AllowedEmailDomains": [
+                     *         "example.org"
+                     *       ],
+                     *       "Enabled": true,
+                     *       "RedirectUri": "https://questline.example.org/auth/oidc/callback",
+                     *       "LoginUrl": "https://questline.example.org/auth/oidc/0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10/login",
+                     *       "EndSessionEndpoint": "https://sso.example.org/realms/acme/protocol/openid-connect/logout",
+                     *       "CreatedAt": "2026-11-20T09:30:00Z",
+                     *       "UpdatedAt": "2026-11-21T14:05:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SsoConfiguration"];
+                };
+            };
+            /** @description Malformed JSON, or JSON nested too deeply; or a `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/organization/sso",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/organization/sso",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/organization/sso",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/organization/sso",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](/problems/payload-too-large). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/payload-too-large",
+                     *       "title": "Payload too large",
+                     *       "status": 413,
+                     *       "detail": "The body is over the limit (5 MiB; 32 MiB for `/team/bulk`), or a bulk request has more teams than allowed.",
+                     *       "instance": "/organization/sso",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/organization/sso",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](/problems/unsupported-media-type). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "The body was sent with a media type this operation does not read.",
+                     *       "instance": "/organization/sso",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/organization/sso",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/organization/sso",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/organization/sso",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/organization/sso",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    deleteSso: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/organization/sso",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/organization/sso",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/organization/sso",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "No such resource in the caller's organization.",
+                     *       "instance": "/organization/sso",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/organization/sso",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/organization/sso",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/organization/sso",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/organization/sso",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/organization/sso",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    oidcCallback: {
+        parameters: {
+            query?: {
+                /** @description The authorization code. */
+                code?: string | null;
+                /** @description The login's `state`. */
+                state?: string | null;
+                /** @description The provider's error, if any. */
+                error?: string | null;
+                /** @description The issuer (RFC 9207), checked when sent. */
+                iss?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Signed in: to `next`; refused: to the sign-in page. */
+            303: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/auth/oidc/callback",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/auth/oidc/callback",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/auth/oidc/callback",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/auth/oidc/callback",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/auth/oidc/callback",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/auth/oidc/callback",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/auth/oidc/callback",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    oidcSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "EndSessionUrl": "https://sso.example.org/realms/acme/protocol/openid-connect/logout?client_id=questline&post_logout_redirect_uri=https%3A%2F%2Fquestline.example.org%2Fui%2F"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ProviderLogout"];
+                };
+            };
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/auth/oidc/session",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/auth/oidc/session",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/auth/oidc/session",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/auth/oidc/session",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/auth/oidc/session",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/auth/oidc/session",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    oidcAvailability: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                organization_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "OrganizationId": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10",
+                     *       "LoginUrl": "https://questline.example.org/auth/oidc/0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10/login"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SsoAvailability"];
+                };
+            };
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/auth/oidc/{organization_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "No such resource in the caller's organization.",
+                     *       "instance": "/auth/oidc/{organization_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/auth/oidc/{organization_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/auth/oidc/{organization_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/auth/oidc/{organization_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/auth/oidc/{organization_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/auth/oidc/{organization_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/auth/oidc/{organization_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    oidcLogin: {
+        parameters: {
+            query?: {
+                /** @description Where to land once signed in: a path of this service (`/ui/…`). */
+                next?: string | null;
+            };
+            header?: never;
+            path: {
+                organization_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description To the provider's authorization endpoint. */
+            302: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description To the dashboard's sign-in page with `sso-error=<code>`. */
+            303: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/auth/oidc/{organization_id}/login",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "No such resource in the caller's organization.",
+                     *       "instance": "/auth/oidc/{organization_id}/login",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/auth/oidc/{organization_id}/login",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/auth/oidc/{organization_id}/login",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/auth/oidc/{organization_id}/login",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/auth/oidc/{organization_id}/login",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/auth/oidc/{organization_id}/login",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/auth/oidc/{organization_id}/login",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    scimServiceProviderConfig: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description SCIM error: no scim token, or one that does not verify. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "401",
+                     *       "detail": "no scim token, or one that does not verify."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: a token of another role (only scim tokens provision). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "403",
+                     *       "detail": "a token of another role (only scim tokens provision)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: too many requests (Retry-After). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "429",
+                     *       "detail": "too many requests (Retry-After)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: the database is unavailable (Retry-After). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "503",
+                     *       "detail": "the database is unavailable (Retry-After)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+        };
+    };
+    scimListResourceTypes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description SCIM error: no scim token, or one that does not verify. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "401",
+                     *       "detail": "no scim token, or one that does not verify."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: a token of another role (only scim tokens provision). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "403",
+                     *       "detail": "a token of another role (only scim tokens provision)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: too many requests (Retry-After). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "429",
+                     *       "detail": "too many requests (Retry-After)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: the database is unavailable (Retry-After). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "503",
+                     *       "detail": "the database is unavailable (Retry-After)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+        };
+    };
+    scimGetResourceType: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description SCIM error: no scim token, or one that does not verify. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "401",
+                     *       "detail": "no scim token, or one that does not verify."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: a token of another role (only scim tokens provision). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "403",
+                     *       "detail": "a token of another role (only scim tokens provision)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: no such resource in your organization. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "404",
+                     *       "detail": "no such resource in your organization."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: too many requests (Retry-After). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "429",
+                     *       "detail": "too many requests (Retry-After)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: the database is unavailable (Retry-After). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "503",
+                     *       "detail": "the database is unavailable (Retry-After)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+        };
+    };
+    scimListSchemas: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description SCIM error: no scim token, or one that does not verify. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "401",
+                     *       "detail": "no scim token, or one that does not verify."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: a token of another role (only scim tokens provision). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "403",
+                     *       "detail": "a token of another role (only scim tokens provision)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: too many requests (Retry-After). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "429",
+                     *       "detail": "too many requests (Retry-After)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: the database is unavailable (Retry-After). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "503",
+                     *       "detail": "the database is unavailable (Retry-After)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+        };
+    };
+    scimGetSchema: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                schema_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description SCIM error: no scim token, or one that does not verify. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "401",
+                     *       "detail": "no scim token, or one that does not verify."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: a token of another role (only scim tokens provision). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "403",
+                     *       "detail": "a token of another role (only scim tokens provision)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: no such resource in your organization. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "404",
+                     *       "detail": "no such resource in your organization."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: too many requests (Retry-After). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "429",
+                     *       "detail": "too many requests (Retry-After)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: the database is unavailable (Retry-After). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "503",
+                     *       "detail": "the database is unavailable (Retry-After)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+        };
+    };
+    scimSearchAll: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description SCIM error: no scim token, or one that does not verify. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "401",
+                     *       "detail": "no scim token, or one that does not verify."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: a token of another role (only scim tokens provision). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "403",
+                     *       "detail": "a token of another role (only scim tokens provision)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: too many requests (Retry-After). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "429",
+                     *       "detail": "too many requests (Retry-After)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: not implemented. */
+            501: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "501",
+                     *       "detail": "not implemented."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: the database is unavailable (Retry-After). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "503",
+                     *       "detail": "the database is unavailable (Retry-After)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+        };
+    };
+    scimListUsers: {
+        parameters: {
+            query?: {
+                filter?: string | null;
+                /** @description 1-based. */
+                startIndex?: number | null;
+                /** @description At most QUESTLINE_SCIM_MAX_RESULTS. */
+                count?: number | null;
+                attributes?: string | null;
+                excludedAttributes?: string | null;
+                /** @description Ignored. */
+                sortBy?: string | null;
+                /** @description Ignored. */
+                sortOrder?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description SCIM error: invalidSyntax, invalidValue, invalidFilter, invalidPath, noTarget, mutability. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "400",
+                     *       "detail": "invalidSyntax, invalidValue, invalidFilter, invalidPath, noTarget, mutability."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: no scim token, or one that does not verify. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "401",
+                     *       "detail": "no scim token, or one that does not verify."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: a token of another role (only scim tokens provision). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "403",
+                     *       "detail": "a token of another role (only scim tokens provision)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: too many requests (Retry-After). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "429",
+                     *       "detail": "too many requests (Retry-After)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: the database is unavailable (Retry-After). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "503",
+                     *       "detail": "the database is unavailable (Retry-After)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+        };
+    };
+    scimCreateUser: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "schemas": [
+                 *         "urn:ietf:params:scim:schemas:core:2.0:User"
+                 *       ],
+                 *       "userName": "ada@example.org",
+                 *       "externalId": "00u1ab2cd3EF4gh5i6j7",
+                 *       "name": {
+                 *         "givenName": "Ada"
+                 *       },
+                 *       "emails": [
+                 *         {
+                 *           "value": "ada@example.org",
+                 *           "primary": true
+                 *         }
+                 *       ],
+                 *       "active": true
+                 *     }
+                 */
+                "application/scim+json": Record<string, never>;
+                /**
+                 * @example {
+                 *       "schemas": [
+                 *         "urn:ietf:params:scim:schemas:core:2.0:User"
+                 *       ],
+                 *       "userName": "ada@example.org",
+                 *       "externalId": "00u1ab2cd3EF4gh5i6j7",
+                 *       "name": {
+                 *         "givenName": "Ada"
+                 *       },
+                 *       "emails": [
+                 *         {
+                 *           "value": "ada@example.org",
+                 *           "primary": true
+                 *         }
+                 *       ],
+                 *       "active": true
+                 *     }
+                 */
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description SCIM error: invalidSyntax, invalidValue, invalidFilter, invalidPath, noTarget, mutability. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "400",
+                     *       "detail": "invalidSyntax, invalidValue, invalidFilter, invalidPath, noTarget, mutability."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: no scim token, or one that does not verify. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "401",
+                     *       "detail": "no scim token, or one that does not verify."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: a token of another role (only scim tokens provision). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "403",
+                     *       "detail": "a token of another role (only scim tokens provision)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: uniqueness: userName, e-mail or team name already taken. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "409",
+                     *       "detail": "uniqueness."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: the body is too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "413",
+                     *       "detail": "the body is too large."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: the body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "415",
+                     *       "detail": "the body is not JSON."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: too many requests (Retry-After). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "429",
+                     *       "detail": "too many requests (Retry-After)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: the database is unavailable (Retry-After). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "503",
+                     *       "detail": "the database is unavailable (Retry-After)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+        };
+    };
+    scimGetUser: {
+        parameters: {
+            query?: {
+                attributes?: string | null;
+                excludedAttributes?: string | null;
+            };
+            header?: never;
+            path: {
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description SCIM error: invalidSyntax, invalidValue, invalidFilter, invalidPath, noTarget, mutability. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "400",
+                     *       "detail": "invalidSyntax, invalidValue, invalidFilter, invalidPath, noTarget, mutability."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: no scim token, or one that does not verify. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "401",
+                     *       "detail": "no scim token, or one that does not verify."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: a token of another role (only scim tokens provision). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "403",
+                     *       "detail": "a token of another role (only scim tokens provision)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: no such resource in your organization. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "404",
+                     *       "detail": "no such resource in your organization."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: too many requests (Retry-After). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "429",
+                     *       "detail": "too many requests (Retry-After)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: the database is unavailable (Retry-After). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "503",
+                     *       "detail": "the database is unavailable (Retry-After)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+        };
+    };
+    scimReplaceUser: {
+        parameters: {
+            query?: never;
+            header?: {
+                "if-match"?: string | null;
+            };
+            path: {
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "schemas": [
+                 *         "urn:ietf:params:scim:schemas:core:2.0:User"
+                 *       ],
+                 *       "userName": "ada@example.org",
+                 *       "externalId": "00u1ab2cd3EF4gh5i6j7",
+                 *       "name": {
+                 *         "givenName": "Ada"
+                 *       },
+                 *       "emails": [
+                 *         {
+                 *           "value": "ada@example.org",
+                 *           "primary": true
+                 *         }
+                 *       ],
+                 *       "active": true
+                 *     }
+                 */
+                "application/scim+json": Record<string, never>;
+                /**
+                 * @example {
+                 *       "schemas": [
+                 *         "urn:ietf:params:scim:schemas:core:2.0:User"
+                 *       ],
+                 *       "userName": "ada@example.org",
+                 *       "externalId": "00u1ab2cd3EF4gh5i6j7",
+                 *       "name": {
+                 *         "givenName": "Ada"
+                 *       },
+                 *       "emails": [
+                 *         {
+                 *           "value": "ada@example.org",
+                 *           "primary": true
+                 *         }
+                 *       ],
+                 *       "active": true
+                 *     }
+                 */
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description SCIM error: invalidSyntax, invalidValue, invalidFilter, invalidPath, noTarget, mutability. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "400",
+                     *       "detail": "invalidSyntax, invalidValue, invalidFilter, invalidPath, noTarget, mutability."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: no scim token, or one that does not verify. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "401",
+                     *       "detail": "no scim token, or one that does not verify."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: a token of another role (only scim tokens provision). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "403",
+                     *       "detail": "a token of another role (only scim tokens provision)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: no such resource in your organization. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "404",
+                     *       "detail": "no such resource in your organization."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: uniqueness: userName, e-mail or team name already taken. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "409",
+                     *       "detail": "uniqueness."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: If-Match names a version that is no longer current. */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "412",
+                     *       "detail": "If-Match names a version that is no longer current."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: the body is too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "413",
+                     *       "detail": "the body is too large."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: the body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "415",
+                     *       "detail": "the body is not JSON."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: too many requests (Retry-After). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "429",
+                     *       "detail": "too many requests (Retry-After)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: the database is unavailable (Retry-After). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "503",
+                     *       "detail": "the database is unavailable (Retry-After)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+        };
+    };
+    scimDeleteUser: {
+        parameters: {
+            query?: never;
+            header?: {
+                "if-match"?: string | null;
+            };
+            path: {
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description SCIM error: no scim token, or one that does not verify. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "401",
+                     *       "detail": "no scim token, or one that does not verify."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: a token of another role (only scim tokens provision). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "403",
+                     *       "detail": "a token of another role (only scim tokens provision)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: no such resource in your organization. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "404",
+                     *       "detail": "no such resource in your organization."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: If-Match names a version that is no longer current. */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "412",
+                     *       "detail": "If-Match names a version that is no longer current."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: too many requests (Retry-After). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "429",
+                     *       "detail": "too many requests (Retry-After)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: the database is unavailable (Retry-After). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "503",
+                     *       "detail": "the database is unavailable (Retry-After)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+        };
+    };
+    scimPatchUser: {
+        parameters: {
+            query?: never;
+            header?: {
+                "if-match"?: string | null;
+            };
+            path: {
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "schemas": [
+                 *         "urn:ietf:params:scim:api:messages:2.0:PatchOp"
+                 *       ],
+                 *       "Operations": [
+                 *         {
+                 *           "op": "replace",
+                 *           "path": "active",
+                 *           "value": false
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/scim+json": Record<string, never>;
+                /**
+                 * @example {
+                 *       "schemas": [
+                 *         "urn:ietf:params:scim:api:messages:2.0:PatchOp"
+                 *       ],
+                 *       "Operations": [
+                 *         {
+                 *           "op": "replace",
+                 *           "path": "active",
+                 *           "value": false
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description SCIM error: invalidSyntax, invalidValue, invalidFilter, invalidPath, noTarget, mutability. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "400",
+                     *       "detail": "invalidSyntax, invalidValue, invalidFilter, invalidPath, noTarget, mutability."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: no scim token, or one that does not verify. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "401",
+                     *       "detail": "no scim token, or one that does not verify."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: a token of another role (only scim tokens provision). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "403",
+                     *       "detail": "a token of another role (only scim tokens provision)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: no such resource in your organization. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "404",
+                     *       "detail": "no such resource in your organization."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: uniqueness: userName, e-mail or team name already taken. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "409",
+                     *       "detail": "uniqueness."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: If-Match names a version that is no longer current. */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "412",
+                     *       "detail": "If-Match names a version that is no longer current."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: the body is too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "413",
+                     *       "detail": "the body is too large."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: the body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "415",
+                     *       "detail": "the body is not JSON."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: too many requests (Retry-After). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "429",
+                     *       "detail": "too many requests (Retry-After)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: the database is unavailable (Retry-After). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "503",
+                     *       "detail": "the database is unavailable (Retry-After)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+        };
+    };
+    scimListGroups: {
+        parameters: {
+            query?: {
+                filter?: string | null;
+                /** @description 1-based. */
+                startIndex?: number | null;
+                /** @description At most QUESTLINE_SCIM_MAX_RESULTS. */
+                count?: number | null;
+                attributes?: string | null;
+                excludedAttributes?: string | null;
+                /** @description Ignored. */
+                sortBy?: string | null;
+                /** @description Ignored. */
+                sortOrder?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description SCIM error: invalidSyntax, invalidValue, invalidFilter, invalidPath, noTarget, mutability. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "400",
+                     *       "detail": "invalidSyntax, invalidValue, invalidFilter, invalidPath, noTarget, mutability."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: no scim token, or one that does not verify. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "401",
+                     *       "detail": "no scim token, or one that does not verify."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: a token of another role (only scim tokens provision). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "403",
+                     *       "detail": "a token of another role (only scim tokens provision)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: too many requests (Retry-After). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "429",
+                     *       "detail": "too many requests (Retry-After)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: the database is unavailable (Retry-After). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "503",
+                     *       "detail": "the database is unavailable (Retry-After)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+        };
+    };
+    scimCreateGroup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "schemas": [
+                 *         "urn:ietf:params:scim:schemas:core:2.0:Group"
+                 *       ],
+                 *       "displayName": "Rockets",
+                 *       "externalId": "00g1ab2cd3EF4gh5i6j7",
+                 *       "members": [
+                 *         {
+                 *           "value": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b30"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/scim+json": Record<string, never>;
+                /**
+                 * @example {
+                 *       "schemas": [
+                 *         "urn:ietf:params:scim:schemas:core:2.0:Group"
+                 *       ],
+                 *       "displayName": "Rockets",
+                 *       "externalId": "00g1ab2cd3EF4gh5i6j7",
+                 *       "members": [
+                 *         {
+                 *           "value": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b30"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description SCIM error: invalidSyntax, invalidValue, invalidFilter, invalidPath, noTarget, mutability. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "400",
+                     *       "detail": "invalidSyntax, invalidValue, invalidFilter, invalidPath, noTarget, mutability."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: no scim token, or one that does not verify. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "401",
+                     *       "detail": "no scim token, or one that does not verify."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: a token of another role (only scim tokens provision). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "403",
+                     *       "detail": "a token of another role (only scim tokens provision)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: uniqueness: userName, e-mail or team name already taken. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "409",
+                     *       "detail": "uniqueness."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: the body is too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "413",
+                     *       "detail": "the body is too large."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: the body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "415",
+                     *       "detail": "the body is not JSON."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: too many requests (Retry-After). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "429",
+                     *       "detail": "too many requests (Retry-After)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: the database is unavailable (Retry-After). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "503",
+                     *       "detail": "the database is unavailable (Retry-After)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+        };
+    };
+    scimGetGroup: {
+        parameters: {
+            query?: {
+                attributes?: string | null;
+                excludedAttributes?: string | null;
+            };
+            header?: never;
+            path: {
+                group_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description SCIM error: invalidSyntax, invalidValue, invalidFilter, invalidPath, noTarget, mutability. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "400",
+                     *       "detail": "invalidSyntax, invalidValue, invalidFilter, invalidPath, noTarget, mutability."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: no scim token, or one that does not verify. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "401",
+                     *       "detail": "no scim token, or one that does not verify."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: a token of another role (only scim tokens provision). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "403",
+                     *       "detail": "a token of another role (only scim tokens provision)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: no such resource in your organization. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "404",
+                     *       "detail": "no such resource in your organization."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: too many requests (Retry-After). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "429",
+                     *       "detail": "too many requests (Retry-After)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: the database is unavailable (Retry-After). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "503",
+                     *       "detail": "the database is unavailable (Retry-After)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+        };
+    };
+    scimReplaceGroup: {
+        parameters: {
+            query?: never;
+            header?: {
+                "if-match"?: string | null;
+            };
+            path: {
+                group_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "schemas": [
+                 *         "urn:ietf:params:scim:schemas:core:2.0:Group"
+                 *       ],
+                 *       "displayName": "Rockets",
+                 *       "externalId": "00g1ab2cd3EF4gh5i6j7",
+                 *       "members": [
+                 *         {
+                 *           "value": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b30"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/scim+json": Record<string, never>;
+                /**
+                 * @example {
+                 *       "schemas": [
+                 *         "urn:ietf:params:scim:schemas:core:2.0:Group"
+                 *       ],
+                 *       "displayName": "Rockets",
+                 *       "externalId": "00g1ab2cd3EF4gh5i6j7",
+                 *       "members": [
+                 *         {
+                 *           "value": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b30"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description SCIM error: invalidSyntax, invalidValue, invalidFilter, invalidPath, noTarget, mutability. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "400",
+                     *       "detail": "invalidSyntax, invalidValue, invalidFilter, invalidPath, noTarget, mutability."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: no scim token, or one that does not verify. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "401",
+                     *       "detail": "no scim token, or one that does not verify."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: a token of another role (only scim tokens provision). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "403",
+                     *       "detail": "a token of another role (only scim tokens provision)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: no such resource in your organization. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "404",
+                     *       "detail": "no such resource in your organization."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: uniqueness: userName, e-mail or team name already taken. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "409",
+                     *       "detail": "uniqueness."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: If-Match names a version that is no longer current. */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "412",
+                     *       "detail": "If-Match names a version that is no longer current."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: the body is too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "413",
+                     *       "detail": "the body is too large."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: the body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "415",
+                     *       "detail": "the body is not JSON."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: too many requests (Retry-After). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "429",
+                     *       "detail": "too many requests (Retry-After)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: the database is unavailable (Retry-After). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "503",
+                     *       "detail": "the database is unavailable (Retry-After)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+        };
+    };
+    scimDeleteGroup: {
+        parameters: {
+            query?: never;
+            header?: {
+                "if-match"?: string | null;
+            };
+            path: {
+                group_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description SCIM error: no scim token, or one that does not verify. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "401",
+                     *       "detail": "no scim token, or one that does not verify."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: a token of another role (only scim tokens provision). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "403",
+                     *       "detail": "a token of another role (only scim tokens provision)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: no such resource in your organization. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "404",
+                     *       "detail": "no such resource in your organization."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: If-Match names a version that is no longer current. */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "412",
+                     *       "detail": "If-Match names a version that is no longer current."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: too many requests (Retry-After). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "429",
+                     *       "detail": "too many requests (Retry-After)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: the database is unavailable (Retry-After). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "503",
+                     *       "detail": "the database is unavailable (Retry-After)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+        };
+    };
+    scimPatchGroup: {
+        parameters: {
+            query?: never;
+            header?: {
+                "if-match"?: string | null;
+            };
+            path: {
+                group_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "schemas": [
+                 *         "urn:ietf:params:scim:api:messages:2.0:PatchOp"
+                 *       ],
+                 *       "Operations": [
+                 *         {
+                 *           "op": "remove",
+                 *           "path": "members[value eq \"0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b30\"]"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/scim+json": Record<string, never>;
+                /**
+                 * @example {
+                 *       "schemas": [
+                 *         "urn:ietf:params:scim:api:messages:2.0:PatchOp"
+                 *       ],
+                 *       "Operations": [
+                 *         {
+                 *           "op": "remove",
+                 *           "path": "members[value eq \"0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b30\"]"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description SCIM error: invalidSyntax, invalidValue, invalidFilter, invalidPath, noTarget, mutability. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "400",
+                     *       "detail": "invalidSyntax, invalidValue, invalidFilter, invalidPath, noTarget, mutability."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: no scim token, or one that does not verify. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "401",
+                     *       "detail": "no scim token, or one that does not verify."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: a token of another role (only scim tokens provision). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "403",
+                     *       "detail": "a token of another role (only scim tokens provision)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: no such resource in your organization. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "404",
+                     *       "detail": "no such resource in your organization."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: uniqueness: userName, e-mail or team name already taken. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "409",
+                     *       "detail": "uniqueness."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: If-Match names a version that is no longer current. */
+            412: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "412",
+                     *       "detail": "If-Match names a version that is no longer current."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: the body is too large. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "413",
+                     *       "detail": "the body is too large."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: the body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "415",
+                     *       "detail": "the body is not JSON."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: too many requests (Retry-After). */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "429",
+                     *       "detail": "too many requests (Retry-After)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description SCIM error: the database is unavailable (Retry-After). */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schemas": [
+                     *         "urn:ietf:params:scim:api:messages:2.0:Error"
+                     *       ],
+                     *       "status": "503",
+                     *       "detail": "the database is unavailable (Retry-After)."
+                     *     }
+                     */
+                    "application/scim+json": Record<string, never>;
+                };
+            };
+        };
+    };
+    createScimToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "Days": 365
+                 *     }
+                 */
+                "application/json": components["schemas"]["ScimTokenCreate"] | null;
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "Token": "eyJhbGciOiJIUzI1NiJ9.eyJyb2xlIjoic2NpbSJ9.c2lnbmF0dXJl",
+                     *       "BaseUrl": "https://questline.example.org/scim/v2",
+                     *       "ExpiresAt": "2026-11-20T09:30:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ScimToken"];
+                };
+            };
+            /** @description Malformed JSON, or JSON nested too deeply; or a `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/organization/scim-token",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/organization/scim-token",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/organization/scim-token",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/organization/scim-token",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/conflict",
+                     *       "title": "Conflict",
+                     *       "status": 409,
+                     *       "detail": "The request conflicts with the current state.",
+                     *       "instance": "/organization/scim-token",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](/problems/payload-too-large). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/payload-too-large",
+                     *       "title": "Payload too large",
+                     *       "status": 413,
+                     *       "detail": "The body is over the limit (5 MiB; 32 MiB for `/team/bulk`), or a bulk request has more teams than allowed.",
+                     *       "instance": "/organization/scim-token",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/organization/scim-token",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](/problems/unsupported-media-type). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "The body was sent with a media type this operation does not read.",
+                     *       "instance": "/organization/scim-token",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/organization/scim-token",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/organization/scim-token",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/organization/scim-token",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/organization/scim-token",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    listAdjustments: {
+        parameters: {
+            query?: {
+                /** @description Page size; omit for every item. */
+                limit?: number | null;
+                /** @description Cursor from the previous page's `Link` header (opaque, signed). */
+                after?: string | null;
+            };
+            header?: never;
+            path: {
+                /** @description Id of the team */
+                team_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The list; as CSV (RFC 4180, UTF-8, header row, sent as an attachment) with `Accept: text/csv`. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "Id": "0193a6f9-7a81-7c93-8dae-1f2a3b4c5d61",
+                     *         "TeamId": "0193a6f3-1a2b-7c3d-8e4f-5a6b7c8d9e01",
+                     *         "Points": -20,
+                     *         "Reason": "Shared a solution on the forum (rule 4).",
+                     *         "At": "2026-11-20T09:30:00Z",
+                     *         "RecordedBy": "admin@example.org",
+                     *         "CreatedAt": "2026-11-20T09:30:00Z",
+                     *         "WithdrawnAt": "2026-11-21T14:05:00Z",
+                     *         "WithdrawnBy": "admin@example.org",
+                     *         "Score": 40
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["Adjustment"][];
+                    /** @example Id,TeamId,Points,Reason,At,RecordedBy,CreatedAt,WithdrawnAt,WithdrawnBy,Score */
+                    "text/csv": string;
+                };
+            };
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/team/{team_id}/adjustments",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/team/{team_id}/adjustments",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/team/{team_id}/adjustments",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "No such resource in the caller's organization.",
+                     *       "instance": "/team/{team_id}/adjustments",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/team/{team_id}/adjustments",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/adjustments",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/team/{team_id}/adjustments",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/team/{team_id}/adjustments",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/adjustments",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/team/{team_id}/adjustments",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    adjustScore: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the team */
+                team_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "Points": -20,
+                 *       "Reason": "Shared a solution on the forum (rule 4).",
+                 *       "At": "2026-11-20T09:30:00Z"
+                 *     }
+                 */
+                "application/json": components["schemas"]["AdjustmentCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "Id": "0193a6f9-7a81-7c93-8dae-1f2a3b4c5d61",
+                     *       "TeamId": "0193a6f3-1a2b-7c3d-8e4f-5a6b7c8d9e01",
+                     *       "Points": -20,
+                     *       "Reason": "Shared a solution on the forum (rule 4).",
+                     *       "At": "2026-11-20T09:30:00Z",
+                     *       "RecordedBy": "admin@example.org",
+                     *       "CreatedAt": "2026-11-20T09:30:00Z",
+                     *       "WithdrawnAt": "2026-11-21T14:05:00Z",
+                     *       "WithdrawnBy": "admin@example.org",
+                     *       "Score": 40
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Adjustment"];
+                };
+            };
+            /** @description Malformed JSON, or JSON nested too deeply; or a `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/team/{team_id}/adjustments",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/team/{team_id}/adjustments",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/team/{team_id}/adjustments",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "No such resource in the caller's organization.",
+                     *       "instance": "/team/{team_id}/adjustments",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/team/{team_id}/adjustments",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/conflict",
+                     *       "title": "Conflict",
+                     *       "status": 409,
+                     *       "detail": "The request conflicts with the current state.",
+                     *       "instance": "/team/{team_id}/adjustments",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](/problems/payload-too-large). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/payload-too-large",
+                     *       "title": "Payload too large",
+                     *       "status": 413,
+                     *       "detail": "The body is over the limit (5 MiB; 32 MiB for `/team/bulk`), or a bulk request has more teams than allowed.",
+                     *       "instance": "/team/{team_id}/adjustments",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/adjustments",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](/problems/unsupported-media-type). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "The body was sent with a media type this operation does not read.",
+                     *       "instance": "/team/{team_id}/adjustments",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/team/{team_id}/adjustments",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/team/{team_id}/adjustments",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/adjustments",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/team/{team_id}/adjustments",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    getAdjustment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the team */
+                team_id: string;
+                /** @description Id of the adjustment */
+                adjustment_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "Id": "0193a6f9-7a81-7c93-8dae-1f2a3b4c5d61",
+                     *       "TeamId": "0193a6f3-1a2b-7c3d-8e4f-5a6b7c8d9e01",
+                     *       "Points": -20,
+                     *       "Reason": "Shared a solution on the forum (rule 4).",
+                     *       "At": "2026-11-20T09:30:00Z",
+                     *       "RecordedBy": "admin@example.org",
+                     *       "CreatedAt": "2026-11-20T09:30:00Z",
+                     *       "WithdrawnAt": "2026-11-21T14:05:00Z",
+                     *       "WithdrawnBy": "admin@example.org",
+                     *       "Score": 40
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Adjustment"];
+                };
+            };
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/team/{team_id}/adjustments/{adjustment_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/team/{team_id}/adjustments/{adjustment_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/team/{team_id}/adjustments/{adjustment_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "No such resource in the caller's organization.",
+                     *       "instance": "/team/{team_id}/adjustments/{adjustment_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/team/{team_id}/adjustments/{adjustment_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/adjustments/{adjustment_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/team/{team_id}/adjustments/{adjustment_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/team/{team_id}/adjustments/{adjustment_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/adjustments/{adjustment_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/team/{team_id}/adjustments/{adjustment_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    withdrawAdjustment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the team */
+                team_id: string;
+                /** @description Id of the adjustment */
+                adjustment_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/team/{team_id}/adjustments/{adjustment_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/team/{team_id}/adjustments/{adjustment_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/team/{team_id}/adjustments/{adjustment_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "No such resource in the caller's organization.",
+                     *       "instance": "/team/{team_id}/adjustments/{adjustment_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/team/{team_id}/adjustments/{adjustment_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/conflict",
+                     *       "title": "Conflict",
+                     *       "status": 409,
+                     *       "detail": "The request conflicts with the current state.",
+                     *       "instance": "/team/{team_id}/adjustments/{adjustment_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/adjustments/{adjustment_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/team/{team_id}/adjustments/{adjustment_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/team/{team_id}/adjustments/{adjustment_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/adjustments/{adjustment_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/team/{team_id}/adjustments/{adjustment_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    listAuditEntries: {
+        parameters: {
+            query?: {
+                /** @description Only this actor's (subject) changes. */
+                actor?: string | null;
+                /** @description Only this action, e.g. `team.renamed`. */
+                action?: string | null;
+                /** @description Only changes of this resource (its id). */
+                target?: string | null;
+                /** @description Changes made at or after this time (RFC 3339). */
+                from?: string | null;
+                /** @description Changes made at or before this time (RFC 3339). */
+                to?: string | null;
+                /** @description Page size (default 100, at most 1000); the next page is in the `Link` header. */
+                limit?: number;
+                /** @description Cursor from the previous page's `Link` header (opaque, signed). */
+                after?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The list; as CSV (RFC 4180, UTF-8, header row, sent as an attachment) with `Accept: text/csv`. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "Id": "0193a6fa-8b92-7da4-9ebf-2a3b4c5d6e71",
+                     *         "At": "2026-11-20T09:30:00Z",
+                     *         "Actor": "admin@example.org",
+                     *         "ActorRole": "admin",
+                     *         "ActorVia": "token",
+                     *         "Action": "team.renamed",
+                     *         "TargetType": "team",
+                     *         "TargetId": "0193a6f3-1a2b-7c3d-8e4f-5a6b7c8d9e01",
+                     *         "RequestId": "6f1c0a4e3b2d4c5e8f9a0b1c2d3e4f50",
+                     *         "Changes": {
+                     *           "Name": {
+                     *             "Before": "Rockets",
+                     *             "After": "Comets"
+                     *           }
+                     *         }
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["AuditEntry"][];
+                    /** @example Id,At,Actor,ActorRole,ActorVia,Action,TargetType,TargetId,RequestId,Changes */
+                    "text/csv": string;
+                };
+            };
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/audit",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/audit",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/audit",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/audit",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/audit",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/audit",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/audit",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/audit",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/audit",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
                      */

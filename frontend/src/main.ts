@@ -215,6 +215,7 @@ function render(signInMessage: string | null = null): void {
         break;
       case 'sso':
         renderSsoSettings(ctx);
+        break;
       case 'audit':
         renderAudit(ctx);
         break;
