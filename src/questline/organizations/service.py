@@ -4,6 +4,7 @@ import uuid
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from questline import audit
 from questline.organizations.models import Organization
 from questline.storage.db import insert_ignoring_conflicts, utcnow
 from questline.web.errors import not_found
@@ -31,6 +32,15 @@ async def rename_organization(
 ) -> Organization:
     await ensure_organization(session, org_id)
     row = await get_organization(session, org_id)
+    before = {"Name": row.name}
     row.name = name
     await session.flush()
+    await audit.record(
+        session,
+        organization_id=org_id,
+        action="organization.renamed",
+        target=("organization", org_id),
+        before=before,
+        after={"Name": name},
+    )
     return row

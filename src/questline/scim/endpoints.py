@@ -15,6 +15,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Request, Response, status
 from scim2_models import Context, Group, ResponseParameters, User
 
+from questline import audit
 from questline.auth.authentication import identity_of
 from questline.scim import discovery, resources, service
 from questline.scim.errors import ScimRoute
@@ -359,6 +360,7 @@ token_router = APIRouter(prefix="/organization", tags=["scim"], route_class=Tran
 async def create_scim_token(
     request: Request,
     tenant: AdminOf,
+    session: SessionDep,
     data: Annotated[ScimTokenCreate | None, Body()] = None,
 ) -> ScimToken:
     """A bearer token with the role `scim` for the organization's directory (Okta, Entra
@@ -378,8 +380,16 @@ async def create_scim_token(
             "Tokens are issued by your identity provider here, not by Questline: give the "
             "directory a token with the role scim from it."
         ) from exc
+    expires_at = dt.datetime.now(dt.UTC) + lifetime
+    await audit.record(  # never the token itself
+        session,
+        organization_id=tenant.org_id,
+        action="scim_token.minted",
+        target=("organization", tenant.org_id),
+        after={"ExpiresAt": expires_at.isoformat()},
+    )
     return ScimToken(
         token=token,
         base_url=base_url(request),
-        expires_at=dt.datetime.now(dt.UTC) + lifetime,
+        expires_at=expires_at,
     )

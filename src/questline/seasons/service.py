@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from questline import audit
 from questline.disciplines.models import Discipline
 from questline.disciplines.service import visible_to
 from questline.readmodel.versions import bump
@@ -134,6 +135,7 @@ async def create_season(
     session.add(season)
     await session.flush()
     await bump(session, org_id)
+    await _audit(session, season, "season.created", after=_fields(season))
     return season
 
 
@@ -178,6 +180,7 @@ async def update_season(
     ends_at = data.ends_at if data.ends_at is not None else season.ends_at
     freezes_at = data.freezes_at if "freezes_at" in given else season.freezes_at
     check_times(starts_at, ends_at, freezes_at)
+    before = _fields(season)
     if "discipline_id" in given:
         await check_discipline(
             session, org_id=season.organization_id, discipline_id=data.discipline_id
@@ -189,13 +192,16 @@ async def update_season(
     season.updated_at = utcnow()
     await session.flush()
     await bump(session, season.organization_id)
+    await _audit(session, season, "season.changed", before=before, after=_fields(season))
     return season
 
 
 async def delete_season(session: AsyncSession, *, season: Season) -> None:
+    before = _fields(season)
     await session.delete(season)
     await session.flush()
     await bump(session, season.organization_id)
+    await _audit(session, season, "season.deleted", before=before)
 
 
 async def reveal(session: AsyncSession, *, season: Season) -> Season:
@@ -208,4 +214,38 @@ async def reveal(session: AsyncSession, *, season: Season) -> Season:
     season.updated_at = now
     await session.flush()
     await bump(session, season.organization_id)
+    await _audit(session, season, "season.revealed", after={"RevealedAt": now.isoformat()})
     return season
+
+
+def _fields(season: Season) -> dict[str, str | None]:
+    """What an audit entry shows of a season."""
+
+    def iso(at: dt.datetime | None) -> str | None:
+        return None if at is None else at.isoformat()
+
+    return {
+        "Name": season.name,
+        "StartsAt": iso(season.starts_at),
+        "EndsAt": iso(season.ends_at),
+        "FreezesAt": iso(season.freezes_at),
+        "DisciplineId": None if season.discipline_id is None else str(season.discipline_id),
+    }
+
+
+async def _audit(
+    session: AsyncSession,
+    season: Season,
+    action: str,
+    *,
+    before: dict[str, str | None] | None = None,
+    after: dict[str, str | None] | None = None,
+) -> None:
+    await audit.record(
+        session,
+        organization_id=season.organization_id,
+        action=action,
+        target=("season", season.id),
+        before=before,
+        after=after,
+    )

@@ -208,16 +208,12 @@ CALLBACK_PATH = "/auth/oidc/callback"
 )
 async def oidc_callback(
     request: Request,
-    code: Annotated[
-        str | None, Query(max_length=4096, description="The authorization code.")
-    ] = None,
-    state: Annotated[str | None, Query(max_length=512, description="The login's `state`.")] = None,
-    error: Annotated[
-        str | None, Query(max_length=512, description="The provider's error, if any.")
-    ] = None,
+    code: Annotated[str | None, Query(description="The authorization code.")] = None,
+    state: Annotated[str | None, Query(description="The login's `state`.")] = None,
+    error: Annotated[str | None, Query(description="The provider's error, if any.")] = None,
     iss: Annotated[
         str | None,
-        Query(max_length=2048, description="The issuer (RFC 9207), checked when sent."),
+        Query(description="The issuer (RFC 9207), checked when sent."),
     ] = None,
 ) -> Response:
     """Spend the login's `state` (once), exchange the code, verify the ID token, find or
@@ -337,10 +333,7 @@ async def oidc_login(
     organization_id: str,
     next: Annotated[
         str | None,
-        Query(
-            max_length=4096,
-            description="Where to land once signed in: a path of this service (`/ui/…`).",
-        ),
+        Query(description="Where to land once signed in: a path of this service (`/ui/…`)."),
     ] = None,
 ) -> Response:
     """`302` to the provider's authorization endpoint: authorization code with PKCE

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from questline import audit
 from questline.sso import schemas, sealing
 from questline.sso.models import SsoConfiguration
 from questline.sso.provider import Provider, ProviderDirectory, ProviderUnusable
@@ -79,6 +80,20 @@ async def save_configuration(
     if existing is None:
         session.add(row)
     await session.flush()
+    await audit.record(  # never the client secret: only the settings that show
+        session,
+        organization_id=org_id,
+        action="sso.configured" if existing is None else "sso.changed",
+        target=("organization", org_id),
+        after={
+            "Issuer": row.issuer,
+            "ClientId": row.client_id,
+            "AdminGroups": row.admin_groups,
+            "GroupsClaim": row.groups_claim,
+            "AllowedEmailDomains": row.allowed_email_domains,
+            "Enabled": row.enabled,
+        },
+    )
     providers.remember(provider.issuer, provider)  # the name logins look it up by
     logger.info("single sign-on configured for %s with issuer %s", org_id, provider.issuer)
     return Saved(configuration=row, provider=provider, created=existing is None)
@@ -90,6 +105,9 @@ async def delete_configuration(session: AsyncSession, *, org_id: uuid.UUID) -> N
     )
     if not getattr(result, "rowcount", 0):
         raise not_found("single sign-on configuration")
+    await audit.record(
+        session, organization_id=org_id, action="sso.removed", target=("organization", org_id)
+    )
 
 
 def to_schema(

@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import and_, delete, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from questline import audit
 from questline.config import Settings
 from questline.disciplines.models import Discipline, Level, Quest, Task
 from questline.events import fanout
@@ -90,6 +91,13 @@ async def put_lrs(
     found.last_error = None
     found.updated_at = now
     await session.flush()
+    await audit.record(  # the secret never: only whether one is set
+        session,
+        organization_id=org_id,
+        action="xapi.registered" if created else "xapi.changed",
+        target=("lrs", org_id),
+        after={"Endpoint": data.endpoint, "Username": data.username},
+    )
     return found, created
 
 
@@ -100,6 +108,13 @@ async def delete_lrs(session: AsyncSession, *, lrs: LrsConnection) -> None:
     )
     await session.delete(lrs)
     await session.flush()
+    await audit.record(
+        session,
+        organization_id=lrs.organization_id,
+        action="xapi.removed",
+        target=("lrs", lrs.organization_id),
+        before={"Endpoint": lrs.endpoint},
+    )
 
 
 async def to_schema(session: AsyncSession, lrs: LrsConnection, iris: Iris) -> schemas.Lrs:
