@@ -18881,6 +18881,24 @@ export interface operations {
                     "application/scim+json": Record<string, never>;
                 };
             };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
             /** @description SCIM error: too many requests (Retry-After). */
             429: {
                 headers: {
@@ -18897,6 +18915,15 @@ export interface operations {
                      *     }
                      */
                     "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
             /** @description SCIM error: the database is unavailable (Retry-After). */
@@ -18971,6 +18998,24 @@ export interface operations {
                     "application/scim+json": Record<string, never>;
                 };
             };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
             /** @description SCIM error: too many requests (Retry-After). */
             429: {
                 headers: {
@@ -18987,6 +19032,15 @@ export interface operations {
                      *     }
                      */
                     "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
             /** @description SCIM error: the database is unavailable (Retry-After). */
@@ -19081,6 +19135,24 @@ export interface operations {
                     "application/scim+json": Record<string, never>;
                 };
             };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
             /** @description SCIM error: too many requests (Retry-After). */
             429: {
                 headers: {
@@ -19097,6 +19169,15 @@ export interface operations {
                      *     }
                      */
                     "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
             /** @description SCIM error: the database is unavailable (Retry-After). */
@@ -19171,6 +19252,24 @@ export interface operations {
                     "application/scim+json": Record<string, never>;
                 };
             };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
             /** @description SCIM error: too many requests (Retry-After). */
             429: {
                 headers: {
@@ -19187,6 +19286,15 @@ export interface operations {
                      *     }
                      */
                     "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
             /** @description SCIM error: the database is unavailable (Retry-After). */
@@ -19281,6 +19389,24 @@ export interface operations {
                     "application/scim+json": Record<string, never>;
                 };
             };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
             /** @description SCIM error: too many requests (Retry-After). */
             429: {
                 headers: {
@@ -19297,6 +19423,15 @@ export interface operations {
                      *     }
                      */
                     "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
             /** @description SCIM error: the database is unavailable (Retry-After). */
@@ -19371,6 +19506,24 @@ export interface operations {
                     "application/scim+json": Record<string, never>;
                 };
             };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
             /** @description SCIM error: too many requests (Retry-After). */
             429: {
                 headers: {
@@ -19387,6 +19540,15 @@ export interface operations {
                      *     }
                      */
                     "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
             /** @description SCIM error: not implemented. */
@@ -19509,6 +19671,24 @@ export interface operations {
                     "application/scim+json": Record<string, never>;
                 };
             };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
             /** @description SCIM error: too many requests (Retry-After). */
             429: {
                 headers: {
@@ -19525,6 +19705,15 @@ export interface operations {
                      *     }
                      */
                     "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
             /** @description SCIM error: the database is unavailable (Retry-After). */
@@ -19660,6 +19849,15 @@ export interface operations {
                     "application/scim+json": Record<string, never>;
                 };
             };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
             /** @description SCIM error: uniqueness: userName, e-mail or team name already taken. */
             409: {
                 headers: {
@@ -19696,6 +19894,15 @@ export interface operations {
                     "application/scim+json": Record<string, never>;
                 };
             };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
             /** @description SCIM error: the body is not JSON. */
             415: {
                 headers: {
@@ -19730,6 +19937,15 @@ export interface operations {
                      *     }
                      */
                     "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
             /** @description SCIM error: the database is unavailable (Retry-After). */
@@ -19845,6 +20061,24 @@ export interface operations {
                     "application/scim+json": Record<string, never>;
                 };
             };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
             /** @description SCIM error: too many requests (Retry-After). */
             429: {
                 headers: {
@@ -19861,6 +20095,15 @@ export interface operations {
                      *     }
                      */
                     "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
             /** @description SCIM error: the database is unavailable (Retry-After). */
@@ -20018,6 +20261,15 @@ export interface operations {
                     "application/scim+json": Record<string, never>;
                 };
             };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
             /** @description SCIM error: uniqueness: userName, e-mail or team name already taken. */
             409: {
                 headers: {
@@ -20072,6 +20324,15 @@ export interface operations {
                     "application/scim+json": Record<string, never>;
                 };
             };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
             /** @description SCIM error: the body is not JSON. */
             415: {
                 headers: {
@@ -20106,6 +20367,15 @@ export interface operations {
                      *     }
                      */
                     "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
             /** @description SCIM error: the database is unavailable (Retry-After). */
@@ -20202,6 +20472,15 @@ export interface operations {
                     "application/scim+json": Record<string, never>;
                 };
             };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
             /** @description SCIM error: If-Match names a version that is no longer current. */
             412: {
                 headers: {
@@ -20220,6 +20499,15 @@ export interface operations {
                     "application/scim+json": Record<string, never>;
                 };
             };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
             /** @description SCIM error: too many requests (Retry-After). */
             429: {
                 headers: {
@@ -20236,6 +20524,15 @@ export interface operations {
                      *     }
                      */
                     "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
             /** @description SCIM error: the database is unavailable (Retry-After). */
@@ -20383,6 +20680,15 @@ export interface operations {
                     "application/scim+json": Record<string, never>;
                 };
             };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
             /** @description SCIM error: uniqueness: userName, e-mail or team name already taken. */
             409: {
                 headers: {
@@ -20437,6 +20743,15 @@ export interface operations {
                     "application/scim+json": Record<string, never>;
                 };
             };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
             /** @description SCIM error: the body is not JSON. */
             415: {
                 headers: {
@@ -20471,6 +20786,15 @@ export interface operations {
                      *     }
                      */
                     "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
             /** @description SCIM error: the database is unavailable (Retry-After). */
@@ -20575,6 +20899,24 @@ export interface operations {
                     "application/scim+json": Record<string, never>;
                 };
             };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
             /** @description SCIM error: too many requests (Retry-After). */
             429: {
                 headers: {
@@ -20591,6 +20933,15 @@ export interface operations {
                      *     }
                      */
                     "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
             /** @description SCIM error: the database is unavailable (Retry-After). */
@@ -20716,6 +21067,15 @@ export interface operations {
                     "application/scim+json": Record<string, never>;
                 };
             };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
             /** @description SCIM error: uniqueness: userName, e-mail or team name already taken. */
             409: {
                 headers: {
@@ -20752,6 +21112,15 @@ export interface operations {
                     "application/scim+json": Record<string, never>;
                 };
             };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
             /** @description SCIM error: the body is not JSON. */
             415: {
                 headers: {
@@ -20786,6 +21155,15 @@ export interface operations {
                      *     }
                      */
                     "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
             /** @description SCIM error: the database is unavailable (Retry-After). */
@@ -20901,6 +21279,24 @@ export interface operations {
                     "application/scim+json": Record<string, never>;
                 };
             };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
             /** @description SCIM error: too many requests (Retry-After). */
             429: {
                 headers: {
@@ -20917,6 +21313,15 @@ export interface operations {
                      *     }
                      */
                     "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
             /** @description SCIM error: the database is unavailable (Retry-After). */
@@ -21064,6 +21469,15 @@ export interface operations {
                     "application/scim+json": Record<string, never>;
                 };
             };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
             /** @description SCIM error: uniqueness: userName, e-mail or team name already taken. */
             409: {
                 headers: {
@@ -21118,6 +21532,15 @@ export interface operations {
                     "application/scim+json": Record<string, never>;
                 };
             };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
             /** @description SCIM error: the body is not JSON. */
             415: {
                 headers: {
@@ -21152,6 +21575,15 @@ export interface operations {
                      *     }
                      */
                     "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
             /** @description SCIM error: the database is unavailable (Retry-After). */
@@ -21248,6 +21680,15 @@ export interface operations {
                     "application/scim+json": Record<string, never>;
                 };
             };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
             /** @description SCIM error: If-Match names a version that is no longer current. */
             412: {
                 headers: {
@@ -21266,6 +21707,15 @@ export interface operations {
                     "application/scim+json": Record<string, never>;
                 };
             };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
             /** @description SCIM error: too many requests (Retry-After). */
             429: {
                 headers: {
@@ -21282,6 +21732,15 @@ export interface operations {
                      *     }
                      */
                     "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
             /** @description SCIM error: the database is unavailable (Retry-After). */
@@ -21427,6 +21886,15 @@ export interface operations {
                     "application/scim+json": Record<string, never>;
                 };
             };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
             /** @description SCIM error: uniqueness: userName, e-mail or team name already taken. */
             409: {
                 headers: {
@@ -21481,6 +21949,15 @@ export interface operations {
                     "application/scim+json": Record<string, never>;
                 };
             };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
             /** @description SCIM error: the body is not JSON. */
             415: {
                 headers: {
@@ -21515,6 +21992,15 @@ export interface operations {
                      *     }
                      */
                     "application/scim+json": Record<string, never>;
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
             /** @description SCIM error: the database is unavailable (Retry-After). */

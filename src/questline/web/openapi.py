@@ -52,6 +52,8 @@ _DESCRIPTIONS = {
 }
 _NO_BODY_400 = "A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`)."
 SERVER_REFUSALS = frozenset({408, 414, 431, 503})
+SERVER_BOUNDARY = frozenset({408, 414, 431})
+"""Refused by the server before any route runs (problem documents whatever the route)."""
 """What the server boundary (``questline.web.server``) answers for any path, before the
 application routes the request: every operation can get them."""
 HOST_RULE_EXEMPT_PATHS = frozenset({"/healthz", "/readyz"})
@@ -124,6 +126,8 @@ def complete_problem_responses(document: dict[str, Any]) -> dict[str, Any]:
             if OWN_ERRORS in operation:  # FastAPI's 422 is not what such a route sends
                 for key in [k for k, v in responses.items() if _is_fastapi_validation_default(v)]:
                     del responses[key]
+                for status in sorted(SERVER_BOUNDARY):  # the server's, before any route
+                    responses.setdefault(str(status), _problem_entry(status))
                 continue
             for status in sorted(_shared_problems(path, operation)):
                 key = str(status)
