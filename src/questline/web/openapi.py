@@ -126,7 +126,10 @@ def complete_problem_responses(document: dict[str, Any]) -> dict[str, Any]:
             if OWN_ERRORS in operation:  # FastAPI's 422 is not what such a route sends
                 for key in [k for k, v in responses.items() if _is_fastapi_validation_default(v)]:
                     del responses[key]
-                for status in sorted(SERVER_BOUNDARY):  # the server's, before any route
+                boundary = set(SERVER_BOUNDARY)
+                if path not in HOST_RULE_EXEMPT_PATHS:
+                    boundary.add(400)  # a foreign Host, refused before the route
+                for status in sorted(boundary):  # the server's, before any route
                     responses.setdefault(str(status), _problem_entry(status))
                 continue
             for status in sorted(_shared_problems(path, operation)):
