@@ -159,9 +159,9 @@ async def test_every_operation_documents_the_server_boundarys_refusals(app: Fast
             if path not in ("/healthz", "/readyz"):
                 assert "400" in responses, (method, path)
     # What the server writes itself (no path known, no request id) is such a document.
-    from questline.web.server import _plain_problem
+    from questline.web.server import plain_problem
 
-    raw = _plain_problem(414, "URI Too Long", "The query string is too long.")
+    raw = plain_problem(414, "URI Too Long", "The query string is too long.", "/problems/")
     head, _, body = raw.partition(b"\r\n\r\n")
     assert b"content-type: application/problem+json" in head
     refusal = httpx.Response(414, content=body).json()

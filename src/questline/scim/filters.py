@@ -33,7 +33,7 @@ from sqlalchemy import ColumnElement, and_, exists, false, func, not_, or_, true
 from questline.members.models import Member, TeamMembership
 from questline.teams.models import Team
 
-MAX_FILTER_LENGTH = 2000
+MAX_FILTER_LENGTH = 1500
 """A longer filter is refused before it is parsed (a directory's filters are short)."""
 
 

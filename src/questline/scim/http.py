@@ -172,8 +172,8 @@ StartIndex = Annotated[int | None, Query(alias="startIndex", description="1-base
 Count = Annotated[
     int | None, Query(alias="count", description="At most QUESTLINE_SCIM_MAX_RESULTS.")
 ]
-Attributes = Annotated[str | None, Query(alias="attributes", max_length=1000)]
-Excluded = Annotated[str | None, Query(alias="excludedAttributes", max_length=1000)]
-SortBy = Annotated[str | None, Query(alias="sortBy", max_length=200, description="Ignored.")]
+Attributes = Annotated[str | None, Query(alias="attributes", max_length=600)]
+Excluded = Annotated[str | None, Query(alias="excludedAttributes", max_length=600)]
+SortBy = Annotated[str | None, Query(alias="sortBy", max_length=100, description="Ignored.")]
 SortOrder = Annotated[str | None, Query(alias="sortOrder", max_length=20, description="Ignored.")]
 IfMatch = Annotated[str | None, Header(max_length=500)]
