@@ -141,6 +141,9 @@ async def test_every_error_is_a_problem_document_whose_type_is_a_page(
                 continue
             content = response["content"]
             if path.startswith("/scim/"):  # SCIM's own error document (RFC 7644 §3.12)
+                if list(content) == ["application/problem+json"]:  # the server's, before it
+                    assert int(status) in (400, 408, 414, 431), (method, path, status)
+                    continue
                 assert list(content) == ["application/scim+json"], (method, path, status)
                 assert content["application/scim+json"]["example"]["status"] == status
                 continue
