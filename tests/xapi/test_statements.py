@@ -92,6 +92,40 @@ async def test_completions_arrive_with_the_statement_shape(
     assert discipline["object"]["definition"]["name"] == {"und": "Crypto"}
 
 
+async def test_a_completion_by_a_named_member_has_that_member_as_actor(
+    world: World,
+    app_state: AppHarness,
+    settings: Settings,
+    ralph: RalphServer,
+    lrs_user: RalphUser,
+) -> None:
+    org = world.org()
+    await register(org, ralph, lrs_user)
+    team = await org.create_team("Rockets")
+    added = await org.add_member(team["Id"], email="ada@example.org", given_name="Ada")
+    assert added.status_code == 201, added.text
+    ada = added.json()["Id"]
+    tree = await make_discipline(app_state.db, org_id=org.id, shape=[[[10, 5]]])
+    first, second = tree.tasks
+    body = {"TaskId": first, "CompletedAt": at(1), "MemberId": ada}
+    by_ada = await org.client.post(f"/team/{team['Id']}/progress", json=body, headers=org.admin)
+    assert by_ada.status_code == 201, by_ada.text
+    assert (await complete(org, team["Id"], second, at(2))).status_code == 201
+
+    await deliver(settings, app_state.db)
+
+    made = await rows(app_state.db, org.id)
+    stored = {s["id"]: s for s in ralph.statements(lrs_user)}
+    [by_member, by_nobody] = [stored[str(r.id)] for r in made if r.kind is StatementKind.TASK]
+    assert by_member["actor"] == {
+        "objectType": "Agent",
+        "name": "Ada",
+        "mbox": "mailto:ada@example.org",
+    }
+    assert by_member["context"]["team"]["account"]["name"] == f"team/{team['Id']}"
+    assert by_nobody["actor"]["objectType"] == "Group"
+
+
 async def test_a_withdrawal_voids_the_completion_and_what_it_completed(
     world: World,
     app_state: AppHarness,
@@ -285,3 +319,37 @@ async def test_events_before_the_registration_are_not_sent(
     assert ralph.statements(lrs_user) == []
     async with app_state.db.session(write=False) as session:
         assert (await session.scalars(select(Event.id).where(Event.pending))).all() == []
+
+
+async def test_an_adjustment_is_scored_and_its_withdrawal_voids_it(
+    world: World,
+    app_state: AppHarness,
+    settings: Settings,
+    ralph: RalphServer,
+    lrs_user: RalphUser,
+) -> None:
+    org = world.org()
+    await register(org, ralph, lrs_user)
+    team = await org.create_team("Rockets")
+    body = {"Points": -20, "Reason": "Shared a solution (rule 4).", "At": at(1)}
+    made = await org.client.post(f"/team/{team['Id']}/adjustments", json=body, headers=org.admin)
+    assert made.status_code == 201, made.text
+    adjustment = made.json()["Id"]
+    await deliver(settings, app_state.db)
+
+    [scored] = ralph.statements(lrs_user)
+    assert scored["verb"]["id"] == "http://adlnet.gov/expapi/verbs/scored"
+    assert scored["actor"]["account"]["name"] == f"team/{team['Id']}"
+    assert scored["object"]["id"] == f"{BASE}/adjustment/{adjustment}"
+    assert scored["object"]["definition"]["name"] == {"und": "Shared a solution (rule 4)."}
+    assert scored["result"]["score"] == {"raw": -20}
+    assert scored["timestamp"].startswith(at(1).removesuffix("Z"))
+
+    gone = await org.client.delete(
+        f"/team/{team['Id']}/adjustments/{adjustment}", headers=org.admin
+    )
+    assert gone.status_code in (200, 204), gone.text
+    await deliver(settings, app_state.db)
+
+    voids = [s for s in ralph.statements(lrs_user) if s["verb"]["id"] == VOIDED]
+    assert [v["object"] for v in voids] == [{"objectType": "StatementRef", "id": scored["id"]}]

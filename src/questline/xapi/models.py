@@ -27,6 +27,7 @@ class StatementKind(enum.StrEnum):
     LEVEL = "level"
     DISCIPLINE = "discipline"
     VOIDED = "voided"
+    ADJUSTED = "adjusted"
 
 
 class LrsConnection(Base):

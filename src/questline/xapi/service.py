@@ -29,9 +29,9 @@ from questline.xapi import schemas, sealing, statements
 from questline.xapi.models import LrsConnection, StatementKind, StatementStatus, XapiStatement
 from questline.xapi.statements import Iris, Node, TeamOf
 
-EVENT_TYPES = frozenset({"progress.completed", "progress.withdrawn"})
-"""The events that become statements. ``team.adjusted`` (score adjustments) hooks in
-here once it exists: docs/platforms.md, "Adjustments"."""
+ADJUSTMENT_EVENTS = frozenset({"team.adjusted", "team.adjustment_withdrawn"})
+EVENT_TYPES = frozenset({"progress.completed", "progress.withdrawn"}) | ADJUSTMENT_EVENTS
+"""The events that become statements (docs/platforms.md, "Statements")."""
 
 # Registration --------------------------------------------------------------------------
 
@@ -276,8 +276,13 @@ class _Builder:
     async def statements_of(self, event: Any) -> int:
         payload: dict[str, Any] = event.payload
         team_id = _uuid(payload, "TeamId")
+        if team_id is None:
+            return 0
+        if event.type in ADJUSTMENT_EVENTS:
+            team = await self._team(event.organization_id, team_id)
+            return await self._adjustment(event, team, payload)
         task_id = _uuid(payload, "TaskId")
-        if team_id is None or task_id is None:
+        if task_id is None:
             return 0
         team = await self._team(event.organization_id, team_id)
         if event.type == "progress.completed":
@@ -311,6 +316,21 @@ class _Builder:
                 id=team_id, name=name or "", members=tuple((n, e) for n, e in members)
             )
         return self._teams[key]
+
+    async def _member(self, org_id: uuid.UUID, payload: dict[str, Any]) -> tuple[str, str] | None:
+        """The member the completion names (``MemberId``) as ``(name, e-mail)``, or None
+        when it names nobody (or a member deleted since): the team is the actor then."""
+        member_id = _uuid(payload, "MemberId")
+        if member_id is None:
+            return None
+        row = (
+            await self.session.execute(
+                select(Member.given_name, Member.email).where(
+                    Member.organization_id == org_id, Member.id == member_id
+                )
+            )
+        ).first()
+        return None if row is None else (row[0], row[1])
 
     async def _tree(self, task_id: uuid.UUID) -> _TaskTree | None:
         row = (
@@ -392,7 +412,7 @@ class _Builder:
                 self.iris,
                 id=statements.statement_id(event.id),
                 team=team,
-                member=None,
+                member=await self._member(event.organization_id, payload),
                 object=tree.task,
                 parents=[tree.quest, tree.level, tree.discipline],
                 raw=raw,
@@ -492,6 +512,69 @@ class _Builder:
         await self.session.flush()
         return 1
 
+    async def _adjustment(self, event: Any, team: TeamOf, payload: dict[str, Any]) -> int:
+        """``scored`` for an adjustment, ``voided`` (of that statement) for its withdrawal.
+        The adjustment's statement id derives from the adjustment (not its event), so that
+        the withdrawal finds it without a lookup table."""
+        adjustment_id = _uuid(payload, "Id")
+        points = payload.get("Points")
+        if adjustment_id is None or not isinstance(points, int):
+            return 0
+        original = statements.statement_id(adjustment_id, "adjustment")
+        if event.type == "team.adjusted":
+            at = _time(payload.get("At"), event.created_at)
+            node = Node("adjustment", adjustment_id, str(payload.get("Reason") or ""))
+            self._add(
+                event,
+                id=original,
+                kind=StatementKind.ADJUSTED,
+                team=team,
+                statement=statements.adjusted(
+                    self.iris, id=original, team=team, adjustment=node, points=points, at=at
+                ),
+            )
+            await self.session.flush()
+            return 1
+        return await self._void(event, team, [original])
+
+    async def _void(self, event: Any, team: TeamOf, targets: list[uuid.UUID]) -> int:
+        """A ``voided`` statement for each of ``targets`` that was made and still stands
+        (one made before the LRS was registered has nothing to void)."""
+        standing = set(
+            (
+                await self.session.scalars(
+                    select(XapiStatement.id).where(
+                        XapiStatement.organization_id == event.organization_id,
+                        XapiStatement.id.in_(targets),
+                        XapiStatement.voided.is_(False),
+                    )
+                )
+            ).all()
+        )
+        targets = [t for t in targets if t in standing]
+        for index, target in enumerate(targets):
+            id = statements.statement_id(event.id, "" if index == 0 else f"voids/{target}")
+            self._add(
+                event,
+                id=id,
+                kind=StatementKind.VOIDED,
+                team=team,
+                statement=statements.voided(
+                    self.iris, id=id, team=team, target=target, timestamp=event.created_at
+                ),
+            )
+        await self.session.execute(
+            update(XapiStatement)
+            .where(
+                XapiStatement.organization_id == event.organization_id,
+                XapiStatement.id.in_(targets),
+            )
+            .values(voided=True)
+            .execution_options(synchronize_session=False)
+        )
+        await self.session.flush()
+        return len(targets)
+
     async def _withdrawn(self, event: Any, team: TeamOf, task_id: uuid.UUID) -> int:
         """A ``voided`` statement for the task's completion statement, and for the level
         and discipline completions it was part of."""
@@ -535,29 +618,7 @@ class _Builder:
                 )
             ).all()
         )
-        targets = [o.id for o in originals] + wholes
-        for index, target in enumerate(targets):
-            id = statements.statement_id(event.id, "" if index == 0 else f"voids/{target}")
-            self._add(
-                event,
-                id=id,
-                kind=StatementKind.VOIDED,
-                team=team,
-                statement=statements.voided(
-                    self.iris, id=id, team=team, target=target, timestamp=event.created_at
-                ),
-            )
-        await self.session.execute(
-            update(XapiStatement)
-            .where(
-                XapiStatement.organization_id == event.organization_id,
-                XapiStatement.id.in_(targets),
-            )
-            .values(voided=True)
-            .execution_options(synchronize_session=False)
-        )
-        await self.session.flush()
-        return len(targets)
+        return await self._void(event, team, [o.id for o in originals] + wholes)
 
 
 def _as_utc(value: dt.datetime) -> dt.datetime:

@@ -20,6 +20,7 @@ VERB_COMPLETED = {
     "display": {"en-US": "completed"},
 }
 VERB_VOIDED = {"id": "http://adlnet.gov/expapi/verbs/voided", "display": {"en-US": "voided"}}
+VERB_SCORED = {"id": "http://adlnet.gov/expapi/verbs/scored", "display": {"en-US": "scored"}}
 VERB_EXPERIENCED = {
     "id": "http://adlnet.gov/expapi/verbs/experienced",
     "display": {"en-US": "experienced"},
@@ -31,6 +32,7 @@ ACTIVITY_TYPES = {
     "quest": "http://adlnet.gov/expapi/activities/lesson",
     "task": "http://adlnet.gov/expapi/activities/objective",
     "test": "http://adlnet.gov/expapi/activities/media",
+    "adjustment": "http://adlnet.gov/expapi/activities/performance",
 }
 LANGUAGE = "und"
 """Titles are in whatever language the organization wrote them: "undetermined"."""
@@ -138,6 +140,24 @@ def completed(
             "contextActivities": {"parent": [activity(iris, p) for p in parents]},
         },
         "timestamp": rfc3339(timestamp),
+        "version": XAPI_VERSION,
+    }
+
+
+def adjusted(
+    iris: Iris, *, id: uuid.UUID, team: TeamOf, adjustment: Node, points: int, at: dt.datetime
+) -> dict[str, Any]:
+    """``<team> scored <adjustment>``: an admin's change of the team's score; the
+    adjustment is the activity (its reason the name), the points the raw score (negative
+    for a deduction, so no ``min``/``max``)."""
+    return {
+        "id": str(id),
+        "actor": group(iris, team),
+        "verb": VERB_SCORED,
+        "object": activity(iris, adjustment),
+        "result": {"score": {"raw": points}},
+        "context": {"team": group(iris, team), "platform": "Questline"},
+        "timestamp": rfc3339(at),
         "version": XAPI_VERSION,
     }
 
