@@ -34,7 +34,6 @@ from typing import Any
 from sqlalchemy import delete, not_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from questline import events
 from questline.config import Settings
 from questline.outbound import posting, retry
 from questline.outbound.fairness import Slots
@@ -82,7 +81,6 @@ class Dispatcher:
         )
         self._sending: set[asyncio.Task[None]] = set()
         self._finished: list[Sent] = []
-        self._remove_listener: Any = None
         self._last_purge: dt.datetime | None = None
         self.loop = PassLoop(
             name="questline-xapi",
@@ -97,19 +95,17 @@ class Dispatcher:
     # Life cycle -----------------------------------------------------------------------
 
     def start(self) -> None:
-        # Woken by commits of this process (statements are made by the fan-out, which
-        # another dispatcher may run: its consumer wakes this one too, see app.py).
-        self._remove_listener = events.on_committed(
-            self.loop.wake_threadsafe(asyncio.get_running_loop())
-        )
+        # Woken only when this process's fan-out made statements (the consumer's
+        # ``taken``, see app.py), not by every commit: a progress write commits an event
+        # but makes no statement until the fan-out runs, and a pass per commit was a
+        # claim query per write for organizations without an LRS (docs/performance.md).
+        # Statements fanned out by another process arrive with the poll.
         self.loop.start()
 
     def wake(self) -> None:
         self.loop.wake()
 
     async def stop(self) -> None:
-        if self._remove_listener is not None:
-            self._remove_listener()
         await self.loop.stop()
         await self.close()
 
