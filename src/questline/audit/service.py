@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import enum
+import functools
 import logging
 import re
 import uuid
@@ -49,18 +50,29 @@ Target = tuple[str, uuid.UUID | str | None]
 """``(type, id)`` of what changed: ``("team", team.id)``."""
 
 
+_JSON_SCALARS = frozenset({str, int, float, bool, type(None)})
+"""Exact types that are JSON already (not their subclasses: a ``StrEnum`` goes by value)."""
+
+
+@functools.lru_cache(maxsize=1024)
+def _is_secret(name: str) -> bool:
+    return SECRET_NAMES.search(name) is not None
+
+
 def plain(value: Any) -> Any:
     """A value as JSON: ids as text, times as RFC 3339 UTC, enums by value."""
+    if type(value) in _JSON_SCALARS:
+        return value  # first: a bulk import's entries are mostly names and ids
+    if isinstance(value, uuid.UUID):
+        return str(value)
     if isinstance(value, BaseModel):
         return plain(value.model_dump(mode="json", by_alias=True))
     if isinstance(value, Mapping):
-        return {str(k): plain(v) for k, v in value.items() if not SECRET_NAMES.search(str(k))}
+        return {str(k): plain(v) for k, v in value.items() if not _is_secret(str(k))}
     if isinstance(value, list | tuple | set | frozenset):
         return [plain(v) for v in value]
     if isinstance(value, enum.Enum):
         return plain(value.value)
-    if isinstance(value, uuid.UUID):
-        return str(value)
     if isinstance(value, dt.datetime):
         return value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
     return value
@@ -97,23 +109,36 @@ class Change:
     after: Mapping[str, Any] | None = None
 
 
-def _row(
-    session: AsyncSession, organization_id: uuid.UUID | None, change: Change, now: dt.datetime
-) -> dict[str, Any]:
-    actor, role, via = _actor(session)
+@dataclass(frozen=True, slots=True)
+class _Context:
+    """What every entry of one transaction shares: who acts, in which request, when."""
+
+    actor: str
+    role: str | None
+    via: str
+    request_id: str | None
+    at: dt.datetime
+
+    @classmethod
+    def of(cls, session: AsyncSession) -> _Context:
+        actor, role, via = _actor(session)
+        request_id = correlation_id.get()
+        return cls(actor, role, via, request_id[:64] if request_id else None, utcnow())
+
+
+def _row(organization_id: uuid.UUID | None, change: Change, context: _Context) -> dict[str, Any]:
     target_type, target_id = change.target
-    request_id = correlation_id.get()
     return {
         "organization_id": organization_id or PLATFORM_ORG,
         "id": new_id(),
-        "at": now,
-        "actor": actor,
-        "actor_role": role,
-        "actor_via": via,
+        "at": context.at,
+        "actor": context.actor,
+        "actor_role": context.role,
+        "actor_via": context.via,
         "action": change.action,
         "target_type": target_type,
         "target_id": None if target_id is None else str(target_id),
-        "request_id": request_id[:64] if request_id else None,
+        "request_id": context.request_id,
         "changes": changes_of(change.before, change.after),
     }
 
@@ -129,7 +154,7 @@ async def record(
 ) -> None:
     """Append one entry in ``session``'s transaction (``organization_id=None``: a
     global change, outside every organization)."""
-    row = _row(session, organization_id, Change(action, target, before, after), utcnow())
+    row = _row(organization_id, Change(action, target, before, after), _Context.of(session))
     await session.execute(insert(_entries).values(**row))
 
 
@@ -137,8 +162,8 @@ async def record_many(
     session: AsyncSession, *, organization_id: uuid.UUID | None, changes: Sequence[Change]
 ) -> None:
     """Append many entries in one statement (a bulk import's teams)."""
-    now = utcnow()
-    rows = [_row(session, organization_id, change, now) for change in changes]
+    context = _Context.of(session)
+    rows = [_row(organization_id, change, context) for change in changes]
     if not rows:
         return
     columns = list(rows[0])
