@@ -27,6 +27,11 @@ from questline.disciplines.endpoints import router as disciplines_router
 from questline.health.endpoints import router as health_router
 from questline.leaderboard.choice import season_rank
 from questline.leaderboard.endpoints import router as leaderboard_router
+from questline.lti.browser import browser_router as lti_browser_router
+from questline.lti.endpoints import keys_router as lti_keys_router
+from questline.lti.endpoints import router as lti_router
+from questline.lti.endpoints import sync_router as lti_sync_router
+from questline.lti.framing import FrameAncestors
 from questline.mail import service as mail_service
 from questline.mail.dispatcher import Postman
 from questline.mail.endpoints import invite_router as mail_invite_router
@@ -152,6 +157,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.identity = identity
     app.state.readmodel = readmodel
     app.state.progress_writes = progress_writes
+    app.state.lti_framing = FrameAncestors(state.signing_secret)
     install_error_handlers(app)
     for router in (
         health_router,
@@ -175,6 +181,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         scim_token_router,
         adjustments_router,
         audit_router,
+        lti_router,
+        lti_sync_router,
+        lti_keys_router,
+        lti_browser_router,
     ):
         app.include_router(router)
     app.add_api_route("/", _to_dashboard, methods=["GET"], include_in_schema=False)
@@ -222,7 +232,8 @@ def _add_middleware(app: FastAPI, state: AppState, identity: Identity) -> None:
     app.add_middleware(AccessLogMiddleware)
     if hosts and "*" not in hosts:
         app.add_middleware(AllowedHostsMiddleware, hosts=hosts)
-    app.add_middleware(SecurityHeadersMiddleware)
+    # A learning platform's launch lets that platform frame the dashboard (lti.framing).
+    app.add_middleware(SecurityHeadersMiddleware, frame_ancestors=app.state.lti_framing)
     app.add_middleware(CorrelationIdMiddleware, header_name="X-Request-Id")
 
 

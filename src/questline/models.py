@@ -12,6 +12,14 @@ from questline.audit.models import AuditEntry
 from questline.auth.models import DashboardSession, SigninCode
 from questline.disciplines.models import Discipline, Level, Quest, Resource, Task
 from questline.events.models import Event
+from questline.lti.models import (
+    LtiDeepLink,
+    LtiDeployment,
+    LtiLoginState,
+    LtiPerson,
+    LtiPlatform,
+    LtiToolKey,
+)
 from questline.mail.models import MailJob
 from questline.members.models import Member, TeamMembership
 from questline.organizations.models import Organization
@@ -34,6 +42,12 @@ __all__ = [
     "IdempotencyRecord",
     "Level",
     "LrsConnection",
+    "LtiDeepLink",
+    "LtiDeployment",
+    "LtiLoginState",
+    "LtiPerson",
+    "LtiPlatform",
+    "LtiToolKey",
     "MailJob",
     "Member",
     "OidcLoginState",
