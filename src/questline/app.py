@@ -27,6 +27,7 @@ from questline.disciplines.endpoints import router as disciplines_router
 from questline.health.endpoints import router as health_router
 from questline.leaderboard.choice import season_rank
 from questline.leaderboard.endpoints import router as leaderboard_router
+from questline.lti import grades as lti_grades
 from questline.lti.browser import browser_router as lti_browser_router
 from questline.lti.endpoints import keys_router as lti_keys_router
 from questline.lti.endpoints import router as lti_router
@@ -104,6 +105,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     # Statements of the outbox's events (events.fanout), from whichever process fans out.
     xapi_service.register_consumer(settings, wake=wake_xapi)
+    grades_dispatchers: list[lti_grades.GradesDispatcher] = []
+
+    def wake_grades() -> None:
+        for grades_dispatcher in grades_dispatchers:
+            grades_dispatcher.wake()
+
+    # Scores for the learning platforms' gradebooks (LTI AGS), from the same fan-out.
+    lti_grades.register_consumer(wake=wake_grades)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -122,6 +131,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if settings.xapi_dispatcher_enabled:
             xapi_dispatchers.append(XapiDispatcher(settings, state.db))
             xapi_dispatchers[-1].start()
+        if settings.lti_grades_dispatcher_enabled:
+            grades_dispatchers.append(
+                lti_grades.GradesDispatcher(settings, state.db, state.signing_secret)
+            )
+            grades_dispatchers[-1].start()
         purger = asyncio.get_running_loop().create_task(
             idempotency.purge_periodically(state.db, state.settings)
         )
@@ -141,6 +155,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 await postman.stop()
             for xapi_dispatcher in xapi_dispatchers:
                 await xapi_dispatcher.stop()
+            for grades_dispatcher in grades_dispatchers:
+                await grades_dispatcher.stop()
         await drain(state.cancelled_requests, grace=10)
         await progress_writes.close()
         await state.db.dispose()

@@ -266,6 +266,14 @@ class Settings(BaseSettings):
     published until the next rotation."""
     lti_roster_max_members: int = Field(default=10_000, ge=1)
     """A roster sync reads at most this many members (pages of 1,000 at most)."""
+    lti_grades_dispatcher_enabled: bool = True
+    """Send scores to the platforms' gradebooks (AGS) from this process."""
+    lti_grades_poll_seconds: float = Field(default=1.0, gt=0)
+    """How often the grades dispatcher looks for scores of other processes."""
+    lti_grades_retry_base_seconds: float = Field(default=5, gt=0)
+    """The first retry of a score the platform did not take waits this long; then doubles."""
+    lti_grades_max_attempts: int = Field(default=15, ge=1)
+    """Attempts per score before it is shown as failed."""
 
     log_level: str = "INFO"
     log_format: Literal["auto", "json", "text"] = "auto"

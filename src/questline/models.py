@@ -15,9 +15,11 @@ from questline.events.models import Event
 from questline.lti.models import (
     LtiDeepLink,
     LtiDeployment,
+    LtiLineItem,
     LtiLoginState,
     LtiPerson,
     LtiPlatform,
+    LtiScore,
     LtiToolKey,
 )
 from questline.mail.models import MailJob
@@ -44,9 +46,11 @@ __all__ = [
     "LrsConnection",
     "LtiDeepLink",
     "LtiDeployment",
+    "LtiLineItem",
     "LtiLoginState",
     "LtiPerson",
     "LtiPlatform",
+    "LtiScore",
     "LtiToolKey",
     "MailJob",
     "Member",

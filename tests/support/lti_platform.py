@@ -85,6 +85,8 @@ class PlatformState:
     tool_keys: dict[str, Any] | None = None
     launches: dict[str, Launch] = field(default_factory=dict)
     roster: list[dict[str, Any]] = field(default_factory=list)
+    page_size: int = 2
+    """Roster members per page at most, whatever ``limit`` asks (to make pages)."""
     line_items: dict[str, dict[str, Any]] = field(default_factory=dict)
     scores: list[dict[str, Any]] = field(default_factory=list)
     tokens: dict[str, str] = field(default_factory=dict)
@@ -189,6 +191,22 @@ class LtiPlatform:
         """A key the platform does not publish (with its published kid, or another)."""
         return _key(self.state.key.kid if same_kid and self.state.key.kid else "forger")
 
+    def nrps_claim(self) -> dict[str, Any]:
+        return {
+            NRPS_CLAIM: {
+                "context_memberships_url": f"{self.base}/memberships",
+                "service_versions": ["2.0"],
+            }
+        }
+
+    def ags_claim(self) -> dict[str, Any]:
+        return {
+            AGS_CLAIM: {
+                "scope": list(AGS_SCOPES),
+                "lineitems": f"{self.base}/lineitems",
+            }
+        }
+
     def set_roster(self, members: list[dict[str, Any]]) -> None:
         with self.state.lock:
             self.state.roster = list(members)
@@ -291,7 +309,7 @@ def _app(state: PlatformState, base: list[str]) -> Starlette:
         scopes = _bearer_scopes(request)
         if scopes is None or NRPS_SCOPE not in scopes:
             return _problem(401, "invalid_token")
-        limit = int(request.query_params.get("limit", "100"))
+        limit = min(int(request.query_params.get("limit", "100")), state.page_size)
         offset = int(request.query_params.get("offset", "0"))
         with state.lock:
             page = state.roster[offset : offset + limit]

@@ -142,3 +142,58 @@ class LtiPerson(Base):
     launch that lists it again reactivates it. A member the directory (SCIM)
     deactivated stays deactivated whatever the platform says."""
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class LtiLineItem(Base):
+    """A discipline's line item in a platform's gradebook (AGS), made on its first score."""
+
+    __tablename__ = "lti_line_items"
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["organization_id", "platform_id"],
+            ["lti_platforms.organization_id", "lti_platforms.id"],
+            ondelete="CASCADE",
+        ),
+    )
+
+    organization_id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    platform_id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    discipline_id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    url: Mapped[str] = mapped_column(String(2048))
+    created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class LtiScore(Base):
+    """The score a platform user has to get in a discipline's line item: one row per
+    person and discipline, holding the latest value (a newer progress change rewrites it
+    and makes it due again), sent by the grades dispatcher (``grades``) like the
+    outbox's other deliveries."""
+
+    __tablename__ = "lti_scores"
+    __table_args__ = (
+        ForeignKeyConstraint(
+            ["organization_id", "platform_id"],
+            ["lti_platforms.organization_id", "lti_platforms.id"],
+            ondelete="CASCADE",
+        ),
+        Index("ix_lti_scores_due", "status", "next_attempt_at"),
+    )
+
+    organization_id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    platform_id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    discipline_id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    subject: Mapped[str] = mapped_column(String(255), primary_key=True)
+    """The platform's user id (``userId`` of the score)."""
+    score_given: Mapped[int]
+    score_maximum: Mapped[int]
+    label: Mapped[str] = mapped_column(String(500))
+    """The discipline's title (the line item's label)."""
+    status: Mapped[str] = mapped_column(String(16))
+    """``Pending``, ``Sent`` or ``Failed``."""
+    version: Mapped[int] = mapped_column(default=1)
+    """Bumped by every rewrite: an attempt that sent an older value leaves it due."""
+    attempts: Mapped[int] = mapped_column(default=0)
+    next_attempt_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
+    last_status_code: Mapped[int | None] = mapped_column(default=None)
+    last_error: Mapped[str | None] = mapped_column(String(1000), default=None)
+    updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)

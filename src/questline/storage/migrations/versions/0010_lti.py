@@ -139,9 +139,60 @@ def upgrade() -> None:
     op.create_index(
         "ix_lti_people_member", "lti_people", ["organization_id", "member_id"], unique=False
     )
+    op.create_table(
+        "lti_line_items",
+        sa.Column("organization_id", sa.Uuid(), nullable=False),
+        sa.Column("platform_id", sa.Uuid(), nullable=False),
+        sa.Column("discipline_id", sa.Uuid(), nullable=False),
+        sa.Column("url", sa.String(length=2048), nullable=False),
+        sa.Column("created_at", storage.UTCDateTime(timezone=True), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["organization_id", "platform_id"],
+            ["lti_platforms.organization_id", "lti_platforms.id"],
+            name=op.f("fk_lti_line_items_organization_id_platform_id_lti_platforms"),
+            ondelete="CASCADE",
+        ),
+        sa.PrimaryKeyConstraint(
+            "organization_id", "platform_id", "discipline_id", name=op.f("pk_lti_line_items")
+        ),
+    )
+    op.create_table(
+        "lti_scores",
+        sa.Column("organization_id", sa.Uuid(), nullable=False),
+        sa.Column("platform_id", sa.Uuid(), nullable=False),
+        sa.Column("discipline_id", sa.Uuid(), nullable=False),
+        sa.Column("subject", sa.String(length=255), nullable=False),
+        sa.Column("score_given", sa.Integer(), nullable=False),
+        sa.Column("score_maximum", sa.Integer(), nullable=False),
+        sa.Column("label", sa.String(length=500), nullable=False),
+        sa.Column("status", sa.String(length=16), nullable=False),
+        sa.Column("version", sa.Integer(), nullable=False),
+        sa.Column("attempts", sa.Integer(), nullable=False),
+        sa.Column("next_attempt_at", storage.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("last_status_code", sa.Integer(), nullable=True),
+        sa.Column("last_error", sa.String(length=1000), nullable=True),
+        sa.Column("updated_at", storage.UTCDateTime(timezone=True), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["organization_id", "platform_id"],
+            ["lti_platforms.organization_id", "lti_platforms.id"],
+            name=op.f("fk_lti_scores_organization_id_platform_id_lti_platforms"),
+            ondelete="CASCADE",
+        ),
+        sa.PrimaryKeyConstraint(
+            "organization_id",
+            "platform_id",
+            "discipline_id",
+            "subject",
+            name=op.f("pk_lti_scores"),
+        ),
+    )
+    op.create_index("ix_lti_scores_due", "lti_scores", ["status", "next_attempt_at"], unique=False)
 
 
 def downgrade() -> None:
+    op.drop_index("ix_lti_scores_due", table_name="lti_scores")
+    op.drop_table("lti_scores")
+    op.drop_table("lti_line_items")
     op.drop_index("ix_lti_people_member", table_name="lti_people")
     op.drop_table("lti_people")
     op.drop_index(op.f("ix_lti_deep_links_expires_at"), table_name="lti_deep_links")
