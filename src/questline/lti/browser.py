@@ -26,6 +26,7 @@ from questline.lti.framing import FrameAncestors, set_launch_cookies, usable_ori
 from questline.lti.models import LtiPlatform
 from questline.lti.platform_keys import key_sets_of
 from questline.lti.refusals import LaunchRefused
+from questline.web.openapi import OWN_ERRORS, problem_responses
 from questline.web.state import app_state
 
 logger = logging.getLogger("questline.lti")
@@ -39,14 +40,22 @@ _REFUSED = {
     '"Refusals"), 400, 401 or 403.',
     **_PAGE,
 }
+_BOUNDARY = problem_responses(413, 429, 503)
+"""Before the route: a body too large, the rate limit, a server at its limit."""
 _LOGIN_RESPONSES: dict[int | str, dict[str, Any]] = {
     302: {"description": "To the platform's authentication endpoint (`AuthLoginUrl`)."},
     400: _REFUSED,
+    **_BOUNDARY,
 }
 
 
 MAX_FORM_FIELDS = 20
 FORM = "application/x-www-form-urlencoded"
+
+
+HTML_ERRORS = {OWN_ERRORS: "text/html"}
+"""These routes answer their refusals with pages (the shared problem documents are
+listed by hand: what the boundary can still send before the route runs)."""
 
 
 def form_body(fields: dict[str, str], *, required: list[str]) -> dict[str, Any]:
@@ -56,7 +65,8 @@ def form_body(fields: dict[str, str], *, required: list[str]) -> dict[str, Any]:
         "properties": {name: {"type": "string", "description": d} for name, d in fields.items()},
         "required": required,
     }
-    return {"requestBody": {"required": True, "content": {FORM: {"schema": schema}}}}
+    body = {"required": True, "content": {FORM: {"schema": schema}}}
+    return {"requestBody": body, **HTML_ERRORS}
 
 
 async def form_of(request: Request) -> dict[str, str]:
@@ -123,6 +133,7 @@ Text = str | None
     summary="Third-party initiated login (GET)",
     response_class=RedirectResponse,
     responses=_LOGIN_RESPONSES,
+    openapi_extra=HTML_ERRORS,
 )
 async def lti_login_get(
     request: Request,
@@ -207,6 +218,7 @@ def _launch_origin(request: Request) -> str | None:
         400: _REFUSED,
         401: _REFUSED,
         403: _REFUSED,
+        **_BOUNDARY,
     },
     openapi_extra=form_body(
         {
@@ -325,6 +337,7 @@ async def lti_launch(request: Request) -> Response:
             **_PAGE,
         },
         400: _REFUSED,
+        **_BOUNDARY,
     },
     openapi_extra=form_body(
         {

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
+from email_validator import EmailNotValidError, validate_email
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -238,8 +239,6 @@ class Person:
 
 
 def person_of(verified: dict[str, Any]) -> Person:
-    from email_validator import EmailNotValidError, validate_email
-
     email: str | None = None
     raw = verified.get("email")
     if isinstance(raw, str) and len(raw) <= 320:

@@ -78,18 +78,19 @@ class PlatformUpdate(InputModel):
     key_set_url: Url | None = Field(default=None, alias="KeySetUrl")
 
 
+_TOOL_EXAMPLE = {
+    "LoginUrl": f"{_TOOL}/lti/login",
+    "RedirectUrl": f"{_TOOL}/lti/launch",
+    "KeySetUrl": f"{_TOOL}/.well-known/jwks.json",
+    "DeepLinkingUrl": f"{_TOOL}/lti/launch",
+    "TargetLinkUri": f"{_TOOL}/lti/view/leaderboard",
+}
+
+
 class ToolUrls(OutputModel):
     """What to paste into the platform when registering Questline as a tool."""
 
-    model_config = examples(
-        {
-            "LoginUrl": f"{_TOOL}/lti/login",
-            "RedirectUrl": f"{_TOOL}/lti/launch",
-            "KeySetUrl": f"{_TOOL}/.well-known/jwks.json",
-            "DeepLinkingUrl": f"{_TOOL}/lti/launch",
-            "TargetLinkUri": f"{_TOOL}/lti/view/leaderboard",
-        }
-    )
+    model_config = examples(_TOOL_EXAMPLE)
 
     login_url: str = Field(description="Initiate login URL (third-party initiated login).")
     redirect_url: str = Field(description="Redirection URI, where the platform posts launches.")
@@ -106,7 +107,7 @@ class Platform(OutputModel):
             **_CREATE_EXAMPLE,
             "ContextTitle": "Security awareness 2026",
             "LastSyncAt": None,
-            "Tool": ToolUrls.model_config["json_schema_extra"]["examples"][0],  # type: ignore[index]
+            "Tool": _TOOL_EXAMPLE,
             "CreatedAt": AT,
             "UpdatedAt": LATER,
         }
