@@ -54,7 +54,7 @@ def tool_urls(request: Request) -> schemas.ToolUrls:
     summary="Register a learning platform",
     responses=problem_responses(400, 401, 403, 409, 413, 415, 422, 503),
 )
-async def create_platform(
+async def create_lti_platform(
     request: Request,
     response: Response,
     tenant: AdminOf,
@@ -83,7 +83,7 @@ async def create_platform(
     summary="The organization's learning platforms",
     responses=problem_responses(401, 403, 503),
 )
-async def list_platforms(
+async def list_lti_platforms(
     request: Request, tenant: AdminOf, session: SessionDep
 ) -> list[schemas.Platform]:
     """Every platform the organization registered, oldest first."""
@@ -99,7 +99,7 @@ async def list_platforms(
     summary="A learning platform",
     responses=problem_responses(401, 403, 404, 503),
 )
-async def get_platform(
+async def get_lti_platform(
     request: Request, platform_id: PlatformId, tenant: AdminOf, session: SessionDep
 ) -> schemas.Platform:
     """The registration, the title of the course of its latest launch and the URLs to
@@ -115,7 +115,7 @@ async def get_platform(
     summary="Change a learning platform",
     responses=problem_responses(400, 401, 403, 404, 409, 415, 422, 503),
 )
-async def update_platform(
+async def update_lti_platform(
     request: Request,
     platform_id: PlatformId,
     tenant: AdminOf,
@@ -140,7 +140,7 @@ async def update_platform(
     summary="Remove a learning platform",
     responses=problem_responses(401, 403, 404),
 )
-async def delete_platform(
+async def delete_lti_platform(
     platform_id: PlatformId, tenant: AdminOf, session: SessionDep
 ) -> Response:
     """Launches from the platform are refused from now on; members it made stay
@@ -178,7 +178,7 @@ _KEY_SET_EXAMPLE = {
         }
     },
 )
-async def key_set(request: Request) -> JSONResponse:
+async def get_lti_key_set(request: Request) -> JSONResponse:
     """The public keys that verify what Questline signs as an LTI tool (client
     assertions at a platform's token endpoint, deep-linking responses). Register this
     URL as the tool's public keyset URL. Two keys are listed after a rotation
@@ -207,7 +207,7 @@ sync_router = APIRouter(prefix="/lti/platform", tags=["lti"])
     summary="Sync the course roster (NRPS)",
     responses=problem_responses(401, 403, 404, 409, 503),
 )
-async def sync_roster(
+async def sync_lti_roster(
     request: Request, platform_id: PlatformId, tenant: AdminOf
 ) -> schemas.RosterSync:
     """Read the course's roster with the platform's Names and Role Provisioning

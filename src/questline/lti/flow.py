@@ -263,9 +263,15 @@ def placeholder_email(platform_id: uuid.UUID, subject: str) -> str:
     return f"{digest}@{platform_id}.{NO_EMAIL_DOMAIN}"
 
 
-async def member_of(
-    session: AsyncSession, *, platform: LtiPlatform, person: Person
-) -> tuple[Member, bool]:
+@dataclass(frozen=True, slots=True)
+class FoundPerson:
+    member: Member
+    created: bool
+    reactivated: bool
+    """The roster had deactivated it; the platform now lists it (or it launched)."""
+
+
+async def member_of(session: AsyncSession, *, platform: LtiPlatform, person: Person) -> FoundPerson:
     """The member the platform's user is: by e-mail, else by ``sub`` (found or made);
     the ``sub`` is remembered for the next launch and the roster."""
     org_id = platform.organization_id
@@ -287,6 +293,7 @@ async def member_of(
         )
         email = known.email if known is not None else placeholder_email(platform.id, person.subject)
     found = await find_or_create(session, org_id=org_id, email=email, given_name=person.given_name)
+    reactivated = False
     if person.subject is not None:
         remembered = await remember_person(
             session, platform=platform, subject=person.subject, member_id=found.member.id
@@ -296,7 +303,8 @@ async def member_of(
             remembered.roster_deactivated = False
             if found.member.active is False:
                 found.member.active = None
-    return found.member, found.created
+                reactivated = True
+    return FoundPerson(found.member, found.created, reactivated)
 
 
 async def remember_person(
@@ -350,7 +358,8 @@ async def sign_in(
     the dashboard session."""
     person = person_of(verified)
     org_id = platform.organization_id
-    member, created = await member_of(session, platform=platform, person=person)
+    found = await member_of(session, platform=platform, person=person)
+    member, created = found.member, found.created
     if member.active is False:  # the directory's word (or the roster's) wins: no session
         raise LaunchRefused("deactivated", frame_origin=origin_of(platform.issuer))
     _remember_context(platform, verified)

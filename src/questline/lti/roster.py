@@ -154,18 +154,13 @@ async def apply_roster(session: AsyncSession, *, platform: LtiPlatform, roster: 
         if not entry.active:
             continue
         listed.add(entry.subject)
-        member, created = await member_of(
+        found = await member_of(
             session,
             platform=platform,
             person=Person(subject=entry.subject, email=entry.email, given_name=entry.given_name),
         )
-        outcome.added += int(created)
-        person = await session.get(LtiPerson, (org_id, platform.id, entry.subject))
-        if person is not None and person.roster_deactivated:
-            person.roster_deactivated = False
-            if member.active is False:
-                member.active = None
-                outcome.reactivated += 1
+        outcome.added += int(found.created)
+        outcome.reactivated += int(found.reactivated)
     if roster.complete:
         known = list(
             (
