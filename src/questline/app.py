@@ -28,6 +28,7 @@ from questline.health.endpoints import router as health_router
 from questline.leaderboard.choice import season_rank
 from questline.leaderboard.endpoints import router as leaderboard_router
 from questline.lti import grades as lti_grades
+from questline.lti.browser import FORM_PATHS as LTI_FORM_PATHS
 from questline.lti.browser import browser_router as lti_browser_router
 from questline.lti.endpoints import keys_router as lti_keys_router
 from questline.lti.endpoints import router as lti_router
@@ -238,6 +239,7 @@ def _add_middleware(app: FastAPI, state: AppState, identity: Identity) -> None:
         bulk_limit=settings.max_bulk_body_bytes,
         bulk_suffixes=BULK_SUFFIXES,
         body_timeout=settings.server_body_timeout_seconds,
+        form_paths=LTI_FORM_PATHS,
     )
     if settings.rate_limit_enabled:
         app.add_middleware(

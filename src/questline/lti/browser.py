@@ -40,8 +40,9 @@ _REFUSED = {
     '"Refusals"), 400, 401 or 403.',
     **_PAGE,
 }
-_BOUNDARY = problem_responses(413, 429, 503)
-"""Before the route: a body too large, the rate limit, a server at its limit."""
+_BOUNDARY = problem_responses(413, 415, 429, 503)
+"""Before the route: a body too large or neither a form nor JSON, the rate limit, a
+server at its limit."""
 _LOGIN_RESPONSES: dict[int | str, dict[str, Any]] = {
     302: {"description": "To the platform's authentication endpoint (`AuthLoginUrl`)."},
     400: _REFUSED,
@@ -50,6 +51,8 @@ _LOGIN_RESPONSES: dict[int | str, dict[str, Any]] = {
 
 
 MAX_FORM_FIELDS = 20
+FORM_PATHS = frozenset({"/lti/login", "/lti/launch", "/lti/deep-link"})
+"""The paths a browser posts forms to (the body guard lets them through)."""
 FORM = "application/x-www-form-urlencoded"
 
 

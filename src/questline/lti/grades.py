@@ -305,7 +305,9 @@ class GradesDispatcher:
                 query = query.with_for_update(of=LtiScore, skip_locked=True)
             rows = (await session.execute(query)).all()
             for score, platform, line_item in rows:
-                if platform.lineitems_url is None:
+                if platform.lineitems_url is None:  # cannot happen today: never unset
+                    score.status = FAILED
+                    score.last_error = "The platform names no line items service."
                     continue
                 score.attempts += 1
                 score.next_attempt_at = now + lease
