@@ -80,7 +80,7 @@ async def test_the_roster_adds_and_deactivates_members_idempotently(
     assert again == {"Read": 5, "Added": 0, "Reactivated": 0, "Deactivated": 0}
     # Ben leaves the course: deactivated, out of his team, his team's progress kept.
     team = await org.create_team("Rockets")
-    assert (await org.add_member(team["Id"], email="ben@example.org")).status_code == 200
+    assert (await org.add_member(team["Id"], email="ben@example.org")).status_code == 201
     platform.set_roster([p for p in roster if p["user_id"] != "ben"])
     left = await _sync(org, registered["Id"])
     assert left == {"Read": 4, "Added": 0, "Reactivated": 0, "Deactivated": 1}

@@ -9,11 +9,14 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request, Response, status
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request, Response, status
 from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials
 
 from questline.lti import keys, roster, schemas, service, services
-from questline.web.access import AdminOf
+from questline.web.access import Access, AdminOf, authorize, bearer_scheme
 from questline.web.errors import PublicUrlRequired, ServiceUnavailable
 from questline.web.openapi import problem_responses
 from questline.web.paths import PlatformId
@@ -208,7 +211,9 @@ sync_router = APIRouter(prefix="/lti/platform", tags=["lti"])
     responses=problem_responses(401, 403, 404, 409, 503),
 )
 async def sync_lti_roster(
-    request: Request, platform_id: PlatformId, tenant: AdminOf
+    request: Request,
+    platform_id: PlatformId,
+    _declared: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)],
 ) -> schemas.RosterSync:
     """Read the course's roster with the platform's Names and Role Provisioning
     Services (a client-credentials token signed with Questline's key) and make the
@@ -216,17 +221,22 @@ async def sync_lti_roster(
     platform id), people gone from the course or inactive there are deactivated (out of
     their teams, their progress kept). Idempotent. 409 before a launch has named the
     roster service; 503 when the platform refuses or cannot be reached."""
+    # Checked here, as a transactional route's access is (web.access.authorize): the
+    # route opens no request transaction to hold while the platform answers.
+    caller = await authorize(request, Access.ADMIN)
+    assert caller is not None
+    assert caller.org_id is not None
     state = app_state(request)
     async with state.db.session(write=False) as session:
-        await service.get_platform(session, org_id=tenant.org_id, platform_id=platform_id)
+        await service.get_platform(session, org_id=caller.org_id, platform_id=platform_id)
     try:
         outcome = await roster.sync(
             state.db,
             settings=state.settings,
             signing_secret=state.signing_secret(),
-            org_id=tenant.org_id,
+            org_id=caller.org_id,
             platform_id=platform_id,
-            actor=tenant.caller,
+            actor=caller,
         )
     except services.ServiceFailed as exc:
         raise ServiceUnavailable(

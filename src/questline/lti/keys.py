@@ -74,7 +74,10 @@ async def _newest(session: AsyncSession, count: int) -> list[LtiToolKey]:
     return list(
         (
             await session.scalars(
-                select(LtiToolKey).order_by(LtiToolKey.generation.desc()).limit(count)
+                select(LtiToolKey)
+                .order_by(LtiToolKey.generation.desc())
+                .limit(count)
+                .execution_options(populate_existing=True)
             )
         ).all()
     )
@@ -119,8 +122,7 @@ async def signing_key(
             generation=(row.generation + 1) if row is not None else 1,
             signing_secret=signing_secret,
         )
-        await session.flush()
-        session.expire_all()  # read back whichever insert of that generation won
+        await session.flush()  # then read back whichever insert of that generation won
     raise RuntimeError("no usable LTI signing key could be made")  # pragma: no cover
 
 
