@@ -3,14 +3,16 @@ iframe; every forged, replayed or misdirected one is refused with a page and no 
 
 from __future__ import annotations
 
+import socket
 import time
 from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from questline.auth.models import DashboardSession
+from questline.members.models import Member
 from tests.factories import Org, World
 from tests.lti.support import (
     launch,
@@ -47,6 +49,8 @@ async def test_a_learner_launch_signs_in_inside_the_platforms_frame(
     answer = await launch(client, platform, "hint-learner", claims)
     assert answer.status_code == 303, answer.text
     assert answer.headers["location"] == "/ui/#/leaderboard"
+    assert f"frame-ancestors {platform.origin}" in answer.headers["content-security-policy"]
+    assert "x-frame-options" not in answer.headers
     cookies = set_cookies(answer)
     session_cookie = cookies["questline_session"]
     for attribute in ("HttpOnly", "Secure", "SameSite=none", "Partitioned", "Path=/"):
@@ -257,3 +261,54 @@ async def test_a_launch_of_another_platform_with_this_ones_state_is_refused(
     mixed = {"id_token": theirs["id_token"], "state": ours["state"]}
     answer = await post_launch(client, mixed, origin=platform.origin)
     assert refusal(answer) in ("signature", "issuer"), answer.text
+
+
+async def test_a_member_the_directory_deactivated_is_refused(
+    world: World, client: httpx.AsyncClient, platform: LtiPlatform, app_state: AppHarness
+) -> None:
+    org = await _registered(world, platform)
+    await org.create_member("gone@example.org")
+    async with app_state.db.session() as session:
+        await session.execute(
+            update(Member)
+            .where(Member.organization_id == org.id, Member.email_key == "gone@example.org")
+            .values(active=False)
+        )
+    claims = platform.claims_for("gone-1", email="gone@example.org")
+    _expect_refused(await launch(client, platform, "hint-gone", claims), "deactivated")
+    assert await _sessions(app_state) == 0
+
+
+@pytest.mark.parametrize(
+    "id_token",
+    ["", "not-a-jwt", "a.b.c", "eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.", "x" * 70_000],
+    ids=["empty", "garbage", "three-parts", "alg-none", "oversized"],
+)
+async def test_malformed_id_tokens_are_refused_with_a_page(
+    world: World,
+    client: httpx.AsyncClient,
+    platform: LtiPlatform,
+    app_state: AppHarness,
+    id_token: str,
+) -> None:
+    await _registered(world, platform)
+    platform.launch_as("hint-bad", platform.claims_for("bad", email="bad@example.org"))
+    fields = await launch_fields(client, platform, "hint-bad")
+    answer = await post_launch(
+        client, {"id_token": id_token, "state": fields["state"]}, origin=platform.origin
+    )
+    assert answer.status_code in (400, 401), answer.text
+    assert refusal(answer) in ("invalid-token", "signature"), answer.text
+    assert await _sessions(app_state) == 0
+
+
+async def test_a_platform_whose_keys_cannot_be_fetched_is_refused_with_a_page(
+    world: World, client: httpx.AsyncClient, platform: LtiPlatform
+) -> None:
+    org = world.org()
+    with socket.socket() as probe:  # a loopback port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    await register(org, platform, KeySetUrl=f"http://127.0.0.1:{closed}/jwks")
+    claims = platform.claims_for("learner-k", email="k@example.org")
+    _expect_refused(await launch(client, platform, "hint-keys", claims), "keys-unreachable")

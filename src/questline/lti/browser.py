@@ -51,6 +51,9 @@ _LOGIN_RESPONSES: dict[int | str, dict[str, Any]] = {
 
 
 MAX_FORM_FIELDS = 20
+MAX_FIELD = {"id_token": 64 * 1024, "state": 200, "ticket": 200}
+"""Longer values are refused as what they fail to be (an unknown state, a malformed
+launch), with a page: the lengths ``flow`` and ``claims`` check."""
 FORM_PATHS = frozenset({"/lti/login", "/lti/launch", "/lti/deep-link"})
 """The paths a browser posts forms to (the body guard lets them through)."""
 FORM = "application/x-www-form-urlencoded"
@@ -65,7 +68,10 @@ def form_body(fields: dict[str, str], *, required: list[str]) -> dict[str, Any]:
     """The OpenAPI request body of a form the platform's page (or the picker) posts."""
     schema = {
         "type": "object",
-        "properties": {name: {"type": "string", "description": d} for name, d in fields.items()},
+        "properties": {
+            name: {"type": "string", "maxLength": MAX_FIELD.get(name, 2048), "description": d}
+            for name, d in fields.items()
+        },
         "required": required,
     }
     body = {"required": True, "content": {FORM: {"schema": schema}}}
@@ -307,7 +313,12 @@ async def lti_launch(request: Request) -> Response:
     response = RedirectResponse(
         destination(target, public_url=public, team_ids=launched.team_ids),
         status_code=status.HTTP_303_SEE_OTHER,
-        headers={"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"},
+        headers={
+            "Cache-Control": "no-store",
+            "Referrer-Policy": "no-referrer",
+            # The redirect itself is answered inside the platform's frame too.
+            "Content-Security-Policy": pages.frame_only(launched.frame_origin),
+        },
     )
     if lti.NRPS in verified and roster.due(launched.platform):
         # After the answer is sent: the person does not wait for the course's roster.

@@ -33,6 +33,11 @@ def _policy(*, frame: str | None, form_action: str = "'none'", script: str | Non
     return "; ".join(parts)
 
 
+def frame_only(origin: str) -> str:
+    """The policy of a response with nothing to show, framed by ``origin`` only."""
+    return _policy(frame=origin)
+
+
 def _page(title: str, body: str, *, status: int, policy: str) -> HTMLResponse:
     document = (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
