@@ -312,3 +312,30 @@ async def test_a_platform_whose_keys_cannot_be_fetched_is_refused_with_a_page(
     await register(org, platform, KeySetUrl=f"http://127.0.0.1:{closed}/jwks")
     claims = platform.claims_for("learner-k", email="k@example.org")
     _expect_refused(await launch(client, platform, "hint-keys", claims), "keys-unreachable")
+
+
+async def test_the_deployment_names_the_organization(
+    world: World, client: httpx.AsyncClient, platform: LtiPlatform
+) -> None:
+    """One platform and client id (a Canvas developer key) installed by two schools:
+    each launch lands in the organization that registered its deployment."""
+    first, second = await _registered(world, platform), world.org()
+    await register(second, platform, DeploymentIds=["deployment-2"])
+    claims = platform.claims_for("pupil", email="pupil@example.org")
+    claims["https://purl.imsglobal.org/spec/lti/claim/deployment_id"] = "deployment-2"
+    answer = await launch(client, platform, "hint-second", claims)
+    assert answer.status_code == 303, answer.text
+    me = (await client.get("/auth/session", headers=with_cookies(answer))).json()
+    assert me["OrganizationId"] == str(second.id)
+    assert (await client.get("/member", headers=first.admin)).json() == []
+
+
+async def test_without_a_public_url_the_flow_says_so(
+    world: World, client: httpx.AsyncClient, platform: LtiPlatform, app_state: AppHarness
+) -> None:
+    app_state.configure(public_url=None)
+    org = world.org()
+    refused = await client.post("/lti/platform", json=platform.registration(), headers=org.admin)
+    assert refused.status_code == 503, refused.text
+    assert refused.json()["type"].endswith("/public-url-required")
+    _expect_refused(await start_login(client, platform, "hint-none"), "not-configured")
