@@ -3,12 +3,16 @@ each of its members in the discipline's line item, posted through the outbox."""
 
 from __future__ import annotations
 
+import datetime as dt
+
 import httpx
 import pytest
+from sqlalchemy import select, update
 
 from questline.config import Settings
 from questline.events import fanout
 from questline.lti.grades import GradesDispatcher
+from questline.lti.models import LtiScore
 from tests.factories import World
 from tests.lti.support import launch, register
 from tests.progress.factories import completed, make_discipline
@@ -70,3 +74,44 @@ async def test_progress_posts_each_members_score_in_the_disciplines_line_item(
     sent = len(platform.scores())
     await _deliver(settings, app_state)
     assert len(platform.scores()) == sent
+
+
+async def test_a_score_the_platform_refused_is_retried_and_a_withdrawal_resends(
+    world: World,
+    client: httpx.AsyncClient,
+    platform: LtiPlatform,
+    app_state: AppHarness,
+    settings: Settings,
+) -> None:
+    org = world.org()
+    await register(org, platform)
+    platform.state.tool_keys = None  # the platform does not trust Questline's keys yet
+    tree = await make_discipline(app_state.db, org_id=org.id, shape=[[[5, 5]]], title="Retry")
+    team = await org.create_team("Comets")
+    assert (await org.add_member(team["Id"], email="bo@example.org")).status_code == 201
+    claims = platform.claims_for("bo-sub", email="bo@example.org")
+    assert (
+        await launch(client, platform, "hint-retry", claims, **platform.ags_claim())
+    ).status_code == 303
+    assert await completed(org, team["Id"], tree.task(0, 0, 0)) == 5
+    before = len(platform.scores())
+    await _deliver(settings, app_state)
+    async with app_state.db.session(write=False) as session:
+        row = await session.scalar(select(LtiScore).where(LtiScore.organization_id == org.id))
+    assert row is not None
+    assert (row.status, row.attempts, row.last_status_code) == ("Pending", 1, 401)
+    assert len(platform.scores()) == before
+    # The platform now trusts the keys; the retry is due: the score goes.
+    keys = (await client.get("/.well-known/jwks.json")).json()
+    platform.trust_tool_keys(keys, "http://questline.test/lti/launch")
+    async with app_state.db.session() as session:
+        await session.execute(update(LtiScore).values(next_attempt_at=dt.datetime.now(dt.UTC)))
+    await _deliver(settings, app_state)
+    assert [(s["userId"], s["scoreGiven"]) for s in platform.scores()[before:]] == [("bo-sub", 5)]
+    # A withdrawal sends the lower score.
+    withdrawn = await client.delete(
+        f"/team/{team['Id']}/progress/{tree.task(0, 0, 0)}", headers=org.admin
+    )
+    assert withdrawn.status_code == 204, withdrawn.text
+    await _deliver(settings, app_state)
+    assert platform.scores()[-1]["scoreGiven"] == 0
