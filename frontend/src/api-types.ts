@@ -1414,6 +1414,211 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/lti/platform": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The organization's learning platforms
+         * @description Every platform the organization registered, oldest first.
+         */
+        get: operations["listLtiPlatforms"];
+        put?: never;
+        /**
+         * Register a learning platform
+         * @description Register a platform (Moodle, Canvas, Open edX, Brightspace) that launches
+         *     Questline with LTI 1.3. Its URLs must be https (unless the server sets
+         *     `QUESTLINE_LTI_ALLOW_HTTP=true`); the token and key set URLs, which Questline
+         *     fetches, must resolve to public addresses (unless
+         *     `QUESTLINE_LTI_ALLOW_PRIVATE_URLS=true`). A deployment id that this issuer and
+         *     client id already registered, here or in another organization, is 409. The answer's
+         *     `Tool` gives the URLs to paste into the platform (docs/platforms.md).
+         */
+        post: operations["createLtiPlatform"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/lti/platform/{platform_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A learning platform
+         * @description The registration, the title of the course of its latest launch and the URLs to
+         *     paste into the platform.
+         */
+        get: operations["getLtiPlatform"];
+        put?: never;
+        post?: never;
+        /**
+         * Remove a learning platform
+         * @description Launches from the platform are refused from now on; members it made stay
+         *     (sessions already started run until they expire or their people sign out).
+         */
+        delete: operations["deleteLtiPlatform"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a learning platform
+         * @description Change the fields given; `DeploymentIds` replaces the list (launches of a
+         *     deployment left out are refused from now on).
+         */
+        patch: operations["updateLtiPlatform"];
+        trace?: never;
+    };
+    "/lti/platform/{platform_id}/sync": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Sync the course roster (NRPS)
+         * @description Read the course's roster with the platform's Names and Role Provisioning
+         *     Services (a client-credentials token signed with Questline's key) and make the
+         *     organization's members follow it: new people are added (by e-mail, else by their
+         *     platform id), people gone from the course or inactive there are deactivated (out of
+         *     their teams, their progress kept). Idempotent. 409 before a launch has named the
+         *     roster service; 503 when the platform refuses or cannot be reached.
+         */
+        post: operations["syncLtiRoster"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/jwks.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Questline's public keys (JWKS)
+         * @description The public keys that verify what Questline signs as an LTI tool (client
+         *     assertions at a platform's token endpoint, deep-linking responses). Register this
+         *     URL as the tool's public keyset URL. Two keys are listed after a rotation
+         *     (docs/platforms.md, "Questline's keys").
+         */
+        get: operations["getLtiKeySet"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/lti/login": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Third-party initiated login (GET)
+         * @description The platform starts a launch (OIDC third-party initiated login, LTI 1.3 §5.1.1):
+         *     a login is recorded (its `state` and `nonce`: single-use, expiring after
+         *     `QUESTLINE_LTI_LOGIN_MINUTES`) and the browser sent to the platform's `AuthLoginUrl`.
+         *     An unknown platform is an HTML page with the reason.
+         */
+        get: operations["ltiLogin"];
+        put?: never;
+        /**
+         * Third-party initiated login (POST)
+         * @description As `GET /lti/login`, with the parameters in a form (platforms may post them).
+         */
+        post: operations["ltiLoginPost"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/lti/launch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The platform's launch (ID token)
+         * @description Spend the login's `state` (once), verify the ID token with the platform's keys
+         *     (signature, `iss`, `aud`, `azp`, `exp`, `nonce`, LTI version, message type), find
+         *     the registered deployment (it names the organization), find or create the member
+         *     (by e-mail, else by the platform's `sub`; instructors and administrators become
+         *     admins, everyone else members) and start the dashboard session, framable by the
+         *     platform only. A deep-linking request opens the picker instead. Every refusal is an
+         *     HTML page with the reason, with no session.
+         */
+        post: operations["ltiLaunch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/lti/deep-link": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The instructor's pick (deep linking)
+         * @description Spend the picker's ticket (once, within 30 minutes) and answer with the signed
+         *     deep-linking response for the link picked: the leaderboard, a discipline's
+         *     leaderboard, or the learner's own team's progress.
+         */
+        post: operations["ltiDeepLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/lti/view/{view}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A target link URI opened outside a launch
+         * @description The target link URIs Questline hands out name dashboard pages: opened directly
+         *     (a bookmark), they lead there; a launch leads there signed in.
+         */
+        get: operations["ltiView"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -2706,6 +2911,149 @@ export interface components {
          */
         Phase: "Upcoming" | "Running" | "Frozen" | "Ended";
         /**
+         * Platform
+         * @example {
+         *       "Id": "0193a6fa-8b92-7da4-9ebf-2a3b4c5d6e71",
+         *       "OrganizationId": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10",
+         *       "Issuer": "https://moodle.example.org",
+         *       "ClientId": "Qx7Tf0kz9mLr2Vb",
+         *       "DeploymentIds": [
+         *         "3"
+         *       ],
+         *       "AuthLoginUrl": "https://moodle.example.org/mod/lti/auth.php",
+         *       "AuthTokenUrl": "https://moodle.example.org/mod/lti/token.php",
+         *       "KeySetUrl": "https://moodle.example.org/mod/lti/certs.php",
+         *       "ContextTitle": "Security awareness 2026",
+         *       "LastSyncAt": null,
+         *       "Tool": {
+         *         "LoginUrl": "https://questline.example.org/lti/login",
+         *         "RedirectUrl": "https://questline.example.org/lti/launch",
+         *         "KeySetUrl": "https://questline.example.org/.well-known/jwks.json",
+         *         "DeepLinkingUrl": "https://questline.example.org/lti/launch",
+         *         "TargetLinkUri": "https://questline.example.org/lti/view/leaderboard"
+         *       },
+         *       "CreatedAt": "2026-11-20T09:30:00Z",
+         *       "UpdatedAt": "2026-11-21T14:05:00Z"
+         *     }
+         */
+        Platform: {
+            /**
+             * Id
+             * Format: uuid
+             */
+            Id: string;
+            /**
+             * Organizationid
+             * Format: uuid
+             */
+            OrganizationId: string;
+            /** Issuer */
+            Issuer: string;
+            /** Clientid */
+            ClientId: string;
+            /** Deploymentids */
+            DeploymentIds: string[];
+            /** Authloginurl */
+            AuthLoginUrl: string;
+            /** Authtokenurl */
+            AuthTokenUrl: string;
+            /** Keyseturl */
+            KeySetUrl: string;
+            /**
+             * Contexttitle
+             * @description The title of the course of the latest launch (null before the first).
+             */
+            ContextTitle: string | null;
+            /**
+             * Lastsyncat
+             * @description The latest roster sync (NRPS).
+             */
+            LastSyncAt: string | null;
+            /** @description Questline's URLs to paste into the platform. */
+            Tool: components["schemas"]["ToolUrls"];
+            /**
+             * Createdat
+             * Format: date-time
+             */
+            CreatedAt: string;
+            /**
+             * Updatedat
+             * Format: date-time
+             */
+            UpdatedAt: string;
+        };
+        /**
+         * PlatformCreate
+         * @description ``POST /lti/platform``: what the platform shows once the tool is registered in it
+         *     (docs/platforms.md gives where Moodle and Canvas show each).
+         * @example {
+         *       "Issuer": "https://moodle.example.org",
+         *       "ClientId": "Qx7Tf0kz9mLr2Vb",
+         *       "DeploymentIds": [
+         *         "3"
+         *       ],
+         *       "AuthLoginUrl": "https://moodle.example.org/mod/lti/auth.php",
+         *       "AuthTokenUrl": "https://moodle.example.org/mod/lti/token.php",
+         *       "KeySetUrl": "https://moodle.example.org/mod/lti/certs.php"
+         *     }
+         */
+        PlatformCreate: {
+            /**
+             * Issuer
+             * @description The platform's issuer (`iss` of its ID tokens).
+             */
+            Issuer: string;
+            /**
+             * Clientid
+             * @description The client id the platform gave Questline (`aud`).
+             */
+            ClientId: string;
+            /**
+             * Deploymentids
+             * @description The deployment ids launches may carry; any other is refused. Unique across the service with the issuer and client id (409 when taken).
+             */
+            DeploymentIds: string[];
+            /**
+             * Authloginurl
+             * @description The platform's OIDC authorization endpoint.
+             */
+            AuthLoginUrl: string;
+            /**
+             * Authtokenurl
+             * @description The platform's OAuth 2 token endpoint (roster and grade services).
+             */
+            AuthTokenUrl: string;
+            /**
+             * Keyseturl
+             * @description The platform's public keys (JWKS) that sign launches.
+             */
+            KeySetUrl: string;
+        };
+        /**
+         * PlatformUpdate
+         * @description ``PATCH /lti/platform/{id}``: only the fields given change.
+         * @example {
+         *       "DeploymentIds": [
+         *         "3",
+         *         "7"
+         *       ]
+         *     }
+         */
+        PlatformUpdate: {
+            /** Issuer */
+            Issuer?: string | null;
+            /** Clientid */
+            ClientId?: string | null;
+            /** Deploymentids */
+            DeploymentIds?: string[] | null;
+            /** Authloginurl */
+            AuthLoginUrl?: string | null;
+            /** Authtokenurl */
+            AuthTokenUrl?: string | null;
+            /** Keyseturl */
+            KeySetUrl?: string | null;
+        };
+        /**
          * ProgressCreate
          * @description ``POST /team/{id}/progress``.
          * @example {
@@ -2871,6 +3219,38 @@ export interface components {
              * @default Link
              */
             Kind: string;
+        };
+        /**
+         * RosterSync
+         * @description ``POST /lti/platform/{id}/sync``: what the roster changed.
+         * @example {
+         *       "Read": 42,
+         *       "Added": 3,
+         *       "Reactivated": 0,
+         *       "Deactivated": 1
+         *     }
+         */
+        RosterSync: {
+            /**
+             * Read
+             * @description Members read from the platform's roster.
+             */
+            Read: number;
+            /**
+             * Added
+             * @description New members of the organization.
+             */
+            Added: number;
+            /**
+             * Reactivated
+             * @description Members the roster lists as active again.
+             */
+            Reactivated: number;
+            /**
+             * Deactivated
+             * @description Members gone from the roster (or inactive there).
+             */
+            Deactivated: number;
         };
         /**
          * ScimToken
@@ -3572,6 +3952,44 @@ export interface components {
             /** Tags */
             Tags?: string[] | null;
             Status?: components["schemas"]["TeamStatus"] | null;
+        };
+        /**
+         * ToolUrls
+         * @description What to paste into the platform when registering Questline as a tool.
+         * @example {
+         *       "LoginUrl": "https://questline.example.org/lti/login",
+         *       "RedirectUrl": "https://questline.example.org/lti/launch",
+         *       "KeySetUrl": "https://questline.example.org/.well-known/jwks.json",
+         *       "DeepLinkingUrl": "https://questline.example.org/lti/launch",
+         *       "TargetLinkUri": "https://questline.example.org/lti/view/leaderboard"
+         *     }
+         */
+        ToolUrls: {
+            /**
+             * Loginurl
+             * @description Initiate login URL (third-party initiated login).
+             */
+            LoginUrl: string;
+            /**
+             * Redirecturl
+             * @description Redirection URI, where the platform posts launches.
+             */
+            RedirectUrl: string;
+            /**
+             * Keyseturl
+             * @description Questline's public keys (JWKS).
+             */
+            KeySetUrl: string;
+            /**
+             * Deeplinkingurl
+             * @description Where deep-linking requests are launched.
+             */
+            DeepLinkingUrl: string;
+            /**
+             * Targetlinkuri
+             * @description The default target (the leaderboard).
+             */
+            TargetLinkUri: string;
         };
         /** ValidationError */
         ValidationError: {
@@ -23644,6 +24062,2350 @@ export interface operations {
                      *       "status": 503,
                      *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/audit",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    listLtiPlatforms: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "Id": "0193a6fa-8b92-7da4-9ebf-2a3b4c5d6e71",
+                     *         "OrganizationId": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10",
+                     *         "Issuer": "https://moodle.example.org",
+                     *         "ClientId": "Qx7Tf0kz9mLr2Vb",
+                     *         "DeploymentIds": [
+                     *           "3"
+                     *         ],
+                     *         "AuthLoginUrl": "https://moodle.example.org/mod/lti/auth.php",
+                     *         "AuthTokenUrl": "https://moodle.example.org/mod/lti/token.php",
+                     *         "KeySetUrl": "https://moodle.example.org/mod/lti/certs.php",
+                     *         "ContextTitle": "Security awareness 2026",
+                     *         "LastSyncAt": null,
+                     *         "Tool": {
+                     *           "LoginUrl": "https://questline.example.org/lti/login",
+                     *           "RedirectUrl": "https://questline.example.org/lti/launch",
+                     *           "KeySetUrl": "https://questline.example.org/.well-known/jwks.json",
+                     *           "DeepLinkingUrl": "https://questline.example.org/lti/launch",
+                     *           "TargetLinkUri": "https://questline.example.org/lti/view/leaderboard"
+                     *         },
+                     *         "CreatedAt": "2026-11-20T09:30:00Z",
+                     *         "UpdatedAt": "2026-11-21T14:05:00Z"
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["Platform"][];
+                };
+            };
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/lti/platform",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/lti/platform",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/lti/platform",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/lti/platform",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/lti/platform",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/lti/platform",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/lti/platform",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/lti/platform",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    createLtiPlatform: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "Issuer": "https://moodle.example.org",
+                 *       "ClientId": "Qx7Tf0kz9mLr2Vb",
+                 *       "DeploymentIds": [
+                 *         "3"
+                 *       ],
+                 *       "AuthLoginUrl": "https://moodle.example.org/mod/lti/auth.php",
+                 *       "AuthTokenUrl": "https://moodle.example.org/mod/lti/token.php",
+                 *       "KeySetUrl": "https://moodle.example.org/mod/lti/certs.php"
+                 *     }
+                 */
+                "application/json": components["schemas"]["PlatformCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "Id": "0193a6fa-8b92-7da4-9ebf-2a3b4c5d6e71",
+                     *       "OrganizationId": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10",
+                     *       "Issuer": "https://moodle.example.org",
+                     *       "ClientId": "Qx7Tf0kz9mLr2Vb",
+                     *       "DeploymentIds": [
+                     *         "3"
+                     *       ],
+                     *       "AuthLoginUrl": "https://moodle.example.org/mod/lti/auth.php",
+                     *       "AuthTokenUrl": "https://moodle.example.org/mod/lti/token.php",
+                     *       "KeySetUrl": "https://moodle.example.org/mod/lti/certs.php",
+                     *       "ContextTitle": "Security awareness 2026",
+                     *       "LastSyncAt": null,
+                     *       "Tool": {
+                     *         "LoginUrl": "https://questline.example.org/lti/login",
+                     *         "RedirectUrl": "https://questline.example.org/lti/launch",
+                     *         "KeySetUrl": "https://questline.example.org/.well-known/jwks.json",
+                     *         "DeepLinkingUrl": "https://questline.example.org/lti/launch",
+                     *         "TargetLinkUri": "https://questline.example.org/lti/view/leaderboard"
+                     *       },
+                     *       "CreatedAt": "2026-11-20T09:30:00Z",
+                     *       "UpdatedAt": "2026-11-21T14:05:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Platform"];
+                };
+            };
+            /** @description Malformed JSON, or JSON nested too deeply; or a `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/lti/platform",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/lti/platform",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/lti/platform",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/lti/platform",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/conflict",
+                     *       "title": "Conflict",
+                     *       "status": 409,
+                     *       "detail": "The request conflicts with the current state.",
+                     *       "instance": "/lti/platform",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](/problems/payload-too-large). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/payload-too-large",
+                     *       "title": "Payload too large",
+                     *       "status": 413,
+                     *       "detail": "The body is over the limit (5 MiB; 32 MiB for `/team/bulk`), or a bulk request has more teams than allowed.",
+                     *       "instance": "/lti/platform",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/lti/platform",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](/problems/unsupported-media-type). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "The body was sent with a media type this operation does not read.",
+                     *       "instance": "/lti/platform",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/lti/platform",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/lti/platform",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/lti/platform",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/lti/platform",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    getLtiPlatform: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the LTI platform */
+                platform_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "Id": "0193a6fa-8b92-7da4-9ebf-2a3b4c5d6e71",
+                     *       "OrganizationId": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10",
+                     *       "Issuer": "https://moodle.example.org",
+                     *       "ClientId": "Qx7Tf0kz9mLr2Vb",
+                     *       "DeploymentIds": [
+                     *         "3"
+                     *       ],
+                     *       "AuthLoginUrl": "https://moodle.example.org/mod/lti/auth.php",
+                     *       "AuthTokenUrl": "https://moodle.example.org/mod/lti/token.php",
+                     *       "KeySetUrl": "https://moodle.example.org/mod/lti/certs.php",
+                     *       "ContextTitle": "Security awareness 2026",
+                     *       "LastSyncAt": null,
+                     *       "Tool": {
+                     *         "LoginUrl": "https://questline.example.org/lti/login",
+                     *         "RedirectUrl": "https://questline.example.org/lti/launch",
+                     *         "KeySetUrl": "https://questline.example.org/.well-known/jwks.json",
+                     *         "DeepLinkingUrl": "https://questline.example.org/lti/launch",
+                     *         "TargetLinkUri": "https://questline.example.org/lti/view/leaderboard"
+                     *       },
+                     *       "CreatedAt": "2026-11-20T09:30:00Z",
+                     *       "UpdatedAt": "2026-11-21T14:05:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Platform"];
+                };
+            };
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/lti/platform/{platform_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/lti/platform/{platform_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/lti/platform/{platform_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "No such resource in the caller's organization.",
+                     *       "instance": "/lti/platform/{platform_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/lti/platform/{platform_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/lti/platform/{platform_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/lti/platform/{platform_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/lti/platform/{platform_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/lti/platform/{platform_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/lti/platform/{platform_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    deleteLtiPlatform: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the LTI platform */
+                platform_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/lti/platform/{platform_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/lti/platform/{platform_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/lti/platform/{platform_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "No such resource in the caller's organization.",
+                     *       "instance": "/lti/platform/{platform_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/lti/platform/{platform_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/lti/platform/{platform_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/lti/platform/{platform_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/lti/platform/{platform_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/lti/platform/{platform_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/lti/platform/{platform_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    updateLtiPlatform: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the LTI platform */
+                platform_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "DeploymentIds": [
+                 *         "3",
+                 *         "7"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["PlatformUpdate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "Id": "0193a6fa-8b92-7da4-9ebf-2a3b4c5d6e71",
+                     *       "OrganizationId": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10",
+                     *       "Issuer": "https://moodle.example.org",
+                     *       "ClientId": "Qx7Tf0kz9mLr2Vb",
+                     *       "DeploymentIds": [
+                     *         "3"
+                     *       ],
+                     *       "AuthLoginUrl": "https://moodle.example.org/mod/lti/auth.php",
+                     *       "AuthTokenUrl": "https://moodle.example.org/mod/lti/token.php",
+                     *       "KeySetUrl": "https://moodle.example.org/mod/lti/certs.php",
+                     *       "ContextTitle": "Security awareness 2026",
+                     *       "LastSyncAt": null,
+                     *       "Tool": {
+                     *         "LoginUrl": "https://questline.example.org/lti/login",
+                     *         "RedirectUrl": "https://questline.example.org/lti/launch",
+                     *         "KeySetUrl": "https://questline.example.org/.well-known/jwks.json",
+                     *         "DeepLinkingUrl": "https://questline.example.org/lti/launch",
+                     *         "TargetLinkUri": "https://questline.example.org/lti/view/leaderboard"
+                     *       },
+                     *       "CreatedAt": "2026-11-20T09:30:00Z",
+                     *       "UpdatedAt": "2026-11-21T14:05:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Platform"];
+                };
+            };
+            /** @description Malformed JSON, or JSON nested too deeply; or a `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/lti/platform/{platform_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/lti/platform/{platform_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/lti/platform/{platform_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "No such resource in the caller's organization.",
+                     *       "instance": "/lti/platform/{platform_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/lti/platform/{platform_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/conflict",
+                     *       "title": "Conflict",
+                     *       "status": 409,
+                     *       "detail": "The request conflicts with the current state.",
+                     *       "instance": "/lti/platform/{platform_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](/problems/payload-too-large). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/payload-too-large",
+                     *       "title": "Payload too large",
+                     *       "status": 413,
+                     *       "detail": "The body is over the limit (5 MiB; 32 MiB for `/team/bulk`), or a bulk request has more teams than allowed.",
+                     *       "instance": "/lti/platform/{platform_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/lti/platform/{platform_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](/problems/unsupported-media-type). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "The body was sent with a media type this operation does not read.",
+                     *       "instance": "/lti/platform/{platform_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/lti/platform/{platform_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/lti/platform/{platform_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/lti/platform/{platform_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/lti/platform/{platform_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    syncLtiRoster: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the LTI platform */
+                platform_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "Read": 42,
+                     *       "Added": 3,
+                     *       "Reactivated": 0,
+                     *       "Deactivated": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RosterSync"];
+                };
+            };
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/lti/platform/{platform_id}/sync",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/lti/platform/{platform_id}/sync",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/lti/platform/{platform_id}/sync",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "No such resource in the caller's organization.",
+                     *       "instance": "/lti/platform/{platform_id}/sync",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/lti/platform/{platform_id}/sync",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/conflict",
+                     *       "title": "Conflict",
+                     *       "status": 409,
+                     *       "detail": "The request conflicts with the current state.",
+                     *       "instance": "/lti/platform/{platform_id}/sync",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/lti/platform/{platform_id}/sync",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/lti/platform/{platform_id}/sync",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/lti/platform/{platform_id}/sync",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/lti/platform/{platform_id}/sync",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/lti/platform/{platform_id}/sync",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    getLtiKeySet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The JSON Web Key Set: the signing key and, after a rotation, the one before. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "keys": [
+                     *         {
+                     *           "kty": "RSA",
+                     *           "kid": "p1Yk3cT0vX8bQm2A",
+                     *           "use": "sig",
+                     *           "alg": "RS256",
+                     *           "e": "AQAB",
+                     *           "n": "vDTCne_xbfdueAS8JyxdQ2xyxnCI8dkLSWwZpMfcs0o8r2yXNEFCyzSH2S8MLIoN"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": unknown;
+                };
+            };
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/.well-known/jwks.json",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/.well-known/jwks.json",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/.well-known/jwks.json",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/.well-known/jwks.json",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/.well-known/jwks.json",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/.well-known/jwks.json",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    ltiLogin: {
+        parameters: {
+            query?: {
+                /** @description The platform's issuer. */
+                iss?: string | null;
+                /** @description The platform's hint of the user. */
+                login_hint?: string | null;
+                /** @description What the launch opens. */
+                target_link_uri?: string | null;
+                /** @description Passed back to the platform. */
+                lti_message_hint?: string | null;
+                /** @description Questline's client id there. */
+                client_id?: string | null;
+                /** @description The deployment. */
+                lti_deployment_id?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description To the platform's authentication endpoint (`AuthLoginUrl`). */
+            302: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Refused: an HTML page naming the reason (docs/platforms.md, "Refusals"), 400, 401 or 403. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": unknown;
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is larger than allowed. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    ltiLoginPost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /** @description The platform's issuer. */
+                    iss: string;
+                    /** @description The platform's hint of the user. */
+                    login_hint: string;
+                    /** @description What the launch opens. */
+                    target_link_uri?: string;
+                    /** @description Passed back to the platform. */
+                    lti_message_hint?: string;
+                    /** @description Questline's client id there. */
+                    client_id?: string;
+                    /** @description The deployment. */
+                    lti_deployment_id?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description To the platform's authentication endpoint (`AuthLoginUrl`). */
+            302: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Refused: an HTML page naming the reason (docs/platforms.md, "Refusals"), 400, 401 or 403. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": unknown;
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is larger than allowed. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    ltiLaunch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /** @description The platform's signed launch (a JWT). */
+                    id_token?: string;
+                    /** @description The login's `state`. */
+                    state: string;
+                    /** @description The platform's error instead of a launch (OIDC). */
+                    error?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description A deep-linking request: the instructor's picker. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": unknown;
+                };
+            };
+            /** @description Signed in: to the dashboard page the target link URI names, with the session cookie (`SameSite=None; Secure; Partitioned`). */
+            303: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Refused: an HTML page naming the reason (docs/platforms.md, "Refusals"), 400, 401 or 403. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": unknown;
+                };
+            };
+            /** @description Refused: an HTML page naming the reason (docs/platforms.md, "Refusals"), 400, 401 or 403. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": unknown;
+                };
+            };
+            /** @description Refused: an HTML page naming the reason (docs/platforms.md, "Refusals"), 400, 401 or 403. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": unknown;
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is larger than allowed. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    ltiDeepLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    /** @description The picker's one-time ticket. */
+                    ticket: string;
+                    /** @description `leaderboard`, `discipline` or `team`. */
+                    choice: string;
+                    /** @description The discipline's id (with `discipline`). */
+                    discipline?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description A page that posts the signed `LtiDeepLinkingResponse` (`JWT`) to the platform's `deep_link_return_url`. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description Refused: an HTML page naming the reason (docs/platforms.md, "Refusals"), 400, 401 or 403. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": unknown;
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is larger than allowed. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    ltiView: {
+        parameters: {
+            query?: {
+                /** @description A discipline's leaderboard. */
+                discipline?: string | null;
+            };
+            header?: never;
+            path: {
+                view: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description To the dashboard's page of the view. */
+            303: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/lti/view/{view}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "No such resource in the caller's organization.",
+                     *       "instance": "/lti/view/{view}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/lti/view/{view}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/lti/view/{view}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/lti/view/{view}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/lti/view/{view}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/lti/view/{view}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/lti/view/{view}",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
                      */

@@ -27,6 +27,13 @@ from questline.disciplines.endpoints import router as disciplines_router
 from questline.health.endpoints import router as health_router
 from questline.leaderboard.choice import season_rank
 from questline.leaderboard.endpoints import router as leaderboard_router
+from questline.lti import grades as lti_grades
+from questline.lti.browser import FORM_PATHS as LTI_FORM_PATHS
+from questline.lti.browser import browser_router as lti_browser_router
+from questline.lti.endpoints import keys_router as lti_keys_router
+from questline.lti.endpoints import router as lti_router
+from questline.lti.endpoints import sync_router as lti_sync_router
+from questline.lti.framing import FrameAncestors
 from questline.mail import service as mail_service
 from questline.mail.dispatcher import Postman
 from questline.mail.endpoints import invite_router as mail_invite_router
@@ -99,6 +106,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     # Statements of the outbox's events (events.fanout), from whichever process fans out.
     xapi_service.register_consumer(settings, wake=wake_xapi)
+    grades_dispatchers: list[lti_grades.GradesDispatcher] = []
+
+    def wake_grades() -> None:
+        for grades_dispatcher in grades_dispatchers:
+            grades_dispatcher.wake()
+
+    # Scores for the learning platforms' gradebooks (LTI AGS), from the same fan-out.
+    lti_grades.register_consumer(wake=wake_grades)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -117,6 +132,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if settings.xapi_dispatcher_enabled:
             xapi_dispatchers.append(XapiDispatcher(settings, state.db))
             xapi_dispatchers[-1].start()
+        if settings.lti_grades_dispatcher_enabled:
+            grades_dispatchers.append(
+                lti_grades.GradesDispatcher(settings, state.db, state.signing_secret)
+            )
+            grades_dispatchers[-1].start()
         purger = asyncio.get_running_loop().create_task(
             idempotency.purge_periodically(state.db, state.settings)
         )
@@ -136,6 +156,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 await postman.stop()
             for xapi_dispatcher in xapi_dispatchers:
                 await xapi_dispatcher.stop()
+            for grades_dispatcher in grades_dispatchers:
+                await grades_dispatcher.stop()
         await drain(state.cancelled_requests, grace=10)
         await progress_writes.close()
         await state.db.dispose()
@@ -152,6 +174,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.identity = identity
     app.state.readmodel = readmodel
     app.state.progress_writes = progress_writes
+    app.state.lti_framing = FrameAncestors(state.signing_secret)
     install_error_handlers(app)
     for router in (
         health_router,
@@ -175,6 +198,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         scim_token_router,
         adjustments_router,
         audit_router,
+        lti_router,
+        lti_sync_router,
+        lti_keys_router,
+        lti_browser_router,
     ):
         app.include_router(router)
     app.add_api_route("/", _to_dashboard, methods=["GET"], include_in_schema=False)
@@ -212,6 +239,7 @@ def _add_middleware(app: FastAPI, state: AppState, identity: Identity) -> None:
         bulk_limit=settings.max_bulk_body_bytes,
         bulk_suffixes=BULK_SUFFIXES,
         body_timeout=settings.server_body_timeout_seconds,
+        form_paths=LTI_FORM_PATHS,
     )
     if settings.rate_limit_enabled:
         app.add_middleware(
@@ -222,7 +250,8 @@ def _add_middleware(app: FastAPI, state: AppState, identity: Identity) -> None:
     app.add_middleware(AccessLogMiddleware)
     if hosts and "*" not in hosts:
         app.add_middleware(AllowedHostsMiddleware, hosts=hosts)
-    app.add_middleware(SecurityHeadersMiddleware)
+    # A learning platform's launch lets that platform frame the dashboard (lti.framing).
+    app.add_middleware(SecurityHeadersMiddleware, frame_ancestors=app.state.lti_framing)
     app.add_middleware(CorrelationIdMiddleware, header_name="X-Request-Id")
 
 

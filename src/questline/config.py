@@ -248,6 +248,33 @@ class Settings(BaseSettings):
     oidc_login_minutes: int = Field(default=10, ge=1, le=60)
     """A login started must come back from the provider within this (its ``state``)."""
 
+    # LTI 1.3: learning platforms that launch Questline (questline.lti, docs/platforms.md).
+    lti_allow_http: bool = False
+    """Accept ``http://`` platform URLs (tests and development); production ones are https."""
+    lti_allow_private_urls: bool = False
+    """Accept platform URLs on loopback, private or link-local addresses (an on-premises
+    Moodle); off, an admin cannot make the service fetch from its own network (SSRF)."""
+    lti_login_minutes: int = Field(default=10, ge=1, le=60)
+    """A login started (``/lti/login``) must come back as a launch within this."""
+    lti_keyset_ttl_seconds: float = Field(default=3600, gt=0)
+    """A platform's public keys are fetched again after this long (and at once, at most
+    every 10 s, for a key id the cached set lacks)."""
+    lti_http_timeout_seconds: float = Field(default=5, gt=0)
+    """Each call to a platform (keys, token, roster, scores) gives up after this."""
+    lti_key_rotation_days: int = Field(default=90, ge=1)
+    """Questline's signing key is replaced after this long; the one before stays
+    published until the next rotation."""
+    lti_roster_max_members: int = Field(default=10_000, ge=1)
+    """A roster sync reads at most this many members (pages of 1,000 at most)."""
+    lti_grades_dispatcher_enabled: bool = True
+    """Send scores to the platforms' gradebooks (AGS) from this process."""
+    lti_grades_poll_seconds: float = Field(default=1.0, gt=0)
+    """How often the grades dispatcher looks for scores of other processes."""
+    lti_grades_retry_base_seconds: float = Field(default=5, gt=0)
+    """The first retry of a score the platform did not take waits this long; then doubles."""
+    lti_grades_max_attempts: int = Field(default=15, ge=1)
+    """Attempts per score before it is shown as failed."""
+
     log_level: str = "INFO"
     log_format: Literal["auto", "json", "text"] = "auto"
     """``auto``: human-readable lines when stderr is a terminal, JSON lines otherwise."""

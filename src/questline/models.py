@@ -12,6 +12,16 @@ from questline.audit.models import AuditEntry
 from questline.auth.models import DashboardSession, SigninCode
 from questline.disciplines.models import Discipline, Level, Quest, Resource, Task
 from questline.events.models import Event
+from questline.lti.models import (
+    LtiDeepLink,
+    LtiDeployment,
+    LtiLineItem,
+    LtiLoginState,
+    LtiPerson,
+    LtiPlatform,
+    LtiScore,
+    LtiToolKey,
+)
 from questline.mail.models import MailJob
 from questline.members.models import Member, TeamMembership
 from questline.organizations.models import Organization
@@ -34,6 +44,14 @@ __all__ = [
     "IdempotencyRecord",
     "Level",
     "LrsConnection",
+    "LtiDeepLink",
+    "LtiDeployment",
+    "LtiLineItem",
+    "LtiLoginState",
+    "LtiPerson",
+    "LtiPlatform",
+    "LtiScore",
+    "LtiToolKey",
     "MailJob",
     "Member",
     "OidcLoginState",

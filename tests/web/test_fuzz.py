@@ -51,8 +51,23 @@ express: an ``If-Match`` that is not the current ``ETag``, an ``after`` cursor t
 service did not issue, member ids that are well-formed but not in the organization. 303
 is the browser's single sign-on routes' only answer (a refused login goes to the sign-in
 page, never a JSON error; no other operation documents a 303)."""
+BROWSER_PAGES = ["ltiLogin", "ltiLoginPost", "ltiLaunch", "ltiDeepLink"]
+"""The browser's way in from a learning platform: schema-valid data that names no
+registered platform, login state or ticket is refused with a page (400), never JSON."""
 CONFIG = SchemathesisConfig.from_dict(
-    {"checks": {"positive_data_acceptance": {"expected-statuses": ACCEPTABLE_FOR_VALID_DATA}}}
+    {
+        "checks": {"positive_data_acceptance": {"expected-statuses": ACCEPTABLE_FOR_VALID_DATA}},
+        "operations": [
+            {
+                "include-operation-id": BROWSER_PAGES,
+                "checks": {
+                    "positive_data_acceptance": {
+                        "expected-statuses": [*ACCEPTABLE_FOR_VALID_DATA, "400"]
+                    }
+                },
+            }
+        ],
+    }
 )
 HTTP_METHODS = ("get", "put", "post", "delete", "patch")
 

@@ -142,11 +142,20 @@ def _unbounded_strings(
     return found
 
 
-BROWSER_REDIRECTS = frozenset({"GET /auth/oidc/callback", "GET /auth/oidc/{organization_id}/login"})
+BROWSER_REDIRECTS = frozenset(
+    {
+        "GET /auth/oidc/callback",
+        "GET /auth/oidc/{organization_id}/login",
+        "GET /lti/login",
+        "GET /lti/view/{view}",
+    }
+)
 """Single sign-on's browser routes: whatever their query holds (bounded by the server's
 query limit, 414), they answer with a redirect, never a JSON refusal (docs/identity.md):
 an over-long ``state`` or ``code`` is an unknown login, an over-long ``next`` goes to
-``/ui/``. A ``maxLength`` would turn those into 422 documents in the browser."""
+``/ui/``. A ``maxLength`` would turn those into 422 documents in the browser. So do the
+LTI login's and target link URIs' (docs/platforms.md): a refusal page, or the
+leaderboard."""
 
 
 async def test_every_input_string_has_a_maximum_length(app: FastAPI) -> None:

@@ -130,6 +130,22 @@ OTHER_HOOK = "https://93.184.215.15/elsewhere"
 
 
 OTHER_LRS = "https://93.184.215.15/xAPI"
+OWNER_PLATFORM = "https://93.184.215.14"
+OTHER_PLATFORM = "https://93.184.215.15"
+
+
+def _lti_platform(base: str) -> dict[str, Any]:
+    """A registration on public addresses (private ones are refused by default)."""
+    return {
+        "Issuer": base,
+        "ClientId": unique("iso-client"),
+        "DeploymentIds": [unique("iso-deployment")],
+        "AuthLoginUrl": f"{base}/auth",
+        "AuthTokenUrl": f"{base}/token",
+        "KeySetUrl": f"{base}/jwks",
+    }
+
+
 _ADMIN_OWN_LRS = {
     "anonymous": 401,
     "forged": 401,
@@ -326,6 +342,29 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     ("GET", "/auth/oidc/session"): public(200),
     ("GET", "/auth/oidc/{organization_id}"): public(404, organization_id=_NO_SSO_ORG),
     ("GET", "/auth/oidc/{organization_id}/login"): public(303, organization_id=_NO_SSO_ORG),
+    # LTI (admin only): the caller's own organization's platforms; the owner's is seeded
+    # (``_resolve``). A registration's answer names the service's own tool URLs
+    # (the same for every organization), which the owner's snapshot also shows.
+    ("POST", "/lti/platform"): replace(
+        write(201, scoped=False, body=lambda _: _lti_platform(OTHER_PLATFORM)),
+        forbidden_text=False,
+    ),
+    ("GET", "/lti/platform"): admin_read(scoped=False),
+    ("GET", "/lti/platform/{platform_id}"): admin_read(scoped=True),
+    ("PATCH", "/lti/platform/{platform_id}"): write(
+        200, scoped=True, body=lambda _: {"DeploymentIds": [unique("iso-deployment")]}
+    ),
+    ("DELETE", "/lti/platform/{platform_id}"): write(204, scoped=True),
+    # No launch has named the roster service yet: the owner's admin gets 409.
+    ("POST", "/lti/platform/{platform_id}/sync"): write(409, scoped=True),
+    # The tool's keys, and the browser's way in from a platform: anyone; without a
+    # login's parameters, a launch's state or a ticket, a refusal page (400).
+    ("GET", "/.well-known/jwks.json"): public(),
+    ("GET", "/lti/login"): public(400),
+    ("POST", "/lti/login"): public(400),
+    ("POST", "/lti/launch"): public(400),
+    ("POST", "/lti/deep-link"): public(400),
+    ("GET", "/lti/view/{view}"): public(303, view="leaderboard"),
     # Seasons (any role reads them; the owner's season is frozen, so a reveal succeeds).
     ("POST", "/season"): write(201, scoped=False, body=lambda _: _season_body()),
     ("GET", "/season"): read(scoped=False),
@@ -423,6 +462,12 @@ async def _resolve(
         await _seed_webhook(org, resolved, db)
     if "put" in paths.get("/organization/xapi", {}) and db is not None and settings is not None:
         await _seed_lrs(org, db, settings)
+    if "post" in paths.get("/lti/platform", {}):
+        platform = await org.client.post(
+            "/lti/platform", json=_lti_platform(OWNER_PLATFORM), headers=org.admin
+        )
+        assert platform.status_code == 201, platform.text
+        resolved.ids["platform_id"] = platform.json()["Id"]
     if "post" in paths.get("/season", {}):
         season = await org.client.post("/season", json=_season_body(), headers=org.admin)
         assert season.status_code == 201, season.text

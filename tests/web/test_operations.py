@@ -305,6 +305,9 @@ NOT_LIMITS = frozenset(
         "mail_dispatcher_enabled",
         "oidc_allow_http",
         "oidc_allow_private_issuers",
+        "lti_allow_http",
+        "lti_allow_private_urls",
+        "lti_grades_dispatcher_enabled",
     }
 )
 """Settings that choose *what* (a URL, a key, a switch), not *how much*; every other

@@ -4,6 +4,7 @@ import { formatDateTime, formatNumber } from '../format';
 import { teamHref } from '../router';
 import type { LeaderboardEntry } from '../types';
 import { competitionChoice, competitionFilters } from './competition';
+import { disciplineFromHash } from './lti';
 
 export const LEADERBOARD_REFRESH_MS = 5000;
 export const LEADERBOARD_PAGE = 50;
@@ -14,6 +15,7 @@ export const STREAM_RETRY_MS = 60_000;
 let selectedDiscipline: string | null = null;
 
 export function renderLeaderboard(ctx: Ctx): void {
+  selectedDiscipline = disciplineFromHash(window.location.hash) ?? selectedDiscipline;
   const select = h(
     'select',
     { id: 'leaderboard-discipline', name: 'discipline', 'data-testid': 'discipline-filter' },

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
@@ -47,24 +47,38 @@ class SecurityHeadersMiddleware:
     A response that sets its own Content-Security-Policy (the docs page, which allows
     its inline script by hash) keeps it; ``page_policies`` maps path prefixes to
     policies for whole mounted trees (the dashboard).
+
+    ``frame_ancestors`` (set by the application: a learning platform's launch) names
+    the one origin that may frame a page of those trees for this request; such a page,
+    and a response whose own policy allows some frame ancestor, go without
+    ``X-Frame-Options: DENY`` (which knows no origin lists).
     """
 
-    def __init__(self, app: ASGIApp, *, page_policies: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        page_policies: Mapping[str, str] | None = None,
+        frame_ancestors: Callable[[Scope], str | None] | None = None,
+    ) -> None:
         self.app = app
         self.page_policies = dict(page_policies or {"/ui": UI_CSP})
+        self.frame_ancestors = frame_ancestors
 
-    def _policy_for(self, path: str) -> str:
+    def _policy_for(self, path: str) -> tuple[str, bool]:
+        """The default policy of ``path``, and whether it is a page (of a tree)."""
         for prefix, policy in self.page_policies.items():
             if path == prefix or path.startswith(prefix.rstrip("/") + "/"):
-                return policy
-        return API_CSP
+                return policy, True
+        return API_CSP, False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         authenticated = any(name == b"authorization" for name, _ in scope["headers"])
-        policy = self._policy_for(scope["path"])
+        policy, page = self._policy_for(scope["path"])
+        framer = self.frame_ancestors(scope) if page and self.frame_ancestors else None
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -73,6 +87,13 @@ class SecurityHeadersMiddleware:
                     headers[name] = value
                 if "content-security-policy" not in headers:
                     headers["Content-Security-Policy"] = policy
+                if framer is not None:
+                    headers["Content-Security-Policy"] = headers["Content-Security-Policy"].replace(
+                        "frame-ancestors 'none'", f"frame-ancestors {framer}"
+                    )
+                csp = headers["content-security-policy"]
+                if "frame-ancestors" in csp and "frame-ancestors 'none'" not in csp:
+                    del headers["X-Frame-Options"]
                 if authenticated:
                     headers["Cache-Control"] = "no-store"
                     headers.add_vary_header("Authorization")

@@ -30,6 +30,7 @@ LATENCY = Histogram(
 )
 
 JSON_TYPES = ("application/json",)
+FORM_TYPE = "application/x-www-form-urlencoded"
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 
@@ -76,12 +77,14 @@ class BodyGuardMiddleware:
         bulk_limit: int,
         bulk_suffixes: tuple[str, ...],
         body_timeout: float = 60,
+        form_paths: frozenset[str] = frozenset(),
     ) -> None:
         self.app = app
         self.limit = limit
         self.bulk_limit = bulk_limit
         self.bulk_suffixes = bulk_suffixes
         self.body_timeout = body_timeout
+        self.form_paths = form_paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] not in BODY_METHODS:
@@ -99,7 +102,8 @@ class BodyGuardMiddleware:
             problem = PayloadTooLarge(too_large_message(limit))
         elif has_body:
             media = _media_type(headers.get("content-type", ""))
-            if not (_is_json(media) or (bulk and media == "text/csv")):
+            form = media == FORM_TYPE and scope["path"] in self.form_paths
+            if not (_is_json(media) or form or (bulk and media == "text/csv")):
                 accepted = "application/json or text/csv" if bulk else "application/json"
                 problem = UnsupportedMediaType(
                     f"Send the body as {accepted} (got {media or 'no Content-Type'})."

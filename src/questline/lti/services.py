@@ -1,0 +1,148 @@
+"""Calls to a platform's services (LTI Advantage): the access token (client
+credentials with a JWT bearer client assertion signed with Questline's key, LTI
+Security Framework §4.1), then the roster (NRPS) and grades (AGS) with it.
+
+Every call goes to a URL checked against SSRF and pinned to the address checked,
+without redirects, bounded in time (``QUESTLINE_LTI_HTTP_TIMEOUT_SECONDS``) and in the
+size of what is read. No database transaction is open during a call: the signing key
+is read before (``keys.signing_key``).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+import httpx
+from joserfc import jwt
+
+from questline.config import Settings
+from questline.lti.keys import ALGORITHM, SigningKey
+from questline.outbound import addresses
+from questline.sso.provider import tls_context
+
+MAX_ANSWER_BYTES = 4 * 1024 * 1024
+CLIENT_ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+NRPS_SCOPE = "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly"
+AGS_LINEITEM_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem"
+AGS_SCORE_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/score"
+
+
+class ServiceFailed(Exception):
+    """The platform's service could not be used; the message says why (no secret in it)."""
+
+    def __init__(self, message: str, *, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    status_code: int
+    headers: httpx.Headers
+    body: bytes
+
+    def json(self) -> Any:
+        try:
+            return json.loads(self.body)
+        except ValueError as exc:
+            raise ServiceFailed("The platform's answer is not JSON.") from exc
+
+
+def client(settings: Settings) -> httpx.AsyncClient:
+    return httpx.AsyncClient(
+        timeout=settings.lti_http_timeout_seconds,
+        follow_redirects=False,
+        trust_env=False,
+        verify=tls_context(),
+    )
+
+
+async def call(
+    http: httpx.AsyncClient,
+    method: str,
+    url: str,
+    *,
+    settings: Settings,
+    headers: dict[str, str],
+    content: bytes | None = None,
+) -> Answer:
+    try:
+        target = await addresses.check(url, allow_private=settings.lti_allow_private_urls)
+    except addresses.UnsafeUrl as exc:
+        raise ServiceFailed(str(exc)) from exc
+    request = http.build_request(
+        method,
+        addresses.pinned_url(target),
+        content=content,
+        headers={**headers, "host": httpx.URL(url).netloc.decode("ascii")},
+        extensions={"sni_hostname": target.host},
+    )
+    try:
+        response = await http.send(request, stream=True)
+        try:
+            body = bytearray()
+            async for chunk in response.aiter_bytes():
+                body.extend(chunk)
+                if len(body) > MAX_ANSWER_BYTES:
+                    raise ServiceFailed(f"The answer of {url} is too large.")
+        finally:
+            await response.aclose()
+    except httpx.HTTPError as exc:
+        raise ServiceFailed(f"{url} failed ({type(exc).__name__}).") from exc
+    return Answer(response.status_code, response.headers, bytes(body))
+
+
+def client_assertion(*, key: SigningKey, client_id: str, token_url: str) -> str:
+    now = int(time.time())
+    claims = {
+        "iss": client_id,
+        "sub": client_id,
+        "aud": token_url,
+        "iat": now,
+        "exp": now + 300,
+        "jti": secrets.token_urlsafe(16),
+    }
+    return jwt.encode({"alg": ALGORITHM, "kid": key.kid, "typ": "JWT"}, claims, key.key)
+
+
+async def access_token(
+    http: httpx.AsyncClient,
+    *,
+    settings: Settings,
+    key: SigningKey,
+    client_id: str,
+    token_url: str,
+    scopes: list[str],
+) -> str:
+    """An access token for ``scopes`` from the platform's token endpoint."""
+    form = {
+        "grant_type": "client_credentials",
+        "client_assertion_type": CLIENT_ASSERTION_TYPE,
+        "client_assertion": client_assertion(key=key, client_id=client_id, token_url=token_url),
+        "scope": " ".join(scopes),
+    }
+    answer = await call(
+        http,
+        "POST",
+        token_url,
+        settings=settings,
+        headers={
+            "content-type": "application/x-www-form-urlencoded",
+            "accept": "application/json",
+        },
+        content=urlencode(form).encode(),
+    )
+    if answer.status_code != 200:
+        raise ServiceFailed(
+            f"The platform's token endpoint answered {answer.status_code}.",
+            status_code=answer.status_code,
+        )
+    token = answer.json().get("access_token") if isinstance(answer.json(), dict) else None
+    if not isinstance(token, str) or not token:
+        raise ServiceFailed("The platform's token endpoint gave no access token.")
+    return token

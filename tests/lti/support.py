@@ -1,0 +1,111 @@
+"""Steps of a launch from the test platform, as a browser takes them."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from tests.factories import Org
+from tests.support.lti_platform import LtiPlatform, form_fields
+
+
+async def register(org: Org, platform: LtiPlatform, **fields: Any) -> dict[str, Any]:
+    response = await org.client.post(
+        "/lti/platform", json=platform.registration(**fields), headers=org.admin
+    )
+    assert response.status_code == 201, response.text
+    return dict(response.json())
+
+
+async def start_login(
+    client: httpx.AsyncClient,
+    platform: LtiPlatform,
+    login_hint: str,
+    *,
+    target_link_uri: str | None = None,
+    method: str = "GET",
+) -> httpx.Response:
+    params = {
+        "iss": platform.issuer,
+        "login_hint": login_hint,
+        "client_id": platform.client_id,
+        "lti_message_hint": "resource-link-1",
+    }
+    if target_link_uri is not None:
+        params["target_link_uri"] = target_link_uri
+    if method == "POST":
+        return await client.post("/lti/login", data=params)
+    return await client.get("/lti/login", params=params)
+
+
+async def authenticate(location: str) -> dict[str, str]:
+    """The browser at the platform's authentication endpoint: the form it auto-posts."""
+    async with httpx.AsyncClient(timeout=10) as browser:
+        answer = await browser.get(location)
+    assert answer.status_code == 200, answer.text
+    fields = form_fields(answer.text)
+    assert {"id_token", "state"} <= fields.keys(), answer.text
+    return fields
+
+
+async def post_launch(
+    client: httpx.AsyncClient, fields: dict[str, str], *, origin: str | None
+) -> httpx.Response:
+    headers = {"Origin": origin} if origin is not None else {}
+    return await client.post("/lti/launch", data=fields, headers=headers)
+
+
+async def launch_fields(
+    client: httpx.AsyncClient, platform: LtiPlatform, login_hint: str, **login: Any
+) -> dict[str, str]:
+    """Login at Questline, then authentication at the platform: the launch to post."""
+    started = await start_login(client, platform, login_hint, **login)
+    assert started.status_code == 302, started.text
+    return await authenticate(started.headers["location"])
+
+
+async def launch(
+    client: httpx.AsyncClient,
+    platform: LtiPlatform,
+    login_hint: str,
+    claims: dict[str, Any],
+    **overrides: Any,
+) -> httpx.Response:
+    """The whole way: what the platform signs, login, authentication, launch."""
+    platform.launch_as(login_hint, claims, **overrides)
+    fields = await launch_fields(client, platform, login_hint)
+    return await post_launch(client, fields, origin=platform.origin)
+
+
+REASON = re.compile(r"<code id=reason>([a-z-]+)</code>")
+
+
+def refusal(response: httpx.Response) -> str | None:
+    """The reason code of a refusal page (None: not one)."""
+    assert response.headers["content-type"].startswith("text/html"), response.text
+    found = REASON.search(response.text)
+    return found.group(1) if found else None
+
+
+def set_cookies(response: httpx.Response) -> dict[str, str]:
+    """The ``Set-Cookie`` headers of a response, by cookie name."""
+    return {header.split("=", 1)[0]: header for header in response.headers.get_list("set-cookie")}
+
+
+def cookie_value(header: str) -> str:
+    return header.split(";", 1)[0].split("=", 1)[1]
+
+
+def with_cookies(response: httpx.Response) -> dict[str, str]:
+    """A ``Cookie`` header carrying the cookies ``response`` set (the test client's jar
+    keeps ``Secure`` cookies away from plain http)."""
+    pairs = [f"{name}={cookie_value(h)}" for name, h in set_cookies(response).items()]
+    return {"Cookie": "; ".join(pairs)}
+
+
+def origin_of(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
