@@ -51,6 +51,7 @@ from questline.scim.endpoints import token_router as scim_token_router
 from questline.scim.errors import ScimErrorMiddleware
 from questline.seasons.endpoints import router as seasons_router
 from questline.sso.endpoints import browser_router as sso_browser_router
+from questline.sso.endpoints import rate_limited as sso_rate_limited
 from questline.sso.endpoints import router as sso_router
 from questline.storage.db import Database
 from questline.teams.endpoints import router as teams_router
@@ -243,7 +244,10 @@ def _add_middleware(app: FastAPI, state: AppState, identity: Identity) -> None:
     )
     if settings.rate_limit_enabled:
         app.add_middleware(
-            RateLimitMiddleware, limiter=RateLimiter(settings), verify=identity.tokens.verify_async
+            RateLimitMiddleware,
+            limiter=RateLimiter(settings),
+            verify=identity.tokens.verify_async,
+            browser_refusal=sso_rate_limited,  # SSO's browser routes: a 303, never JSON
         )
     app.add_middleware(ConcurrencyLimitMiddleware, limit=settings.server_max_concurrent_requests)
     app.add_middleware(ScimErrorMiddleware)  # /scim/: SCIM errors, whoever refused

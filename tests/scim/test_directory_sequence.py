@@ -10,7 +10,7 @@ import pytest
 from tests.factories import Org
 from tests.scim.support import Directory, directory_sequence
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 USERS, GROUPS, MOVES, DEACTIVATED = 1000, 100, 100, 50
 
@@ -43,3 +43,26 @@ async def test_a_directory_sequence(directory: Directory, org: Org) -> None:
         assert await total("/Groups", f'members[value eq "{user}"]') == 0
     teams = (await org.client.get("/team", headers=org.admin)).json()
     assert sum(t["MemberCount"] for t in teams) == USERS - DEACTIVATED
+
+    # Every group's members against a reference: the same sequence played on sets.
+    expected = {g: set(users[i * size : (i + 1) * size]) for i, g in enumerate(groups)}
+    for move in range(MOVES):
+        member = users[(move % GROUPS) * size]
+        expected[groups[move % GROUPS]].discard(member)
+        expected[groups[(move + 1) % GROUPS]].add(member)
+    for members in expected.values():
+        members.difference_update(users[-DEACTIVATED:])
+    listed = await directory.client.get(
+        "/scim/v2/Groups", params={"count": GROUPS}, headers=directory.headers
+    )
+    assert listed.status_code == 200, listed.text
+    found = {
+        g["id"]: {m["value"] for m in g.get("members", [])} for g in listed.json()["Resources"]
+    }
+    assert found == expected
+    # The team API says the same: each team's member count, and who is in which team.
+    assert {t["Id"]: t["MemberCount"] for t in teams} == {g: len(m) for g, m in expected.items()}
+    sample = groups[0]  # it lost its first member and gained the last group's first
+    team = await org.client.get(f"/team/{sample}", headers=org.admin)
+    assert team.status_code == 200, team.text
+    assert {m["Id"] for m in team.json()["Members"]} == expected[sample]

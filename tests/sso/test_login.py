@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import replace
+from urllib.parse import parse_qs
 
 import httpx
 import pytest
@@ -99,6 +100,15 @@ async def test_a_verified_person_signs_in_and_becomes_a_member(
 
     members = await _members(app_state, org.id)
     assert [(m.email, m.given_name) for m in members] == [("ada@example.org", "Ada")]
+    # The provider made the member: the audit log says so.
+    log = await org.client.get("/audit", params={"action": "member.created"}, headers=org.admin)
+    [entry] = log.json()
+    assert (entry["Actor"], entry["ActorRole"], entry["ActorVia"]) == (
+        "ada@example.org",
+        "member",
+        "provider",
+    )
+    assert entry["TargetId"] == str(members[0].id)
 
 
 async def test_an_admin_group_makes_an_admin_and_an_existing_member_is_found(
@@ -506,3 +516,37 @@ async def test_a_member_the_directory_deactivated_is_refused_and_restored_on_rea
         )
     assert refusal(await sign_in(client, provider, org.id, "ada", **ADA)) is None
     assert (await client.get("/auth/session")).status_code == 200
+
+
+async def test_a_rate_limited_login_or_callback_goes_to_the_sign_in_page_not_json(
+    settings: Settings,
+) -> None:
+    """The rate limiter's refusal of the browser's routes is a 303 to the sign-in page
+    with the reason and when to retry; other routes keep their 429 problem document."""
+    tight = {"rate_limit_enabled": True, "rate_limit_reads": "3/hour"}
+    limited = create_app(settings.model_copy(update=tight))
+    org_id = uuid.uuid4()
+    login = f"/auth/oidc/{org_id}/login"
+    try:
+        transport = httpx.ASGITransport(app=limited)
+        async with httpx.AsyncClient(transport=transport, base_url="http://questline.test") as c:
+            for _ in range(3):  # allowed (refused for their own reason: no SSO here)
+                assert refusal(await c.get(login)) == "not-configured"
+            for path, org in ((login, org_id), ("/auth/oidc/callback?code=c&state=s", None)):
+                response = await c.get(path)
+                assert response.status_code == 303, response.text
+                assert refusal(response) == "rate-limited"
+                params = parse_qs(response.headers["location"].split("?", 1)[1])
+                assert params.get("org") == ([str(org)] if org else None)
+                assert response.headers["location"].startswith("/ui/#/signin?")
+                assert int(response.headers["Retry-After"]) > 0
+                assert response.headers["RateLimit-Remaining"] == "0"
+                assert not response.headers.get("content-type", "").startswith(
+                    "application/problem+json"
+                )
+            # An API route (JSON for a script, not a page for a browser) keeps its 429.
+            api = await c.get(f"/auth/oidc/{org_id}")
+            assert api.status_code == 429
+            assert api.headers["content-type"].startswith("application/problem+json")
+    finally:
+        await limited.state.questline.db.dispose()

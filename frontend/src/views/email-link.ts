@@ -6,6 +6,7 @@ import { Api, ApiError } from '../api';
 import { showError, notify } from '../context';
 import { h } from '../dom';
 import { describeProblem } from '../format';
+import { ssoParams } from './sso';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -15,9 +16,10 @@ export function organizationFromSearch(search: string): string {
   return UUID.test(org) ? org.toLowerCase() : '';
 }
 
-/** The form: organization (from the page's link when it names one) and e-mail address. */
+/** The form: organization (from the page's link when it names one: `/ui/?org=<id>`, or
+ * the `#/signin?org=<id>` link an admin hands out for single sign-on) and e-mail address. */
 export function emailLinkForm(api: Api = new Api()): HTMLFormElement {
-  const known = organizationFromSearch(window.location.search);
+  const known = organizationFromSearch(window.location.search) || (ssoParams(window.location.hash).org ?? '');
   const org = h('input', {
     id: 'email-link-org',
     name: 'OrganizationId',

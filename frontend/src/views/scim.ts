@@ -1,6 +1,7 @@
 import { h } from '../dom';
 import { busy, handleError, type Ctx } from '../context';
 import { formatDateTime } from '../format';
+import { copyButton } from './copy';
 
 /** What `POST /organization/scim-token` answers (shown once). */
 export interface ScimToken {
@@ -28,11 +29,13 @@ export function scimPanel(ctx: Ctx): HTMLElement {
       try {
         const minted = (await ctx.api.request<ScimToken>('POST', '/organization/scim-token', { Days: Number(days.value) })).data;
         if (!ctx.isCurrent()) return;
+        const baseUrl = h('code', { 'data-testid': 'scim-base-url' }, minted.BaseUrl);
+        const token = h('textarea', { readonly: true, rows: 3, cols: 60, 'aria-label': 'SCIM token', 'data-testid': 'scim-token' }, minted.Token);
         result.replaceChildren(
           h('p', null, 'Give these to your directory (shown once; create a new token to rotate):'),
           h('dl', null,
-            h('dt', null, 'SCIM base URL'), h('dd', null, h('code', { 'data-testid': 'scim-base-url' }, minted.BaseUrl)),
-            h('dt', null, 'Bearer token'), h('dd', null, h('textarea', { readonly: true, rows: 3, cols: 60, 'aria-label': 'SCIM token', 'data-testid': 'scim-token' }, minted.Token)),
+            h('dt', null, 'SCIM base URL (the tenant URL)'), h('dd', null, baseUrl, ' ', copyButton(ctx, 'SCIM base URL', baseUrl, 'scim-copy-base-url')),
+            h('dt', null, 'Bearer token (the secret token)'), h('dd', null, token, ' ', copyButton(ctx, 'SCIM token', token, 'scim-copy-token')),
             h('dt', null, 'Expires'), h('dd', null, formatDateTime(minted.ExpiresAt)),
           ),
         );

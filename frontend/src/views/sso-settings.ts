@@ -6,6 +6,7 @@ import { ApiError } from '../api';
 import { busy, handleError, type Ctx } from '../context';
 import { h, replaceChildren } from '../dom';
 import type { SsoConfiguration, SsoConfigurationPut } from '../types';
+import { copyButton } from './copy';
 
 function list(text: string): string[] {
   return text
@@ -65,15 +66,17 @@ export function renderSsoSettings(ctx: Ctx): void {
     domains.value = config.AllowedEmailDomains.join(', ');
     enabled.checked = config.Enabled;
     const link = `${window.location.origin}${window.location.pathname}#/signin?org=${config.OrganizationId}`;
+    const redirect = h('code', { 'data-testid': 'sso-redirect-uri' }, config.RedirectUri);
+    const signinLink = h('code', { 'data-testid': 'sso-signin-link' }, link);
     replaceChildren(
       facts,
       h(
         'dl',
         { class: 'card' },
         h('dt', null, 'Redirect URI to register at the provider'),
-        h('dd', null, h('code', { 'data-testid': 'sso-redirect-uri' }, config.RedirectUri)),
+        h('dd', null, redirect, ' ', copyButton(ctx, 'redirect URI', redirect, 'sso-copy-redirect-uri')),
         h('dt', null, 'Sign-in link to hand out'),
-        h('dd', null, h('code', { 'data-testid': 'sso-signin-link' }, link)),
+        h('dd', null, signinLink, ' ', copyButton(ctx, 'sign-in link', signinLink, 'sso-copy-signin-link')),
       ),
     );
   };

@@ -31,6 +31,7 @@ export const SSO_ERRORS: Readonly<Record<string, string>> = {
   'email-missing': 'Your organization’s sign-in service did not share a usable e-mail address.',
   deactivated: 'Your organization’s directory has deactivated your account here. Ask your admin.',
   misconfigured: 'Single sign-on is not set up correctly: ask your admin to save its settings again.',
+  'rate-limited': 'Too many sign-ins from your network just now. Wait a minute, then start again.',
 };
 
 export function ssoErrorMessage(code: string): string {

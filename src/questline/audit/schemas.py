@@ -34,7 +34,8 @@ class AuditEntry(OutputModel):
     actor: str = Field(description="Who made it: the caller's subject (`system`: no request).")
     actor_role: str | None = Field(description="The caller's role: admin, operator, scim, …")
     actor_via: str = Field(
-        description="How the caller proved it: token, session, provider, system."
+        description="How the caller proved it: token, session, scim (the directory), provider "
+        "(single sign-on), system."
     )
     action: str = Field(description="What was done, e.g. `team.renamed`, `member.added`.")
     target_type: str = Field(description="The kind of resource changed: team, member, …")

@@ -19,7 +19,7 @@ import jwt
 
 from questline.config import SECRET_FILE_NAME, Settings
 from questline.web.errors import Unauthorized
-from questline.web.identity import Caller, Role
+from questline.web.identity import Caller, Role, Via
 
 
 def load_or_create_secret(settings: Settings) -> str:
@@ -227,4 +227,6 @@ class TokenService:
             role=role,
             org_id=org_id,
             email=email if isinstance(email, str) else None,
+            # A scim token is a directory's: its changes say they came through SCIM.
+            via=Via.SCIM if role is Role.SCIM else Via.TOKEN,
         )

@@ -5,6 +5,12 @@ and given-name checks, unique team names, archived teams refusing members, the o
 events of every membership change, the read model's version. What is SCIM's own is here:
 ``userName``/``externalId``/``active``, deactivation, PATCH, filters and paging.
 
+Every change is in the audit log, in its transaction, with the actor's ``via`` ``scim``
+(the directory's token): ``member.created``, ``member.updated``, ``member.deactivated``,
+``member.reactivated``, ``member.deleted`` for users; the teams' own ``team.created``,
+``team.renamed``, ``team.updated`` (``externalId``, or a write that changed nothing),
+``team.deleted`` and ``member.added``/``member.removed`` for groups and their members.
+
 Deactivating a user (``active: false``) or deleting it takes the member out of every
 team (``member.removed`` events; the teams keep their progress and score history) and
 ends its dashboard sessions and unspent sign-in codes; a deactivated member cannot sign
@@ -36,6 +42,7 @@ from scim2_models import (
 from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from questline import audit
 from questline.auth import sessions
 from questline.members.models import Member, TeamMembership
 from questline.members.service import email_key, team_ids_of
@@ -242,14 +249,68 @@ async def create_user(session: AsyncSession, *, org_id: uuid.UUID, user: User[An
     )
     session.add(member)
     await session.flush()
+    await _audit_member(session, member, "member.created", None, audited(member))
     await bump(session, org_id)
     return member
+
+
+def audited(member: Member) -> dict[str, object]:
+    """The fields of a member the audit log compares before and after a SCIM write."""
+    return {
+        "Email": member.email,
+        "UserName": member.user_name or member.email,
+        "GivenName": member.given_name,
+        "ExternalId": member.external_id,
+        "Active": member.active is not False,
+    }
+
+
+async def _audit_member(
+    session: AsyncSession,
+    member: Member,
+    action: str,
+    before: dict[str, object] | None,
+    after: dict[str, object] | None,
+) -> None:
+    await audit.record(
+        session,
+        organization_id=member.organization_id,
+        action=action,
+        target=("member", member.id),
+        before=before,
+        after=after,
+    )
+
+
+async def _audit_member_write(
+    session: AsyncSession, member: Member, before: dict[str, object], after: dict[str, object]
+) -> None:
+    """PUT and PATCH: ``member.deactivated`` or ``member.reactivated`` when ``active``
+    changed (so that ``action=`` finds each), ``member.updated`` for the other fields,
+    and one ``member.updated`` for a write that changed nothing (it was still made)."""
+    if before["Active"] != after["Active"]:
+        action = "member.reactivated" if after["Active"] else "member.deactivated"
+        await _audit_member(
+            session, member, action, {"Active": before["Active"]}, {"Active": after["Active"]}
+        )
+    others = [f for f in before if f != "Active" and before[f] != after[f]]
+    if others:
+        await _audit_member(
+            session,
+            member,
+            "member.updated",
+            {f: before[f] for f in others},
+            {f: after[f] for f in others},
+        )
+    elif before == after:
+        await _audit_member(session, member, "member.updated", before, after)
 
 
 async def write_user(session: AsyncSession, *, member: Member, user: User[Any]) -> Member:
     """PUT and PATCH: the member becomes what ``user`` says (deactivation included)."""
     fields = user_fields(user)
     await _ensure_unique(session, org_id=member.organization_id, fields=fields, except_id=member.id)
+    before = audited(member)
     was_active = member.active is not False
     previous_email = member.email
     member.email = fields.email
@@ -265,6 +326,7 @@ async def write_user(session: AsyncSession, *, member: Member, user: User[Any]) 
     elif previous_email.casefold() != fields.email.casefold():
         # Sessions are bound to the address they signed in with.
         await sessions.end_sessions_of(session, org_id=member.organization_id, email=previous_email)
+    await _audit_member_write(session, member, before, audited(member))
     await bump(session, member.organization_id)
     return member
 
@@ -281,6 +343,7 @@ async def _take_out(session: AsyncSession, member: Member, email: str) -> None:
 
 async def delete_user(session: AsyncSession, *, member: Member) -> None:
     await _take_out(session, member, member.email)
+    await _audit_member(session, member, "member.deleted", audited(member), None)
     await session.delete(member)
     await session.flush()
     await bump(session, member.organization_id)
@@ -404,11 +467,12 @@ async def create_group(session: AsyncSession, *, org_id: uuid.UUID, group: Group
     external_id = _checked_text(group.external_id, MAX_EXTERNAL_ID, "externalId")
     wanted = await _wanted_members(session, org_id=org_id, group=group)
     created = await teams_service.create_team(
-        session, org_id=org_id, data=TeamCreate.model_validate({"name": name})
+        session,
+        org_id=org_id,
+        data=TeamCreate.model_validate({"name": name}),
+        external_id=external_id,
     )
     team = created.team
-    team.external_id = external_id
-    await session.flush()
     if wanted:
         await teams_service.add_members_by_id(session, team=team, member_ids=wanted)
     return team
@@ -419,7 +483,8 @@ async def write_group(session: AsyncSession, *, team: Team, group: Group) -> Tea
     name = _team_name(group)
     external_id = _checked_text(group.external_id, MAX_EXTERNAL_ID, "externalId")
     wanted = await _wanted_members(session, org_id=team.organization_id, group=group)
-    if name != team.name:
+    renamed = name != team.name
+    if renamed:
         await teams_service.update_team(
             session, team=team, data=TeamUpdate.model_validate({"Name": name}), if_match=None
         )
@@ -435,10 +500,36 @@ async def write_group(session: AsyncSession, *, team: Team, group: Group) -> Tea
         await teams_service.remove_member(session, team=team, member_id=member_id)
     if joining:
         await teams_service.add_members_by_id(session, team=team, member_ids=joining)
+    # A rename and each member who came or went have their entries already (the teams'
+    # rules write them); the directory's id, or a write that changed nothing, have this.
+    if external_id != team.external_id:
+        await _audit_team(
+            session, team, {"ExternalId": team.external_id}, {"ExternalId": external_id}
+        )
+    elif not (renamed or leaving or joining):
+        same: dict[str, object] = {
+            "Name": team.name,
+            "ExternalId": team.external_id,
+            "Members": current,
+        }
+        await _audit_team(session, team, same, same)
     team.external_id = external_id
     team.updated_at = utcnow()
     await session.flush()
     return team
+
+
+async def _audit_team(
+    session: AsyncSession, team: Team, before: dict[str, object], after: dict[str, object]
+) -> None:
+    await audit.record(
+        session,
+        organization_id=team.organization_id,
+        action="team.updated",
+        target=("team", team.id),
+        before=before,
+        after=after,
+    )
 
 
 async def delete_group(session: AsyncSession, *, team: Team) -> None:

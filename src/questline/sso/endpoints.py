@@ -12,7 +12,9 @@
 from __future__ import annotations
 
 import logging
+import re
 import uuid
+from collections.abc import Mapping
 from typing import Annotated, Any
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
@@ -196,6 +198,28 @@ def _clear_login_cookies(response: Response, request: Request) -> None:
 
 
 CALLBACK_PATH = "/auth/oidc/callback"
+LOGIN_PATH = re.compile(r"/auth/oidc/(?P<organization>[^/]+)/login")
+
+
+def rate_limited(request: Request, headers: Mapping[str, str]) -> Response | None:
+    """The rate limiter's refusal of the login or the callback (``web.ratelimit``'s
+    ``BrowserRefusal``): a browser is there, so a ``303`` to the sign-in page with
+    ``sso-error=rate-limited`` and the ``Retry-After`` the page's message is about, not a
+    JSON 429. Other routes: ``None`` (the usual problem document)."""
+    if request.method not in ("GET", "HEAD"):
+        return None
+    path = request.scope["path"]
+    org_id: uuid.UUID | None = None
+    if (login := LOGIN_PATH.fullmatch(path)) is not None:
+        try:
+            org_id = uuid.UUID(login["organization"])
+        except ValueError:
+            org_id = None
+    elif path != CALLBACK_PATH:
+        return None
+    response = _refused(LoginRefused("rate-limited", path), org_id, request)
+    response.headers.update(headers)
+    return response
 
 
 @browser_router.get(

@@ -36,6 +36,7 @@ from authlib.oauth2.client import OAuth2Client
 from sqlalchemy import delete
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from questline import audit
 from questline.auth import sessions
 from questline.config import Settings
 from questline.members.service import find_or_create
@@ -48,7 +49,7 @@ from questline.sso.refusals import LoginRefused
 from questline.sso.service import get_configuration
 from questline.storage.db import utcnow
 from questline.web.errors import Unauthorized
-from questline.web.identity import Caller
+from questline.web.identity import ACTING_CALLER, Caller, Via
 
 with warnings.catch_warnings():
     # authlib now prefers httpx's fork "httpx2" and says so on import; the service's
@@ -270,11 +271,22 @@ async def sign_in(
     found = await find_or_create(
         session, org_id=login.organization_id, email=person.email, given_name=person.given_name
     )
+    subject = found.member.email if len(found.member.email) <= 200 else str(found.member.id)
     if found.created:
+        # The provider made this member: the audit log names the person, via the provider.
+        session.info[ACTING_CALLER] = Caller(
+            subject=subject, role=person.role, org_id=login.organization_id, via=Via.PROVIDER
+        )
+        await audit.record(
+            session,
+            organization_id=login.organization_id,
+            action="member.created",
+            target=("member", found.member.id),
+            after={"Email": found.member.email, "GivenName": found.member.given_name},
+        )
         await bump(session, login.organization_id)
     if previous_cookie:  # this browser's earlier session (maybe of another organization)
         await sessions.end_session(session, previous_cookie)
-    subject = found.member.email if len(found.member.email) <= 200 else str(found.member.id)
     grant = await sessions.session_for_caller(
         session,
         settings=settings,

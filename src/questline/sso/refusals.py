@@ -36,6 +36,8 @@ REASONS: dict[str, str] = {
     "deactivated": "the organization's directory (SCIM) has deactivated this member",
     "email-missing": "the ID token carries no usable e-mail address",
     "misconfigured": "the stored client secret cannot be read (the signing secret changed)",
+    "rate-limited": "too many requests from this client address to the login or callback "
+    "(the rate limit of reads); the browser is told to wait and start again",
 }
 
 

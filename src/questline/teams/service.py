@@ -161,8 +161,13 @@ async def _ensure_name_free(
 
 
 async def create_team(
-    session: AsyncSession, *, org_id: uuid.UUID, data: schemas.TeamCreate
+    session: AsyncSession,
+    *,
+    org_id: uuid.UUID,
+    data: schemas.TeamCreate,
+    external_id: str | None = None,
 ) -> TeamWithCount:
+    """A new team (``external_id``: the directory's id of a SCIM group)."""
     member_ids = list(dict.fromkeys(data.members))
     missing = await members_service.missing_member_ids(
         session, org_id=org_id, member_ids=member_ids
@@ -190,6 +195,7 @@ async def create_team(
         is_survey_completed=False,
         is_admin_team=False,
         is_ranked=True,
+        external_id=external_id,
         created_at=now,
         updated_at=now,
     )
@@ -204,7 +210,10 @@ async def create_team(
             ],
         )
     await _record(session, team, "team.created")
-    await _audit(session, team, "team.created", None, {**audited(team), "Members": member_ids})
+    created = {**audited(team), "Members": member_ids}
+    if external_id is not None:
+        created["ExternalId"] = external_id
+    await _audit(session, team, "team.created", None, created)
     count_on_commit(session, TEAMS_CREATED)
     await bump(session, org_id)
     return TeamWithCount(team, len(member_ids))
@@ -404,6 +413,14 @@ async def add_members_by_id(
             joined.append(member_id)
             await _record_membership(session, team, member_id, "member.added")
     if joined:
+        await audit.record_many(
+            session,
+            organization_id=team.organization_id,
+            changes=[
+                audit.Change("member.added", ("team", team.id), None, {"MemberId": m})
+                for m in joined
+            ],
+        )
         await bump(session, team.organization_id)
     return joined
 

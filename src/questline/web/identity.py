@@ -31,7 +31,10 @@ class Via(enum.StrEnum):
     SESSION = "session"
     """The dashboard's session cookie."""
     PROVIDER = "provider"
-    """An identity provider or directory acting itself (SCIM, SSO provisioning)."""
+    """The organization's OpenID provider acting itself (a member created by an SSO
+    sign-in)."""
+    SCIM = "scim"
+    """The organization's directory through ``/scim/v2``, with its ``scim`` token."""
     SYSTEM = "system"
     """No request: the command line, the demo loader, background work."""
 

@@ -8,8 +8,10 @@ its own limit. Counters live in memory (one process) or in Redis when
 
 Every limited response carries ``RateLimit-Limit``, ``RateLimit-Remaining`` and
 ``RateLimit-Reset`` (seconds); a refused one is a 429 problem document with
-``Retry-After``. When the counter store fails, requests pass (logged): an outage of
-Redis must not become an outage of the API.
+``Retry-After``, except on a route a browser navigates to (single sign-on's login and
+callback), whose owner answers the refusal its own way (``BrowserRefusal``: a ``303``
+to the dashboard's sign-in page, never JSON in the browser). When the counter store
+fails, requests pass (logged): an outage of Redis must not become an outage of the API.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import hashlib
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 from limits import RateLimitItem, parse
@@ -28,6 +30,7 @@ from limits.aio.strategies import FixedWindowRateLimiter
 from limits.storage import storage_from_string
 from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from questline.config import Settings
@@ -131,11 +134,25 @@ async def caller_identity(scope: Scope, verify: VerifyToken) -> str:
     return "addr:" + (client[0] if client else "unknown")
 
 
+BrowserRefusal = Callable[[Request, Mapping[str, str]], Response | None]
+"""The answer to a refused request on a route a browser navigates to (given the
+request and the ``Retry-After`` and ``RateLimit-*`` headers), or ``None`` for the
+usual problem document. The route's domain supplies it; ``web`` knows none."""
+
+
 class RateLimitMiddleware:
-    def __init__(self, app: ASGIApp, *, limiter: RateLimiter, verify: VerifyToken) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        limiter: RateLimiter,
+        verify: VerifyToken,
+        browser_refusal: BrowserRefusal | None = None,
+    ) -> None:
         self.app = app
         self.limiter = limiter
         self.verify = verify
+        self.browser_refusal = browser_refusal
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in EXEMPT_PATHS:
@@ -151,12 +168,19 @@ class RateLimitMiddleware:
             return
         if not verdict.allowed:
             RATE_LIMITED.labels(route_class.value).inc()
+            headers = {**verdict.headers(), "Retry-After": str(verdict.reset_seconds)}
+            request = Request(scope)
+            if self.browser_refusal is not None:
+                answer = self.browser_refusal(request, headers)
+                if answer is not None:
+                    await answer(scope, receive, send)
+                    return
             problem = TooManyRequests(
                 f"Too many {route_class.value} from this caller; "
                 f"retry in {verdict.reset_seconds} s.",
-                headers={**verdict.headers(), "Retry-After": str(verdict.reset_seconds)},
+                headers=headers,
             )
-            await problem_from(Request(scope), problem)(scope, receive, send)
+            await problem_from(request, problem)(scope, receive, send)
             return
 
         async def send_with_headers(message: Message) -> None:
