@@ -1767,7 +1767,7 @@ export interface components {
             ActorRole: string | null;
             /**
              * Actorvia
-             * @description How the caller proved it: token, session, provider, system.
+             * @description How the caller proved it: token, session, scim (the directory), provider (single sign-on), system.
              */
             ActorVia: string;
             /**
@@ -3726,7 +3726,7 @@ export interface components {
          * StatementKind
          * @enum {string}
          */
-        StatementKind: "task" | "level" | "discipline" | "voided";
+        StatementKind: "task" | "level" | "discipline" | "voided" | "adjusted";
         /**
          * SurveyFlag
          * @example {
