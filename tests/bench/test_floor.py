@@ -8,7 +8,10 @@ import os
 from pathlib import Path
 
 import httpx
+import pytest
 from bench.harness.floor import ANSWER_ENV, app
+
+pytestmark = pytest.mark.anyio
 
 
 async def test_the_floor_answers_the_captured_bytes(tmp_path: Path) -> None:
