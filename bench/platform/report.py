@@ -201,9 +201,10 @@ def _streams_table(results: dict[str, dict[str, Any]], present: list[str]) -> st
         "#### Open leaderboard streams",
         "",
         "| Backend | streams open (per worker) | organizations | open in s | KiB a stream "
+        "| CPU of the workers, streams idle (cores) "
         "| write → event p50 / p99 / max ms (samples) | mixed req/s with ÷ without "
         "| past the caps | load |",
-        "|---|---:|---:|---:|---:|---|---:|---|---:|",
+        "|---|---:|---:|---:|---:|---:|---|---:|---|---:|",
     ]
     for b in present:
         s = results[b].get("streams")
@@ -214,6 +215,7 @@ def _streams_table(results: dict[str, dict[str, Any]], present: list[str]) -> st
         lines.append(
             f"| {LABELS[b]} | {s['open']:,} ({s['per_worker']:,}) | {s['organizations']:,} "
             f"| {s['open_seconds']:.1f} | {fmt(s.get('kib_per_stream'), '.1f')} "
+            f"| {fmt(s.get('idle_cpu_cores'), '.3f')} "
             f"| {w.get('p50_ms')} / {w.get('p99_ms')} / {w.get('max_ms')} ({w.get('samples')}, "
             f"{w.get('missed')} missed) | {fmt(s.get('read_ratio_kept'), '.2f')} "
             f"| {caps.get('tried')} tried: {caps.get('statuses')}, "
