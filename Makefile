@@ -20,7 +20,7 @@ export UV_PYTHON_DOWNLOADS := never
 export UV_LINK_MODE := copy
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 
-.PHONY: run setup setup-runtime test lint typecheck check format bench bench-quick bench-scale lock frontend clean
+.PHONY: run setup setup-runtime test lint typecheck check format bench bench-quick bench-scale bench-platform lock frontend clean
 
 $(UV):
 	$(PYTHON) -m pip install --quiet --disable-pip-version-check --target $(TOOLS) \
@@ -78,6 +78,12 @@ bench-quick: setup
 ## The scale-out row (docs/deploy.md): reads/s with 1, 2, 3 processes and a replica, ~5 min.
 bench-scale: setup
 	$(BIN)/python -m bench.scaleout $(BENCH_ARGS)
+
+## Many organizations (issue 30): Zipf-sized organizations, skewed mixed traffic at 16 and
+## 256 connections, cold reads, thousands of open streams; BENCHMARKS.md's platform section.
+## Quick (500 organizations, 50,000 teams, 1,000 streams a worker): `BENCH_ARGS=--quick`.
+bench-platform: setup
+	$(BIN)/python -m bench.platform $(BENCH_ARGS)
 
 ## The dashboard's generated files, after a change of the API or of frontend/: the OpenAPI
 ## document (frontend/openapi.json), its TypeScript types (frontend/src/api-types.ts) and

@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy import (
     Column,
     ColumnElement,
+    FromClause,
     Index,
     Integer,
     MetaData,
@@ -46,6 +47,23 @@ STRIDE = Table(
     Index("ix_bench_stride_start", "start", "k"),
 )
 
+OWNERS = Table(
+    "bench_team_owners",  # many organizations (bench.platform): team n's organization
+    _stride_metadata,
+    Column("n", Integer, primary_key=True),
+    Column("organization_id", Uuid, nullable=False),
+)
+
+
+def _owned(
+    nums: FromClause, team: ColumnElement[int], owners: Table | None
+) -> tuple[ColumnElement[Any], FromClause]:
+    """The organization of team number ``team``, and what to select from: the dataset's one
+    organization, or (with ``owners``, bench.platform's many) the owners table's row."""
+    if owners is None:
+        return literal(ORG_ID, Uuid()), nums
+    return owners.c.organization_id, nums.join(owners, owners.c.n == team)
+
 
 def stride_rows(tasks: list[TaskRef]) -> list[dict[str, Any]]:
     out = []
@@ -74,9 +92,10 @@ def _at(value: dt.datetime) -> ColumnElement[Any]:
     return literal(value, UTCDateTime())
 
 
-def teams_select(dialect: Dialect, teams: int) -> Select[Any]:
+def teams_select(dialect: Dialect, teams: int, owners: Table | None = None) -> Select[Any]:
     nums = numbers(dialect, teams, "team_numbers")
     n = nums.c.n
+    org, source = _owned(nums, n, owners)
     last = STRIDE.alias("last_step")
     name = concat("Team ", n)
     reached = timestamp_sql(
@@ -85,7 +104,7 @@ def teams_select(dialect: Dialect, teams: int) -> Select[Any]:
     admin = (n % rules.ADMIN_EVERY) == rules.ADMIN_EVERY - 1
     return (
         select(
-            literal(ORG_ID, Uuid()).label("organization_id"),
+            org.label("organization_id"),
             ident_sql(dialect, Kind.TEAM, n).label("id"),
             name.label("name"),
             func.lower(name).label("name_key"),
@@ -101,7 +120,7 @@ def teams_select(dialect: Dialect, teams: int) -> Select[Any]:
             _at(EPOCH).label("updated_at"),
             literal(1).label("version"),
         )
-        .select_from(nums)
+        .select_from(source)
         .join(
             last,
             (last.c.start == (n * rules.START_STRIDE) % rules.TASK_COUNT)
@@ -110,51 +129,56 @@ def teams_select(dialect: Dialect, teams: int) -> Select[Any]:
     )
 
 
-def members_select(dialect: Dialect, teams: int) -> Select[Any]:
+def members_select(dialect: Dialect, teams: int, owners: Table | None = None) -> Select[Any]:
     nums = numbers(dialect, teams * rules.MEMBERS_PER_TEAM, "member_numbers")
     m = nums.c.n
     team, seat = m // rules.MEMBERS_PER_TEAM, m % rules.MEMBERS_PER_TEAM
+    org, source = _owned(nums, team, owners)
     email = concat("member", team, ".", seat, "@bench.questline.dev")
     return select(
-        literal(ORG_ID, Uuid()).label("organization_id"),
+        org.label("organization_id"),
         ident_sql(dialect, Kind.MEMBER, m).label("id"),
         email.label("email"),
         email.label("email_key"),
         concat("Member ", team, ".", seat).label("given_name"),
         _at(EPOCH).label("created_at"),
-    ).select_from(nums)
+    ).select_from(source)
 
 
-def memberships_select(dialect: Dialect, teams: int) -> Select[Any]:
+def memberships_select(dialect: Dialect, teams: int, owners: Table | None = None) -> Select[Any]:
     nums = numbers(dialect, teams * rules.MEMBERS_PER_TEAM, "member_numbers")
     m = nums.c.n
+    org, source = _owned(nums, m // rules.MEMBERS_PER_TEAM, owners)
     return select(
-        literal(ORG_ID, Uuid()).label("organization_id"),
+        org.label("organization_id"),
         ident_sql(dialect, Kind.TEAM, m // rules.MEMBERS_PER_TEAM).label("team_id"),
         ident_sql(dialect, Kind.MEMBER, m).label("member_id"),
         _at(EPOCH).label("created_at"),
-    ).select_from(nums)
+    ).select_from(source)
 
 
-def steps_select(dialect: Dialect, teams: int) -> tuple[Select[Any], Any]:
-    """Teams x their 20 steps, and the completion time of each step."""
+def steps_select(
+    dialect: Dialect, teams: int, owners: Table | None = None
+) -> tuple[Select[Any], Any]:
+    """Teams x their 20 steps, the completion time of each step, and the organization."""
     nums = numbers(dialect, teams, "team_numbers")
     n = nums.c.n
+    org, source = _owned(nums, n, owners)
     at = timestamp_sql(dialect, STRIDE.c.k * (2 * rules.DAY) + (n * rules.SPREAD) % rules.DAY)
     # In key order: rows reach the primary-key index at its end, not at random places.
     joined = (
         select()
-        .select_from(nums)
+        .select_from(source)
         .join(STRIDE, STRIDE.c.start == (n * rules.START_STRIDE) % rules.TASK_COUNT)
         .order_by(n, STRIDE.c.k)
     )
-    return joined, (n, at)
+    return joined, (n, at, org)
 
 
-def completions_select(dialect: Dialect, teams: int) -> Select[Any]:
-    joined, (n, at) = steps_select(dialect, teams)
+def completions_select(dialect: Dialect, teams: int, owners: Table | None = None) -> Select[Any]:
+    joined, (n, at, org) = steps_select(dialect, teams, owners)
     return joined.add_columns(
-        literal(ORG_ID, Uuid()).label("organization_id"),
+        org.label("organization_id"),
         ident_sql(dialect, Kind.TEAM, n).label("team_id"),
         STRIDE.c.task_id,
         STRIDE.c.discipline_id,
@@ -164,10 +188,10 @@ def completions_select(dialect: Dialect, teams: int) -> Select[Any]:
     )
 
 
-def history_select(dialect: Dialect, teams: int) -> Select[Any]:
-    joined, (n, at) = steps_select(dialect, teams)
+def history_select(dialect: Dialect, teams: int, owners: Table | None = None) -> Select[Any]:
+    joined, (n, at, org) = steps_select(dialect, teams, owners)
     return joined.add_columns(
-        literal(ORG_ID, Uuid()).label("organization_id"),
+        org.label("organization_id"),
         ident_sql(dialect, Kind.SCORE_EVENT, n * COMPLETIONS_PER_TEAM + STRIDE.c.k).label("id"),
         ident_sql(dialect, Kind.TEAM, n).label("team_id"),
         STRIDE.c.task_id,

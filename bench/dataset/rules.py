@@ -40,7 +40,7 @@ TASK_COUNT = len(COLORS) * 3 * 2 * 3
 class Kind:
     """The id kinds of ``bench.dataset.sqlgen.ident``."""
 
-    TEAM, MEMBER, SCORE_EVENT = 1, 2, 3
+    TEAM, MEMBER, SCORE_EVENT, ORGANIZATION = 1, 2, 3, 4
     DISCIPLINE, LEVEL, QUEST, TASK, RESOURCE = 10, 11, 12, 13, 14
 
 

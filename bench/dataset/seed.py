@@ -39,6 +39,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from bench.dataset import growth, rules
 from bench.dataset.rules import EPOCH, ORG_ID, Kind, TaskRef
 from bench.dataset.sqlgen import ident
+from bench.dataset.tenants import Tenants
 from questline.demo import content as demo_content
 from questline.models import Base
 
@@ -210,18 +211,59 @@ async def _drop_indexes(conn: AsyncConnection, names: tuple[str, ...]) -> list[I
     return dropped
 
 
-async def seed(engine: AsyncEngine, teams: int, *, pairs: int = 4_000) -> Seeded:
-    """Write the dataset into an empty, migrated database."""
+async def _copy(
+    conn: AsyncConnection, table: Table, names: list[str], rows: list[tuple[Any, ...]]
+) -> None:
+    """Rows computed in Python: ``COPY`` on PostgreSQL (asyncpg's binary copy), else one
+    ``executemany``."""
+    if conn.dialect.name == "postgresql":
+        raw = await conn.get_raw_connection()
+        await raw.driver_connection.copy_records_to_table(  # type: ignore[union-attr]
+            table.name, records=rows, columns=names
+        )
+        return
+    await conn.execute(insert(table), [dict(zip(names, row, strict=True)) for row in rows])
+
+
+async def _write_tenants(conn: AsyncConnection, tenants: Tenants) -> dict[str, int]:
+    """The organizations and the team → organization table the selects join."""
+    orgs = [(org_id, EPOCH, f"Org {rank}") for rank, org_id in enumerate(tenants.org_ids)]
+    await _copy(conn, _table("organizations"), ["id", "created_at", "name"], orgs)
+    await conn.run_sync(growth.OWNERS.create)
+    owners = list(tenants.owner_rows())
+    await _copy(conn, growth.OWNERS, ["n", "organization_id"], owners)
+    return {"organizations": len(orgs)}
+
+
+async def seed(
+    engine: AsyncEngine, teams: int, *, pairs: int = 4_000, tenants: Tenants | None = None
+) -> Seeded:
+    """Write the dataset into an empty, migrated database.
+
+    With ``tenants`` (bench.platform): many organizations, team ``n`` in the one
+    ``tenants`` gives it (``teams`` is then their total), the organizations and the
+    team → organization table written with ``COPY`` on PostgreSQL; the demo's three
+    disciplines are global (every organization reads the same tree, as a platform's
+    shared catalogue: one tree instead of one per organization), and no season."""
     started = time.perf_counter()
     tree, tasks = discipline_tree()
+    if tenants is not None:
+        teams = tenants.teams
+        for row in tree["disciplines"]:
+            row["organization_id"] = None
+    owners = growth.OWNERS if tenants is not None else None
     with_history = history_available()
     dialect = engine.dialect
     written: dict[str, int] = {name: len(rows) for name, rows in tree.items()}
     async with _loading(engine) as conn:
-        await conn.execute(insert(_table("organizations")), [{"id": ORG_ID, "created_at": EPOCH}])
+        if tenants is None:
+            organization = {"id": ORG_ID, "created_at": EPOCH}
+            await conn.execute(insert(_table("organizations")), [organization])
+        else:
+            written |= await _write_tenants(conn, tenants)
         for name, rows in tree.items():
             await conn.execute(insert(_table(name)), rows)
-        if "seasons" in Base.metadata.tables:
+        if "seasons" in Base.metadata.tables and tenants is None:
             await conn.execute(insert(_table("seasons")), [_season()])
         await conn.run_sync(growth.STRIDE.create)
         await conn.execute(insert(growth.STRIDE), growth.stride_rows(tasks))
@@ -230,16 +272,18 @@ async def seed(engine: AsyncEngine, teams: int, *, pairs: int = 4_000) -> Seeded
         async with engine.connect() as conn:
             conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
             await conn.exec_driver_sql(f"ANALYZE {growth.STRIDE.name}")
+            if owners is not None:
+                await conn.exec_driver_sql(f"ANALYZE {owners.name}")
     groups = [
         [
-            ("teams", growth.teams_select(dialect, teams)),
-            ("members", growth.members_select(dialect, teams)),
-            ("team_members", growth.memberships_select(dialect, teams)),
+            ("teams", growth.teams_select(dialect, teams, owners)),
+            ("members", growth.members_select(dialect, teams, owners)),
+            ("team_members", growth.memberships_select(dialect, teams, owners)),
         ]
     ]
     if with_history:
-        groups.append([("task_completions", growth.completions_select(dialect, teams))])
-        groups.append([("score_events", growth.history_select(dialect, teams))])
+        groups.append([("task_completions", growth.completions_select(dialect, teams, owners))])
+        groups.append([("score_events", growth.history_select(dialect, teams, owners))])
 
     async def load(group: list[tuple[str, Select[Any]]]) -> None:
         async with _loading(engine) as conn:
@@ -254,12 +298,14 @@ async def seed(engine: AsyncEngine, teams: int, *, pairs: int = 4_000) -> Seeded
     await _each(engine, [build(index) for index in dropped])
     async with _loading(engine) as conn:
         await conn.run_sync(growth.STRIDE.drop)
+        if owners is not None:
+            await conn.run_sync(owners.drop)
         if with_history:
             await _check_scores(conn)
     await _analyze(engine)
     progress_pairs = _progress_pairs(teams, tasks, pairs + 1)
     return Seeded(
-        org_id=ORG_ID,
+        org_id=ORG_ID if tenants is None else tenants.org_ids[0],
         team_ids=[ident(Kind.TEAM, n) for n in range(teams)],
         discipline_ids=[ident(Kind.DISCIPLINE, d) for d in range(len(rules.COLORS))],
         progress_pairs=progress_pairs[:-1],

@@ -58,13 +58,15 @@ def _backend_table(result: dict[str, Any]) -> str:
     lines = [
         f"### {LABELS[result['backend']]}",
         "",
-        "| Teams | Endpoint | req/s | p50 ms | p99 ms | of bare | statements (miss / hit) |",
-        "|---:|---|---:|---:|---:|---:|---:|",
+        "| Teams | Endpoint | req/s | p50 ms | p99 ms | of bare | of floor | load | "
+        "statements (miss / hit) |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for run in default_runs(result):
         history = "" if run.get("history_seeded", True) else " (no history)"
         for row in run["rows"]:
-            cells = [*row_cells(row), row.get("statements", "")]
+            load = fmt(row.get("loadavg"), ".1f")
+            cells = [*row_cells(row), load, row.get("statements", "")]
             lines.append(
                 f"| {run['teams']:,}{history} | `{row['name']}` | " + " | ".join(cells) + " |"
             )

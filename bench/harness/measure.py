@@ -7,15 +7,17 @@ import re
 import secrets
 import statistics
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import httpx
+from tests.support.postgres import free_port
 
 from bench.dataset.seed import Seeded
+from bench.harness.floor import FloorServer, capture
 from bench.harness.loadgen import LoadSettings, Measured, Service, run_wrk
-from bench.harness.rows import BARE, Row
+from bench.harness.rows import BARE, FLOOR, Row
 
 
 @dataclass
@@ -31,6 +33,10 @@ class RowResult:
     ratio: float | None = None
     """requests/s divided by the bare endpoint's (mean of its two measurements, before
     and after the rows), same server, same run."""
+    floor_ratio: float | None = None
+    """requests/s divided by the floor's (a plain ASGI callable answering the bytes of
+    ``GET /leaderboard?limit=50`` on the same server and worker count: harness/floor.py),
+    same run."""
     requests: int = 0
     errors: dict[str, int] = field(default_factory=dict)
     statuses: dict[str, int] = field(default_factory=dict)
@@ -45,7 +51,7 @@ class RowResult:
 
 @dataclass(frozen=True, slots=True)
 class Context:
-    service: Service
+    service: Service | FloorServer
     seeded: Seeded
     tokens: dict[str, str]
     workdir: Path
@@ -180,7 +186,7 @@ def measure_all(ctx: Context, rows: list[Row], teams: int, *, log: Any = _say) -
     the data, and a write row leaves requests running in the server after wrk stops).
     Ratios divide by the mean of the two bare figures, taken around the reads."""
     routes = available_routes(ctx.service.base_url)
-    results = [_bare(ctx, teams, log, "")]
+    results = [_bare(ctx, teams, log, ""), _floor(ctx, teams, log)]
     reads = [r for r in rows if not r.writes]
     writes = [r for r in rows if r.writes]
     for row in reads:
@@ -190,10 +196,30 @@ def measure_all(ctx: Context, rows: list[Row], teams: int, *, log: Any = _say) -
         results += _row(ctx, row, teams, routes, log)
     bare = [r.rps for r in results if r.name.startswith(BARE.name) and r.rps]
     ceiling = statistics.mean(bare) if bare else None
+    floor = next((r.rps for r in results if r.name == FLOOR.name and r.rps), None)
     for result in results:
-        if result.rps is not None and ceiling and not result.name.startswith(BARE.name):
+        if result.rps is None or result.name.startswith(BARE.name):
+            continue
+        if ceiling:
             result.ratio = round(result.rps / ceiling, 3)
+        if floor and result.name != FLOOR.name:
+            result.floor_ratio = round(result.rps / floor, 3)
     return results
+
+
+def _floor(ctx: Context, teams: int, log: Any) -> RowResult:
+    """The floor row: the service's answer to ``GET /leaderboard?limit=50`` captured, then
+    served by a plain ASGI callable on the same server and worker count (harness/floor.py)."""
+    answer = capture(
+        ctx.service.base_url, FLOOR.path, ctx.tokens[FLOOR.role], ctx.workdir / "floor.json"
+    )
+    floor = FloorServer(
+        port=free_port(), workers=ctx.service.workers, answer=answer, workdir=ctx.workdir
+    )
+    with floor:
+        result = measure(replace(ctx, service=floor), FLOOR)
+    log(_line(result, teams))
+    return result
 
 
 def _bare(ctx: Context, teams: int, log: Any, suffix: str) -> RowResult:

@@ -115,6 +115,21 @@ def goals(result: dict[str, Any]) -> list[dict[str, Any]]:
                     "met": None if worst is None else worst[1] >= row.ratio_goal,
                 }
             )
+        if row.floor_goal is not None:
+            floors = [
+                (teams, rows[row.name]["floor_ratio"])
+                for teams, rows in sorted(by_size.items())
+                if rows.get(row.name, {}).get("floor_ratio") is not None
+            ]
+            lowest = min(floors, key=lambda x: x[1]) if floors else None
+            out.append(
+                {
+                    "goal": f"{row.name}: ≥ {row.floor_goal:.0%} of the floor's req/s",
+                    "value": lowest[1] if lowest else None,
+                    "at_teams": lowest[0] if lowest else None,
+                    "met": None if lowest is None else lowest[1] >= row.floor_goal,
+                }
+            )
     return out
 
 
@@ -160,14 +175,15 @@ def fmt(value: float | None, pattern: str) -> str:
 
 def row_cells(row: dict[str, Any]) -> list[str]:
     if row["status"] == "skipped":
-        return ["not built yet", "", "", ""]
+        return ["not built yet", "", "", "", ""]
     if row.get("rps") is None:
-        return [f"failed: {row['reason'][:60]}", "", "", ""]
+        return [f"failed: {row['reason'][:60]}", "", "", "", ""]
     cells = [
         fmt(row["rps"], ",.0f"),
         fmt(row["p50_ms"], ".1f"),
         fmt(row["p99_ms"], ".1f"),
         fmt(row.get("ratio"), ".2f"),
+        fmt(row.get("floor_ratio"), ".2f"),
     ]
     if row["status"] != "ok":
         cells[0] += f" ⚠ {row['reason']}"
@@ -177,13 +193,15 @@ def row_cells(row: dict[str, Any]) -> list[str]:
 def text_table(result: dict[str, Any]) -> str:
     lines = [
         f"\n{LABELS[result['backend']]} ({result['mode']} run, {result['workers']} worker(s))",
-        f"{'teams':>8}  {'endpoint':<46} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'x bare':>7}",
+        f"{'teams':>8}  {'endpoint':<46} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'x bare':>7}"
+        f" {'x floor':>7}",
     ]
     for teams, rows in sorted(_rows_by_size(result).items()):
         for name, row in rows.items():
             cells = row_cells(row)
             lines.append(
                 f"{teams:>8,}  {name:<46} {cells[0]:>9} {cells[1]:>8} {cells[2]:>8} {cells[3]:>7}"
+                f" {cells[4]:>7}"
             )
     if result["slopes"]:
         lines.append("slope (p50 at largest / p50 at smallest size):")

@@ -5,6 +5,8 @@ included), not wall time.
 
 Run ``python -m bench.probes.cpu_per_request``; to compare with another checkout, put its
 ``src`` first: ``PYTHONPATH=../old/src python -m bench.probes.cpu_per_request``.
+``--profile`` prints cProfile's top functions over 3,000 leaderboard hits (by own time
+and by cumulative time): where a hit's CPU goes beside the floor's (bench/harness/floor.py).
 """
 
 from __future__ import annotations
@@ -123,10 +125,42 @@ async def measure(settings: Settings) -> dict[str, float]:
     return found
 
 
+async def profile_hits(settings: Settings, requests: int = 3_000) -> str:
+    """cProfile over ``requests`` hits of ``GET /leaderboard?limit=50``: the top functions
+    by own time and by cumulative time."""
+    import cProfile
+    import io
+    import pstats
+
+    app = create_app(settings)
+    org = uuid.uuid4()
+    token = TokenService(settings).mint(role=Role.MEMBER, org_id=org, subject="m")
+    headers: Headers = [(b"host", b"t"), (b"authorization", f"Bearer {token}".encode())]
+    async with app.router.lifespan_context(app):
+        for _ in range(3):
+            assert await call(app, "GET", "/leaderboard", b"limit=50", headers) == 200
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for _ in range(requests):
+            await call(app, "GET", "/leaderboard", b"limit=50", headers)
+        profiler.disable()
+    await app.state.questline.db.dispose()
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out)
+    stats.sort_stats("tottime").print_stats(30)
+    stats.sort_stats("cumulative").print_stats(45)
+    return out.getvalue()
+
+
 def main() -> None:
+    import sys
+
     logging.disable(logging.CRITICAL)
     settings = Settings(_env_file=None, data_dir=tempfile.mkdtemp(), rate_limit_enabled=False)
     upgrade(settings)
+    if "--profile" in sys.argv[1:]:
+        print(asyncio.run(profile_hits(settings)))
+        return
     print(json.dumps({name: round(us, 1) for name, us in asyncio.run(measure(settings)).items()}))
 
 

@@ -192,6 +192,7 @@ async def test_streams_are_capped_per_organization(
                 await sse_c.event()
                 async with open_stream(url, other.member) as (fourth, _):
                     assert fourth.status_code == 503  # the process is full
+                    assert fourth.headers["retry-after"]
         async with open_stream(url, org.member) as (again, sse):
             assert again.status_code == 200  # closed streams gave their slots back
             await sse.event()

@@ -1,0 +1,5 @@
+"""``python -m bench.platform``: see ``bench.platform.run``."""
+
+from bench.platform.run import main
+
+raise SystemExit(main())

@@ -1,0 +1,53 @@
+"""Resident memory of the service's worker processes, read from ``/proc``."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def _status(pid: int) -> dict[str, str]:
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return {}
+    return {k: v.strip() for k, _, v in (line.partition(":") for line in text.splitlines())}
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and _status(int(entry.name)).get("PPid") == str(pid):
+            found.append(int(entry.name))
+    return sorted(found)
+
+
+def rss_kib(pid: int) -> int:
+    value = _status(pid).get("VmRSS", "0 kB").split()[0]
+    return int(value)
+
+
+def workers_rss_kib(server_pid: int) -> dict[int, int]:
+    """Each worker's resident memory (KiB): uvicorn's children that run the application
+    (with one worker uvicorn serves in the process itself). uvicorn's supervisor spawns
+    through ``multiprocessing``, whose resource tracker is a child too: the smallest
+    processes that are not workers are left out by name."""
+    children = [pid for pid in _children(server_pid) if "resource_tracker" not in _cmdline(pid)]
+    pids = children or [server_pid]
+    return {pid: rss_kib(pid) for pid in pids}
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time the process used so far."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
