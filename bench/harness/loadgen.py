@@ -196,7 +196,11 @@ class Service:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        self._wait_ready()
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.__exit__()  # a server that never answered is not left running
+            raise
         return self
 
     def _wait_ready(self, timeout: float = 90) -> None:
