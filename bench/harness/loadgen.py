@@ -203,7 +203,8 @@ class Service:
             raise
         return self
 
-    def _wait_ready(self, timeout: float = 90) -> None:
+    def _wait_ready(self, timeout: float = 240) -> None:
+        # Two workers took 48 s to answer at a load average of 10 (2026-11-27).
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process is not None and self.process.poll() is not None:
