@@ -6,7 +6,8 @@ over loopback with wrk (bench/harness/lua/) for a bounded time per endpoint (ben
 and prints a table. Then it times the command line's start (bench/harness/cli_startup.py:
 ``questline --version``, ``token create`` and ``signin-link`` beside ``python -c pass``).
 Results go to bench/results/<date>-<backend>[-quick].json and <date>-cli[-quick].json,
-and the latest figures into BENCHMARKS.md. ``--only "command line"`` runs that row alone.
+and the latest figures into BENCHMARKS.md. ``--only "command line"`` runs that row alone;
+``--only "season=|tag=|perMember"`` the rows whose names contain any of the three.
 
 Run with the project's virtualenv: ``.venv/bin/python -m bench.run [--quick]``.
 """
@@ -57,7 +58,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--warmup", type=float, default=None, help="seconds of warm-up a row")
     parser.add_argument("--threads", type=int, default=1, help="wrk threads (default 1)")
     parser.add_argument("--connections", type=int, default=16, help="wrk connections")
-    parser.add_argument("--only", default="", help="run only rows whose name contains this")
+    parser.add_argument(
+        "--only",
+        default="",
+        help="run only rows whose name contains this (several: separated by '|')",
+    )
     parser.add_argument(
         "--cli-runs",
         type=int,
@@ -80,6 +85,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     if args.compare_workers is None:
         args.compare_workers = not args.quick and COMPARE_WORKERS_AT in args.sizes
     return args
+
+
+def chosen(only: str, name: str) -> bool:
+    """Whether ``--only`` selects the row ``name``: it contains one of the ``|``-separated
+    parts (ignoring case); an empty ``--only`` selects every row."""
+    parts = [part.strip().lower() for part in only.split("|") if part.strip()] or [""]
+    return any(part in name.lower() for part in parts)
 
 
 def run_size(
@@ -148,7 +160,7 @@ def run_backend(backend: str, args: argparse.Namespace, wrk: str) -> dict[str, A
         duration_s=args.duration,
         warmup_s=args.warmup,
     )
-    rows = [r for r in ROWS if args.only.lower() in r.name.lower()]
+    rows = [r for r in ROWS if chosen(args.only, r.name)]
     runs: list[dict[str, Any]] = []
     machine = report.machine(wrk_version(wrk))
     with ExitStack() as stack:
@@ -201,9 +213,8 @@ def _stop_cleanly() -> None:
 def main(argv: list[str] | None = None) -> int:
     _stop_cleanly()
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    only = args.only.lower()
     backends = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
-    if not any(only in row.name.lower() for row in ROWS):
+    if not any(chosen(args.only, row.name) for row in ROWS):
         backends = []  # --only names no endpoint: no server to start
     wrk = ensure_wrk() if backends else ""
     written = []
@@ -213,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         written.append(path)
         print(report.text_table(result), flush=True)
         print(f"results: {path.relative_to(ROOT)}", flush=True)
-    if only in cli_startup.NAME:
+    if chosen(args.only, cli_startup.NAME):
         print(f"{cli_startup.NAME}: {args.cli_runs} runs of each command", flush=True)
         measured = cli_startup.measure(args.cli_runs)
         # the row is whole whatever --only left out of the endpoints: full or quick

@@ -29,6 +29,10 @@ SEASON_ID = uuid.UUID("5e2a7c1d-3b4f-4e6a-8c9d-0f1e2d3c4b5a")
 ending a year after the seed (members rank by its frozen view, admins by the live one)."""
 SEASON_STARTS = EPOCH + dt.timedelta(days=10)
 SEASON_FREEZES = EPOCH + dt.timedelta(days=30)
+LIVE_SEASON_ID = uuid.UUID("5e2a7c1d-3b4f-4e6a-8c9d-0f1e2d3c4b5b")
+"""A season of the dataset running now, with no freeze: from day 20 of the history to a
+year after the seed (everyone ranks by its live standings)."""
+LIVE_SEASON_STARTS = EPOCH + dt.timedelta(days=20)
 BRACKET = "group-3"
 """A tag a tenth of the teams carry (``group-{n mod 10}``)."""
 

@@ -140,19 +140,27 @@ def discipline_tree() -> tuple[dict[str, list[dict[str, Any]]], list[TaskRef]]:
     return rows, tasks
 
 
-def _season() -> dict[str, Any]:
-    """The dataset's season (``rules.SEASON_ID``): frozen while the benchmark runs."""
+def _seasons() -> list[dict[str, Any]]:
+    """The dataset's seasons: ``rules.SEASON_ID``, frozen while the benchmark runs, and
+    ``rules.LIVE_SEASON_ID``, running (no freeze)."""
     ends = dt.datetime.now(dt.UTC) + dt.timedelta(days=365)
-    return {
-        "organization_id": ORG_ID,
-        "id": rules.SEASON_ID,
-        "name": "Bench season",
-        "starts_at": rules.SEASON_STARTS,
-        "freezes_at": rules.SEASON_FREEZES,
-        "ends_at": ends,
-        "created_at": EPOCH,
-        "updated_at": EPOCH,
-    }
+    common = {"organization_id": ORG_ID, "ends_at": ends, "created_at": EPOCH, "updated_at": EPOCH}
+    return [
+        {
+            **common,
+            "id": rules.SEASON_ID,
+            "name": "Bench season",
+            "starts_at": rules.SEASON_STARTS,
+            "freezes_at": rules.SEASON_FREEZES,
+        },
+        {
+            **common,
+            "id": rules.LIVE_SEASON_ID,
+            "name": "Bench live season",
+            "starts_at": rules.LIVE_SEASON_STARTS,
+            "freezes_at": None,
+        },
+    ]
 
 
 def _table(name: str) -> Table:
@@ -264,7 +272,7 @@ async def seed(
         for name, rows in tree.items():
             await conn.execute(insert(_table(name)), rows)
         if "seasons" in Base.metadata.tables and tenants is None:
-            await conn.execute(insert(_table("seasons")), [_season()])
+            await conn.execute(insert(_table("seasons")), _seasons())
         await conn.run_sync(growth.STRIDE.create)
         await conn.execute(insert(growth.STRIDE), growth.stride_rows(tasks))
         dropped = await _drop_indexes(conn, PROGRESS_TABLES if with_history else ())

@@ -196,10 +196,15 @@ class Service:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        self._wait_ready()
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.__exit__()  # a server that never answered is not left running
+            raise
         return self
 
-    def _wait_ready(self, timeout: float = 90) -> None:
+    def _wait_ready(self, timeout: float = 240) -> None:
+        # Two workers took 48 s to answer at a load average of 10 (2026-11-27).
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process is not None and self.process.poll() is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from bench.dataset.rules import BRACKET, SEASON_ID
+from bench.dataset.rules import BRACKET, LIVE_SEASON_ID, SEASON_ID
 
 IdSource = Literal["none", "teams", "disciplines", "progress_pairs"]
 
@@ -105,6 +105,12 @@ ROWS: list[Row] = [
         slope_goal=True,
         ratio_goal=0.6,
         floor_goal=HIT_FLOOR,
+    ),
+    read(
+        f"/leaderboard?season={LIVE_SEASON_ID}&limit=50",
+        name="GET /leaderboard?season= (live: a running season)",
+        slope_goal=True,
+        ratio_goal=0.6,
     ),
     read(
         f"/leaderboard?season={SEASON_ID}&limit=50",

@@ -3,7 +3,8 @@
     .venv/bin/python -m bench.probes.profile_endpoint --teams 10000 --backend postgresql \\
         "/leaderboard?limit=50" [--requests 200] [--role member] [--html out.html]
 
-``{team}`` and ``{discipline}`` in the path are replaced by seeded ids. The app runs
+``{team}`` and ``{discipline}`` in the path are replaced by seeded ids; several paths are
+profiled one after the other on the same dataset (seeded once). The app runs
 in this process (the same code as ``questline serve``), requests go through the whole
 ASGI stack with a real token, and the profile covers only the requests (after a few of
 warm-up). Where a figure of the benchmark is off, this says where the time goes.
@@ -29,6 +30,7 @@ from tests.support.postgres import PostgresServer
 from bench.dataset.seed import seed, seeding_engine
 from bench.harness.service import JWT_SECRET, settings_for, tokens_for
 from questline.app import create_app
+from questline.config import Settings
 from questline.storage.migrate import upgrade
 
 
@@ -38,8 +40,17 @@ async def _profile(args: argparse.Namespace, url: str | None, data_dir: Path) ->
     seeded = await seed(engine, args.teams)
     await engine.dispose()
     tokens = tokens_for(settings, seeded)
-    path = args.path.replace("{team}", str(seeded.team_ids[len(seeded.team_ids) // 2]))
-    path = path.replace("{discipline}", str(seeded.discipline_ids[0]))
+    outputs = []
+    for asked in args.path:
+        path = asked.replace("{team}", str(seeded.team_ids[len(seeded.team_ids) // 2]))
+        path = path.replace("{discipline}", str(seeded.discipline_ids[0]))
+        outputs.append(await _profile_path(args, settings, tokens, path))
+    return "\n".join(outputs)
+
+
+async def _profile_path(
+    args: argparse.Namespace, settings: Settings, tokens: dict[str, str], path: str
+) -> str:
     app = create_app(settings)
     statements = count_statements(app.state.questline.db.engine.sync_engine)
     transport = httpx.ASGITransport(app=app)
@@ -96,7 +107,7 @@ def count_statements(engine: Engine) -> list[str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("path")
+    parser.add_argument("path", nargs="+", help="one or more paths, profiled one after the other")
     parser.add_argument("--method", default="GET")
     parser.add_argument("--teams", type=int, default=1_000)
     parser.add_argument("--backend", choices=["sqlite", "postgresql"], default="sqlite")

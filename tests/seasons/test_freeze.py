@@ -205,3 +205,47 @@ async def test_a_reveal_is_seen_at_once_by_another_process(
         live = await client.get("/leaderboard", params=params, headers=org.member)
         assert FROZEN not in live.headers
         assert scores(live) == {"A": 30}
+
+
+async def test_items_at_the_freeze_and_end_instants(world: World) -> None:
+    """``FreezesAt`` and ``EndsAt`` exactly: an item whose time is ``FreezesAt`` counts in
+    the window, in the frozen view only if recorded before that instant; an item at
+    ``EndsAt`` never counts; at ``StartsAt`` it does."""
+    org = world.org()
+    _, tasks = await create_task(org, [10, 20, 40, 80])
+    a = await org.create_team("A")
+    b = await org.create_team("B")
+    start = now() - dt.timedelta(days=1)
+    freeze = now() + dt.timedelta(seconds=1.5)
+    end = freeze + dt.timedelta(seconds=1)
+    season = await create_season(org, StartsAt=iso(start), FreezesAt=iso(freeze), EndsAt=iso(end))
+    sid = season["Id"]
+    assert season["Phase"] == "Running"
+    # Recorded before the freeze: at StartsAt, and at FreezesAt (a clock a little ahead).
+    await complete(org, a["Id"], tasks[0], start)
+    await complete(org, a["Id"], tasks[1], freeze)
+    adjusted = await world.client.post(
+        f"/team/{b['Id']}/adjustments",
+        json={"Points": 3, "Reason": "at the freeze", "At": iso(freeze)},
+        headers=org.admin,
+    )
+    assert adjusted.status_code == 201, adjusted.text
+    await asyncio.sleep(max(0.0, (freeze - now()).total_seconds()) + 0.05)
+    # Recorded during the freeze: back-dated to FreezesAt, and at EndsAt exactly.
+    await complete(org, b["Id"], tasks[2], freeze)
+    await complete(org, b["Id"], tasks[3], end)
+
+    frozen = await board(org, org.member, season=sid)
+    assert frozen.headers[FROZEN] == iso(freeze)
+    assert scores(frozen) == {"A": 30, "B": 3}
+    live = await board(org, org.admin, season=sid)
+    assert FROZEN not in live.headers
+    assert scores(live) == {"B": 43, "A": 30}
+
+    await asyncio.sleep(max(0.0, (end - now()).total_seconds()) + 0.05)
+    final = await board(org, org.member, season=sid)
+    assert FROZEN not in final.headers
+    assert final.json() == live.json()
+    # The overall scores count everything, the item at EndsAt too.
+    overall = await board(org, org.member)
+    assert scores(overall) == {"B": 123, "A": 30}

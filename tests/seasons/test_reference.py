@@ -1,7 +1,11 @@
 """Season, bracket and per-member rankings against a brute-force reference on random
-histories: completions and withdrawals recorded one by one through the API, a season
-window, a freeze at the exact recording instant of one of them, brackets by tag and the
-per-member order, as members and admins see them."""
+histories: completions, withdrawals, point adjustments and their withdrawals recorded
+one by one through the API; a season window whose bounds fall on item times (minutes
+drawn from the same small range: an item at ``StartsAt`` counts, one at ``EndsAt`` does
+not); a freeze at the exact recording instant of one of them (a completion's history
+row, an adjustment's ``CreatedAt`` or ``WithdrawnAt``: that change and every later one
+stay out of the frozen view); brackets by tag, the per-member order and ``around``, as
+members and admins see them."""
 
 from __future__ import annotations
 
@@ -42,13 +46,17 @@ class TeamPlan:
     archived: bool
 
 
+Op = tuple[str, int, int, int | None]
+"""("complete", team, task, minute) · ("withdraw", team, task, None) ·
+("adjust", team, points, minute) · ("unadjust", team, nth adjustment of the plan, None)."""
+
+
 @dataclass
 class Plan:
     teams: list[TeamPlan]
     tasks: list[tuple[int, int]]
     """(discipline, points)."""
-    ops: list[tuple[int, int, int | None]]
-    """(team, task, minute): a completion at that minute, or (minute None) a withdrawal."""
+    ops: list[Op]
     start: int
     end: int | None
     """None: the season ends tomorrow (so a freeze is in force)."""
@@ -81,16 +89,30 @@ def plans(draw: st.DrawFn) -> Plan:
         )
     )
     done: set[tuple[int, int]] = set()
-    ops: list[tuple[int, int, int | None]] = []
-    for _ in range(draw(st.integers(0, 12))):
+    standing: list[int] = []
+    """The indexes (in order made) of the adjustments not withdrawn."""
+    made = 0
+    ops: list[Op] = []
+    for _ in range(draw(st.integers(0, 14))):
         team = draw(st.integers(0, len(teams) - 1))
-        task = draw(st.integers(0, len(tasks) - 1))
-        if (team, task) in done:
-            ops.append((team, task, None))
-            done.discard((team, task))
+        kind = draw(st.sampled_from(["task", "task", "task", "adjust"]))
+        if kind == "adjust" and standing and draw(st.booleans()):
+            nth = draw(st.sampled_from(standing))
+            standing.remove(nth)
+            ops.append(("unadjust", team, nth, None))
+        elif kind == "adjust":
+            points = draw(st.sampled_from([-15, -5, 5, 10, 25]))
+            ops.append(("adjust", team, points, draw(st.integers(0, 40))))
+            standing.append(made)
+            made += 1
         else:
-            ops.append((team, task, draw(st.integers(0, 40))))
-            done.add((team, task))
+            task = draw(st.integers(0, len(tasks) - 1))
+            if (team, task) in done:
+                ops.append(("withdraw", team, task, None))
+                done.discard((team, task))
+            else:
+                ops.append(("complete", team, task, draw(st.integers(0, 40))))
+                done.add((team, task))
     start = draw(st.integers(0, 30))
     end = draw(st.one_of(st.none(), st.integers(start + 1, 45)))
     freeze = None if end is not None else draw(st.one_of(st.none(), st.integers(0, len(ops))))
@@ -103,6 +125,7 @@ def plans(draw: st.DrawFn) -> Plan:
                     "tag": st.one_of(st.none(), st.sampled_from([*TAGS, "RED", "green"])),
                     "perMember": st.booleans(),
                     "discipline": st.one_of(st.none(), st.integers(0, 1)),
+                    "around": st.one_of(st.none(), st.integers(0, len(teams) - 1)),
                 }
             ),
             min_size=1,
@@ -119,6 +142,7 @@ class Built:
     task_ids: list[str]
     discipline_ids: list[str]
     recorded: list[dt.datetime]
+    """Each op's recording instant (the instant a freeze at it leaves it out)."""
     season_id: str
     freeze_at: dt.datetime | None
 
@@ -152,17 +176,37 @@ async def build(org: Org, app: AppHarness, plan: Plan) -> Built:
         team_ids.append(created.json()["Id"])
         for _ in range(team.members):
             assert (await org.add_member(team_ids[-1])).status_code == 201
-    for team, task, minute in plan.ops:
-        url = f"/team/{team_ids[team]}/progress"
-        if minute is None:
-            gone = await client.delete(f"{url}/{task_ids[task]}", headers=org.admin)
-            assert gone.status_code == 204, gone.text
-        else:
-            body = {"TaskId": task_ids[task], "CompletedAt": iso(at(minute))}
-            done = await client.post(url, json=body, headers=org.admin)
+    adjustments: list[tuple[str, str]] = []
+    """(team id, adjustment id), in order made."""
+    instants: dict[int, dt.datetime] = {}
+    """The recording instant of each adjustment op: the counted rows of adjustments are
+    read by ``CreatedAt`` and ``WithdrawnAt`` (their history row is stamped just after)."""
+    for index, (kind, team, arg, minute) in enumerate(plan.ops):
+        url = f"/team/{team_ids[team]}"
+        if kind == "complete":
+            body = {"TaskId": task_ids[arg], "CompletedAt": iso(at(minute or 0))}
+            done = await client.post(f"{url}/progress", json=body, headers=org.admin)
             assert done.status_code == 201, done.text
+        elif kind == "withdraw":
+            gone = await client.delete(f"{url}/progress/{task_ids[arg]}", headers=org.admin)
+            assert gone.status_code == 204, gone.text
+        elif kind == "adjust":
+            body = {"Points": arg, "Reason": "correction", "At": iso(at(minute or 0))}
+            made = await client.post(f"{url}/adjustments", json=body, headers=org.admin)
+            assert made.status_code == 201, made.text
+            adjustments.append((team_ids[team], made.json()["Id"]))
+            instants[index] = parse(made.json()["CreatedAt"])
+        else:
+            owner, adjustment_id = adjustments[arg]
+            gone = await client.delete(
+                f"/team/{owner}/adjustments/{adjustment_id}", headers=org.admin
+            )
+            assert gone.status_code == 204, gone.text
+            listed = await client.get(f"/team/{owner}/adjustments", headers=org.admin)
+            [row] = [a for a in listed.json() if a["Id"] == adjustment_id]
+            instants[index] = parse(row["WithdrawnAt"])
     async with app.db.session(write=False) as session:
-        recorded = list(
+        history = list(
             (
                 await session.execute(
                     select(ScoreEvent.recorded_at)
@@ -171,7 +215,9 @@ async def build(org: Org, app: AppHarness, plan: Plan) -> Built:
                 )
             ).scalars()
         )
-    assert len(recorded) == len(plan.ops)
+    assert len(history) == len(plan.ops)  # one history row per op, in order
+    assert all(a < b for a, b in itertools.pairwise(history))
+    recorded = [instants.get(index, when) for index, when in enumerate(history)]
     assert all(a < b for a, b in itertools.pairwise(recorded))
     for index, team in enumerate(plan.teams):
         if team.archived:
@@ -194,17 +240,46 @@ async def build(org: Org, app: AppHarness, plan: Plan) -> Built:
     return Built(team_ids, task_ids, discipline_ids, recorded, season.json()["Id"], freeze_at)
 
 
+def parse(text: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+@dataclass
+class Item:
+    """Something that changed a team's score: (task index or None, points, minute)."""
+
+    task: int | None
+    points: int
+    minute: int
+
+
+def existing_items(plan: Plan, upto: int) -> dict[int, list[Item]]:
+    """Each team's items that exist after the first ``upto`` ops."""
+    found: dict[int, list[Item]] = {}
+    done: dict[tuple[int, int], Item] = {}
+    made: list[tuple[int, Item]] = []
+    for kind, team, arg, minute in plan.ops[:upto]:
+        if kind == "complete":
+            item = Item(arg, plan.tasks[arg][1], minute or 0)
+            done[(team, arg)] = item
+            found.setdefault(team, []).append(item)
+        elif kind == "withdraw":
+            found[team].remove(done.pop((team, arg)))
+        elif kind == "adjust":
+            item = Item(None, arg, minute or 0)
+            made.append((team, item))
+            found.setdefault(team, []).append(item)
+        else:
+            owner, item = made[arg]
+            found[owner].remove(item)
+    return found
+
+
 def reference(plan: Plan, built: Built, query: dict[str, Any]) -> list[dict[str, Any]]:
     frozen = plan.freeze is not None and (not query["admin"] or query["frozen"])
-    # The completions that existed: after every op, or only those recorded before the
-    # freeze instant (the ops before the one recorded at it).
-    upto = len(plan.ops) if not frozen else plan.freeze
-    existing: dict[tuple[int, int], int] = {}
-    for team, task, minute in plan.ops[:upto]:
-        if minute is None:
-            del existing[(team, task)]
-        else:
-            existing[(team, task)] = minute
+    # The items that existed: after every op, or only those recorded before the freeze
+    # instant (the ops before the one recorded at it).
+    existing = existing_items(plan, len(plan.ops) if not frozen else plan.freeze or 0)
     discipline = query["discipline"] if query["discipline"] is not None else plan.discipline
     rows = []
     for index, team in enumerate(plan.teams):
@@ -215,20 +290,23 @@ def reference(plan: Plan, built: Built, query: dict[str, Any]) -> list[dict[str,
         }:
             continue
         counted = [
-            (plan.tasks[task][1], at(minute))
-            for (owner, task), minute in existing.items()
-            if owner == index
-            and at(plan.start) <= at(minute)
-            and (plan.end is None or at(minute) < at(plan.end))
-            and (discipline is None or plan.tasks[task][0] == discipline)
+            item
+            for item in existing.get(index, [])
+            if plan.start <= item.minute
+            and (plan.end is None or item.minute < plan.end)
+            # An adjustment belongs to no discipline.
+            and (
+                discipline is None
+                or (item.task is not None and plan.tasks[item.task][0] == discipline)
+            )
         ]
-        score = sum(p for p, _ in counted)
-        changed = [when for p, when in counted if p != 0]
+        score = sum(item.points for item in counted)
+        changed = [at(item.minute) for item in counted if item.points != 0]
         row: dict[str, Any] = {
             "TeamId": built.team_ids[index],
             "Name": f"Team {chr(65 + index)}",
             "Score": score,
-            "TasksCompleted": len(counted),
+            "TasksCompleted": sum(item.task is not None for item in counted),
             "ReachedAt": iso(max(changed)) if changed else None,
         }
         value: Fraction = Fraction(score)
@@ -268,9 +346,11 @@ async def check(settings_: Settings, plan: Plan) -> None:
                 if query["discipline"] is not None:
                     params["discipline"] = built.discipline_ids[query["discipline"]]
                 headers = org.admin if query["admin"] else org.member
+                expected = reference(plan, built, query)
+                if query["around"] is not None:
+                    await check_around(client, headers, params, built, query, expected)
                 response = await client.get("/leaderboard", params=params, headers=headers)
                 assert response.status_code == 200, response.text
-                expected = reference(plan, built, query)
                 assert response.json() == expected, (query, response.json(), expected)
                 frozen = plan.freeze is not None and (not query["admin"] or query["frozen"])
                 if frozen:
@@ -280,6 +360,28 @@ async def check(settings_: Settings, plan: Plan) -> None:
                     assert "Questline-Frozen-At" not in response.headers
     finally:
         await app.state.questline.db.dispose()
+
+
+async def check_around(
+    client: httpx.AsyncClient,
+    headers: dict[str, str],
+    params: dict[str, Any],
+    built: Built,
+    query: dict[str, Any],
+    expected: list[dict[str, Any]],
+) -> None:
+    """``around`` a team: the 3 entries centred on it (fewer at the edges), or 422 for a
+    team that is not in the ranking (archived, or outside the bracket)."""
+    team_id = built.team_ids[query["around"]]
+    response = await client.get(
+        "/leaderboard", params={**params, "around": team_id, "limit": 3}, headers=headers
+    )
+    position = next((i for i, r in enumerate(expected) if r["TeamId"] == team_id), None)
+    if position is None:
+        assert response.status_code == 422, response.text
+        return
+    assert response.status_code == 200, response.text
+    assert response.json() == expected[max(0, position - 1) : position + 2], query
 
 
 @pytest.mark.slow

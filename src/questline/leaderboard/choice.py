@@ -20,7 +20,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.leaderboard import selection, standings
-from questline.leaderboard.selection import Keep, Memo, Selection
+from questline.leaderboard.selection import Memo, Selection
 from questline.readmodel.http import keep_until, version_etag
 from questline.readmodel.service import ReadModel
 from questline.seasons import service as seasons_service
@@ -122,23 +122,14 @@ def entry_json(entry: standings.Entry) -> dict[str, object]:
     return found
 
 
-@dataclass(frozen=True, slots=True)
-class Memos:
-    memo: Memo
-    keep: Keep
-
-
-def memos(readmodel: ReadModel, org_id: uuid.UUID, version: int) -> Memos:
-    """The read model's memos for a ranking built at ``version``: ``memo`` (this version)
-    and ``keep`` (values no later write changes; nothing is kept without a version)."""
+def memo_of(readmodel: ReadModel, org_id: uuid.UUID, version: int) -> Memo:
+    """The read model's memo for a ranking built at ``version`` (nothing is kept without
+    a version)."""
 
     async def memo(name: str, build: Callable[[], Awaitable[Any]]) -> Any:
         return await readmodel.memo(org_id, name, version, build)
 
-    async def keep(name: str, build: Callable[[], Awaitable[Any]]) -> Any:
-        return await readmodel.memo(org_id, name, 0 if version >= 0 else -1, build)
-
-    return Memos(memo, keep)
+    return memo
 
 
 def season_headers(org_id: uuid.UUID, version: int, chosen: Chosen, variant: str) -> dict[str, str]:
@@ -170,13 +161,11 @@ async def season_rank(
     chosen = await choose(
         session, org_id=org_id, role=caller.role, asked=Asked(Selection(), season_id=season_id)
     )
-    kept = memos(readmodel, org_id, version)
     found = await selection.rank_in(
         session,
         org_id=org_id,
         team_id=team_id,
         selection=chosen.selection,
-        memo=kept.memo,
-        keep=kept.keep,
+        memo=memo_of(readmodel, org_id, version),
     )
     return found, season_headers(org_id, version, chosen, caller.role.value)

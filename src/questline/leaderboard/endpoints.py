@@ -196,8 +196,7 @@ async def get_leaderboard(
         chosen = await choice.choose(
             session, org_id=tenant.org_id, role=tenant.caller.role, asked=asked
         )
-        kept = choice.memos(readmodel, tenant.org_id, version)
-        memo, keep = kept.memo, kept.keep
+        memo = choice.memo_of(readmodel, tenant.org_id, version)
         if around is not None:
             if offset:
                 raise Unprocessable(
@@ -211,7 +210,6 @@ async def get_leaderboard(
                 selection=chosen.selection,
                 limit=limit,
                 memo=memo,
-                keep=keep,
             )
             return found, {}, chosen
         found = await selection.ranking(
@@ -221,7 +219,6 @@ async def get_leaderboard(
             limit=limit + 1,
             offset=offset,
             memo=memo,
-            keep=keep,
         )
         headers = {}
         if len(found) > limit:
@@ -366,14 +363,12 @@ async def get_leaderboard_graph(
         chosen = await choice.choose(
             session, org_id=tenant.org_id, role=tenant.caller.role, asked=ranked_by
         )
-        kept = choice.memos(readmodel, tenant.org_id, version)
         entries = await selection.ranking(
             session,
             org_id=tenant.org_id,
             selection=chosen.selection,
             limit=top,
-            memo=kept.memo,
-            keep=kept.keep,
+            memo=choice.memo_of(readmodel, tenant.org_id, version),
         )
         drawn = window
         if chosen.view is not None:

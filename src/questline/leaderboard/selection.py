@@ -7,20 +7,23 @@
   team reached its window score (its last counted item that changed it), then the name;
   teams with nothing in the window follow, by name. With ``as_of`` (a season's frozen
   view): only what was recorded before that instant.
-* **Bracket** (``tag``): only the teams carrying that tag (compared ignoring case),
-  ranked 1, 2, 3 … among themselves.
+* **Bracket** (``tag``): only the teams carrying that tag (compared ignoring case:
+  ``questline.teams.tags``), ranked 1, 2, 3 … among themselves.
 * **Per member** (``per_member``): by points divided by the team's member count (at
-  least 1), compared exactly (as fractions); ties as above.
+  least 1), in the order of the exact quotients (``per_member_order``); ties as above.
 * **Around a team** (``around``): the ``limit`` ranked entries centred on that team
   (``(limit-1)//2`` before it, the rest after; fewer at the edges), with their true
   ranks, in whichever ranking the other parameters select.
 
 The plain overall ranking is in ``standings`` (an index range scan), and so is the plain
-per-discipline one. Everything else aggregates once per read-model version — the
-organization's ranked teams and the window's totals per team — and is ranked here, in
-Python, from those two: a page, a bracket, ``around`` and the per-member order of the
-same version share them (``Memo``). The totals of a frozen view never change once the
-freeze has begun (history is append-only): they are kept across versions.
+per-discipline one. Every other ranking is **one statement** (``ranked``): the
+organization's ranked teams, joined to the window's totals per team
+(``counted.per_team``) and, per member, to their member counts
+(``teams.service.member_counts``), filtered to the bracket, ordered and cut to the page
+by the database — which returns the page's rows only, where ranking in Python read
+every team and every team's totals on a miss (docs/performance.md, "Season, bracket
+and per-member rankings"). A team's position (``around``, the overview's season rank)
+is the same statement numbered by ``row_number()``.
 """
 
 from __future__ import annotations
@@ -29,34 +32,38 @@ import datetime as dt
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
-from sqlalchemy import case, func, select, true
+from sqlalchemy import (
+    ColumnElement,
+    Float,
+    FromClause,
+    Select,
+    UnaryExpression,
+    case,
+    cast,
+    func,
+    literal,
+    outerjoin,
+    select,
+    true,
+)
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.leaderboard import standings
 from questline.leaderboard.standings import Entry, as_utc
-from questline.members.models import TeamMembership
-from questline.progress.counted import Counting, counted
-from questline.storage.db import utcnow
+from questline.progress.counted import Counting, per_team
 from questline.teams import service as teams_service
+from questline.teams import tags
 from questline.teams.models import Team
 from questline.web.errors import FieldError, Unprocessable
 
 EVERY = 2**31 - 1
 """A limit that is no limit (every ranked team)."""
 
-SETTLED_AFTER = dt.timedelta(seconds=30)
-"""A frozen view's totals are kept across versions once its instant is this far past:
-a write whose history is stamped before the instant commits within it (a transaction
-outliving it is refused by the statement timeouts long before)."""
-
 Memo = Callable[[str, Callable[[], Awaitable[Any]]], Awaitable[Any]]
 """``memo(name, build)``: the value ``name`` at the version being served, built once
 (``questline.readmodel.service.ReadModel.memo``)."""
-Keep = Memo
-"""``keep(name, build)``: a value that no later write changes (kept across versions)."""
 
 
 async def _build_now(_name: str, build: Callable[[], Awaitable[Any]]) -> Any:
@@ -109,183 +116,115 @@ class Selection:
             as_of=self.as_of,
         )
 
-    def key(self) -> str:
-        """A name for what this selection aggregates (memo keys)."""
-        parts = (self.start, self.end, self.before, self.discipline_id, self.as_of)
-        return "|".join("" if p is None else str(p) for p in parts)
+
+def per_member_order(
+    score: ColumnElement[int], members: ColumnElement[int]
+) -> list[UnaryExpression[Any]]:
+    """The order of ``score / max(1, members)``, highest first, exact in integers and
+    alike on both dialects: the quotient's floor, then its fraction ``rest / m`` as a
+    double. Two equal quotients give the same (correctly rounded) double; two different
+    ones differ by at least ``1 / (m·n)``, which a double in ``[0, 1)`` resolves while
+    ``m·n`` stays below 2**53 (teams of up to 94 million members). No multiplication:
+    nothing overflows."""
+    divisor = case((members > 1, members), else_=1)
+    rest = ((score % divisor) + divisor) % divisor
+    whole = (score - rest) // divisor
+    fraction = cast(rest, Float) / cast(divisor, Float)
+    return [whole.desc(), fraction.desc()]
 
 
 @dataclass(frozen=True, slots=True)
-class Contender:
-    """A ranked team (neither admin nor archived) as the rankings need it."""
+class Ranked:
+    """A ranking's statement: rows ``(team_id, name, score, tasks_completed, reached_at,
+    member_count)`` of the ranked teams it selects, and their order."""
 
-    team_id: uuid.UUID
-    name: str
-    name_key: str
-    tags: frozenset[str]
-    """Case-folded."""
-    members: int
-    score: int
-    tasks_completed: int
-    reached_at: dt.datetime | None
+    query: Select[Any]
+    order: list[UnaryExpression[Any]]
 
+    def page(self, *, limit: int, offset: int) -> Select[Any]:
+        return self.query.order_by(*self.order).limit(limit).offset(offset)
 
-@dataclass(frozen=True, slots=True)
-class Totals:
-    """A team's items in a window."""
-
-    points: int
-    completions: int
-    reached_at: dt.datetime | None
+    def position(self, team_id: uuid.UUID) -> Select[Any]:
+        """The team's 1-based position (no row: not in the ranking)."""
+        numbered = self.query.add_columns(
+            func.row_number().over(order_by=self.order).label("position")
+        ).subquery("numbered")
+        return select(numbered.c.position).where(numbered.c.team_id == team_id)
 
 
-def tag_key(tag: str) -> str:
-    return tag.strip().casefold()
-
-
-async def contenders(session: AsyncSession, *, org_id: uuid.UUID) -> list[Contender]:
-    """The organization's ranked teams, with their member counts."""
-    members = (
-        select(func.count())
-        .where(
-            TeamMembership.organization_id == Team.organization_id,
-            TeamMembership.team_id == Team.id,
-        )
-        .correlate(Team)
-        .scalar_subquery()
-    )
-    rows = await session.execute(
+def ranked(
+    org_id: uuid.UUID, selection: Selection, *, dialect: str, spellings: list[str] | None
+) -> Ranked:
+    """The statement of a non-plain selection; ``spellings``: the bracket's tag as the
+    teams spell it (``None``: no bracket)."""
+    source: FromClause = Team.__table__
+    score: ColumnElement[int] = Team.__table__.c.score
+    done: ColumnElement[int] = Team.__table__.c.tasks_completed
+    reached: ColumnElement[Any] = Team.__table__.c.score_reached_at
+    if selection.windowed or selection.discipline_id is not None:
+        totals = per_team(selection.counting(org_id))
+        source = outerjoin(source, totals, totals.c.team_id == Team.id)
+        score = func.coalesce(totals.c.points, 0)
+        done = func.coalesce(totals.c.completions, 0)
+        reached = totals.c.reached
+    members: ColumnElement[Any] = literal(None)
+    if selection.per_member:
+        counts = teams_service.member_counts(org_id)
+        source = outerjoin(source, counts, counts.c.team_id == Team.id)
+        members = func.coalesce(counts.c.members, 0)
+    rows = (
         select(
-            Team.id,
-            Team.name,
-            Team.name_key,
-            Team.tags,
-            members,
-            Team.score,
-            Team.tasks_completed,
-            Team.score_reached_at,
-        ).where(Team.organization_id == org_id, Team.is_ranked == true())
-    )
-    return [
-        Contender(
-            team_id=row[0],
-            name=row[1],
-            name_key=row[2],
-            tags=frozenset(tag_key(t) for t in row[3] or ()),
-            members=int(row[4]),
-            score=int(row[5]),
-            tasks_completed=int(row[6]),
-            reached_at=as_utc(row[7]),
+            Team.id.label("team_id"),
+            Team.name.label("name"),
+            Team.name_key.label("name_key"),
+            score.label("score"),
+            done.label("tasks_completed"),
+            reached.label("reached_at"),
+            members.label("member_count"),
         )
-        for row in rows.all()
-    ]
-
-
-async def totals(session: AsyncSession, counting: Counting) -> dict[uuid.UUID, Totals]:
-    """Each team's points, completions and the time it reached its window score, over
-    the items that count (``questline.progress.counted``)."""
-    items = counted(counting)
-    reached = func.max(case((items.c.points != 0, items.c.at), else_=None))
-    rows = await session.execute(
-        select(
-            items.c.team_id,
-            func.coalesce(func.sum(items.c.points), 0),
-            func.coalesce(func.sum(items.c.completions), 0),
-            reached,
-        ).group_by(items.c.team_id)
+        .select_from(source)
+        .where(Team.organization_id == org_id, Team.is_ranked == true())
     )
-    return {
-        row[0]: Totals(points=int(row[1]), completions=int(row[2]), reached_at=as_utc(row[3]))
-        for row in rows.all()
-    }
+    if spellings is not None:
+        rows = rows.where(tags.carries_any(dialect, spellings))
+    found = rows.subquery("ranked")
+    c = found.c
+    order = per_member_order(c.score, c.member_count) if selection.per_member else [c.score.desc()]
+    query = select(c.team_id, c.name, c.score, c.tasks_completed, c.reached_at, c.member_count)
+    return Ranked(query, [*order, c.reached_at.asc().nulls_last(), c.name_key.asc()])
 
 
-NOTHING = Totals(points=0, completions=0, reached_at=None)
-LAST = dt.datetime.max.replace(tzinfo=dt.UTC)
-
-
-def rank(
-    teams: Sequence[Contender],
-    found: dict[uuid.UUID, Totals] | None,
-    *,
-    tag: str | None,
-    per_member: bool,
-) -> list[Entry]:
-    """Every entry of the ranking, ranked from 1. ``found``: the window's totals per
-    team (``None``: the teams' current scores)."""
-    wanted = None if tag is None else tag_key(tag)
-    rows: list[tuple[Any, dt.datetime, str, Entry]] = []
-    for team in teams:
-        if wanted is not None and wanted not in team.tags:
-            continue
-        if found is None:
-            score, done, reached = team.score, team.tasks_completed, team.reached_at
-        else:
-            mine = found.get(team.team_id, NOTHING)
-            score, done, reached = mine.points, mine.completions, mine.reached_at
-        value: Any = Fraction(score, max(1, team.members)) if per_member else score
-        entry = Entry(
-            rank=0,
-            team_id=team.team_id,
-            name=team.name,
-            score=score,
-            tasks_completed=done,
-            reached_at=reached,
-            member_count=team.members if per_member else None,
-        )
-        rows.append((-value, reached or LAST, team.name_key, entry))
-    rows.sort(key=lambda row: row[:3])
+def entries(rows: Sequence[Any], *, offset: int, per_member: bool) -> list[Entry]:
     return [
         Entry(
-            rank=position,
-            team_id=e.team_id,
-            name=e.name,
-            score=e.score,
-            tasks_completed=e.tasks_completed,
-            reached_at=e.reached_at,
-            member_count=e.member_count,
+            rank=offset + index + 1,
+            team_id=row.team_id,
+            name=row.name,
+            score=int(row.score),
+            tasks_completed=int(row.tasks_completed),
+            reached_at=as_utc(row.reached_at),
+            member_count=int(row.member_count) if per_member else None,
         )
-        for position, (_, _, _, e) in enumerate(rows, start=1)
+        for index, row in enumerate(rows)
     ]
 
 
-async def everyone(
-    session: AsyncSession,
-    *,
-    org_id: uuid.UUID,
-    selection: Selection,
-    memo: Memo = _build_now,
-    keep: Keep = _build_now,
-) -> list[Entry]:
-    """The whole ranking a non-plain selection selects. Its two aggregates (the ranked
-    teams, the window's totals) are built once per version; the order is not kept (a
-    list per bracket and per-member choice would weigh tens of megabytes at 100,000
-    teams): sorting them again costs far less than reading them."""
+async def _statement(
+    session: AsyncSession, *, org_id: uuid.UUID, selection: Selection, memo: Memo
+) -> Ranked | None:
+    """The selection's statement (``None``: an empty bracket). The tags' spellings are
+    read once per version."""
+    spellings = None
+    if selection.tag is not None:
 
-    async def teams() -> list[Contender]:
-        return await contenders(session, org_id=org_id)
+        async def present() -> list[str]:
+            return await tags.tag_spellings(session, org_id=org_id)
 
-    async def window() -> dict[uuid.UUID, Totals] | None:
-        if not selection.windowed and selection.discipline_id is None:
+        spellings = tags.matching(await memo("tag-spellings", present), selection.tag)
+        if not spellings:
             return None
-        return await totals(session, selection.counting(org_id))
-
-    found = await _totals(selection, window, memo, keep)
-    return rank(
-        await memo("contenders", teams), found, tag=selection.tag, per_member=selection.per_member
-    )
-
-
-async def _totals(
-    selection: Selection,
-    window: Callable[[], Awaitable[dict[uuid.UUID, Totals] | None]],
-    memo: Memo,
-    keep: Keep,
-) -> dict[uuid.UUID, Totals] | None:
-    name = f"totals|{selection.key()}"
-    settled = selection.as_of is not None and utcnow() >= selection.as_of + SETTLED_AFTER
-    found: dict[uuid.UUID, Totals] | None = await (keep if settled else memo)(name, window)
-    return found
+    dialect = session.get_bind().dialect.name
+    return ranked(org_id, selection, dialect=dialect, spellings=spellings)
 
 
 async def ranking(
@@ -296,7 +235,6 @@ async def ranking(
     limit: int | None,
     offset: int = 0,
     memo: Memo = _build_now,
-    keep: Keep = _build_now,
 ) -> list[Entry]:
     """A page of the selected ranking (``limit=None``: every ranked team)."""
     selection.check()
@@ -312,8 +250,28 @@ async def ranking(
             offset=offset,
             discipline_id=selection.discipline_id,
         )
-    found = await everyone(session, org_id=org_id, selection=selection, memo=memo, keep=keep)
-    return found[offset:] if limit is None else found[offset : offset + limit]
+    statement = await _statement(session, org_id=org_id, selection=selection, memo=memo)
+    if statement is None:
+        return []
+    page = statement.page(limit=EVERY if limit is None else limit, offset=offset)
+    rows = (await session.execute(page)).all()
+    return entries(rows, offset=offset, per_member=selection.per_member)
+
+
+async def position_of(
+    session: AsyncSession,
+    *,
+    org_id: uuid.UUID,
+    team_id: uuid.UUID,
+    selection: Selection,
+    memo: Memo = _build_now,
+) -> int | None:
+    """The team's 1-based position in a non-plain ranking (None: not in it)."""
+    statement = await _statement(session, org_id=org_id, selection=selection, memo=memo)
+    if statement is None:
+        return None
+    found = await session.scalar(statement.position(team_id))
+    return None if found is None else int(found)
 
 
 def centred(rank: int, limit: int) -> tuple[int, int]:
@@ -331,7 +289,6 @@ async def around(
     selection: Selection,
     limit: int,
     memo: Memo = _build_now,
-    keep: Keep = _build_now,
 ) -> list[Entry]:
     """The ``limit`` entries centred on the team; 404 for a team outside the
     organization, 422 for one that is not ranked (admin or archived) or not in the
@@ -351,17 +308,18 @@ async def around(
         return await ranking(
             session, org_id=org_id, selection=selection, limit=count, offset=offset
         )
-    found = await ranking(
-        session, org_id=org_id, selection=selection, limit=None, memo=memo, keep=keep
+    position = await rank_in(
+        session, org_id=org_id, team_id=team.id, selection=selection, memo=memo
     )
-    position = next((e.rank for e in found if e.team_id == team.id), None)
     if position is None:
         raise Unprocessable(
             "The team does not carry the bracket's tag.",
             errors=[FieldError(field="around", message="Name a team of the bracket.")],
         )
     offset, count = centred(position, limit)
-    return found[offset : offset + count]
+    return await ranking(
+        session, org_id=org_id, selection=selection, limit=count, offset=offset, memo=memo
+    )
 
 
 async def rank_in(
@@ -371,10 +329,17 @@ async def rank_in(
     team_id: uuid.UUID,
     selection: Selection,
     memo: Memo = _build_now,
-    keep: Keep = _build_now,
 ) -> int | None:
     """The team's position in the selected ranking (None: not in it)."""
-    found = await ranking(
-        session, org_id=org_id, selection=selection, limit=None, memo=memo, keep=keep
+    selection.check()
+    if selection.discipline_id is not None:
+        await standings.ensure_discipline_visible(
+            session, org_id=org_id, discipline_id=selection.discipline_id
+        )
+    if selection.plain:
+        # The plain per-discipline ranking: its own order (``standings``), read whole.
+        found = await ranking(session, org_id=org_id, selection=selection, limit=None)
+        return next((e.rank for e in found if e.team_id == team_id), None)
+    return await position_of(
+        session, org_id=org_id, team_id=team_id, selection=selection, memo=memo
     )
-    return next((e.rank for e in found if e.team_id == team_id), None)

@@ -18,6 +18,9 @@ count:
 
 and only those with ``at`` inside the window (``start ≤ at``, ``at ≤ end``,
 ``at < before``; each bound optional) and, with ``discipline_id``, in that discipline.
+
+``per_team`` sums them per team in the database (the rankings join it to the teams and
+rank there: ``questline.leaderboard.selection``).
 """
 
 from __future__ import annotations
@@ -28,7 +31,21 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, and_, exists, literal, or_, select, union_all
+from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
+    Select,
+    Subquery,
+    and_,
+    case,
+    cast,
+    exists,
+    func,
+    literal,
+    or_,
+    select,
+    union_all,
+)
 from sqlalchemy.orm import aliased
 
 from questline.progress.models import ScoreChange, ScoreEvent, TaskCompletion
@@ -82,17 +99,30 @@ def completions(counting: Counting) -> Item:
         return query
     added = ScoreEvent
     taken = aliased(ScoreEvent)
+    # The steps that took a completion back (a withdrawal, a task removed) recorded
+    # before the instant: few, so read once into a table of their own (MATERIALIZED),
+    # which the check below probes by hash or by an automatic index, instead of
+    # walking each team's whole history once per completion (SQLite did that: 8 s of
+    # CPU at 100,000 teams; docs/performance.md).
+    undone = (
+        select(taken.team_id, taken.task_id, taken.recorded_at, taken.id)
+        .where(
+            taken.organization_id == counting.org_id,
+            taken.task_id.is_not(None),
+            taken.kind != ScoreChange.COMPLETED,
+            taken.recorded_at < counting.as_of,
+        )
+        .cte("undone_by_then")
+        .prefix_with("MATERIALIZED")
+    )
     # The same team and task's next step recorded after this completion is its
     # withdrawal (completions of a team and task alternate with their withdrawals).
     withdrawn_by_then = exists().where(
-        taken.organization_id == added.organization_id,
-        taken.team_id == added.team_id,
-        taken.task_id == added.task_id,
-        taken.kind != ScoreChange.COMPLETED,
-        taken.recorded_at < counting.as_of,
+        undone.c.team_id == added.team_id,
+        undone.c.task_id == added.task_id,
         or_(
-            taken.recorded_at > added.recorded_at,
-            and_(taken.recorded_at == added.recorded_at, taken.id > added.id),
+            undone.c.recorded_at > added.recorded_at,
+            and_(undone.c.recorded_at == added.recorded_at, undone.c.id > added.id),
         ),
     )
     query = select(
@@ -125,3 +155,24 @@ def counted(counting: Counting) -> Any:
     """Every item that counts, as one subquery ``(team_id, points, at, completions)``."""
     parts = [source(counting) for source in _sources]
     return (parts[0] if len(parts) == 1 else union_all(*parts)).subquery("counted")
+
+
+def per_team(counting: Counting) -> Subquery:
+    """Each team's window totals, as one subquery ``(team_id, points, completions,
+    reached)``: the points and completions of its items that count, and ``reached``, the
+    time it reached its window score — that of its latest counted item that changed it
+    (an item of 0 points changes nothing), NULL when none did. Teams without any item
+    have no row."""
+    items = counted(counting)
+    return (
+        select(
+            items.c.team_id,
+            # PostgreSQL sums a BIGINT into a NUMERIC: back to an integer, for the
+            # integer arithmetic of the per-member order.
+            cast(func.sum(items.c.points), BigInteger).label("points"),
+            cast(func.sum(items.c.completions), BigInteger).label("completions"),
+            func.max(case((items.c.points != 0, items.c.at), else_=None)).label("reached"),
+        )
+        .group_by(items.c.team_id)
+        .subquery("per_team")
+    )

@@ -7,7 +7,7 @@ import uuid
 from dataclasses import dataclass
 
 from prometheus_client import Counter
-from sqlalchemy import ColumnElement, delete, func, insert, select
+from sqlalchemy import ColumnElement, Subquery, delete, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline import audit, events
@@ -64,6 +64,18 @@ def member_count_column() -> ColumnElement[int]:
         )
         .correlate(Team)
         .scalar_subquery()
+    )
+
+
+def member_counts(org_id: uuid.UUID) -> Subquery:
+    """Each team's member count, as one subquery ``(team_id, members)`` grouped over the
+    organization's memberships (for a ranking over all of its teams: one pass rather
+    than a look-up per team). Teams without members have no row."""
+    return (
+        select(TeamMembership.team_id, func.count().label("members"))
+        .where(TeamMembership.organization_id == org_id)
+        .group_by(TeamMembership.team_id)
+        .subquery("member_counts")
     )
 
 

@@ -76,6 +76,10 @@ def _split(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
+WORKER_HEALTHCHECK_SECONDS = 60
+"""How long a worker process may leave uvicorn's health ping unanswered (``workers`` > 1)."""
+
+
 def uvicorn_options(settings: Settings, *, host: str, port: int, workers: int) -> dict[str, Any]:
     """Keyword arguments of ``uvicorn.run`` for ``questline serve``."""
     limits = ServerLimits.from_settings(settings)
@@ -101,6 +105,11 @@ def uvicorn_options(settings: Settings, *, host: str, port: int, workers: int) -
         "limit_concurrency": limits.max_connections + limits.max_concurrent_requests,
         # Only used if someone switches to the h11 parser: bounds its buffer.
         "h11_max_incomplete_event_size": limits.max_header_bytes,
+        # With workers, uvicorn kills a worker that leaves a ping unanswered this long and
+        # starts another. Its default, 5 s, is shorter than a worker's start (imports,
+        # the first connections) on a busy machine: at a load average of 10 on 2 cores
+        # every new worker was killed before it served, forever (2026-11-27, make bench).
+        "timeout_worker_healthcheck": WORKER_HEALTHCHECK_SECONDS,
     }
 
 
