@@ -8,6 +8,7 @@ import { describeProblem } from './format';
 import { parseRoute, type RouteName } from './router';
 import type { SessionInfo } from './types';
 import { renderAudit } from './views/audit';
+import { renderSeasons } from './views/seasons';
 import { renderDiscipline, renderDisciplines } from './views/disciplines';
 import { renderDisciplineEditor } from './views/editor';
 import { renderGraph } from './views/graph';
@@ -34,9 +35,10 @@ const TITLES: Record<RouteName, string> = {
   signin: 'Sign in',
   notfound: 'Not found',
   sso: 'Single sign-on',
+  seasons: 'Seasons',
   audit: 'Audit log',
 };
-const ADMIN_ONLY: ReadonlySet<RouteName> = new Set(['onboarding', 'discipline-edit', 'discipline-new', 'sso', 'audit']);
+const ADMIN_ONLY: ReadonlySet<RouteName> = new Set(['onboarding', 'discipline-edit', 'discipline-new', 'sso', 'seasons', 'audit']);
 
 const view = document.getElementById('view') as HTMLElement;
 const sessionBox = document.getElementById('session') as HTMLElement;
@@ -215,6 +217,9 @@ function render(signInMessage: string | null = null): void {
         break;
       case 'sso':
         renderSsoSettings(ctx);
+        break;
+      case 'seasons':
+        renderSeasons(ctx);
         break;
       case 'audit':
         renderAudit(ctx);

@@ -14,7 +14,7 @@ export type RouteName =
   | 'signin'
   | 'notfound'
   | 'sso'
-
+  | 'seasons'
   | 'audit';
 
 export interface Route {
@@ -32,6 +32,7 @@ const SIMPLE: Record<string, RouteName> = {
   disciplines: 'disciplines',
   signin: 'signin',
   sso: 'sso',
+  seasons: 'seasons',
   audit: 'audit',
 };
 
