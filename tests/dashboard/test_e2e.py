@@ -391,6 +391,7 @@ def test_every_page_renders_fits_the_screen_and_passes_axe(
         "disciplines": ("/disciplines", DISCIPLINES_READY),
         "discipline": (f"/discipline/{org.discipline['Id']}", DISCIPLINE_READY),
         "editor": (f"/discipline/{org.discipline['Id']}/edit", EDITOR_READY),
+        "seasons": ("/seasons", "#seasons-table[data-loaded]"),
     }
     for name, (route, ready) in routes.items():
         visit(page, live, route, ready)
