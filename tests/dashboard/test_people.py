@@ -59,6 +59,7 @@ def people_live(
         "QUESTLINE_MAIL_POLL_SECONDS=0.2\n"
         "QUESTLINE_OIDC_ALLOW_HTTP=true\n"
         "QUESTLINE_OIDC_ALLOW_PRIVATE_ISSUERS=true\n"
+        "QUESTLINE_OIDC_HTTP_TIMEOUT_SECONDS=60\n"
     )
     url = None
     if backend == "postgresql":

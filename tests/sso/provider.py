@@ -36,19 +36,19 @@ class Provider:
     issuer: str
 
     def set_user(self, sub: str, **claims: Any) -> None:
-        response = httpx.put(f"{self.issuer}/users/{sub}", json=claims, timeout=10, verify=False)
+        response = httpx.put(f"{self.issuer}/users/{sub}", json=claims, timeout=60, verify=False)
         assert response.status_code == 204, response.text
 
     async def authorize(self, authorization_url: str, sub: str) -> str:
         """The person signs in as ``sub`` on the provider's page: the redirect back."""
-        async with httpx.AsyncClient(timeout=10, verify=False) as person:
+        async with httpx.AsyncClient(timeout=60, verify=False) as person:
             answer = await person.post(authorization_url, data={"sub": sub})
         assert answer.status_code == 302, answer.text
         return answer.headers["location"]
 
     async def deny(self, authorization_url: str) -> str:
         """The person presses "Deny" on the provider's page: the redirect back."""
-        async with httpx.AsyncClient(timeout=10, verify=False) as person:
+        async with httpx.AsyncClient(timeout=60, verify=False) as person:
             answer = await person.post(authorization_url, data={"action": "deny"})
         assert answer.status_code == 302, answer.text
         return answer.headers["location"]

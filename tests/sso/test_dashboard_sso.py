@@ -51,6 +51,7 @@ def sso_live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     data_dir: Path = tmp_path_factory.mktemp("sso-e2e")
     (data_dir / ".env").write_text(
         "QUESTLINE_OIDC_ALLOW_HTTP=true\nQUESTLINE_OIDC_ALLOW_PRIVATE_ISSUERS=true\n"
+        "QUESTLINE_OIDC_HTTP_TIMEOUT_SECONDS=60\n"
     )
     with live_server(data_dir) as running:
         yield running
