@@ -33,9 +33,12 @@ EventType = Literal[
     "team.adjustment_withdrawn",
 ]
 EVENT_TYPES: tuple[str, ...] = get_args(EventType)
-_SESSION_FLAG = "questline_events_recorded"
+_SESSION_TOPICS = "questline_committed_topics"
+EVENTS = "events"
+"""The topic of the outbox's events (``on_committed``); a domain with an outbox of its
+own (mail) notes its own topic, so that its sender is not woken by every event."""
 
-_listeners: set[Callable[[], None]] = set()
+_listeners: dict[str, set[Callable[[], None]]] = {}
 _listeners_lock = threading.Lock()
 
 
@@ -83,7 +86,7 @@ async def record_many(
     if not rows:
         return
     await session.execute(insert(Event), rows)
-    session.info[_SESSION_FLAG] = True
+    note_recorded(session)
 
 
 def outbox_sql(dialect: str, *, rows: str = "", created_at: str = "", when: str = "true") -> str:
@@ -111,41 +114,42 @@ def outbox_sql(dialect: str, *, rows: str = "", created_at: str = "", when: str 
     WHERE {when}"""
 
 
-def note_recorded(session: AsyncSession) -> None:
-    """An event was inserted by a statement of the caller's own (the progress writes):
-    wake the dispatcher after the commit, as ``record`` does."""
-    session.info[_SESSION_FLAG] = True
+def note_recorded(session: AsyncSession, topic: str = EVENTS) -> None:
+    """Rows of ``topic`` were inserted by a statement of the caller's own (the progress
+    writes, the mail outbox): wake that topic's listeners after the commit."""
+    session.info.setdefault(_SESSION_TOPICS, set()).add(topic)
 
 
-def on_committed(listener: Callable[[], None]) -> Callable[[], None]:
-    """Call ``listener`` after every commit that recorded events (in this process);
-    returns the function that removes it. Listeners must be quick and thread-safe."""
+def on_committed(listener: Callable[[], None], topic: str = EVENTS) -> Callable[[], None]:
+    """Call ``listener`` after every commit (in this process) that recorded rows of
+    ``topic``; returns the function that removes it. Listeners must be quick and
+    thread-safe."""
     with _listeners_lock:
-        _listeners.add(listener)
+        _listeners.setdefault(topic, set()).add(listener)
 
     def remove() -> None:
         with _listeners_lock:
-            _listeners.discard(listener)
+            _listeners.get(topic, set()).discard(listener)
 
     return remove
 
 
 @sa_event.listens_for(Session, "after_commit")
 def _after_commit(session: Session) -> None:
-    if session.info.pop(_SESSION_FLAG, False):
-        announce_committed()
+    for topic in session.info.pop(_SESSION_TOPICS, ()):
+        announce_committed(topic)
 
 
-def announce_committed() -> None:
-    """Events were committed (by a transaction of this process): call the listeners.
-    Sessions do it after their commit; writes made outside a session (the progress
-    group commit) call it themselves."""
+def announce_committed(topic: str = EVENTS) -> None:
+    """Rows of ``topic`` were committed (by a transaction of this process): call its
+    listeners. Sessions do it after their commit; writes made outside a session (the
+    progress group commit) call it themselves."""
     with _listeners_lock:
-        listeners = list(_listeners)
+        listeners = list(_listeners.get(topic, ()))
     for listener in listeners:
         listener()
 
 
 @sa_event.listens_for(Session, "after_rollback")
 def _after_rollback(session: Session) -> None:
-    session.info.pop(_SESSION_FLAG, None)
+    session.info.pop(_SESSION_TOPICS, None)

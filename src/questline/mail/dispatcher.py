@@ -48,7 +48,7 @@ from questline.auth import sessions
 from questline.config import Settings
 from questline.mail import messages
 from questline.mail.models import MailJob, MailKind, MailStatus
-from questline.mail.service import configured_public_url
+from questline.mail.service import MAIL_TOPIC, configured_public_url
 from questline.mail.smtp import SmtpServer, is_permanent
 from questline.members.models import Member
 from questline.members.service import email_key
@@ -117,7 +117,7 @@ class Postman:
         def committed() -> None:
             loop.call_soon_threadsafe(self._wake.set)
 
-        self._remove_listener = events.on_committed(committed)
+        self._remove_listener = events.on_committed(committed, MAIL_TOPIC)
         self._task = asyncio.create_task(self._run(), name="questline-mail")
         logger.info("sending e-mail through %s", self.server.describe())
 

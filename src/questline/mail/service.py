@@ -24,6 +24,10 @@ from questline.storage.db import new_id, utcnow
 from questline.storage.many_rows import one_of
 from questline.web.errors import ServiceUnavailable
 
+MAIL_TOPIC = "mail"
+"""``events.on_committed``'s topic of a commit that queued mail: it wakes the sender,
+which other commits (every progress write's event) do not."""
+
 
 class MailNotConfigured(ServiceUnavailable):
     slug, title = "mail-not-configured", "E-mail is not configured"
@@ -131,7 +135,7 @@ async def _queue(
     ]
     await session.execute(insert(MailJob), rows)
     # Wakes this process's sender right after the commit (and never for a rollback).
-    events.note_recorded(session)
+    events.note_recorded(session, MAIL_TOPIC)
     return list(zip(items, ids, strict=True))
 
 
