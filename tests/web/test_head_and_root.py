@@ -9,6 +9,7 @@ from fastapi import FastAPI
 
 from tests.factories import World
 from tests.web.test_isolation_matrix import EXPECTED, _resolve
+from tests.web.test_isolation_matrix import settings as settings  # the same service
 
 pytestmark = pytest.mark.anyio
 
