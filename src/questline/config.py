@@ -115,10 +115,11 @@ class Settings(BaseSettings):
     progress_fast_path_enabled: bool = True
     """Group-commit the progress writes the fast lane answers (docs/performance.md,
     "Writes"); off: every progress write takes the route and a transaction of its own."""
-    progress_gather_window_ms: float = Field(default=1.0, ge=0, le=50)
+    progress_gather_window_ms: float = Field(default=10.0, ge=0, le=50)
     """Under concurrent progress writes, how long a batch may wait for the writers of the
-    last one before it is written (0: never); a write with nobody else around never
-    waits (docs/performance.md, "Writes")."""
+    last one before it is written (0: never). The wait ends as soon as they are back, so
+    this only bounds it: when fewer come back than last time (a client stopped). A write
+    with nobody else around never waits (docs/performance.md, "Writes")."""
 
     # Rate limits per caller (token sub+org, else client address) and class of route.
     rate_limit_enabled: bool = True

@@ -61,8 +61,11 @@ def _is_secret(name: str) -> bool:
 
 def plain(value: Any) -> Any:
     """A value as JSON: ids as text, times as RFC 3339 UTC, enums by value."""
-    if type(value) in _JSON_SCALARS:
+    kind = type(value)
+    if kind in _JSON_SCALARS:
         return value  # first: a bulk import's entries are mostly names and ids
+    if kind is list:  # exact types before the ABC checks below, which cost more
+        return [plain(v) for v in value]
     if isinstance(value, uuid.UUID):
         return str(value)
     if isinstance(value, BaseModel):
@@ -78,15 +81,24 @@ def plain(value: Any) -> Any:
     return value
 
 
+def _fields(values: Mapping[str, Any] | None) -> list[tuple[str, Any]]:
+    """``values``' fields as JSON, secrets left out (``plain`` of a mapping, as pairs)."""
+    if not values:
+        return []
+    return [(str(k), plain(v)) for k, v in values.items() if not _is_secret(str(k))]
+
+
 def changes_of(
     before: Mapping[str, Any] | None, after: Mapping[str, Any] | None
 ) -> dict[str, dict[str, Any]]:
     """``{field: {"Before", "After"}}`` for every field that differs (a creation: every
     field of ``after``; a deletion: every field of ``before``); secrets left out."""
-    old, new = plain(dict(before or {})), plain(dict(after or {}))
+    if before is None:  # a creation (a bulk import's thousands): every field, at once
+        return {name: {"Before": None, "After": value} for name, value in _fields(after)}
+    old, new = plain(dict(before)), plain(dict(after or {}))
     found: dict[str, dict[str, Any]] = {}
     for name in dict.fromkeys([*old, *new]):
-        if before is not None and after is not None and old.get(name) == new.get(name):
+        if after is not None and old.get(name) == new.get(name):
             continue
         found[name] = {"Before": old.get(name), "After": new.get(name)}
     return found

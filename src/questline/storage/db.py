@@ -24,6 +24,7 @@ from contextlib import asynccontextmanager
 from typing import Any, TypeVar, cast
 
 import asyncpg
+import orjson
 from sqlalchemy import DateTime, Dialect, MetaData, event, insert
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
@@ -99,6 +100,12 @@ class UTCDateTime(TypeDecorator[dt.datetime]):
         return value.astimezone(dt.UTC)
 
 
+def json_text(value: Any) -> str:
+    """A JSON column's text: orjson, not the standard library (a bulk import's outbox
+    payload lists every team it made). Non-string keys as text, like ``json.dumps``."""
+    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
 class Database:
     """The engine and session factory of one database."""
 
@@ -113,6 +120,7 @@ class Database:
                 hide_parameters=True,
                 connect_args={"timeout": 30},
                 poolclass=MeteredQueuePool,
+                json_serializer=json_text,
             )
             _configure_sqlite(self.engine)
         else:
@@ -263,6 +271,7 @@ def postgres_engine(
         pool_recycle=1800,
         hide_parameters=True,  # error messages and logs carry no SQL parameters
         connect_args=connect_args,
+        json_serializer=json_text,
         **options,
     )
 

@@ -15,7 +15,6 @@ import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
-import orjson
 from sqlalchemy import (
     JSON,
     ColumnElement,
@@ -30,6 +29,8 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import QueryableAttribute
+
+from questline.storage.db import json_text
 
 T = TypeVar("T")
 
@@ -155,10 +156,10 @@ def _records(
 
 def _converter(type_: Any, dialect: Any) -> Callable[[Any], Any] | None:
     if isinstance(type_, JSON):
-        return _json_text  # what the column's own processor does, with orjson
+        return _json_or_null  # what the column's own processor does (``db.json_text``)
     processor: Callable[[Any], Any] | None = type_.dialect_impl(dialect).bind_processor(dialect)
     return processor
 
 
-def _json_text(value: Any) -> str | None:
-    return None if value is None else orjson.dumps(value).decode()
+def _json_or_null(value: Any) -> str | None:
+    return None if value is None else json_text(value)
