@@ -53,8 +53,16 @@ def test_commands_without_a_database_import_neither_the_web_framework_nor_sqlalc
     tmp_path: Path, args: list[str]
 ) -> None:
     modules = imported_modules(args, tmp_path)
-    assert "questline.auth.tokens" in modules  # the report is read
+    assert "typer" in modules  # the report is read
     assert heavy(modules, "fastapi", "starlette", "sqlalchemy", "alembic", "httpx") == []
+
+
+def test_version_loads_neither_the_settings_nor_the_token_library(tmp_path: Path) -> None:
+    """``--version`` needs Typer alone: pydantic-settings and PyJWT (with cryptography)
+    were most of its start-up."""
+    modules = imported_modules(["--version"], tmp_path)
+    assert "typer" in modules
+    assert heavy(modules, "questline.config", "pydantic_settings", "jwt", "cryptography") == []
 
 
 def _migrated(tmp_path: Path) -> Path:

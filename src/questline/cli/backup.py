@@ -17,11 +17,12 @@ from __future__ import annotations
 import sqlite3
 from contextlib import closing
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from questline.config import Settings
+if TYPE_CHECKING:  # imported by the commands: ``questline --version`` does without it
+    from questline.config import Settings
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -111,6 +112,8 @@ def backup_command(
 ) -> None:
     """Back up the SQLite database to PATH, safely while the service is serving."""
     try:
+        from questline.config import Settings
+
         revision = backup(Settings(), path, force=force)
     except BackupError as exc:
         typer.echo(f"error: {exc}", err=True)
@@ -126,6 +129,8 @@ def restore_command(
 ) -> None:
     """Restore the SQLite database from a backup; refuses over an existing one without --force."""
     try:
+        from questline.config import Settings
+
         revision = restore(Settings(), path, force=force)
     except BackupError as exc:
         typer.echo(f"error: {exc}", err=True)

@@ -1,7 +1,7 @@
 """``questline``: serve, migrate, mint tokens, load the demo. Thin wrappers over services.
 
 This module is imported by every command, ``--version`` included, so it imports only
-what declaring the commands needs (Typer, the version, the roles and the settings). What
+what declaring the commands needs (Typer, the version, the roles). What
 a command works with — the web framework, the database, the HTTP client of
 ``questline import`` — is imported inside that command, so that a command that needs
 none of it (``--version``, ``token create``) starts without loading it.
@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from questline import __version__
-from questline.auth.tokens import TokenService
 from questline.cli.backup import backup_command, restore_command
-from questline.config import Settings
 from questline.web.identity import Role
+
+if TYPE_CHECKING:
+    from questline.auth.tokens import TokenService
+    from questline.config import Settings
 
 app = typer.Typer(
     help="Questline: teams, disciplines, progress and leaderboards.", no_args_is_help=True
@@ -35,6 +37,21 @@ app.command("restore")(restore_command)
 GUESSED_PUBLIC_URL = "http://127.0.0.1:8000"
 """The address printed links use when ``QUESTLINE_PUBLIC_URL`` is unset: ``questline
 serve``'s default (a guess, and the command says so)."""
+
+
+def _settings() -> Settings:
+    """The settings from the environment. Imported here, not above: pydantic-settings is
+    most of ``--version``'s start-up otherwise."""
+    from questline.config import Settings
+
+    return Settings()
+
+
+def _tokens(settings: Settings) -> TokenService:
+    """The token service (PyJWT and cryptography: imported by the commands that mint)."""
+    from questline.auth.tokens import TokenService
+
+    return TokenService(settings)
 
 
 def _with_public_url(settings: Settings) -> Settings:
@@ -81,7 +98,7 @@ def serve(
 
     from questline.logging_setup import configure_logging
 
-    settings = Settings()
+    settings = _settings()
     configure_logging(settings.log_level, settings.log_format)
     if not settings.public_url:
         typer.echo(
@@ -117,7 +134,7 @@ def db_upgrade(
     from questline.logging_setup import configure_logging
     from questline.storage.migrate import upgrade
 
-    settings = Settings()
+    settings = _settings()
     if verbose:
         configure_logging("INFO", settings.log_format)
     upgrade(settings, verbose=verbose or None)
@@ -152,7 +169,7 @@ def token_create(
         org_id = uuid.UUID(org) if org else None
     except ValueError as exc:
         raise typer.BadParameter("not a UUID", param_hint="--org") from exc
-    tokens = TokenService(Settings())
+    tokens = _tokens(_settings())
     typer.echo(
         tokens.mint(role=role, org_id=org_id, subject=subject, lifetime=dt.timedelta(days=days))
     )
@@ -210,7 +227,7 @@ def signin_link(
         raise typer.BadParameter("not a UUID", param_hint="--org") from exc
     import asyncio
 
-    settings = _with_public_url(Settings())
+    settings = _with_public_url(_settings())
     link = asyncio.run(
         _mint_signin_link(
             settings, org_id=org_id, role=role, subject=subject, email=email, minutes=minutes
@@ -228,7 +245,7 @@ def demo() -> None:
     from questline.demo.loader import DEMO_ORG_ID, load_demo
     from questline.storage.db import Database
 
-    settings = _with_public_url(Settings())
+    settings = _with_public_url(_settings())
     _upgrade(settings)
 
     async def _load() -> bool:
@@ -239,7 +256,7 @@ def demo() -> None:
             await db.dispose()
 
     loaded = asyncio.run(_load())
-    token = TokenService(settings).mint(role=Role.ADMIN, org_id=DEMO_ORG_ID, subject="demo")
+    token = _tokens(settings).mint(role=Role.ADMIN, org_id=DEMO_ORG_ID, subject="demo")
     typer.echo("demo data loaded" if loaded else "demo data already present")
     typer.echo(f"organization: {DEMO_ORG_ID}")
     typer.echo(f"API docs:     {settings.public_url}/docs")
