@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from questline import audit, events
+from questline import events
 from questline.adjustments import schemas
 from questline.adjustments.models import MAX_SCORE, ScoreAdjustment
 from questline.progress.ledger import CLOCK_SKEW
@@ -25,7 +25,7 @@ from questline.progress.scores import Step, apply_steps
 from questline.readmodel.versions import bump
 from questline.storage.db import utcnow
 from questline.teams.models import Team
-from questline.teams.service import ensure_active
+from questline.teams.service import audit_team, ensure_active
 from questline.web.errors import Conflict, FieldError, Unprocessable, not_found
 from questline.web.pagination import PageRequest, cursor_parts
 
@@ -99,23 +99,6 @@ def _audited(row: ScoreAdjustment, score: int) -> dict[str, object]:
     }
 
 
-async def _audit(
-    session: AsyncSession,
-    row: ScoreAdjustment,
-    action: str,
-    before: dict[str, object] | None,
-    after: dict[str, object] | None,
-) -> None:
-    await audit.record(
-        session,
-        organization_id=row.organization_id,
-        action=action,
-        target=("team", row.team_id),
-        before=before,
-        after=after,
-    )
-
-
 async def adjust(
     session: AsyncSession, *, team: Team, data: schemas.AdjustmentCreate, recorded_by: str
 ) -> schemas.Adjustment:
@@ -139,7 +122,7 @@ async def adjust(
     await session.flush()
     score = await _step(session, team, row, ScoreChange.ADJUSTED)
     made = to_schema(row, score=score)
-    await _audit(session, row, "team.adjusted", None, _audited(row, score))
+    await audit_team(session, team, "team.adjusted", None, _audited(row, score))
     await events.record(
         session, organization_id=team.organization_id, type="team.adjusted", data=made
     )
@@ -178,9 +161,9 @@ async def withdraw(
     await session.flush()
     score = await _step(session, team, row, ScoreChange.ADJUSTMENT_WITHDRAWN)
     withdrawn = to_schema(row, score=score)
-    await _audit(
+    await audit_team(
         session,
-        row,
+        team,
         "team.adjustment_withdrawn",
         {"AdjustmentId": row.id, "Points": row.points, "Score": score + row.points},
         {"AdjustmentId": row.id, "Points": 0, "Score": score},

@@ -503,8 +503,12 @@ async def write_group(session: AsyncSession, *, team: Team, group: Group) -> Tea
     # A rename and each member who came or went have their entries already (the teams'
     # rules write them); the directory's id, or a write that changed nothing, have this.
     if external_id != team.external_id:
-        await _audit_team(
-            session, team, {"ExternalId": team.external_id}, {"ExternalId": external_id}
+        await teams_service.audit_team(
+            session,
+            team,
+            "team.updated",
+            {"ExternalId": team.external_id},
+            {"ExternalId": external_id},
         )
     elif not (renamed or leaving or joining):
         same: dict[str, object] = {
@@ -512,24 +516,11 @@ async def write_group(session: AsyncSession, *, team: Team, group: Group) -> Tea
             "ExternalId": team.external_id,
             "Members": current,
         }
-        await _audit_team(session, team, same, same)
+        await teams_service.audit_team(session, team, "team.updated", same, same)
     team.external_id = external_id
     team.updated_at = utcnow()
     await session.flush()
     return team
-
-
-async def _audit_team(
-    session: AsyncSession, team: Team, before: dict[str, object], after: dict[str, object]
-) -> None:
-    await audit.record(
-        session,
-        organization_id=team.organization_id,
-        action="team.updated",
-        target=("team", team.id),
-        before=before,
-        after=after,
-    )
 
 
 async def delete_group(session: AsyncSession, *, team: Team) -> None:

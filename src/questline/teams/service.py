@@ -143,13 +143,15 @@ def audited(team: Team) -> dict[str, object]:
     }
 
 
-async def _audit(
+async def audit_team(
     session: AsyncSession,
     team: Team,
     action: str,
     before: dict[str, object] | None,
     after: dict[str, object] | None,
 ) -> None:
+    """An audit entry whose target is ``team`` (its rename, its adjustments, its
+    directory id): every team-targeted entry is written through here."""
     await audit.record(
         session,
         organization_id=team.organization_id,
@@ -225,7 +227,7 @@ async def create_team(
     created = {**audited(team), "Members": member_ids}
     if external_id is not None:
         created["ExternalId"] = external_id
-    await _audit(session, team, "team.created", None, created)
+    await audit_team(session, team, "team.created", None, created)
     count_on_commit(session, TEAMS_CREATED)
     await bump(session, org_id)
     return TeamWithCount(team, len(member_ids))
@@ -288,14 +290,14 @@ async def _audit_update(
 ) -> None:
     changed = [(f, a) for f, a in UPDATE_ACTIONS if before[f] != after[f]]
     for field, action in changed:
-        await _audit(session, team, action, {field: before[field]}, {field: after[field]})
+        await audit_team(session, team, action, {field: before[field]}, {field: after[field]})
     if not changed:  # a PATCH that changed nothing was still made
-        await _audit(session, team, "team.updated", before, after)
+        await audit_team(session, team, "team.updated", before, after)
 
 
 async def delete_team(session: AsyncSession, *, team: Team) -> None:
     await _record(session, team, "team.deleted")
-    await _audit(session, team, "team.deleted", {**audited(team), "Score": team.score}, None)
+    await audit_team(session, team, "team.deleted", {**audited(team), "Score": team.score}, None)
     await session.delete(team)
     await session.flush()
     await bump(session, team.organization_id)
@@ -309,7 +311,7 @@ async def set_admin_flag(session: AsyncSession, *, team: Team, value: bool | Non
     team.updated_at = utcnow()
     await session.flush()
     await _record(session, team, "team.admin_changed")
-    await _audit(
+    await audit_team(
         session,
         team,
         "team.admin_changed",
@@ -326,7 +328,7 @@ async def set_survey_flag(session: AsyncSession, *, team: Team, value: bool) -> 
     team.updated_at = utcnow()
     await session.flush()
     await _record(session, team, "team.updated")
-    await _audit(
+    await audit_team(
         session,
         team,
         "team.survey_changed",
@@ -382,7 +384,7 @@ async def add_member(
         )
     if joined:
         await _record_membership(session, team, found.member.id, "member.added")
-        await _audit(session, team, "member.added", None, {"MemberId": found.member.id})
+        await audit_team(session, team, "member.added", None, {"MemberId": found.member.id})
     return MembershipResult(found.member, found.created, joined)
 
 
@@ -397,7 +399,7 @@ async def remove_member(session: AsyncSession, *, team: Team, member_id: uuid.UU
     if not getattr(result, "rowcount", 0):
         raise not_found("member in this team")
     await _record_membership(session, team, member_id, "member.removed")
-    await _audit(session, team, "member.removed", {"MemberId": member_id}, None)
+    await audit_team(session, team, "member.removed", {"MemberId": member_id}, None)
     await bump(session, team.organization_id)
 
 
