@@ -41,6 +41,7 @@ from sqlalchemy import insert
 from tests.support.postgres import PostgresServer
 
 from questline.app import create_app
+from questline.auth.tokens import TokenService
 from questline.config import Settings
 from questline.members.models import Member, TeamMembership
 from questline.organizations.models import Organization
@@ -201,7 +202,7 @@ async def measure(settings: Settings, backend: str, args: argparse.Namespace) ->
     db: Database = state.db
 
     def token_for(org_id: uuid.UUID) -> str:
-        return str(state.tokens.mint(role=Role.ADMIN, org_id=org_id, subject="bench"))
+        return TokenService(settings).mint(role=Role.ADMIN, org_id=org_id, subject="bench")
 
     results = []
     transport = httpx.ASGITransport(app=app)

@@ -138,21 +138,25 @@ class _Context:
         return cls(actor, role, via, request_id[:64] if request_id else None, utcnow())
 
 
-def _row(organization_id: uuid.UUID | None, change: Change, context: _Context) -> dict[str, Any]:
-    target_type, target_id = change.target
+_OWN_COLUMNS = ("id", "action", "target_type", "target_id", "changes")
+"""The columns each entry has of its own; the rest (``_shared``) is the transaction's."""
+
+
+def _shared(organization_id: uuid.UUID | None, context: _Context) -> dict[str, Any]:
     return {
         "organization_id": organization_id or PLATFORM_ORG,
-        "id": new_id(),
         "at": context.at,
         "actor": context.actor,
         "actor_role": context.role,
         "actor_via": context.via,
-        "action": change.action,
-        "target_type": target_type,
-        "target_id": None if target_id is None else str(target_id),
         "request_id": context.request_id,
-        "changes": changes_of(change.before, change.after),
     }
+
+
+def _own(change: Change) -> tuple[Any, ...]:
+    target_type, target_id = change.target
+    target = None if target_id is None else str(target_id)
+    return (new_id(), change.action, target_type, target, changes_of(change.before, change.after))
 
 
 async def record(
@@ -166,20 +170,26 @@ async def record(
 ) -> None:
     """Append one entry in ``session``'s transaction (``organization_id=None``: a
     global change, outside every organization)."""
-    row = _row(organization_id, Change(action, target, before, after), _Context.of(session))
+    own = _own(Change(action, target, before, after))
+    mine = dict(zip(_OWN_COLUMNS, own, strict=True))
+    row = {**_shared(organization_id, _Context.of(session)), **mine}
     await session.execute(insert(_entries).values(**row))
 
 
 async def record_many(
     session: AsyncSession, *, organization_id: uuid.UUID | None, changes: Sequence[Change]
 ) -> None:
-    """Append many entries in one statement (a bulk import's teams)."""
-    context = _Context.of(session)
-    rows = [_row(organization_id, change, context) for change in changes]
-    if not rows:
+    """Append many entries in one statement (a bulk import's teams): the shared columns
+    converted once, each entry's own as a plain tuple."""
+    if not changes:
         return
-    columns = list(rows[0])
-    await write_rows(session, _entries, columns, [tuple(r[c] for c in columns) for r in rows])
+    await write_rows(
+        session,
+        _entries,
+        _OWN_COLUMNS,
+        [_own(change) for change in changes],
+        same=_shared(organization_id, _Context.of(session)),
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,6 @@ from functools import partial
 from typing import Annotated, Any
 
 import anyio
-import orjson
 from fastapi import APIRouter, Query, Request, Response, status
 
 from questline.bulk import service
@@ -135,8 +134,7 @@ async def create_teams_in_bulk(
         plan = await anyio.to_thread.run_sync(partial(parse, body, max_teams=max_teams))
         if plan.wants_invites:
             mail_service.require_mail(app_state(request).settings)
-        created = await service.create_teams(session, org_id=tenant.org_id, plan=plan)
-        content = orjson.dumps(created)
+        content = await service.create_teams(session, org_id=tenant.org_id, plan=plan)
     if dry_run:
         # Everything was checked and written as the import would; none of it is kept.
         await session.rollback()
