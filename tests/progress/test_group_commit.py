@@ -19,6 +19,7 @@ from tests.factories import World
 from tests.progress.factories import complete, history, make_discipline, score_of
 from tests.progress.fast import Fast, batches_gathered
 from tests.support.harness import AppHarness
+from tests.support.sse import HANG_GUARD
 
 pytestmark = pytest.mark.anyio
 
@@ -94,7 +95,7 @@ async def test_a_batch_gathers_the_writers_of_the_last_one(
     tree = await make_discipline(world.db, org_id=org.id, shape=[[[3]]])
     task = tree.task(0, 0, 0)
     writes = fast.writes
-    monkeypatch.setattr(writes, "gather_window", 60.0 if others_come_back else 0.05)
+    monkeypatch.setattr(writes, "gather_window", 3600.0 if others_come_back else 0.05)
     held = _HeldBatches(writes)
     monkeypatch.setattr(writes, "_commit", held)
     gathered = batches_gathered()
@@ -108,7 +109,8 @@ async def test_a_batch_gathers_the_writers_of_the_last_one(
     later = [fourth]
     if others_come_back:
         later += [asyncio.create_task(complete(org, t["Id"], task)) for t in teams[4:]]
-    answers += await asyncio.wait_for(asyncio.gather(*later), 20)
+    async with asyncio.timeout(HANG_GUARD):
+        answers += await asyncio.gather(*later)
 
     assert [a.status_code for a in answers] == [201] * len(answers), [a.text for a in answers]
     assert held.sizes == ([3, 4] if others_come_back else [3, 1])
@@ -124,10 +126,11 @@ async def test_a_write_with_nobody_around_never_waits(
     org = world.org()
     team = await org.create_team()
     tree = await make_discipline(world.db, org_id=org.id, shape=[[[1, 2, 4]]])
-    monkeypatch.setattr(fast.writes, "gather_window", 60.0)
+    monkeypatch.setattr(fast.writes, "gather_window", 3600.0)
     gathered = batches_gathered()
     for task in tree.tasks:
-        done = await asyncio.wait_for(complete(org, team["Id"], task), 20)
+        async with asyncio.timeout(HANG_GUARD):
+            done = await complete(org, team["Id"], task)
         assert done.status_code == 201, done.text
     assert batches_gathered() == gathered
     assert await score_of(org, team["Id"]) == 7

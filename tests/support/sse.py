@@ -22,15 +22,21 @@ class Message:
         return json.loads("\n".join(self.data))
 
 
+HANG_GUARD = 300.0
+"""Seconds after which a missing event fails the test rather than hanging the suite: a
+guard against a hang, far beyond any wait on a loaded machine, never a timing."""
+
+
 class SseReader:
     def __init__(self, response: httpx.Response) -> None:
         self._lines: AsyncIterator[str] = response.aiter_lines()
 
-    async def message(self, deadline: float = 20) -> Message:
+    async def message(self, deadline: float = HANG_GUARD) -> Message:
         """The next message (an event or a comment), or fail after ``deadline`` seconds."""
-        return await asyncio.wait_for(self._read(), deadline)
+        async with asyncio.timeout(deadline):
+            return await self._read()
 
-    async def event(self, deadline: float = 20) -> Message:
+    async def event(self, deadline: float = HANG_GUARD) -> Message:
         """The next event, skipping comments and bare ``retry`` lines."""
 
         async def skip() -> Message:
@@ -39,7 +45,8 @@ class SseReader:
                 if found.event is not None:
                     return found
 
-        return await asyncio.wait_for(skip(), deadline)
+        async with asyncio.timeout(deadline):
+            return await skip()
 
     async def _read(self) -> Message:
         found = Message()

@@ -153,7 +153,8 @@ class Postman:
             if busy:
                 continue
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.settings.mail_poll_seconds)
+                async with asyncio.timeout(self.settings.mail_poll_seconds):
+                    await self._wake.wait()
                 await asyncio.sleep(COALESCE_SECONDS)
 
     # One pass -----------------------------------------------------------------------

@@ -77,7 +77,8 @@ class PassLoop:
             if busy:
                 continue
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self._poll_seconds)
+                async with asyncio.timeout(self._poll_seconds):
+                    await self._wake.wait()
                 await asyncio.sleep(COALESCE_SECONDS)
 
     def _may_run(self) -> bool:

@@ -301,7 +301,8 @@ class PostgresSource:
         if self._task is None:
             self._start()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._ready.wait(), FIRST_CONNECT_WAIT)
+                async with asyncio.timeout(FIRST_CONNECT_WAIT):
+                    await self._ready.wait()
         if self.healthy:
             age = asyncio.get_running_loop().time() - self._confirmed_at
             if age > STALE_AFTER:
@@ -359,6 +360,7 @@ class PostgresSource:
 
 async def _close(connection: Any) -> None:
     try:
-        await asyncio.wait_for(connection.close(), 2)
+        async with asyncio.timeout(2):
+            await connection.close()
     except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError):
         connection.terminate()

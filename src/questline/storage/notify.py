@@ -179,7 +179,8 @@ class Notifier:
         if idle is None or self._task is None or self._loop is not asyncio.get_running_loop():
             return not self.pending
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(idle.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await idle.wait()
         return not self.pending
 
     async def close(self) -> None:
@@ -200,6 +201,7 @@ class Notifier:
                 connection.terminate()
             return
         try:
-            await asyncio.wait_for(connection.close(), 2)
+            async with asyncio.timeout(2):
+                await connection.close()
         except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError):
             connection.terminate()
