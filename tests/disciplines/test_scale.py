@@ -44,6 +44,8 @@ async def test_reading_takes_the_same_queries_for_2_tasks_and_for_10_000(world: 
         response = await world.client.get(f"/discipline/{small.json()['Id']}", headers=org.member)
     assert response.status_code == 200
     assert len(task_ids(response.json())) == 2
+    # The discipline's row and its whole tree (issue 30: a cold read in at most three).
+    assert small_read.statements <= 3, small_read.texts
     with count_statements(world.db) as big_read:
         response = await world.client.get(f"/discipline/{big.json()['Id']}", headers=org.member)
     assert response.status_code == 200

@@ -1,6 +1,6 @@
 """The discipline tree as rows: flattening a document, writing it set-based, reading it.
 
-A tree of any size is read with one query per table and written with one (batched)
+A tree of any size is read with one query and written with one (batched)
 statement per table and kind of change, never one round trip per node.
 """
 
@@ -12,7 +12,22 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Table, bindparam, delete, insert, literal, select, union_all, update
+from sqlalchemy import (
+    Integer,
+    String,
+    Table,
+    Uuid,
+    bindparam,
+    cast,
+    delete,
+    insert,
+    literal,
+    literal_column,
+    null,
+    select,
+    union_all,
+    update,
+)
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.disciplines import schemas
@@ -253,24 +268,62 @@ async def _delete_ids(session: AsyncSession, table: Table, ids: Iterable[uuid.UU
     await _execute_many(session, delete(table).where(table.c.id == bindparam("removed_id")), params)
 
 
-_READ_COLUMNS: dict[type[Level | Quest | Task | Resource], tuple[str, ...]] = {
-    Level: ("id", "position", "title", "description"),
-    Quest: ("id", "level_id", "position", "title", "description"),
-    Task: ("id", "quest_id", "position", "title", "description", "points"),
-    Resource: ("id", "owner_id", "position", "title", "description", "url", "kind"),
+_PARENT: dict[type[Level | Quest | Task | Resource], str | None] = {
+    Level: None,
+    Quest: "level_id",
+    Task: "quest_id",
+    Resource: "owner_id",
 }
-"""What reading needs of each table (fewer UUID columns to decode on large trees)."""
+"""Each table's column that names the node it hangs from (levels hang from the discipline)."""
+
+
+def _tree_part(kind: int, model: type[Level | Quest | Task | Resource], discipline_id: Any) -> Any:
+    """One table's rows in the shape all four share: what reading needs of each, typed
+    NULLs where a table has no such column (the compound's types are its first part's)."""
+    table = _table(model)
+    parent = _PARENT[model]
+    columns = table.c
+    return select(
+        literal_column(str(kind), Integer).label("kind"),
+        columns.id,
+        (columns[parent] if parent else cast(null(), Uuid)).label("parent"),
+        columns.position,
+        columns.title,
+        columns.description,
+        (columns.points if model is Task else cast(null(), Integer)).label("points"),
+        (columns.url if model is Resource else cast(null(), String)).label("url"),
+        (columns.kind if model is Resource else cast(null(), String)).label("resource_kind"),
+    ).where(columns.discipline_id == discipline_id)
+
+
+def _as_row(model: type[Level | Quest | Task | Resource], found: Any) -> Row:
+    row: dict[str, Any] = {
+        "id": found.id,
+        "position": found.position,
+        "title": found.title,
+        "description": found.description,
+    }
+    parent = _PARENT[model]
+    if parent is not None:
+        row[parent] = found.parent
+    if model is Task:
+        row["points"] = found.points
+    elif model is Resource:
+        row["url"] = found.url
+        row["kind"] = found.resource_kind
+    return row
 
 
 async def load_rows(session: AsyncSession, discipline_id: uuid.UUID) -> TreeRows:
-    """The whole tree in four queries (one per table), whatever its size."""
+    """The whole tree in one query (the four tables as one ``UNION ALL``, each in
+    ``position`` order), whatever its size: a cold read of a discipline is two statements."""
+    parts = [_tree_part(kind, model, discipline_id) for kind, model in enumerate(NODE_MODELS)]
+    query = union_all(*parts).order_by(literal_column("kind"), literal_column("position"))
     rows = TreeRows()
-    for model in NODE_MODELS:
-        table = _table(model)
-        columns = [table.c[name] for name in _READ_COLUMNS[model]]
-        query = select(*columns).where(table.c.discipline_id == discipline_id)
-        result = await session.execute(query.order_by(table.c.position))
-        rows.of(model).extend(result.mappings().all())
+    lists = [rows.of(model) for model in NODE_MODELS]
+    for found in (await session.execute(query)).all():
+        model = NODE_MODELS[found.kind]
+        lists[found.kind].append(_as_row(model, found))
     return rows
 
 
