@@ -125,7 +125,10 @@ async def test_graph_reads_only_the_top_teams_history(world: World, app_state: A
     body = response.json()
     assert len(body) == 10
     assert all(len(series["Points"]) == 6 for series in body)  # start + five changes
-    statement, parameters = next((s, p) for s, p in seen if "FROM score_events" in s)
+    # The ranking, then the teams' creation and history in one (issue 30: a cold read
+    # in at most three statements with the version check SQLite adds).
+    assert len(seen) <= 2, [s for s, _ in seen]
+    statement, parameters = next((s, p) for s, p in seen if "score_events" in s)
     plan = await explain(app_state, statement, parameters)
     scans = [n for n in plan if n.get("Relation Name") == "score_events"]
     assert [n.get("Index Name") for n in scans] == ["ix_score_events_team_at"], plan

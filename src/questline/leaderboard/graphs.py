@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import and_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.leaderboard import standings
@@ -81,26 +80,42 @@ def step_series(created_at: dt.datetime, changes: Sequence[_Change], window: Win
     return points
 
 
-async def _changes(
+@dataclass(frozen=True, slots=True)
+class _History:
+    created_at: dt.datetime
+    changes: list[_Change]
+
+
+async def _histories(
     session: AsyncSession, *, org_id: uuid.UUID, team_ids: Sequence[uuid.UUID], window: Window
-) -> dict[uuid.UUID, list[_Change]]:
-    query = select(ScoreEvent.team_id, ScoreEvent.at, ScoreEvent.delta).where(
-        ScoreEvent.organization_id == org_id, ScoreEvent.team_id.in_(team_ids)
-    )
+) -> dict[uuid.UUID, _History]:
+    """Each team's creation and its changes in the window (time order), in one query: the
+    teams joined to their events, so that a team without any still has its row."""
+    joined = [ScoreEvent.team_id == Team.id, ScoreEvent.organization_id == org_id]
     if window.discipline_id is not None:
-        query = query.where(ScoreEvent.discipline_id == window.discipline_id)
+        joined.append(ScoreEvent.discipline_id == window.discipline_id)
     if window.end is not None:
-        query = query.where(ScoreEvent.at <= window.end)
+        joined.append(ScoreEvent.at <= window.end)
     if window.before is not None:
-        query = query.where(ScoreEvent.at < window.before)
+        joined.append(ScoreEvent.at < window.before)
     if window.as_of is not None:
-        query = query.where(ScoreEvent.recorded_at < window.as_of)
+        joined.append(ScoreEvent.recorded_at < window.as_of)
     if window.from_zero and window.start is not None:
-        query = query.where(ScoreEvent.at >= window.start)
-    query = query.order_by(ScoreEvent.team_id, ScoreEvent.at, ScoreEvent.id)
-    found: dict[uuid.UUID, list[_Change]] = defaultdict(list)
-    for team_id, at, delta in (await session.execute(query)).all():
-        found[team_id].append(_Change(at, delta))
+        joined.append(ScoreEvent.at >= window.start)
+    query = (
+        select(Team.id, Team.created_at, ScoreEvent.at, ScoreEvent.delta)
+        .select_from(Team)
+        .outerjoin(ScoreEvent, and_(*joined))
+        .where(Team.organization_id == org_id, Team.id.in_(team_ids))
+        .order_by(Team.id, ScoreEvent.at, ScoreEvent.id)
+    )
+    found: dict[uuid.UUID, _History] = {}
+    for team_id, created_at, at, delta in (await session.execute(query)).all():
+        history = found.get(team_id)
+        if history is None:
+            history = found[team_id] = _History(created_at, [])
+        if at is not None:
+            history.changes.append(_Change(at, delta))
     return found
 
 
@@ -111,10 +126,11 @@ async def team_series(session: AsyncSession, *, team: Team, window: Window) -> S
         await standings.ensure_discipline_visible(
             session, org_id=team.organization_id, discipline_id=window.discipline_id
         )
-    changes = await _changes(
+    found = await _histories(
         session, org_id=team.organization_id, team_ids=[team.id], window=window
     )
-    return Series(team.id, team.name, step_series(team.created_at, changes[team.id], window))
+    changes = found[team.id].changes if team.id in found else []
+    return Series(team.id, team.name, step_series(team.created_at, changes, window))
 
 
 async def top_series(
@@ -139,17 +155,12 @@ async def series_of(
     ids = [e.team_id for e in entries]
     if not ids:
         return []
-    created = dict(
-        (
-            await session.execute(
-                select(Team.id, Team.created_at).where(
-                    Team.organization_id == org_id, Team.id.in_(ids)
-                )
-            )
-        ).all()
-    )
-    changes = await _changes(session, org_id=org_id, team_ids=ids, window=window)
+    found = await _histories(session, org_id=org_id, team_ids=ids, window=window)
     return [
-        Series(e.team_id, e.name, step_series(created[e.team_id], changes[e.team_id], window))
+        Series(
+            e.team_id,
+            e.name,
+            step_series(found[e.team_id].created_at, found[e.team_id].changes, window),
+        )
         for e in entries
     ]
