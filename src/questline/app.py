@@ -58,7 +58,13 @@ from questline.teams.endpoints import router as teams_router
 from questline.web import idempotency
 from questline.web.error_handlers import CrashGuardMiddleware, install_error_handlers
 from questline.web.fastlane import FastLane
-from questline.web.hardening import RequestTimeoutMiddleware, SecurityHeadersMiddleware, drain
+from questline.web.hardening import (
+    RequestTimeoutMiddleware,
+    SecurityHeadersMiddleware,
+    ShutdownStep,
+    drain,
+    run_shutdown,
+)
 from questline.web.head import HeadAsGetMiddleware
 from questline.web.middleware import AccessLogMiddleware, BodyGuardMiddleware
 from questline.web.openapi import install_openapi, mount_docs
@@ -81,6 +87,16 @@ teams on a **leaderboard** with **progress graphs**, leaving admin teams out.
 Every operation but health and docs needs `Authorization: Bearer <JWT>`.
 Errors are RFC 9457 problem documents (`application/problem+json`).
 """
+
+SHUTDOWN_STEP_SECONDS = 30.0
+"""The most one step of the shutdown may take (a dispatcher's stop, the queued progress
+writes, the pool's close) before the next one runs anyway."""
+
+
+async def _cancelled(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -147,21 +163,22 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             yield
         finally:
-            for task in (purger, audit_purger):
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            steps: list[ShutdownStep] = [
+                ("idempotency purge", lambda: _cancelled(purger)),
+                ("audit purge", lambda: _cancelled(audit_purger)),
+            ]
             if dispatcher is not None:
-                await dispatcher.stop()
+                steps.append(("webhook dispatcher", dispatcher.stop))
             if postman is not None:
-                await postman.stop()
-            for xapi_dispatcher in xapi_dispatchers:
-                await xapi_dispatcher.stop()
-            for grades_dispatcher in grades_dispatchers:
-                await grades_dispatcher.stop()
-        await drain(state.cancelled_requests, grace=10)
-        await progress_writes.close()
-        await state.db.dispose()
+                steps.append(("mail dispatcher", postman.stop))
+            steps += [("xAPI dispatcher", d.stop) for d in xapi_dispatchers]
+            steps += [("LTI grades dispatcher", d.stop) for d in grades_dispatchers]
+            steps += [
+                ("timed-out requests", lambda: drain(state.cancelled_requests, grace=10)),
+                ("progress writes", progress_writes.close),
+                ("database pool", state.db.dispose),
+            ]
+            await run_shutdown(steps, grace=SHUTDOWN_STEP_SECONDS)
 
     app = FastAPI(
         title="Questline",

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
@@ -247,3 +247,25 @@ async def drain(cancelled: set[asyncio.Task[None]], grace: float) -> bool:
         return True
     _, pending = await asyncio.wait(set(cancelled), timeout=grace)
     return not pending
+
+
+ShutdownStep = tuple[str, Callable[[], Awaitable[object]]]
+"""A name for the log and the work of one step of the application's shutdown."""
+
+
+async def run_shutdown(steps: Sequence[ShutdownStep], grace: float) -> list[str]:
+    """Run each step in turn for at most ``grace`` seconds; the names of those that did
+    not finish in time (each logged). A step that hangs (a dispatcher that does not stop,
+    a write that waits for a lock) must not keep the process, or a test's event loop,
+    from ever finishing its shutdown; the steps after it still run."""
+    late: list[str] = []
+    for name, step in steps:
+        try:
+            async with asyncio.timeout(grace):
+                await step()
+        except TimeoutError:
+            logger.warning("shutdown: %s did not finish within %s s; going on", name, grace)
+            late.append(name)
+        except Exception:
+            logger.exception("shutdown: %s failed; going on", name)
+    return late
