@@ -287,6 +287,10 @@ class Settings(BaseSettings):
     metrics_public: bool = False
     """Serve ``/metrics`` to anyone; off: it needs an ``operator`` token or
     ``metrics_token`` (docs/operations.md, "Metrics")."""
+    opentelemetry: bool = False
+    """FastAPI's own OpenTelemetry traces, metrics and logs, for a process where an
+    operator configured OpenTelemetry's providers (``opentelemetry-instrument``). Off,
+    no request asks whether a provider is configured (docs/operations.md, "Traces")."""
 
     @field_validator("public_url", mode="before")
     @classmethod

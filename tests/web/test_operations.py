@@ -286,6 +286,7 @@ NOT_LIMITS = frozenset(
         "rate_limit_storage",
         "metrics_token",
         "metrics_public",
+        "opentelemetry",
         "trusted_proxies",
         "allowed_hosts",
         "webhooks_allow_private_urls",
