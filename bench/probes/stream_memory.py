@@ -84,6 +84,7 @@ async def measure(settings: Settings, streams: int, top: int) -> None:
     await asyncio.sleep(0.5)
     gc.collect()
     after, rss_after = tracemalloc.take_snapshot(), _rss_kib()
+    print("pool:", app.state.questline.db.engine.pool.status())
     diff = after.compare_to(before, "traceback")
     grown = sum(stat.size_diff for stat in diff)
     print(
