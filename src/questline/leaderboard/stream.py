@@ -204,7 +204,12 @@ async def events(
 
 
 class EventStream(StreamingResponse):
-    """An SSE response that gives its slot back however it ends (even unsent)."""
+    """An SSE response that gives its slot back however it ends (even unsent).
+
+    It streams in the request's own task, with one small task that waits for the
+    client's disconnect and then cancels the stream, where Starlette's
+    ``StreamingResponse`` keeps an anyio task group of two tasks a response (the
+    memory an open stream holds: docs/performance.md)."""
 
     media_type = MEDIA_TYPE
 
@@ -218,9 +223,38 @@ class EventStream(StreamingResponse):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            await super().__call__(scope, receive, send)
+            await self._stream(receive, send)
         finally:
             await self._release()
+
+    async def _stream(self, receive: Receive, send: Send) -> None:
+        streaming = asyncio.current_task()
+        assert streaming is not None
+        state = {"finished": False, "gone": False}
+
+        async def until_disconnect() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            if not state["finished"]:
+                # The stream task is suspended inside the ``try`` below: it gets the
+                # cancellation there.
+                state["gone"] = True
+                streaming.cancel()
+
+        start = {"type": "http.response.start", "status": self.status_code}
+        await send({**start, "headers": self.raw_headers})
+        listener = asyncio.get_running_loop().create_task(until_disconnect())
+        try:
+            async for chunk in self.body_iterator:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            state["finished"] = True
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except asyncio.CancelledError:
+            if not state["gone"] or streaming.uncancel() > 0:
+                raise  # cancelled by someone else (the server's shutdown) too
+        finally:
+            state["finished"] = True
+            listener.cancel()
 
 
 def parse_last_event_id(value: str | None) -> int | None:
