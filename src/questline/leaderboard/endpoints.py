@@ -20,7 +20,7 @@ from questline.web.errors import FieldError, Unprocessable, not_found
 from questline.web.links import service_link
 from questline.web.openapi import problem_responses
 from questline.web.paths import TeamId
-from questline.web.routing import SessionDep, TransactionalRoute, answers_early
+from questline.web.routing import RouteAnswer, SessionDep, TransactionalRoute, answers_early
 from questline.web.schemas import InputDateTime, QueryBoolean
 from questline.web.state import app_state
 
@@ -290,6 +290,7 @@ def series_json(series: graphs.Series) -> dict[str, object]:
         **problem_responses(401, 403, 404, 422, 503),
     },
 )
+@answers_early(RouteAnswer())  # an open stream keeps no routing frames alive
 async def stream_leaderboard(
     request: Request,
     tenant: MemberOf,

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Request, Response
 from prometheus_client import Counter
 from starlette.routing import BaseRoute, Match, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -137,27 +137,37 @@ class FastLane:
         self, lane: Lane, matched: Scope, scope: Scope, receive: Receive, send: Send
     ) -> None:
         received: list[Message] = []
-
-        async def recording() -> Message:
-            message = await receive()
-            received.append(message)
-            return message
-
-        request = Request(matched, recording)
-        response = None
-        try:
-            caller = await authorize(request, lane.route.access)
-            if caller is not None:
-                refuse_unknown_query_parameters(request, lane.route.query_names)
-                response = await lane.answer(request, caller)
-        except Problem:
-            response = None  # the route refuses it, with its own problem document
+        response = await _early_response(lane, matched, receive, received)
+        del matched  # the request's copy of the scope: not kept for the response's life
         if response is None:
             await self.app(scope, _replay(received, receive), send)
             return
         scope["route"] = lane.route
         lane.answered.inc()
         await response(scope, receive, send)
+
+
+async def _early_response(
+    lane: Lane, matched: Scope, receive: Receive, received: list[Message]
+) -> Response | None:
+    """The route's early answer, or ``None``; what it read of the body goes to
+    ``received`` (for the route). Apart from ``_take`` so that the request it built is
+    not kept alive while the response is sent (an event stream's whole life)."""
+
+    async def recording() -> Message:
+        message = await receive()
+        received.append(message)
+        return message
+
+    request = Request(matched, recording)
+    try:
+        caller = await authorize(request, lane.route.access)
+        if caller is None:
+            return None
+        refuse_unknown_query_parameters(request, lane.route.query_names)
+        return await lane.answer(request, caller)
+    except Problem:
+        return None  # the route refuses it, with its own problem document
 
 
 def _replay(received: list[Message], receive: Receive) -> Receive:

@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import functools
+import inspect
 import logging
 import random
 from collections.abc import Callable, Coroutine, Sequence
+from contextlib import AsyncExitStack
 from typing import Annotated, Any, Protocol, TypeVar
 
 from fastapi import Depends, Request, Response
@@ -89,6 +91,72 @@ def answers_early(answer: EarlyAnswer) -> Callable[[E], E]:
         return endpoint
 
     return declare
+
+
+class RouteAnswer:
+    """An early answer that is the route's own handler (access, transaction, endpoint:
+    every rule of the route), run without FastAPI's routing layers around it.
+
+    For long-lived responses (event streams): routed, a response is sent from inside
+    the router's frames, the exception handlers' and two exit stacks, which then stay in
+    memory for the whole response. Here the handler's exit stacks close once the
+    endpoint returned, so a route whose dependencies clean up after the response
+    (``yield``) is left to the router. Anything the handler raises goes on to the route,
+    which answers it with its own problem document."""
+
+    def __init__(self) -> None:
+        self._handlers: dict[int, Callable[[Request], Coroutine[Any, Any, Response]] | None] = {}
+
+    def _handler_of(self, route: Any) -> Callable[[Request], Coroutine[Any, Any, Response]] | None:
+        key = id(route)
+        if key not in self._handlers:
+            detachable = isinstance(route, APIRoute) and not _cleans_up_after(route.dependant)
+            self._handlers[key] = route.get_route_handler() if detachable else None
+        return self._handlers[key]
+
+    async def __call__(self, request: Request, caller: Caller) -> Response | None:
+        handler = self._handler_of(request.scope.get("route"))
+        if handler is None:
+            return None
+        scope = request.scope
+        try:
+            # The exit stacks FastAPI's routing and its middleware would have opened.
+            async with AsyncExitStack() as middleware_stack, AsyncExitStack() as request_stack:
+                scope["fastapi_middleware_astack"] = middleware_stack
+                scope["fastapi_inner_astack"] = request_stack
+                async with AsyncExitStack() as function_stack:
+                    scope["fastapi_function_astack"] = function_stack
+                    return await handler(request)
+        except Exception:
+            return None
+        finally:
+            for key in _EXIT_STACKS:  # closed: nothing may hold them for the response
+                scope.pop(key, None)
+
+
+_EXIT_STACKS = ("fastapi_middleware_astack", "fastapi_inner_astack", "fastapi_function_astack")
+
+
+def _is_generator(call: Any) -> bool:
+    if call is None:
+        return False
+    if isinstance(call, functools.partial):
+        call = call.func
+    if not (inspect.isfunction(call) or inspect.ismethod(call)):
+        call = getattr(call, "__call__", call)  # noqa: B004 - a callable instance's method
+    call = inspect.unwrap(call)
+    return inspect.isgeneratorfunction(call) or inspect.isasyncgenfunction(call)
+
+
+def _cleans_up_after(dependant: Dependant) -> bool:
+    """Whether a dependency of the route (at any depth) is a generator (``yield``)."""
+    stack = [dependant]
+    while stack:
+        current = stack.pop()
+        if _is_generator(current.call):
+            return True
+        stack.extend(current.dependencies)
+    return False
 
 
 def flat_routes(routes: Sequence[BaseRoute]) -> list[BaseRoute]:
