@@ -293,6 +293,14 @@ async def begin_snapshot(session: AsyncSession) -> None:
 
 async def _attempt(request: Request, original: Handler, caller: Caller | None) -> Response:
     """One run of the endpoint in its own transaction (retried whole on deadlocks)."""
+    response = await _in_transaction(request, original, caller)
+    # Answered and the session closed: a response sent for long (an event stream) keeps
+    # no reference to it. (A failed attempt keeps it: the retry reads ``committing``.)
+    del request.state.questline
+    return response
+
+
+async def _in_transaction(request: Request, original: Handler, caller: Caller | None) -> Response:
     state = app_state(request)
     write = request.method in WRITE_METHODS
     async with state.db.new_session(write=write) as session:
