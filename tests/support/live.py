@@ -30,6 +30,14 @@ def questline_command() -> list[str]:
     return [sys.executable, "-c", "from questline.cli.main import app; app()"]
 
 
+LOADED_MACHINE = {
+    "QUESTLINE_REQUEST_TIMEOUT_SECONDS": "600",
+    "QUESTLINE_BULK_REQUEST_TIMEOUT_SECONDS": "600",
+}
+"""The service's request deadlines far out, as in the in-process tests (tests/conftest.py,
+``TEST_SETTINGS``): a loaded machine is slow, not wrong. A test's own ``env`` wins."""
+
+
 @dataclass
 class LiveServer:
     env: dict[str, str]
@@ -52,7 +60,7 @@ class LiveServer:
             "--workers", str(self.workers),
             "--no-migrate",
         ]  # fmt: skip
-        environment = {**os.environ, **self.env}
+        environment = {**os.environ, **LOADED_MACHINE, **self.env}
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
                 argv,
