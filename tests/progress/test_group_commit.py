@@ -18,8 +18,8 @@ from questline.progress import ledger_pg, record, schemas
 from tests.factories import World
 from tests.progress.factories import complete, history, make_discipline, score_of
 from tests.progress.fast import Fast, batches_gathered
+from tests.support.hang import HANG_GUARD
 from tests.support.harness import AppHarness
-from tests.support.sse import HANG_GUARD
 
 pytestmark = pytest.mark.anyio
 

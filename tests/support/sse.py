@@ -10,6 +10,8 @@ from typing import Any
 
 import httpx
 
+from tests.support.hang import HANG_GUARD
+
 
 @dataclass
 class Message:
@@ -20,11 +22,6 @@ class Message:
 
     def json(self) -> Any:
         return json.loads("\n".join(self.data))
-
-
-HANG_GUARD = 300.0
-"""Seconds after which a missing event fails the test rather than hanging the suite: a
-guard against a hang, far beyond any wait on a loaded machine, never a timing."""
 
 
 class SseReader:
