@@ -111,7 +111,10 @@ async def measure(settings: Settings, streams: int, top: int) -> None:
         print(f"{size / streams:8.0f} B  {name}")
     for stat in diff[:top]:
         frames = [f"{f.filename.rsplit('/', 2)[-1]}:{f.lineno}" for f in stat.traceback[-4:]]
-        print(f"{stat.size_diff / streams:8.0f} B {stat.count_diff / streams:5.1f} blocks  " + " < ".join(reversed(frames)))
+        print(
+            f"{stat.size_diff / streams:8.0f} B {stat.count_diff / streams:5.1f} blocks  "
+            + " < ".join(reversed(frames))
+        )
     for writer in [*writers, *warm]:
         writer.close()
     server.should_exit = True

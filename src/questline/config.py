@@ -57,6 +57,9 @@ class Settings(BaseSettings):
     """A JWKS fetch taking longer fails (the request gets 503; cached keys stay in use)."""
     jwt_jwks_ttl_seconds: float = Field(default=300, gt=0)
     """Keys older than this are refreshed in the background while still used."""
+    jwt_jwks_min_refetch_seconds: float = Field(default=10, ge=0)
+    """An unknown key id fetches the keys again at most this often (counted from the end
+    of the last fetch): forged key ids cannot make the service hammer its provider."""
     jwt_issuer: str | None = "questline"
     jwt_audience: str | None = "questline"
     jwt_org_claim: str = "org"

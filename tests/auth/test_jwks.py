@@ -26,6 +26,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from questline.app import create_app
 from questline.config import Settings
+from tests.support.hang import HANG_GUARD
 
 pytestmark = pytest.mark.anyio
 
@@ -130,8 +131,17 @@ async def test_a_hanging_provider_neither_freezes_the_process_nor_gets_a_500(
 ) -> None:
     provider.hang.set()
     # A timeout long enough that probes surely run inside it on a loaded machine; the
-    # provider holds the request for ever, so an answer at all means it timed out.
-    app = create_app(_idp_settings(settings, provider, jwt_jwks_timeout_seconds=3))
+    # provider holds the request for ever, so an answer at all means it timed out. The
+    # request verifies its token twice (rate limiter, route): the refetch pause, far
+    # out here, makes the second use the first's failure however slow the machine is.
+    app = create_app(
+        _idp_settings(
+            settings,
+            provider,
+            jwt_jwks_timeout_seconds=3,
+            jwt_jwks_min_refetch_seconds=HANG_GUARD,
+        )
+    )
     transport = httpx.ASGITransport(app=app)
     try:
         async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:

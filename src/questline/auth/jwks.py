@@ -11,8 +11,12 @@ whole process. Here:
   wait for the same fetch;
 * a key past its TTL is still used while a refresh runs in the background (served
   stale), and stays in use if the refresh fails;
-* an unknown key id refetches at most once every ``min_refetch_seconds`` (10 s), so that
-  forged key ids cannot make the service hammer its identity provider.
+* an unknown key id refetches at most once every
+  ``QUESTLINE_JWT_JWKS_MIN_REFETCH_SECONDS`` (10 s), counted
+  from the end of the last fetch, so that forged key ids cannot make the service hammer
+  its identity provider (a fetch that used its whole timeout does not shorten the pause:
+  one request verifies its token twice, in the rate limiter and in the route, and both
+  must be answered by the same failed fetch however slow the machine is).
 
 A token whose key cannot be had because the provider is unreachable is 503 (the
 service cannot verify right now), not 401 (the token may be fine).
@@ -104,6 +108,8 @@ class JwksCache:
         except (httpx.HTTPError, ValueError, jwt.PyJWTError) as exc:
             logger.warning("JWKS fetch from the identity provider failed: %s", type(exc).__name__)
             return
+        finally:
+            self._attempted_at = time.monotonic()
         self._keys = keys
         self._fetched_at = time.monotonic()
 

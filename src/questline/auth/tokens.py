@@ -83,6 +83,7 @@ class TokenService:
                 settings.jwt_jwks_url,
                 timeout=settings.jwt_jwks_timeout_seconds,
                 ttl=settings.jwt_jwks_ttl_seconds,
+                min_refetch_seconds=settings.jwt_jwks_min_refetch_seconds,
             )
             if settings.jwt_jwks_url
             else None
