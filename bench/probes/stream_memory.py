@@ -130,7 +130,8 @@ def main() -> None:
     settings = Settings(
         _env_file=None,
         data_dir=tempfile.mkdtemp(),
-        rate_limit_enabled=False,
+        # The default layers (the rate limiter too), its limit above what one token opens.
+        rate_limit_reads=f"{args.streams + 1000}/minute",
         stream_max_per_process=args.streams + 30,
         stream_max_per_organization=args.streams + 30,
         server_max_connections=args.streams + 100,

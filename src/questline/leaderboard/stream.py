@@ -220,41 +220,42 @@ class EventStream(StreamingResponse):
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
         self._release = release
+        self._finished = False
+        self._gone = False
+        """The client disconnected: the listener cancelled the stream."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # One frame, no closures: it is kept for the stream's life (docs/performance.md).
+        streaming = asyncio.current_task()
+        assert streaming is not None
         try:
-            await self._stream(receive, send)
+            start = {"type": "http.response.start", "status": self.status_code}
+            await send({**start, "headers": self.raw_headers})
+            listener = asyncio.get_running_loop().create_task(
+                self._until_disconnect(receive, streaming)
+            )
+            try:
+                async for chunk in self.body_iterator:
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                self._finished = True
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+            except asyncio.CancelledError:
+                if not self._gone or streaming.uncancel() > 0:
+                    raise  # cancelled by someone else (the server's shutdown) too
+            finally:
+                self._finished = True
+                listener.cancel()
         finally:
             await self._release()
 
-    async def _stream(self, receive: Receive, send: Send) -> None:
-        streaming = asyncio.current_task()
-        assert streaming is not None
-        state = {"finished": False, "gone": False}
-
-        async def until_disconnect() -> None:
-            while (await receive())["type"] != "http.disconnect":
-                pass
-            if not state["finished"]:
-                # The stream task is suspended inside the ``try`` below: it gets the
-                # cancellation there.
-                state["gone"] = True
-                streaming.cancel()
-
-        start = {"type": "http.response.start", "status": self.status_code}
-        await send({**start, "headers": self.raw_headers})
-        listener = asyncio.get_running_loop().create_task(until_disconnect())
-        try:
-            async for chunk in self.body_iterator:
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            state["finished"] = True
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
-        except asyncio.CancelledError:
-            if not state["gone"] or streaming.uncancel() > 0:
-                raise  # cancelled by someone else (the server's shutdown) too
-        finally:
-            state["finished"] = True
-            listener.cancel()
+    async def _until_disconnect(self, receive: Receive, streaming: asyncio.Task[Any]) -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        if not self._finished:
+            # The stream task is suspended inside the ``try`` of ``__call__``: it gets the
+            # cancellation there.
+            self._gone = True
+            streaming.cancel()
 
 
 def parse_last_event_id(value: str | None) -> int | None:

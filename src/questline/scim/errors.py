@@ -13,7 +13,7 @@ document; ``ScimErrorMiddleware`` rewrites it into the same SCIM error, so that 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from fastapi import Request, Response
@@ -107,10 +107,12 @@ class ScimErrorMiddleware:
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         if scope["type"] != "http" or not scope["path"].startswith(SCIM_PREFIX):
-            await self.app(scope, receive, send)
-            return
+            return self.app(scope, receive, send)  # a pass-through keeps no frame
+        return self._rewriting(scope, receive, send)
+
+    async def _rewriting(self, scope: Scope, receive: Receive, send: Send) -> None:
         # HEAD is answered here as the GET it mirrors, without the body: the layers
         # inside would otherwise hand over an empty problem body to rewrite.
         head = scope["method"] == "HEAD"

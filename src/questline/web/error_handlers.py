@@ -19,7 +19,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from questline.web.errors import (
     MAX_LISTED_ERRORS,
@@ -32,6 +32,7 @@ from questline.web.errors import (
     problem_type_base,
     validation_problem,
 )
+from questline.web.status_watch import StatusWatch
 
 logger = logging.getLogger("questline.web.error_handlers")
 
@@ -193,17 +194,11 @@ class CrashGuardMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        started = False
-
-        async def watch(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
+        watch = StatusWatch(send)
         try:
             await self.app(scope, receive, watch)
         except Exception as exc:
-            if started:
+            if watch.status:  # the response started: too late for a problem document
                 raise
             response = await _handle_crash(Request(scope), exc)
             await response(scope, receive, send)

@@ -24,7 +24,7 @@ timeouts still see every request.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,10 +117,9 @@ class FastLane:
             self._lanes = lanes_of(self.application.routes)
         return self._lanes.get(method, ())
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         if scope["type"] != "http" or not self.enabled:
-            await self.app(scope, receive, send)
-            return
+            return self.app(scope, receive, send)  # a pass-through keeps no frame
         path = scope["path"]
         for lane in self._lanes_for(scope["method"]):
             if lane.route.path_regex.match(path) is None:
@@ -129,9 +128,8 @@ class FastLane:
             if matched is Match.FULL:
                 if any(other.matches(scope)[0] is Match.FULL for other in lane.earlier):
                     break
-                await self._take(lane, {**scope, **child}, scope, receive, send)
-                return
-        await self.app(scope, receive, send)
+                return self._take(lane, {**scope, **child}, scope, receive, send)
+        return self.app(scope, receive, send)
 
     async def _take(
         self, lane: Lane, matched: Scope, scope: Scope, receive: Receive, send: Send

@@ -99,10 +99,11 @@ class SecurityHeadersMiddleware:
             self._raw[key] = found
         return found
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        # Not a coroutine: nothing is left to do after the response, and a layer that
+        # only hands on keeps no frame for the response's life (an event stream's hours).
         if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+            return self.app(scope, receive, send)
         authenticated = any(name == b"authorization" for name, _ in scope["headers"])
         policy, page = self._policy_for(scope["path"])
         framer = self.frame_ancestors(scope) if page and self.frame_ancestors else None
@@ -133,7 +134,7 @@ class SecurityHeadersMiddleware:
                     headers.add_vary_header("Authorization")
             await send(message)
 
-        await self.app(scope, receive, send_with_headers)
+        return self.app(scope, receive, send_with_headers)
 
 
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
@@ -197,10 +198,12 @@ class RequestTimeoutMiddleware:
         self.cancelled = cancelled
         """Timed-out requests still winding down (the app waits for them at shutdown)."""
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         if scope["type"] != "http" or scope["path"].endswith(self.unbounded_suffixes):
-            await self.app(scope, receive, send)
-            return
+            return self.app(scope, receive, send)  # a pass-through keeps no frame
+        return self._bounded(scope, receive, send)
+
+    async def _bounded(self, scope: Scope, receive: Receive, send: Send) -> None:
         bulk = scope["path"].rstrip("/").endswith(self.bulk_suffixes)
         timeout = self.bulk_seconds if bulk else self.seconds
         state = {"started": False, "timed_out": False}

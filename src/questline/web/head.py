@@ -9,6 +9,8 @@ stream (an event stream) ends there instead of running for a client that reads n
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 
@@ -16,10 +18,12 @@ class HeadAsGetMiddleware:
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         if scope["type"] != "http" or scope["method"] != "HEAD":
-            await self.app(scope, receive, send)
-            return
+            return self.app(scope, receive, send)  # a pass-through keeps no frame
+        return self._as_get(scope, receive, send)
+
+    async def _as_get(self, scope: Scope, receive: Receive, send: Send) -> None:
         done = False
 
         async def send_without_body(message: Message) -> None:

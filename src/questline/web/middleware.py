@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from collections.abc import Awaitable
 
 from prometheus_client import Counter, Histogram
 from starlette.requests import Request
@@ -18,6 +18,7 @@ from questline.web.errors import (
     RequestTimeout,
     UnsupportedMediaType,
 )
+from questline.web.status_watch import StatusWatch
 
 access_logger = logging.getLogger("questline.access")
 
@@ -86,10 +87,9 @@ class BodyGuardMiddleware:
         self.body_timeout = body_timeout
         self.form_paths = form_paths
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         if scope["type"] != "http" or scope["method"] not in BODY_METHODS:
-            await self.app(scope, receive, send)
-            return
+            return self.app(scope, receive, send)  # a pass-through keeps no frame
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         bulk = scope["path"].rstrip("/").endswith(self.bulk_suffixes)
         limit = self.bulk_limit if bulk else self.limit
@@ -109,10 +109,8 @@ class BodyGuardMiddleware:
                     f"Send the body as {accepted} (got {media or 'no Content-Type'})."
                 )
         if problem is not None:
-            response = problem_from(Request(scope), problem)
-            await response(scope, receive, send)
-            return
-        await self.app(scope, _bounded(receive, limit, self.body_timeout), send)
+            return problem_from(Request(scope), problem)(scope, receive, send)
+        return self.app(scope, _bounded(receive, limit, self.body_timeout), send)
 
 
 def _bounded(receive: Receive, limit: int, timeout: float) -> Receive:
@@ -162,21 +160,15 @@ class AccessLogMiddleware:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
-        status_holder: dict[str, Any] = {"status": 500}
-
-        async def send_wrapper(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                status_holder["status"] = message["status"]
-            await send(message)
-
+        watch = StatusWatch(send)
         try:
-            await self.app(scope, receive, send_wrapper)
+            await self.app(scope, receive, watch)
         finally:
             elapsed = time.perf_counter() - started
             route = scope.get("route")
             template = getattr(route, "path", None) or "unmatched"
             method = scope["method"]
-            status = status_holder["status"]
+            status = watch.status or 500  # none started: the server answers 500
             REQUESTS.labels(method, template, str(status)).inc()
             LATENCY.labels(method, template).observe(elapsed)
             access_logger.info(

@@ -154,18 +154,26 @@ class RateLimitMiddleware:
         self.verify = verify
         self.browser_refusal = browser_refusal
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         if scope["type"] != "http" or scope["path"] in EXEMPT_PATHS:
-            await self.app(scope, receive, send)
-            return
+            return self.app(scope, receive, send)  # a pass-through keeps no frame
+        return self._limited(scope, receive, send)
+
+    async def _limited(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # Small on purpose: this frame stays for the response's life (an event stream's
+        # hours), the verdict's is gone by then (docs/performance.md, "Stream memory").
+        await (await self._admitted(scope, receive, send))
+
+    async def _admitted(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        """What answers the request: the application (its response given the
+        ``RateLimit`` headers) or the refusal."""
         route_class = classify(scope["method"], scope["path"])
         try:
             identity = await caller_identity(scope, self.verify)
             verdict = await self.limiter.hit(route_class, identity)
         except Exception as exc:  # the counter store is down: let the request pass
             logger.warning("rate limit store failed; request not limited: %s", type(exc).__name__)
-            await self.app(scope, receive, send)
-            return
+            return self.app(scope, receive, send)
         if not verdict.allowed:
             RATE_LIMITED.labels(route_class.value).inc()
             headers = {**verdict.headers(), "Retry-After": str(verdict.reset_seconds)}
@@ -173,21 +181,29 @@ class RateLimitMiddleware:
             if self.browser_refusal is not None:
                 answer = self.browser_refusal(request, headers)
                 if answer is not None:
-                    await answer(scope, receive, send)
-                    return
+                    return answer(scope, receive, send)
             problem = TooManyRequests(
                 f"Too many {route_class.value} from this caller; "
                 f"retry in {verdict.reset_seconds} s.",
                 headers=headers,
             )
-            await problem_from(request, problem)(scope, receive, send)
-            return
+            return problem_from(request, problem)(scope, receive, send)
+        return self.app(scope, receive, WithHeaders(send, verdict.headers()))
 
-        async def send_with_headers(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                headers = MutableHeaders(scope=message)
-                for name, value in verdict.headers().items():
-                    headers[name] = value
-            await send(message)
 
-        await self.app(scope, receive, send_with_headers)
+class WithHeaders:
+    """``send``, setting ``headers`` on the response as it starts (a slotted object, not
+    a closure: it lives as long as the response)."""
+
+    __slots__ = ("headers", "send")
+
+    def __init__(self, send: Send, headers: Mapping[str, str]) -> None:
+        self.send = send
+        self.headers = headers
+
+    async def __call__(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            headers = MutableHeaders(scope=message)
+            for name, value in self.headers.items():
+                headers[name] = value
+        await self.send(message)

@@ -1,0 +1,102 @@
+"""A response that lives for hours (an open event stream) keeps only the frames of the
+layers that must see its end: a layer that only checks and hands on answers with the
+next layer's awaitable instead of awaiting it (docs/performance.md, "Stream memory").
+
+The stream is opened on uvicorn in this process, with every layer of the default
+configuration (the rate limiter, the host rule), and the coroutines its task awaits
+through are read from the task itself: what is asserted is the structure, not a
+measurement."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from questline.app import create_app
+from questline.config import Settings
+from questline.web.server import uvicorn_options
+from tests.factories import World
+from tests.support.hang import HANG_GUARD
+from tests.support.sse import SseReader
+
+pytestmark = pytest.mark.anyio
+
+KEPT = [
+    "AccessLogMiddleware.__call__",  # logs and counts the response when it ends
+    "RateLimitMiddleware._limited",  # the verdict is awaited: one small frame remains
+    "CrashGuardMiddleware.__call__",  # a crash before the response starts: a problem
+    "FastLane._take",
+    "EventStream.__call__",
+]
+"""Questline's frames an open stream keeps, outermost first."""
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@asynccontextmanager
+async def _serving(settings: Settings) -> AsyncIterator[str]:
+    """The application behind uvicorn (as ``questline serve`` runs it), in this loop."""
+    port = _free_port()
+    options = uvicorn_options(settings, host="127.0.0.1", port=port, workers=1)
+    for name in ("app", "factory", "workers", "timeout_worker_healthcheck"):
+        options.pop(name)
+    server = uvicorn.Server(uvicorn.Config(create_app(settings), **options))
+    serving = asyncio.create_task(server.serve())
+    try:
+        async with asyncio.timeout(HANG_GUARD):
+            while not server.started:  # noqa: ASYNC110 - uvicorn offers no event
+                await asyncio.sleep(0.02)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        await serving
+
+
+def _chain(task: asyncio.Task[Any]) -> list[tuple[str, str]]:
+    """(module, qualified name) of each coroutine the task awaits through, outermost first."""
+    frames: list[tuple[str, str]] = []
+    awaited: Any = task.get_coro()
+    while awaited is not None and hasattr(awaited, "cr_code"):
+        module = awaited.cr_frame.f_globals.get("__name__", "") if awaited.cr_frame else ""
+        frames.append((module, awaited.cr_code.co_qualname))
+        awaited = awaited.cr_await
+    return frames
+
+
+def _stream_chain() -> list[tuple[str, str]]:
+    for task in asyncio.all_tasks():
+        chain = _chain(task)
+        if any(name == "EventStream.__call__" for _, name in chain):
+            return chain
+    raise AssertionError("no task is serving the stream")
+
+
+async def test_an_open_stream_keeps_only_the_layers_that_see_its_end(
+    settings: Settings, world: World
+) -> None:
+    org = world.org()
+    served = settings.model_copy(update={"rate_limit_enabled": True, "allowed_hosts": "127.0.0.1"})
+    async with (
+        _serving(served) as url,
+        httpx.AsyncClient(base_url=url, timeout=HANG_GUARD) as client,
+        client.stream("GET", "/leaderboard/stream", headers=org.member) as response,
+    ):
+        assert response.status_code == 200
+        assert response.headers["ratelimit-limit"]  # the rate limiter answered it
+        assert response.headers["content-security-policy"]  # and the security headers
+        assert (await SseReader(response).event()).event == "leaderboard"
+        chain = _stream_chain()
+    ours = [name for module, name in chain if module.startswith("questline.")]
+    assert ours == KEPT, "\n".join(f"{module}: {name}" for module, name in chain)
