@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import socket
 import tempfile
 import time
 import uuid
@@ -20,19 +19,12 @@ from pathlib import Path
 
 from bench.harness.loadgen import Service
 from bench.platform.memory import workers_rss_kib
-from bench.probes.stream_memory import _open
+from bench.probes.stream_memory import _free_port, _open
 from questline.auth.tokens import TokenService
 from questline.config import Settings
 from questline.web.identity import Role
 
 WARM = 20
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def _rss(service: Service) -> int:

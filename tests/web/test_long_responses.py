@@ -10,7 +10,6 @@ measurement."""
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -24,6 +23,7 @@ from questline.config import Settings
 from questline.web.server import uvicorn_options
 from tests.factories import World
 from tests.support.hang import HANG_GUARD
+from tests.support.postgres import free_port
 from tests.support.sse import SseReader
 
 pytestmark = pytest.mark.anyio
@@ -38,17 +38,10 @@ KEPT = [
 """Questline's frames an open stream keeps, outermost first."""
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 @asynccontextmanager
 async def _serving(settings: Settings) -> AsyncIterator[str]:
     """The application behind uvicorn (as ``questline serve`` runs it), in this loop."""
-    port = _free_port()
+    port = free_port()
     options = uvicorn_options(settings, host="127.0.0.1", port=port, workers=1)
     for name in ("app", "factory", "workers", "timeout_worker_healthcheck"):
         options.pop(name)

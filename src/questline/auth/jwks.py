@@ -93,7 +93,6 @@ class JwksCache:
 
     def _start_refresh(self) -> asyncio.Task[None]:
         if self._refreshing is None or self._refreshing.done():
-            self._attempted_at = time.monotonic()
             self.fetches += 1
             self._refreshing = asyncio.get_running_loop().create_task(self._refresh())
         return self._refreshing

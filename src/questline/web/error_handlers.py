@@ -32,7 +32,7 @@ from questline.web.errors import (
     problem_type_base,
     validation_problem,
 )
-from questline.web.status_watch import StatusWatch
+from questline.web.send_wrappers import StatusWatch
 
 logger = logging.getLogger("questline.web.error_handlers")
 

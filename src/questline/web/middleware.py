@@ -18,7 +18,7 @@ from questline.web.errors import (
     RequestTimeout,
     UnsupportedMediaType,
 )
-from questline.web.status_watch import StatusWatch
+from questline.web.send_wrappers import StatusWatch
 
 access_logger = logging.getLogger("questline.access")
 

@@ -28,10 +28,9 @@ from limits import RateLimitItem, parse
 from limits.aio.storage import Storage
 from limits.aio.strategies import FixedWindowRateLimiter
 from limits.storage import storage_from_string
-from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from questline.config import Settings
 from questline.web.error_handlers import problem_from
@@ -42,6 +41,7 @@ from questline.web.errors import (
 )
 from questline.web.identity import Caller, scope_bearer
 from questline.web.metrics import RATE_LIMITED
+from questline.web.send_wrappers import WithHeaders
 
 logger = logging.getLogger("questline.web.ratelimit")
 
@@ -189,21 +189,3 @@ class RateLimitMiddleware:
             )
             return problem_from(request, problem)(scope, receive, send)
         return self.app(scope, receive, WithHeaders(send, verdict.headers()))
-
-
-class WithHeaders:
-    """``send``, setting ``headers`` on the response as it starts (a slotted object, not
-    a closure: it lives as long as the response)."""
-
-    __slots__ = ("headers", "send")
-
-    def __init__(self, send: Send, headers: Mapping[str, str]) -> None:
-        self.send = send
-        self.headers = headers
-
-    async def __call__(self, message: Message) -> None:
-        if message["type"] == "http.response.start":
-            headers = MutableHeaders(scope=message)
-            for name, value in self.headers.items():
-                headers[name] = value
-        await self.send(message)
