@@ -56,6 +56,7 @@ from questline.sso.endpoints import router as sso_router
 from questline.storage.db import Database
 from questline.teams.endpoints import router as teams_router
 from questline.web import idempotency
+from questline.web.application import Application
 from questline.web.error_handlers import CrashGuardMiddleware, install_error_handlers
 from questline.web.fastlane import FastLane
 from questline.web.hardening import (
@@ -180,7 +181,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             ]
             await run_shutdown(steps, grace=SHUTDOWN_STEP_SECONDS)
 
-    app = FastAPI(
+    app = Application(
         title="Questline",
         version=__version__,
         description=DESCRIPTION,

@@ -203,6 +203,16 @@ async def events(
         last_write = last_sent
 
 
+_RAW_HEADERS = tuple(
+    StreamingResponse(
+        iter(()),
+        media_type=MEDIA_TYPE,
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    ).raw_headers
+)
+"""Every stream's response headers, as Starlette writes them, made once."""
+
+
 class EventStream(StreamingResponse):
     """An SSE response that gives its slot back however it ends (even unsent).
 
@@ -214,11 +224,8 @@ class EventStream(StreamingResponse):
     media_type = MEDIA_TYPE
 
     def __init__(self, content: AsyncIterator[bytes], release: BackgroundTask) -> None:
-        super().__init__(
-            content,
-            media_type=MEDIA_TYPE,
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
-        )
+        super().__init__(content, media_type=MEDIA_TYPE)
+        self.raw_headers = list(_RAW_HEADERS)  # the pairs shared: kept for the stream's life
         self._release = release
         self._finished = False
         self._gone = False

@@ -84,7 +84,7 @@ class SecurityHeadersMiddleware:
                 return policy, True
         return API_CSP, False
 
-    def _raw_added(self, policy: str, authenticated: bool) -> list[tuple[bytes, bytes]]:
+    def raw_added(self, policy: str, authenticated: bool) -> list[tuple[bytes, bytes]]:
         """The headers this layer adds to a response that has none of them, as raw ASGI
         pairs in the order the ``MutableHeaders`` path writes them (made once per policy)."""
         key = (policy, authenticated)
@@ -107,34 +107,55 @@ class SecurityHeadersMiddleware:
         authenticated = any(name == b"authorization" for name, _ in scope["headers"])
         policy, page = self._policy_for(scope["path"])
         framer = self.frame_ancestors(scope) if page and self.frame_ancestors else None
+        return self.app(scope, receive, _SecuredSend(self, send, policy, authenticated, framer))
 
-        async def send_with_headers(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                raw = message.get("headers", ())
-                if framer is None and not any(name in _ADDED for name, _ in raw):
-                    # The usual case (issue 30: seven MutableHeaders scans were ~15 % of
-                    # a read-model hit): none of ours is set yet, append them in one go.
-                    message["headers"] = [*raw, *self._raw_added(policy, authenticated)]
-                    await send(message)
-                    return
-                headers = MutableHeaders(scope=message)
-                for name, value in BASE_HEADERS.items():
-                    headers[name] = value
-                if "content-security-policy" not in headers:
-                    headers["Content-Security-Policy"] = policy
-                if framer is not None:
-                    headers["Content-Security-Policy"] = headers["Content-Security-Policy"].replace(
-                        "frame-ancestors 'none'", f"frame-ancestors {framer}"
-                    )
-                csp = headers["content-security-policy"]
-                if "frame-ancestors" in csp and "frame-ancestors 'none'" not in csp:
-                    del headers["X-Frame-Options"]
-                if authenticated:
-                    headers["Cache-Control"] = "no-store"
-                    headers.add_vary_header("Authorization")
-            await send(message)
 
-        return self.app(scope, receive, send_with_headers)
+class _SecuredSend:
+    """The ``send`` of ``SecurityHeadersMiddleware``: a slotted object, not a closure,
+    since it is kept for the response's life (``web/send_wrappers.py`` says why)."""
+
+    __slots__ = ("authenticated", "framer", "layer", "policy", "send")
+
+    def __init__(
+        self,
+        layer: SecurityHeadersMiddleware,
+        send: Send,
+        policy: str,
+        authenticated: bool,
+        framer: str | None,
+    ) -> None:
+        self.layer = layer
+        self.send = send
+        self.policy = policy
+        self.authenticated = authenticated
+        self.framer = framer
+
+    async def __call__(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            raw = message.get("headers", ())
+            if self.framer is None and not any(name in _ADDED for name, _ in raw):
+                # The usual case (issue 30: seven MutableHeaders scans were ~15 % of
+                # a read-model hit): none of ours is set yet, append them in one go.
+                added = self.layer.raw_added(self.policy, self.authenticated)
+                message["headers"] = [*raw, *added]
+                await self.send(message)
+                return
+            headers = MutableHeaders(scope=message)
+            for name, value in BASE_HEADERS.items():
+                headers[name] = value
+            if "content-security-policy" not in headers:
+                headers["Content-Security-Policy"] = self.policy
+            if self.framer is not None:
+                headers["Content-Security-Policy"] = headers["Content-Security-Policy"].replace(
+                    "frame-ancestors 'none'", f"frame-ancestors {self.framer}"
+                )
+            csp = headers["content-security-policy"]
+            if "frame-ancestors" in csp and "frame-ancestors 'none'" not in csp:
+                del headers["X-Frame-Options"]
+            if self.authenticated:
+                headers["Cache-Control"] = "no-store"
+                headers.add_vary_header("Authorization")
+        await self.send(message)
 
 
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
