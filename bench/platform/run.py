@@ -20,7 +20,6 @@ import argparse
 import asyncio
 import datetime as dt
 import os
-import resource
 import shutil
 import signal
 import statistics
@@ -42,7 +41,7 @@ from bench.dataset.tenants import Tenants, tenants
 from bench.harness.loadgen import Service, ensure_wrk, wrk_version
 from bench.harness.report import RESULTS_DIR, ROOT, machine
 from bench.harness.service import JWT_SECRET, POSTGRES_SETTINGS, WORKERS, service_env
-from bench.platform import cold, memory, report, streams, traffic
+from bench.platform import cold, holders, memory, report, streams, traffic
 from questline.auth.tokens import TokenService
 from questline.config import Settings
 from questline.storage.migrate import upgrade
@@ -75,6 +74,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("--cold-repeats", type=int, default=100)
     parser.add_argument("--writes", type=int, default=20, help="writes timed to their events")
+    parser.add_argument(
+        "--streams-per-client",
+        type=int,
+        default=holders.PER_PROCESS,
+        help="streams a client process holds (under its open-file limit)",
+    )
     parser.add_argument("--skip-streams", action="store_true")
     parser.add_argument("--no-markdown", action="store_true", help="leave BENCHMARKS.md alone")
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs)")
@@ -172,11 +177,15 @@ async def measure_streams(
     workers = service.workers
     plan, ranks = stream_plan(found, tokens, args.streams, workers)
     before = memory.workers_rss_kib(service.process.pid)
-    held, seconds, retried = await streams.open_many(service.port, plan)
+    held = await holders.Holders.open(service.port, plan, args.streams_per_client)
     await asyncio.sleep(1)
     opened = memory.workers_rss_kib(service.process.pid)
     growth = sum(opened.values()) - sum(before.values())
-    print(f"  streams: {len(held):,} open in {seconds:.1f} s ({retried} retried)", flush=True)
+    print(
+        f"  streams: {held.opened:,} open in {held.seconds:.1f} s ({held.retried} retried, "
+        f"{held.refused} refused; {len(held.holders)} client processes)",
+        flush=True,
+    )
     # What the open streams cost the workers while nothing happens (no traffic).
     cpu_before, idle_started = sum(memory.cpu_seconds(p) for p in opened), time.monotonic()
     await asyncio.sleep(3)
@@ -187,19 +196,23 @@ async def measure_streams(
     background = Background(lambda: traffic.mixed(load, 16, name="mixed, streams open"))
     writes = stream_writes(tokens, ranks, args.writes)
     spacing = max(0.3, (load.duration_s - 1) / max(1, len(writes)))
-    latency = await streams.write_to_event(service.base_url, held, writes, spacing=spacing)
+    done, refused = await streams.post_writes(service.base_url, writes, spacing=spacing)
+    latencies, missed = await held.arrivals(done)
+    latency = streams.write_to_event(latencies, missed, len(done), refused)
     with_streams = background.join()
     extra = [(ranks[i % len(ranks)], tokens[ranks[i % len(ranks)]][0]) for i in range(20)]
     caps = await streams.past_the_caps(service.port, service.base_url, extra)
-    await streams.close_all(held)
+    await held.close()
     kept = with_streams["rps"] / without["rps"] if without.get("rps") else None
     result = {
-        "open": len(held),
-        "per_worker": len(held) // workers,
+        "open": held.opened,
+        "per_worker": held.opened // workers,
+        "client_processes": len(held.holders),
         "organizations": len(ranks),
-        "open_seconds": round(seconds, 1),
-        "retried_while_opening": retried,
-        "kib_per_stream": round(growth / len(held), 1) if held else None,
+        "open_seconds": round(held.seconds, 1),
+        "retried_while_opening": held.retried,
+        "refused_while_opening": held.refused,
+        "kib_per_stream": round(growth / held.opened, 1) if held.opened else None,
         "idle_cpu_cores": round(idle_cpu, 3),
         "write_to_event": latency,
         "with_streams": with_streams,
@@ -346,18 +359,11 @@ async def _seed(url: str, found: Tenants) -> Any:
         await engine.dispose()
 
 
-def _more_files() -> None:
-    """Every stream is a socket on both sides: the soft limit of open files up to the hard."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < hard:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-
-
 def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    _more_files()
+    streams.more_files()  # the workers' sockets (the client's: bench/platform/holders.py)
     wrk = ensure_wrk()
     backends = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
     for backend in backends:

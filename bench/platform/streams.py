@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import asyncio
+import resource
 import statistics
 import time
 from collections.abc import Callable
@@ -144,15 +145,13 @@ class Write:
     turn: int
 
 
-async def write_to_event(
-    base_url: str, streams: list[Stream], writes: list[Write], *, spacing: float
-) -> dict[str, Any]:
-    """Completions one after another (``spacing`` seconds apart), each withdrawn after;
-    the write → event times over every stream of the written organization."""
-    by_org: dict[int, list[Stream]] = {}
-    for stream in streams:
-        by_org.setdefault(stream.org, []).append(stream)
-    done: list[tuple[Write, float, int]] = []
+async def post_writes(
+    base_url: str, writes: list[Write], *, spacing: float
+) -> tuple[list[tuple[int, float, int]], int]:
+    """Completions one after another (``spacing`` seconds apart), each withdrawn after:
+    (organization, ``time.monotonic()`` of the ``201``, the version it made) of each, and
+    how many were refused."""
+    done: list[tuple[int, float, int]] = []
     refused = 0
     for write in writes:
         headers = {"Authorization": f"Bearer {write.admin_token}"}
@@ -174,26 +173,43 @@ async def write_to_event(
                 refused += 1
                 continue
             etag = (await client.get("/leaderboard?limit=1")).headers.get("etag", "")
-            done.append((write, at, _version_of(etag)))
+            done.append((write.org, at, _version_of(etag)))
             await asyncio.sleep(spacing)
             await client.delete(f"/team/{team_id}/progress/{task_id}")
     await asyncio.sleep(2)  # the last events
+    return done, refused
+
+
+def arrivals(
+    streams: list[Stream], writes: list[tuple[int, float, int]]
+) -> tuple[list[float], int]:
+    """For each write and each stream of its organization: the time (ms) from the write
+    to the first event at least its version; and how many streams saw none."""
+    by_org: dict[int, list[Stream]] = {}
+    for stream in streams:
+        by_org.setdefault(stream.org, []).append(stream)
     latencies: list[float] = []
     missed = 0
-    for write, at, version in done:
-        for stream in by_org.get(write.org, []):
+    for org, at, version in writes:
+        for stream in by_org.get(org, []):
             arrival = next((t for v, t in stream.events if v >= version and t >= at), None)
             if arrival is None:
                 missed += 1
             else:
                 latencies.append((arrival - at) * 1000)
+    return latencies, missed
+
+
+def write_to_event(
+    latencies: list[float], missed: int, writes: int, refused: int
+) -> dict[str, Any]:
     ordered = sorted(latencies)
 
     def pct(p: float) -> float | None:
         return round(ordered[min(len(ordered) - 1, int(p * len(ordered)))], 1) if ordered else None
 
     return {
-        "writes": len(done),
+        "writes": writes,
         "writes_refused": refused,
         "samples": len(latencies),
         "missed": missed,
@@ -201,6 +217,13 @@ async def write_to_event(
         "p99_ms": pct(0.99),
         "max_ms": round(ordered[-1], 1) if ordered else None,
     }
+
+
+def more_files() -> None:
+    """Every stream is a socket on both sides: the soft limit of open files up to the hard."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 async def past_the_caps(port: int, base_url: str, plan: list[tuple[int, str]]) -> dict[str, Any]:
