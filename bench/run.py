@@ -20,6 +20,7 @@ import shutil
 import signal
 import sys
 import tempfile
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,9 @@ from questline.storage.migrate import upgrade
 
 COMPARE_WORKERS_AT = 10_000
 FULL_SIZES = [1_000, 10_000, 100_000]
+
+Probe = Callable[[Context, int], dict[str, Any]]
+"""A measurement of its own on a size's running service (its context, the size)."""
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -104,7 +108,10 @@ def run_size(
     load: LoadSettings,
     wrk: str,
     workers: list[int],
+    probe: Probe | None = None,
 ) -> list[dict[str, Any]]:
+    """The rows at ``teams`` teams; then ``probe`` (bench/platform/huge.py), if any, on the
+    same service, its result kept in the run as ``probe``."""
     data_dir = workdir / f"data-{backend}-{teams}"
     data_dir.mkdir(parents=True, exist_ok=True)
     settings = settings_for(data_dir, url)
@@ -127,6 +134,7 @@ def run_size(
             results = measure_all(ctx, rows if count == workers[0] else _reads(rows), teams)
             for result in results:
                 result.statements = counted.get(result.name, "")
+            probed = probe(ctx, teams) if probe and count == workers[0] else None
         runs.append(
             {
                 "teams": teams,
@@ -135,6 +143,7 @@ def run_size(
                 "seed_rows": seeded.rows,
                 "history_seeded": seeded.history_seeded,
                 "rows": [r.as_json() for r in results],
+                **({"probe": probed} if probed is not None else {}),
             }
         )
     return runs
@@ -153,7 +162,9 @@ def _mode(args: argparse.Namespace) -> str:
     return "full" if args.sizes == FULL_SIZES else "partial"
 
 
-def run_backend(backend: str, args: argparse.Namespace, wrk: str) -> dict[str, Any]:
+def run_backend(
+    backend: str, args: argparse.Namespace, wrk: str, probe: Probe | None = None
+) -> dict[str, Any]:
     load = LoadSettings(
         threads=args.threads,
         connections=args.connections,
@@ -188,6 +199,7 @@ def run_backend(backend: str, args: argparse.Namespace, wrk: str) -> dict[str, A
                 load=load,
                 wrk=wrk,
                 workers=workers,
+                probe=probe,
             )
             if server:
                 server.drop_database(f"bench_{teams}")

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.harness.report import LABELS, fmt
+from bench.platform import huge
 
 BEGIN = "<!-- bench-platform:begin (written by bench/platform) -->"
 END = "<!-- bench-platform:end -->"
@@ -37,6 +38,8 @@ def goals(result: dict[str, Any]) -> list[dict[str, Any]]:
     def goal(text: str, value: Any, met: bool | None) -> None:
         out.append({"goal": text, "value": value, "met": met})
 
+    if not result.get("traffic"):  # --huge-only
+        return huge.goals(result["huge"]) if result.get("huge") else out
     mixed16 = _traffic(result, "mixed", 16)
     goal("mixed traffic at 16 connections ≥ 0.5 of bare", mixed16.get("of_bare"),
          None if mixed16.get("of_bare") is None else mixed16["of_bare"] >= 0.5)  # fmt: skip
@@ -81,6 +84,8 @@ def goals(result: dict[str, Any]) -> list[dict[str, Any]]:
                 f"Retry-After; /healthz max {caps['healthz_max_ms']} ms",
                 clear and (caps["healthz_max_ms"] or 0) < 1000,
             )
+    if result.get("huge"):
+        out += huge.goals(result["huge"])
     return out
 
 
@@ -101,7 +106,10 @@ def text(result: dict[str, Any]) -> str:
         )
     if result.get("streams"):
         lines.append(f"  streams: {json.dumps(result['streams'])}")
-    lines.append(f"  memory: {json.dumps(result.get('memory', {}))}")
+    if result.get("huge"):
+        lines.append(f"  one huge organization: {json.dumps(result['huge'])}")
+    if result.get("memory"):
+        lines.append(f"  memory: {json.dumps(result['memory'])}")
     for g in result["goals"]:
         met = {True: "met", False: "MISSED", None: "n/a"}[g["met"]]
         lines.append(f"goal {met:>6}: {g['goal']} (value {g['value']})")
@@ -116,7 +124,7 @@ def latest(directory: Path) -> dict[str, dict[str, Any]]:
     chosen: dict[str, dict[str, Any]] = {}
     for path in directory.glob("*-platform-*.json"):
         result = json.loads(path.read_text())
-        if result.get("kind") != KIND:
+        if result.get("kind") != KIND or result["mode"] == "partial":
             continue
         key = (result["mode"] == "full", result["finished_at"])
         current = chosen.get(result["backend"])
@@ -131,7 +139,8 @@ def render(results: dict[str, dict[str, Any]]) -> str:
         return "_No platform results yet: run `make bench-platform`._"
     parts = [_summary(results, present), _traffic_table(results, present)]
     parts += [_cold_table(results, present), _streams_table(results, present)]
-    parts += [_memory_table(results, present), _goals_table(results, present)]
+    parts += [_memory_table(results, present), _huge_table(results, present)]
+    parts += [_goals_table(results, present)]
     return "\n\n".join(parts)
 
 
@@ -243,6 +252,52 @@ def _memory_table(results: dict[str, dict[str, Any]], present: list[str]) -> str
             f"| {m['read_model_max_mib']} | {m['max_growth_mib']} | {m['allowed_growth_mib']} |"
         )
     return "\n".join(lines)
+
+
+def _huge_table(results: dict[str, dict[str, Any]], present: list[str]) -> str:
+    lines = [
+        "#### One huge organization",
+        "",
+        "`make bench`'s read rows at two sizes of one organization (bench/platform/huge.py); "
+        "**÷ drift**: the slope with the machine's own slow-down between the sizes (the bare "
+        "endpoint's) taken out.",
+        "",
+        "| Backend | Row | p50 ms, smaller | p50 ms, larger | slope | ÷ drift |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    notes = []
+    for b in present:
+        h = results[b].get("huge")
+        if not h:
+            continue
+        small, large = (str(size) for size in h["sizes"])
+        drift = h.get("bare_drift")
+        for name, slope in h["slopes"].items():
+            adjusted = slope / drift if drift else None
+            lines.append(
+                f"| {LABELS[b]} | {name} ({int(small):,} → {int(large):,} teams) "
+                f"| {fmt(h['p50_ms'][small].get(name), '.2f')} "
+                f"| {fmt(h['p50_ms'][large].get(name), '.2f')} | {slope:.2f} "
+                f"| {fmt(adjusted, '.2f')} |"
+            )
+        for whole in h.get("whole_list", []):
+            notes.append(
+                f"- {LABELS[b]}, `GET /team` of all {whole['teams']:,} teams: "
+                f"{whole['status']}, {whole['body_mib']} MiB in {whole['seconds']} s; the "
+                f"workers' resident memory grew by at most {whole['peak_growth_mib']} MiB "
+                "while it was sent."
+            )
+        imported = h.get("bulk_import")
+        if imported:
+            notes.append(
+                f"- {LABELS[b]}, bulk import: {imported['created']:,} of {imported['teams']:,} "
+                f"teams ({imported['members_a_team']} members each, CSV, batches of "
+                f"{huge.BATCH:,}, {huge.CLIENTS} clients) in {imported['seconds']} s: "
+                f"**{imported['teams_per_second']:,} teams/s** "
+                f"({imported['batches_refused']} batches refused)."
+            )
+        notes.append(f"- {LABELS[b]}: machine drift {drift}, load at each size {h.get('load')}.")
+    return "\n".join([*lines, "", *notes])
 
 
 def _goals_table(results: dict[str, dict[str, Any]], present: list[str]) -> str:

@@ -41,7 +41,7 @@ from bench.dataset.tenants import Tenants, tenants
 from bench.harness.loadgen import Service, ensure_wrk, wrk_version
 from bench.harness.report import RESULTS_DIR, ROOT, machine
 from bench.harness.service import JWT_SECRET, POSTGRES_SETTINGS, WORKERS, service_env
-from bench.platform import cold, holders, memory, report, streams, traffic
+from bench.platform import cold, holders, huge, memory, report, streams, traffic
 from questline.auth.tokens import TokenService
 from questline.config import Settings
 from questline.storage.migrate import upgrade
@@ -81,6 +81,19 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="streams a client process holds (under its open-file limit)",
     )
     parser.add_argument("--skip-streams", action="store_true")
+    parser.add_argument(
+        "--skip-huge", action="store_true", help="leave out the one huge organization"
+    )
+    parser.add_argument("--huge-only", action="store_true", help="only the one huge organization")
+    parser.add_argument(
+        "--huge-sizes",
+        type=lambda s: [int(x) for x in s.split(",")],
+        default=None,
+        help="the huge organization's two sizes (default 100000,1000000; quick 10000,100000)",
+    )
+    parser.add_argument(
+        "--huge-import", type=int, default=None, help="teams imported (default the larger size)"
+    )
     parser.add_argument("--no-markdown", action="store_true", help="leave BENCHMARKS.md alone")
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs)")
     args = parser.parse_args(argv)
@@ -91,7 +104,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     args.duration = args.duration or preset["duration"]
     args.warmup = args.warmup if args.warmup is not None else preset["warmup"]
     default = args.orgs == preset["orgs"] and args.teams == preset["teams"]
-    args.mode = ("quick" if args.quick else "full") if default else "partial"
+    huge_default = args.huge_sizes is None and args.huge_import is None
+    args.mode = ("quick" if args.quick else "full") if default and huge_default else "partial"
+    args.huge_sizes = args.huge_sizes or huge.SIZES["quick" if args.quick else "full"]
+    args.huge_import = args.huge_import or args.huge_sizes[-1]
     return args
 
 
@@ -351,6 +367,27 @@ def run_backend(backend: str, args: argparse.Namespace, wrk: str) -> dict[str, A
     return result
 
 
+def with_huge(
+    result: dict[str, Any], backend: str, args: argparse.Namespace, wrk: str
+) -> dict[str, Any]:
+    """``result`` with the one huge organization's stage (bench/platform/huge.py)."""
+    found = huge.measure(backend, args, wrk)
+    if not result:  # --huge-only
+        result = {
+            "kind": report.KIND,
+            "backend": backend,
+            "mode": "partial",
+            "workers": WORKERS[backend],
+            "command": " ".join([".venv/bin/python -m bench.platform", *sys.argv[1:]]),
+            "goals": [],
+        }
+    result["date"] = dt.date.today().isoformat()
+    result["finished_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    result["huge"] = found
+    result["goals"] = report.goals(result)
+    return result
+
+
 async def _seed(url: str, found: Tenants) -> Any:
     engine = seeding_engine(url)
     try:
@@ -368,7 +405,10 @@ def main(argv: list[str] | None = None) -> int:
     backends = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
     for backend in backends:
         started = time.monotonic()
-        result = run_backend(backend, args, wrk)
+        result = {} if args.huge_only else run_backend(backend, args, wrk)
+        if not args.skip_huge:
+            print(f"{backend}: one huge organization", flush=True)
+            result = with_huge(result, backend, args, wrk)
         path = report.save(result, RESULTS_DIR)
         print(report.text(result), flush=True)
         print(f"results: {path.relative_to(ROOT)} ({time.monotonic() - started:.0f} s)")
