@@ -85,3 +85,41 @@ async def test_listing_many_disciplines_is_one_query(world: World) -> None:
     with count_statements(world.db) as many:
         assert len((await world.client.get("/discipline", headers=org.member)).json()) == 14
     assert many.statements == few.statements
+
+
+async def test_a_write_elsewhere_in_the_organization_costs_the_discipline_one_statement(
+    world: World,
+) -> None:
+    """Any write of the organization (here a new team) makes every cached read of it
+    stale; the discipline's body depends on the discipline alone, so its entry is kept
+    once its own ETag is read back unchanged (readmodel/http.py, ``current_etag``)."""
+    org = world.org()
+    created = await world.client.post(
+        "/discipline", json=discipline_document(levels=3, quests=2, tasks=2), headers=org.admin
+    )
+    assert created.status_code == 201
+    url = f"/discipline/{created.json()['Id']}"
+    first = await world.client.get(url, headers=org.member)
+    assert first.status_code == 200
+    added = await world.client.post("/team", json={"Name": "Elsewhere"}, headers=org.admin)
+    assert added.status_code == 201, added.text
+
+    with count_statements(world.db) as again:
+        second = await world.client.get(url, headers=org.member)
+    assert second.status_code == 200
+    assert (second.content, second.headers["ETag"]) == (first.content, first.headers["ETag"])
+    queries = [text for text in again.texts if not text.startswith("BEGIN")]  # SQLite's
+    assert len(queries) == 1, again.texts
+    assert "disciplines.version" in queries[0]
+
+    # A change of the discipline itself is never served from the old entry.
+    replaced = await world.client.put(
+        url,
+        json={**first.json(), "Title": "Renamed"},
+        headers={**org.admin, "If-Match": first.headers["ETag"]},
+    )
+    assert replaced.status_code == 200, replaced.text
+    third = await world.client.get(url, headers=org.member)
+    assert third.json()["Title"] == "Renamed"
+    assert third.headers["ETag"] == replaced.headers["ETag"] != first.headers["ETag"]
+    assert third.json() == replaced.json()

@@ -140,11 +140,10 @@ async def get_discipline(
             body = document.model_dump_json(by_alias=True).encode()
             return body, {"ETag": service.etag_of(discipline)}
 
-        return await serve(
-            request,
-            build=build,
-            own_etag=True,
-        )
+        async def current_etag() -> str | None:
+            return await service.current_etag(session, caller=caller, discipline_id=discipline_id)
+
+        return await serve(request, build=build, own_etag=True, current_etag=current_etag)
     discipline = await service.get_discipline(session, caller=caller, discipline_id=discipline_id)
     if if_none_match is not None and service.etag_matches(discipline, if_none_match):
         return Response(

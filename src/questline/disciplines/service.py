@@ -117,7 +117,23 @@ class DisciplineCounts:
 
 
 def etag_of(discipline: Discipline) -> str:
-    return f'"{discipline.id.hex}.{discipline.version}"'
+    return _etag(discipline.id, discipline.version)
+
+
+def _etag(discipline_id: uuid.UUID, version: int) -> str:
+    return f'"{discipline_id.hex}.{version}"'
+
+
+async def current_etag(
+    session: AsyncSession, *, caller: Caller, discipline_id: uuid.UUID
+) -> str | None:
+    """The ``ETag`` the discipline has now, if the caller may read it: one statement.
+    The version moves with every change of the discipline or its tree (``replace``
+    rewrites the row), so an equal ``ETag`` means an equal document."""
+    version = await session.scalar(
+        select(Discipline.version).where(Discipline.id == discipline_id, visible_to(caller.org_id))
+    )
+    return None if version is None else _etag(discipline_id, version)
 
 
 def etag_matches(discipline: Discipline, header: str) -> bool:

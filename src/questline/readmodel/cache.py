@@ -60,6 +60,8 @@ class ByteLRU:
         self.bytes = 0
         self.hits = 0
         self.misses = 0
+        self.revalidated = 0
+        """Misses answered by a stale entry whose resource's own ETag had not changed."""
         self._entries: OrderedDict[Key, Entry] = OrderedDict()
 
     def __len__(self) -> int:

@@ -8,6 +8,7 @@ route's session was never used, so no transaction was opened.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -29,6 +30,9 @@ from questline.web.state import app_state, request_state
 
 JSON = "application/json"
 BodyBuilder = Callable[[int], Awaitable[tuple[bytes, Mapping[str, str]]]]
+CurrentEtag = Callable[[], Awaitable[str | None]]
+"""The resource's own ``ETag`` now, in one cheap statement (``None``: the caller does not
+see it any more)."""
 """Builds the body (and headers: ``ETag`` among them when the resource has its own) at
 the organization's version given."""
 
@@ -130,7 +134,12 @@ def _reader(request: Request, variant: str | None = None) -> tuple[uuid.UUID, st
 
 
 async def serve(
-    request: Request, *, build: BodyBuilder, own_etag: bool = False, variant: str | None = None
+    request: Request,
+    *,
+    build: BodyBuilder,
+    own_etag: bool = False,
+    variant: str | None = None,
+    current_etag: CurrentEtag | None = None,
 ) -> Response:
     """The response of a cached read, for the route's caller.
 
@@ -140,6 +149,13 @@ async def serve(
     ``If-None-Match`` is answered 304 without building even when nothing is cached.
     ``variant`` replaces the caller's role where the body depends on more (the route's
     ``CachedRead`` then says how it is found: its ``variant``).
+
+    ``current_etag`` (with ``own_etag``) says that the body is a function of the
+    resource's own ``ETag`` — a strong validator, which ``If-Match`` relies on too. An
+    entry made stale by the organization's version (any write of the organization: a
+    completion, a new team) whose ``ETag`` is still the resource's is kept at the new
+    version instead of built again: one statement in place of the build (a discipline's
+    whole tree; docs/performance.md, "Revalidated entries").
     """
     organization_id, variant = _reader(request, variant)
     readmodel = readmodel_of(request)
@@ -156,11 +172,18 @@ async def serve(
             if etag_matches(if_none_match, current):
                 return not_modified(current)
         readmodel.cache.misses += 1
+        stale = entry if own_etag and entry and entry.version < version else None
+        if stale is not None and stale.expires_at is not None:
+            stale = None  # a season's body changes by itself: never carried over
 
         async def build_entry() -> Entry:
             # On a replica, the entry must be built from at least this version.
             session = request_state(request).session
             await app_state(request).db.replicas.require_version(session, organization_id, version)
+            # Read at or after ``version``: an unchanged ETag is still true at ``version``.
+            if stale and current_etag and await current_etag() == stale.etag:
+                readmodel.cache.revalidated += 1
+                return dataclasses.replace(stale, version=version)
             body, built_headers = await build(version)
             return entry_of(organization_id, version, variant, body, built_headers)
 
