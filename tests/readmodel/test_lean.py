@@ -4,41 +4,18 @@ and every case the route answers differently still goes to the route."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from sqlalchemy import event
 
 from questline.progress import overview
 from questline.teams import queries as teams_queries
 from tests.factories import Org, World
 from tests.progress.factories import completed, make_discipline
+from tests.readmodel.statements import statements
 from tests.support.harness import AppHarness
 
 pytestmark = pytest.mark.anyio
-
-
-@contextmanager
-def statements(state: AppHarness) -> Iterator[dict[str, list[str]]]:
-    """The statements sent through the engine (the route) and the lean reader."""
-    seen: dict[str, list[str]] = {"engine": [], "lean": []}
-
-    def engine(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-        seen["engine"].append(statement)
-
-    def lean(statement: str) -> None:
-        seen["lean"].append(statement)
-
-    sync_engine = state.db.engine.sync_engine
-    event.listen(sync_engine, "before_cursor_execute", engine)
-    state.readmodel.lean.listeners.append(lean)
-    try:
-        yield seen
-    finally:
-        event.remove(sync_engine, "before_cursor_execute", engine)
-        state.readmodel.lean.listeners.remove(lean)
 
 
 async def _team_with_progress(world: World) -> tuple[Org, dict[str, Any]]:

@@ -117,7 +117,7 @@ async def create_discipline(
         **problem_responses(401, 404),
     },
 )
-@answers_early(CachedRead())
+@answers_early(CachedRead(revalidate=service.lean_current_etag, resource="discipline_id"))
 async def get_discipline(
     discipline_id: DisciplineId,
     request: Request,

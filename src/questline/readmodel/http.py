@@ -21,7 +21,7 @@ from pydantic import TypeAdapter
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.readmodel.cache import Entry, Key
-from questline.readmodel.lean import LeanBuild, LeanRequest, LeanUnavailable
+from questline.readmodel.lean import LeanBuild, LeanEtag, LeanRequest, LeanUnavailable
 from questline.readmodel.service import ReadModel, readmodel_of
 from questline.web import csvexport
 from questline.web.identity import Caller
@@ -182,8 +182,7 @@ async def serve(
             await app_state(request).db.replicas.require_version(session, organization_id, version)
             # Read at or after ``version``: an unchanged ETag is still true at ``version``.
             if stale and current_etag and await current_etag() == stale.etag:
-                readmodel.cache.revalidated += 1
-                return dataclasses.replace(stale, version=version)
+                return restamped(readmodel, stale, version)
             body, built_headers = await build(version)
             return entry_of(organization_id, version, variant, body, built_headers)
 
@@ -191,6 +190,14 @@ async def serve(
     else:
         readmodel.cache.hits += 1
     return cached_response(entry, if_none_match)
+
+
+def restamped(readmodel: ReadModel, stale: Entry, version: int) -> Entry:
+    """``stale`` kept at ``version``: its resource's own ``ETag`` was read back unchanged
+    at or after ``version`` (``serve``'s ``current_etag``, ``CachedRead``'s
+    ``revalidate``)."""
+    readmodel.cache.revalidated += 1
+    return dataclasses.replace(stale, version=version)
 
 
 STREAM_CHUNK_ROWS = 1_000
@@ -332,19 +339,24 @@ class CachedRead:
 
     With ``miss`` (a lean builder) and ``resource`` (the path parameter it reads), a
     miss of a URL without a query string is built here too: one statement on the driver
-    (``questline.readmodel.lean``), kept and sent like the route's. Everything else —
-    no entry, a stale one, CSV, an ``If-None-Match`` that does not match (the route
-    judges validators), the builder's ``None`` — is left to the route.
+    (``questline.readmodel.lean``), kept and sent like the route's. With ``revalidate``
+    (the lean form of the route's ``current_etag``, see ``serve``) and ``resource``, a
+    stale entry whose resource's ``ETag`` is unchanged is kept at the new version here.
+    Everything else — no entry, a stale one otherwise, CSV, an ``If-None-Match`` that
+    does not match (the route judges validators), the builder's ``None`` — is left to
+    the route.
     """
 
     def __init__(
         self,
         *,
         miss: LeanBuild | None = None,
+        revalidate: LeanEtag | None = None,
         resource: str | None = None,
         variant: EarlyVariant | None = None,
     ) -> None:
         self.miss = miss
+        self.revalidate = revalidate
         self.resource = resource
         self.variant = variant
 
@@ -378,6 +390,16 @@ class CachedRead:
             entry = await self._build_miss(
                 request, readmodel, organization_id, variant, key, version
             )
+        elif (
+            entry is not None
+            and self.revalidate is not None
+            and readmodel.lean.available
+            and entry.expires_at is None
+            and entry.version < version
+        ):
+            entry = await self._revalidate(
+                request, readmodel, organization_id, variant, key, version, entry
+            )
         else:
             entry = None
         if entry is None:
@@ -397,17 +419,9 @@ class CachedRead:
         version: int,
     ) -> Entry | None:
         build = self.miss
-        resource = canonical_uuid(str(request.path_params.get(self.resource or "", "")))
-        if build is None or resource is None:
+        lean = self._lean_request(request, readmodel, organization_id, variant, version)
+        if build is None or lean is None:
             return None
-        lean = LeanRequest(
-            reader=readmodel.lean,
-            memos=readmodel,
-            organization_id=organization_id,
-            resource_id=resource,
-            role=variant,
-            version=version,
-        )
 
         async def build_entry() -> Entry:
             try:
@@ -424,6 +438,57 @@ class CachedRead:
             return None
         readmodel.cache.misses += 1
         return entry
+
+    async def _revalidate(
+        self,
+        request: Request,
+        readmodel: ReadModel,
+        organization_id: uuid.UUID,
+        variant: str,
+        key: Key,
+        version: int,
+        stale: Entry,
+    ) -> Entry | None:
+        check = self.revalidate
+        lean = self._lean_request(request, readmodel, organization_id, variant, version)
+        if check is None or lean is None:
+            return None
+
+        async def restamp() -> Entry:
+            try:
+                etag = await check(lean)
+            except LeanUnavailable:
+                etag = None
+            if etag != stale.etag:
+                raise _LeftToTheRoute  # changed, or gone: the route builds (or answers 404)
+            return restamped(readmodel, stale, version)
+
+        try:
+            entry = await readmodel.load(key, version, restamp)
+        except _LeftToTheRoute:
+            return None
+        readmodel.cache.misses += 1
+        return entry
+
+    def _lean_request(
+        self,
+        request: Request,
+        readmodel: ReadModel,
+        organization_id: uuid.UUID,
+        variant: str,
+        version: int,
+    ) -> LeanRequest | None:
+        resource = canonical_uuid(str(request.path_params.get(self.resource or "", "")))
+        if resource is None:
+            return None
+        return LeanRequest(
+            reader=readmodel.lean,
+            memos=readmodel,
+            organization_id=organization_id,
+            resource_id=resource,
+            role=variant,
+            version=version,
+        )
 
 
 class _LeftToTheRoute(Exception):

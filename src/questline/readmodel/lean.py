@@ -182,6 +182,9 @@ class MemoPeek(Protocol):
     def memo_at(self, organization_id: uuid.UUID, name: str, version: int) -> Any: ...
 
 
+LeanEtag = Callable[[LeanRequest], Awaitable[str | None]]
+"""The resource's own ``ETag`` now (``None``: not seen by the caller's organization)."""
+
 LeanBuild = Callable[[LeanRequest], Awaitable[tuple[bytes, dict[str, str]] | None]]
 """Builds the body and headers of a miss, or None: take the route (not found, too large,
 a memo not built yet at this version)."""
