@@ -1,5 +1,5 @@
 """The application class: FastAPI, with the framework's per-request layers next to the
-router and a ``__call__`` that keeps no frame.
+router, and one frame where FastAPI and Starlette keep two.
 
 FastAPI wraps every request, outside the application's own middleware, in five awaiting
 layers: its ``__call__``, Starlette's, the server-error handler, the exception telemetry
