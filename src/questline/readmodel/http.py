@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.readmodel.cache import Entry, Key
 from questline.readmodel.lean import LeanBuild, LeanEtag, LeanRequest, LeanUnavailable
-from questline.readmodel.service import ReadModel, readmodel_of
+from questline.readmodel.service import Declined, ReadModel, readmodel_of
 from questline.web import csvexport
 from questline.web.identity import Caller
 from questline.web.paths import canonical_uuid
@@ -429,12 +429,12 @@ class CachedRead:
             except LeanUnavailable:
                 built = None
             if built is None:
-                raise _LeftToTheRoute
+                raise Declined
             return entry_of(organization_id, version, variant, built[0], built[1])
 
         try:
             entry = await readmodel.load(key, version, build_entry)
-        except _LeftToTheRoute:
+        except Declined:
             return None
         readmodel.cache.misses += 1
         return entry
@@ -460,12 +460,12 @@ class CachedRead:
             except LeanUnavailable:
                 etag = None
             if etag != stale.etag:
-                raise _LeftToTheRoute  # changed, or gone: the route builds (or answers 404)
+                raise Declined  # changed, or gone: the route builds (or answers 404)
             return restamped(readmodel, stale, version)
 
         try:
             entry = await readmodel.load(key, version, restamp)
-        except _LeftToTheRoute:
+        except Declined:
             return None
         readmodel.cache.misses += 1
         return entry
@@ -489,7 +489,3 @@ class CachedRead:
             role=variant,
             version=version,
         )
-
-
-class _LeftToTheRoute(Exception):
-    """The lean builder declined: the route answers."""

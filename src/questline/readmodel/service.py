@@ -21,6 +21,12 @@ Build = Callable[[], Awaitable[Entry]]
 MAX_MEMOS = 10_000
 
 
+class Declined(Exception):
+    """A build that leaves the request to someone else: the fast lane's lean builder
+    when the route must answer (not found, too large, changed since the stale entry).
+    Raised inside ``ReadModel.load``, it is not shared with the build's waiters."""
+
+
 class ReadModel:
     """What is read far more than written, kept as ready-to-send bytes.
 
@@ -71,12 +77,14 @@ class ReadModel:
             self.source.forget_all()
 
     async def load(self, key: Key, version: int, build: Build) -> Entry:
-        """The entry of ``key`` at ``version``: built once however many ask at once."""
+        """The entry of ``key`` at ``version``: built once however many ask at once.
+        A build that failed fails its waiters too (a database that is down is asked
+        once); one that ``Declined`` is no answer, and each waiter builds its own."""
         flight = (key, version)
         running = self._inflight.get(flight)
         if running is not None:
             await asyncio.wait({running})
-            if not running.cancelled():
+            if not running.cancelled() and not isinstance(running.exception(), Declined):
                 return running.result()
         future: asyncio.Future[Entry] = asyncio.get_running_loop().create_future()
         self._inflight[flight] = future
