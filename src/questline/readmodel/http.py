@@ -432,12 +432,7 @@ class CachedRead:
                 raise Declined
             return entry_of(organization_id, version, variant, built[0], built[1])
 
-        try:
-            entry = await readmodel.load(key, version, build_entry)
-        except Declined:
-            return None
-        readmodel.cache.misses += 1
-        return entry
+        return await _lean_load(readmodel, key, version, build_entry)
 
     async def _revalidate(
         self,
@@ -463,12 +458,7 @@ class CachedRead:
                 raise Declined  # changed, or gone: the route builds (or answers 404)
             return restamped(readmodel, stale, version)
 
-        try:
-            entry = await readmodel.load(key, version, restamp)
-        except Declined:
-            return None
-        readmodel.cache.misses += 1
-        return entry
+        return await _lean_load(readmodel, key, version, restamp)
 
     def _lean_request(
         self,
@@ -489,3 +479,16 @@ class CachedRead:
             role=variant,
             version=version,
         )
+
+
+async def _lean_load(
+    readmodel: ReadModel, key: Key, version: int, build: Callable[[], Awaitable[Entry]]
+) -> Entry | None:
+    """``ReadModel.load`` of a fast-lane build: ``None`` when it declined (the route
+    answers), else the entry, counted as a miss."""
+    try:
+        entry = await readmodel.load(key, version, build)
+    except Declined:
+        return None
+    readmodel.cache.misses += 1
+    return entry
