@@ -59,7 +59,7 @@ async def count(
                 if row.script == "get.lua":
                     path = _path(row, seeded)
                     await client.get(path, headers=headers)
-                    readmodel.cache.clear()
+                    readmodel.cache.drop_bodies()
                     texts.clear()
                     await client.get(path, headers=headers)
                     miss = len(texts)

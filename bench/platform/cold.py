@@ -75,7 +75,7 @@ async def measure(
                 for phase in ("warm", "cold", "cold_org"):
                     for _ in range(repeats):
                         if phase != "warm":
-                            readmodel.cache.clear()
+                            readmodel.cache.drop_bodies()
                         if phase == "cold_org":
                             readmodel.forget_memos()
                         sent.clear()

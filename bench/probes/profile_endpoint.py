@@ -70,7 +70,7 @@ async def _profile_path(
         readmodel = app.state.readmodel
         for _ in range(args.requests):
             if args.miss or args.miss_keep_memos:
-                readmodel.cache.clear()
+                readmodel.cache.drop_bodies()
             if args.miss:
                 readmodel.forget_memos()
             await c.request(args.method, path)

@@ -162,14 +162,14 @@ async def test_overview_costs_the_same_statements_for_any_tree_size(
     await completed(org, team["Id"], small.task(0, 0, 0))
     url = f"/team/{team['Id']}/overview"
     assert (await world.client.get(url, headers=org.member)).status_code == 200  # warm-up
-    app_state.readmodel.cache.clear()  # count a miss: a hit sends no statement at all
+    app_state.readmodel.cache.drop_bodies()  # count a miss: a hit sends no statement at all
     with counting_statements(app_state) as warm_tree:
         assert (await world.client.get(url, headers=org.member)).status_code == 200
     # The organization's tree is kept per version: a miss is then one statement, with
     # no transaction (the read model's lean miss, readmodel/lean.py).
     assert not any(s.startswith("BEGIN") for s in warm_tree), warm_tree
     assert len(warm_tree) == 1, warm_tree
-    app_state.readmodel.cache.clear()
+    app_state.readmodel.cache.drop_bodies()
     app_state.readmodel.forget_memos()
     with counting_statements(app_state) as few:
         small_body = (await world.client.get(url, headers=org.member)).json()
@@ -179,7 +179,7 @@ async def test_overview_costs_the_same_statements_for_any_tree_size(
         )
         for task in big.tasks[:7]:
             await completed(org, team["Id"], task)
-    app_state.readmodel.cache.clear()
+    app_state.readmodel.cache.drop_bodies()
     app_state.readmodel.forget_memos()
     with counting_statements(app_state) as many:
         big_body = (await world.client.get(url, headers=org.member)).json()

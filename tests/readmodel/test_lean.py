@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from questline.progress import overview
+from questline.readmodel.cache import memo_key
 from questline.teams import queries as teams_queries
 from tests.factories import Org, World
 from tests.progress.factories import completed, make_discipline
@@ -46,7 +47,7 @@ async def test_a_lean_miss_sends_the_routes_bytes_in_one_statement(
     routed = await world.client.get(url, headers=headers)
     assert routed.status_code == 200, routed.text
     readmodel.lean.enabled = True
-    readmodel.cache.clear()  # the tree memo stays: built at this version by the route
+    readmodel.cache.drop_bodies()  # the tree memo stays: built at this version by the route
     with statements(app_state) as seen:
         lean = await world.client.get(url, headers=headers)
     assert lean.status_code == 200
@@ -70,7 +71,7 @@ async def test_an_admins_overview_is_left_to_the_route_which_adds_contributions(
     world: World, app_state: AppHarness
 ) -> None:
     org, team = await _team_with_progress(world)
-    app_state.readmodel.cache.clear()
+    app_state.readmodel.cache.drop_bodies()
     with statements(app_state) as seen:
         overview = await world.client.get(f"/team/{team['Id']}/overview", headers=org.admin)
     assert overview.status_code == 200, overview.text
@@ -85,9 +86,9 @@ async def test_members_see_names_and_admins_see_emails_on_a_lean_miss(
 ) -> None:
     org, team = await _team_with_progress(world)
     url = f"/team/{team['Id']}"
-    app_state.readmodel.cache.clear()
+    app_state.readmodel.cache.drop_bodies()
     as_member = (await world.client.get(url, headers=org.member)).json()
-    app_state.readmodel.cache.clear()
+    app_state.readmodel.cache.drop_bodies()
     as_admin = (await world.client.get(url, headers=org.admin)).json()
     assert [m["Email"] for m in as_member["Members"]] == [None, None]
     assert [m["Email"] for m in as_admin["Members"]] == ["a@example.org", "b@example.org"]
@@ -104,7 +105,7 @@ async def test_another_organizations_team_is_the_routes_404(
     # Known to this process first (a new organization is recorded by the route).
     assert (await world.client.get("/team", headers=stranger.member)).status_code == 200
     for headers in (stranger.member, stranger.admin):
-        app_state.readmodel.cache.clear()
+        app_state.readmodel.cache.drop_bodies()
         answer = await world.client.get(f"/team/{team['Id']}{suffix}", headers=headers)
         assert answer.status_code == 404
         assert answer.headers["content-type"] == "application/problem+json"
@@ -141,7 +142,7 @@ async def test_other_id_forms_get_the_routes_answer(
     app_state.readmodel.lean.enabled = False
     routed = await world.client.get(f"/team/{path}", headers=org.member)
     app_state.readmodel.lean.enabled = True
-    app_state.readmodel.cache.clear()
+    app_state.readmodel.cache.drop_bodies()
     with statements(app_state) as seen:
         answer = await world.client.get(f"/team/{path}", headers=org.member)
     assert seen["lean"] == []
@@ -158,7 +159,7 @@ async def test_a_team_too_large_for_the_loop_takes_the_route(
     monkeypatch.setattr(teams_queries, "LEAN_MAX_ROWS", 1)
     app_state.readmodel.lean._statements.clear()  # compiled again with the new bound
     org, team = await _team_with_progress(world)
-    app_state.readmodel.cache.clear()
+    app_state.readmodel.cache.drop_bodies()
     with statements(app_state) as seen:
         answer = await world.client.get(f"/team/{team['Id']}", headers=org.admin)
     assert answer.status_code == 200
@@ -196,17 +197,29 @@ async def test_ranks_from_the_memo_equal_ranks_counted_in_sql(
     readmodel = app_state.readmodel
 
     async def read_all() -> list[Any]:
-        readmodel.cache.clear()
+        readmodel.cache.drop_bodies()
         readmodel.forget_memos()
         readmodel.lean._statements.clear()
         first = [(await world.client.get(url, headers=org.member)).json() for url in urls]
-        readmodel.cache.clear()  # again, now as lean misses with the memos of the route
+        readmodel.cache.drop_bodies()  # again, now as lean misses with the memos of the route
         again = [(await world.client.get(url, headers=org.member)).json() for url in urls]
         assert again == first
         return first
 
+    def memo() -> overview.Ranks:
+        found = readmodel.cache.memo(memo_key(org.id, "ranks"))
+        assert found is not None
+        return found.value  # type: ignore[no-any-return]
+
     counted = await read_all()
+    assert memo().counted_in_sql
     monkeypatch.setattr(overview, "RANK_MEMO_MIN", 2)
     memoized = await read_all()
+    assert not memo().counted_in_sql
     assert [o["Rank"] for o in counted] == [1, 2, 4, 3, 5, None]
     assert memoized == counted
+    # An order larger than the read model would keep is counted in SQL again.
+    monkeypatch.setattr(overview, "RANK_BYTES", readmodel.largest_memo // 4)
+    too_large = await read_all()
+    assert memo().counted_in_sql
+    assert too_large == counted

@@ -142,7 +142,7 @@ async def test_a_short_list_is_cached_bytes_and_a_long_one_is_streamed(
 
     stream_past(monkeypatch, app_state, 3)
     monkeypatch.setattr(readmodel_http, "STREAM_CHUNK_ROWS", 2)
-    app_state.readmodel.cache.clear()
+    app_state.readmodel.cache.drop_bodies()
     streamed = await asgi_get(app, "/team", org.member)
     assert streamed["status"] == 200
     assert "content-length" not in streamed["headers"]
@@ -172,7 +172,7 @@ async def test_the_discipline_list_streams_the_same_json(
     assert whole["body"] == paged.content
     stream_past(monkeypatch, app_state, 2)
     monkeypatch.setattr(readmodel_http, "STREAM_CHUNK_ROWS", 2)
-    app_state.readmodel.cache.clear()
+    app_state.readmodel.cache.drop_bodies()
     streamed = await asgi_get(app, "/discipline", org.member)
     assert len(streamed["chunks"]) > 2
     assert "content-length" not in streamed["headers"]

@@ -139,7 +139,7 @@ async def get_overview(
             return await overview.visible_tree(session, org_id=tenant.org_id)
 
         async def ranks() -> overview.Ranks:
-            return await overview.ranks(session, org_id=tenant.org_id)
+            return await overview.ranks(session, org_id=tenant.org_id, room=readmodel.largest_memo)
 
         nodes = await readmodel.memo(tenant.org_id, "tree", version, tree)
         ranked = await readmodel.memo(tenant.org_id, "ranks", version, ranks)

@@ -7,8 +7,11 @@ disciplines, levels, quests and tasks.
 
 from __future__ import annotations
 
+import array
+import bisect
 import datetime as dt
 import functools
+import sys
 import uuid
 from collections import defaultdict
 from collections.abc import Sequence
@@ -151,28 +154,79 @@ RANK_MEMO_MIN = 500
 range scan as long as the rank, soon the larger part of the overview's statement
 (docs/performance.md, "Figures behind the progress code")."""
 
+RANK_BYTES = 20
+"""A ranked team's share of the memo: its 16-byte id and a 4-byte position."""
+
 
 @dataclass(frozen=True, slots=True)
 class Ranks:
-    """The ranked teams' positions at one version, by team id (16-byte keys: about
-    110 bytes a team), or ``None`` for an organization small enough to count in SQL."""
+    """The ranked teams' positions at one version (0: first), or none for an
+    organization small enough, or too large for the read model's bound, to count in SQL.
 
-    ahead: dict[bytes, int] | None
+    Compact: the teams' 16-byte ids in byte order as two arrays of their 64-bit halves,
+    and each one's place, so a look-up is a binary search in C — 20 bytes a team where a
+    dict of ids took about 110 (a million-team organization: 19 MiB, not 110)."""
+
+    highs: array.array[int] | None = None
+    lows: array.array[int] | None = None
+    positions: array.array[int] | None = None
+
+    @classmethod
+    def of(cls, ids: bytes, positions: array.array[int]) -> Ranks:
+        """From the ids (16 bytes each, in byte order) and their places, alike ordered."""
+        halves = array.array("Q")
+        halves.frombytes(ids)
+        if sys.byteorder == "little":
+            halves.byteswap()  # each half as the big-endian number that orders like bytes
+        return cls(halves[0::2], halves[1::2], positions)
+
+    @property
+    def counted_in_sql(self) -> bool:
+        return self.positions is None
+
+    @property
+    def memo_bytes(self) -> int:
+        """What the read model counts for this memo in its bound."""
+        return RANK_BYTES * len(self.positions or ()) + 300
+
+    def position(self, team_id: bytes) -> int | None:
+        """The team's place in the order (0: first), None when it is not among them."""
+        highs, lows, positions = self.highs, self.lows, self.positions
+        if highs is None or lows is None or positions is None:
+            return None
+        high, low = int.from_bytes(team_id[:8], "big"), int.from_bytes(team_id[8:], "big")
+        at = bisect.bisect_left(highs, high)
+        while at < len(highs) and highs[at] == high:
+            if lows[at] == low:
+                return positions[at]
+            at += 1
+        return None
 
 
-async def ranks(session: AsyncSession, *, org_id: uuid.UUID) -> Ranks:
+async def ranks(session: AsyncSession, *, org_id: uuid.UUID, room: int) -> Ranks:
     """The organization's leaderboard order (ranked teams; score, then who reached it
-    first, then name), as positions: one statement, memoized per version."""
-    order = (
-        select(Team.id)
-        .where(Team.organization_id == org_id, Team.is_ranked == true())
-        .order_by(Team.score.desc(), Team.score_reached_at, Team.name_key)
+    first, then name) as positions by team id: one statement, memoized per version.
+    Counted in SQL below ``RANK_MEMO_MIN`` teams, and above what ``room`` bytes hold (the
+    largest memo the read model keeps: one it drops would be rebuilt for every
+    overview)."""
+    max_teams = room // RANK_BYTES
+    ranked = (Team.organization_id == org_id, Team.is_ranked == true())
+    bounded = select(Team.id).where(*ranked).limit(max_teams + 1).subquery()
+    found = await session.scalar(select(func.count()).select_from(bounded))
+    if not RANK_MEMO_MIN <= (found or 0) <= max_teams:
+        return Ranks()
+    place = func.row_number().over(
+        order_by=(Team.score.desc(), Team.score_reached_at, Team.name_key)
     )
-    small = (await session.execute(order.limit(RANK_MEMO_MIN))).scalars().all()
-    if len(small) < RANK_MEMO_MIN:
-        return Ranks(None)
-    ids = (await session.execute(order)).scalars()
-    return Ranks({team_id.bytes: position for position, team_id in enumerate(ids)})
+    in_id_order = select(Team.id, place - 1).where(*ranked).order_by(Team.id)
+    rows = (await session.execute(in_id_order)).all()
+    ids = [team_id.bytes for team_id, _ in rows]
+    positions = array.array("i", [int(p) for _, p in rows])
+    if any(ids[i] >= ids[i + 1] for i in range(len(ids) - 1)):  # the database's order of
+        order = sorted(range(len(ids)), key=ids.__getitem__)  # ids is not bytes' order
+        ids = [ids[i] for i in order]
+        positions = array.array("i", [positions[i] for i in order])
+    return Ranks.of(b"".join(ids), positions)
 
 
 async def overview_json(
@@ -184,7 +238,7 @@ async def overview_json(
     ranked: Ranks,
 ) -> dict[str, Any]:
     """A ``schemas.Overview`` as its JSON object, in one statement (``overview_query``)."""
-    query = overview_query(session.get_bind().dialect.name, ranked.ahead is None)
+    query = overview_query(session.get_bind().dialect.name, ranked.counted_in_sql)
     row = (await session.execute(query, {"org": org_id, "team": team_id})).one_or_none()
     if row is None:
         raise not_found("team")
@@ -207,8 +261,8 @@ def overview_from_row(
         for quest_id, count, points in orjson.loads(row[11] or "[]")
     }
     ahead = row[10]
-    if ranked.ahead is not None and row[6]:
-        ahead = ranked.ahead.get(_id_bytes(row[0]))
+    if not ranked.counted_in_sql and row[6]:
+        ahead = ranked.position(_id_bytes(row[0]))
         if ahead is None:
             return None
     return _assemble(row, per_quest, tree, ahead)
@@ -232,7 +286,7 @@ async def lean_overview(request: LeanRequest) -> tuple[bytes, dict[str, str]] | 
         return None
     reader = request.reader
     dialect = reader.db.engine.dialect.name
-    in_sql = ranked.ahead is None
+    in_sql = ranked.counted_in_sql
     statement = reader.statement(
         f"overview-{in_sql}", lambda: overview_query(dialect, rank_in_sql=in_sql)
     )

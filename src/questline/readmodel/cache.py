@@ -6,6 +6,7 @@ import time
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import Any
 
 Key = tuple[uuid.UUID, str, str, bytes, bytes]
 """(organization, variant (the caller's role), path, query string, host)."""
@@ -48,11 +49,28 @@ class Entry:
         return len(self.body) + sum(len(k) + len(v) for k, v in self.headers) + ENTRY_OVERHEAD
 
 
+@dataclass(frozen=True, slots=True)
+class Memo:
+    """A value many entries of one organization are built from (its discipline tree,
+    its leaderboard order), kept beside the bodies and counted in the same bound."""
+
+    version: int
+    value: Any
+    size: int
+
+
+def memo_key(organization_id: uuid.UUID, name: str) -> Key:
+    """A memo's place in the cache (no request's key: no role is called ``memo``)."""
+    return (organization_id, "memo", name, b"", b"")
+
+
 class ByteLRU:
-    """Least recently used entries go first once the bodies exceed ``max_bytes``.
+    """Least recently used entries go first once the bodies and memos exceed
+    ``max_bytes``.
 
     An entry larger than a quarter of the bound is not kept (a 100,000-team list would
-    push everything else out); it is built for each request instead.
+    push everything else out); it is built for each request instead. A memo may take
+    half (``largest_memo``): its builder keeps under that or computes without it.
     """
 
     def __init__(self, max_bytes: int) -> None:
@@ -62,24 +80,40 @@ class ByteLRU:
         self.misses = 0
         self.revalidated = 0
         """Misses answered by a stale entry whose resource's own ETag had not changed."""
-        self._entries: OrderedDict[Key, Entry] = OrderedDict()
+        self._entries: OrderedDict[Key, Entry | Memo] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    @property
+    def largest_memo(self) -> int:
+        return self.max_bytes // 2
 
     def get(self, key: Key) -> Entry | None:
         entry = self._entries.get(key)
         if entry is not None:
             self._entries.move_to_end(key)
+            if isinstance(entry, Memo):  # (a request's key never names one)
+                return None
         return entry
 
-    def put(self, key: Key, entry: Entry) -> bool:
+    def memo(self, key: Key) -> Memo | None:
+        found = self._entries.get(key)
+        if not isinstance(found, Memo):
+            return None
+        self._entries.move_to_end(key)
+        return found
+
+    def memos(self) -> list[Key]:
+        return [key for key, kept in self._entries.items() if isinstance(kept, Memo)]
+
+    def put(self, key: Key, entry: Entry | Memo) -> bool:
         """Keep ``entry`` unless it is too large or older than the one kept."""
         current = self._entries.get(key)
         if current is not None and current.version > entry.version:
             return False
         size = entry.size
-        if size > self.max_bytes // 4:
+        if size > (self.largest_memo if isinstance(entry, Memo) else self.max_bytes // 4):
             if current is not None:
                 self._remove(key)
             return False
@@ -95,6 +129,15 @@ class ByteLRU:
     def _remove(self, key: Key) -> None:
         entry = self._entries.pop(key)
         self.bytes -= entry.size
+
+    def drop_bodies(self) -> None:
+        """Every body goes, the memos stay (what eviction does to a cold organization)."""
+        self.forget([key for key, kept in self._entries.items() if isinstance(kept, Entry)])
+
+    def forget(self, keys: list[Key]) -> None:
+        for key in keys:
+            if key in self._entries:
+                self._remove(key)
 
     def clear(self) -> None:
         self._entries.clear()

@@ -11,14 +11,14 @@ from sqlalchemy import make_url
 from starlette.requests import HTTPConnection
 
 from questline.config import Settings
-from questline.readmodel.cache import ByteLRU, Entry, Key
+from questline.readmodel.cache import ByteLRU, Entry, Key, Memo, memo_key
 from questline.readmodel.changes import Changes
+from questline.readmodel.footprint import footprint
 from questline.readmodel.lean import LeanReader
 from questline.readmodel.sources import PostgresSource, SqliteSource, VersionSource
 from questline.storage.db import Database
 
 Build = Callable[[], Awaitable[Entry]]
-MAX_MEMOS = 10_000
 
 
 class Declined(Exception):
@@ -53,7 +53,6 @@ class ReadModel:
             self.source = PostgresSource(db, listen_url, self.changes, self.invalidate_all)
         self.lean = LeanReader(db, transaction_pooler=settings.database_transaction_pooler)
         self._inflight: dict[tuple[Key, int], asyncio.Future[Entry]] = {}
-        self._memos: dict[tuple[uuid.UUID, str], tuple[int, Any]] = {}
         db.on_commit(self._committed)
         db.dispose_hooks.append(self.stop)
 
@@ -71,7 +70,6 @@ class ReadModel:
 
     def invalidate_all(self) -> None:
         self.cache.clear()
-        self._memos.clear()
         self.changes.forget_all()
         if self.source is not None:
             self.source.forget_all()
@@ -112,27 +110,30 @@ class ReadModel:
         build: Callable[[], Awaitable[Any]],
     ) -> Any:
         """A value shared by many entries of the organization (the discipline tree under
-        every overview), built once per version. ``version`` < 0: no version is known,
-        build without keeping it."""
+        every overview), built once per version and kept in the cache's bound (its size:
+        ``footprint``). ``version`` < 0: no version is known, build without keeping it."""
         if version < 0:
             return await build()
-        key = (organization_id, name)
-        found = self._memos.get(key)
-        if found is not None and found[0] == version:
-            return found[1]
+        key = memo_key(organization_id, name)
+        found = self.cache.memo(key)
+        if found is not None and found.version == version:
+            return found.value
         value = await build()
-        if len(self._memos) >= MAX_MEMOS:
-            self._memos.clear()
-        self._memos[key] = (version, value)
+        self.cache.put(key, Memo(version, value, footprint(value)))
         return value
 
     def memo_at(self, organization_id: uuid.UUID, name: str, version: int) -> Any:
         """The memo ``name`` if it was built at exactly ``version`` (else None)."""
-        found = self._memos.get((organization_id, name))
-        return found[1] if found is not None and found[0] == version else None
+        found = self.cache.memo(memo_key(organization_id, name))
+        return found.value if found is not None and found.version == version else None
+
+    @property
+    def largest_memo(self) -> int:
+        """The most bytes one memo may take and be kept."""
+        return self.cache.largest_memo
 
     def forget_memos(self) -> None:
-        self._memos.clear()
+        self.cache.forget(self.cache.memos())
 
     async def stop(self) -> None:
         self.lean.close()

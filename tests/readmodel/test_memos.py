@@ -1,0 +1,138 @@
+"""Memos (``ReadModel.memo``): kept in the read model's bound with the bodies, measured
+by ``footprint``, evicted like them; the leaderboard order's memo is compact."""
+
+from __future__ import annotations
+
+import array
+import random
+import tracemalloc
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from questline.progress.overview import RANK_BYTES, Ranks
+from questline.readmodel.cache import ByteLRU, Entry, Memo, memo_key
+from questline.readmodel.footprint import footprint
+from questline.readmodel.service import ReadModel
+from tests.support.harness import AppHarness
+
+pytestmark = pytest.mark.anyio
+ORG = uuid.uuid4()
+
+
+@dataclass(frozen=True, slots=True)
+class _Node:
+    id: uuid.UUID
+    title: str
+    children: list[_Node]
+
+
+def _measured(make: Any) -> tuple[Any, int]:
+    """A value made under tracemalloc, with the bytes its making kept."""
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        value = make()
+        return value, tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: frozenset(uuid.uuid4() for _ in range(2_000)),
+        lambda: [
+            _Node(uuid.uuid4(), f"Level {n}", [_Node(uuid.uuid4(), "Quest", []) for _ in range(5)])
+            for n in range(300)
+        ],
+        lambda: {f"tag {n}": f"Tag {n}" for n in range(3_000)},
+    ],
+    ids=["set of ids", "tree of dataclasses", "mapping of strings"],
+)
+def test_a_footprint_is_near_what_the_value_keeps_in_memory(make: Any) -> None:
+    value, kept = _measured(make)
+    assert 0.5 * kept <= footprint(value) <= 1.5 * kept, (footprint(value), kept)
+
+
+def test_a_value_too_large_to_walk_whole_is_extrapolated() -> None:
+    value, kept = _measured(lambda: [(n, f"item {n}") for n in range(60_000)])
+    assert 0.5 * kept <= footprint(value) <= 1.5 * kept, (footprint(value), kept)
+
+
+def test_memos_and_bodies_share_one_bound_and_leave_least_recent_first() -> None:
+    cache = ByteLRU(10_000)
+    cache.put(memo_key(ORG, "tree"), Memo(1, "tree", 3_000))
+    body_key = (ORG, "member", "/leaderboard", b"", b"")
+    cache.put(body_key, Entry(1, b"x" * 2_000, '"1"'))
+    assert cache.bytes > 5_000
+    assert cache.memo(memo_key(ORG, "tree")) is not None  # now the most recent
+    cache.put((ORG, "member", "/team", b"", b""), Entry(1, b"y" * 1_900, '"2"'))
+    cache.put(memo_key(ORG, "ranks"), Memo(1, "ranks", 3_000))
+    assert cache.get(body_key) is None  # the least recent went
+    assert cache.memo(memo_key(ORG, "tree")) is not None
+    assert cache.bytes <= cache.max_bytes
+    assert cache.get(memo_key(ORG, "tree")) is None  # a memo is never a request's answer
+
+
+def test_a_memo_over_half_the_bound_is_not_kept() -> None:
+    cache = ByteLRU(10_000)
+    assert not cache.put(memo_key(ORG, "ranks"), Memo(1, "ranks", 5_001))
+    assert cache.put(memo_key(ORG, "ranks"), Memo(1, "ranks", 5_000))
+    assert cache.bytes == 5_000
+
+
+def test_dropping_the_bodies_keeps_the_memos() -> None:
+    cache = ByteLRU(10_000)
+    cache.put(memo_key(ORG, "tree"), Memo(1, "tree", 100))
+    cache.put((ORG, "member", "/team", b"", b""), Entry(1, b"y", '"2"'))
+    cache.drop_bodies()
+    assert len(cache) == 1
+    assert cache.memos() == [memo_key(ORG, "tree")]
+
+
+async def test_the_read_model_keeps_a_memo_per_version_within_its_bound(
+    app_state: AppHarness,
+) -> None:
+    readmodel: ReadModel = app_state.readmodel
+    builds: list[int] = []
+
+    async def build() -> list[int]:
+        builds.append(1)
+        return list(range(100))
+
+    first = await readmodel.memo(ORG, "numbers", 3, build)
+    assert await readmodel.memo(ORG, "numbers", 3, build) is first
+    assert len(builds) == 1
+    assert readmodel.memo_at(ORG, "numbers", 3) is first
+    assert readmodel.memo_at(ORG, "numbers", 4) is None
+    kept = readmodel.cache.memo(memo_key(ORG, "numbers"))
+    assert kept is not None
+    assert kept.size == footprint(first) > 100 * 28
+    await readmodel.memo(ORG, "numbers", 4, build)
+    assert len(builds) == 2
+
+
+def test_the_order_memo_finds_every_team_and_no_other() -> None:
+    rng = random.Random(5)
+    ids = sorted(uuid.UUID(int=rng.getrandbits(128)).bytes for _ in range(5_000))
+    places = list(range(len(ids)))
+    rng.shuffle(places)
+    ranks = Ranks.of(b"".join(ids), array.array("i", places))
+    assert all(ranks.position(team) == place for team, place in zip(ids, places, strict=True))
+    assert ranks.position(uuid.uuid4().bytes) is None
+    assert ranks.position(b"\x00" * 16) is None
+    assert ranks.position(b"\xff" * 16) is None
+    assert ranks.memo_bytes <= RANK_BYTES * len(ids) + 300
+    assert not ranks.counted_in_sql
+    assert Ranks().counted_in_sql
+
+
+def test_the_order_memo_tells_apart_ids_that_share_their_first_half() -> None:
+    shared = b"\x12" * 8
+    ids = sorted([shared + bytes([n]) * 8 for n in (3, 1, 2)] + [b"\x13" * 16, b"\x01" * 16])
+    ranks = Ranks.of(b"".join(ids), array.array("i", [4, 3, 2, 1, 0]))
+    assert [ranks.position(team) for team in ids] == [4, 3, 2, 1, 0]
+    assert ranks.position(shared + b"\x04" * 8) is None
