@@ -149,10 +149,13 @@ async def current_etag(
 
 async def lean_current_etag(request: LeanRequest) -> str | None:
     """``current_etag`` for the fast lane, on the driver (``readmodel.lean``)."""
+    discipline_id = request.resource_id
+    if discipline_id is None:
+        return None
     statement = request.reader.statement("discipline-version", _version_query)
-    params = {"org": request.organization_id, "discipline": request.resource_id}
+    params = {"org": request.organization_id, "discipline": discipline_id}
     rows = await request.reader.fetch(statement, params)
-    return _etag(request.resource_id, rows[0][0]) if rows else None
+    return _etag(discipline_id, rows[0][0]) if rows else None
 
 
 def etag_matches(discipline: Discipline, header: str) -> bool:

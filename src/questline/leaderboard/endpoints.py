@@ -11,6 +11,7 @@ from starlette.background import BackgroundTask
 
 from questline.leaderboard import choice, graphs, schemas, selection, standings, stream
 from questline.readmodel.http import CachedRead, dumps, serve
+from questline.readmodel.lean import LeanRequest
 from questline.readmodel.service import readmodel_of
 from questline.seasons.query import SeasonQuery
 from questline.teams import service as teams_service
@@ -149,12 +150,43 @@ def entries_responses() -> dict[int | str, Any]:
     return found
 
 
+def _page(
+    request: Request, found: list[standings.Entry], limit: int, offset: int
+) -> tuple[list[standings.Entry], dict[str, str]]:
+    """The page (``found`` holds one entry more when there is a next page) and the
+    ``Link`` to the next."""
+    if len(found) <= limit:
+        return found, {}
+    query = {**request.query_params, "limit": str(limit), "offset": str(offset + limit)}
+    url = service_link(request, request.url.path, query)
+    return found[:limit], {"Link": f'<{url}>; rel="next"'}
+
+
+LEAN_MAX_OFFSET = 10_000
+"""A lean miss runs on the event loop (SQLite: on it): deeper pages take the route."""
+
+
+async def lean_leaderboard(request: LeanRequest) -> tuple[bytes, dict[str, str]] | None:
+    """``GET /leaderboard`` (the overall ranking: ``limit`` and ``offset`` only) on a
+    read-model miss, without a session (``readmodel.lean``): the route's statement, page
+    and body."""
+    limit, offset = request.query["limit"], request.query["offset"]
+    if offset > LEAN_MAX_OFFSET:
+        return None
+    statement = request.reader.statement("leaderboard", standings.overall_statement)
+    params = {"org": request.organization_id, "limit": limit + 1, "offset": offset}
+    rows = await request.reader.fetch(statement, params)
+    entries = standings.entries_from_rows(rows, offset=offset)
+    found, headers = _page(request.request, entries, limit, offset)
+    return dumps([choice.entry_json(e) for e in found]), headers
+
+
 @router.get(
     "/leaderboard",
     response_model=list[schemas.LeaderboardEntry | schemas.PerMemberEntry],
     responses={**entries_responses(), **problem_responses(401, 403, 404, 422)},
 )
-@answers_early(CachedRead())
+@answers_early(CachedRead(miss=lean_leaderboard, query=("limit", "offset")))
 async def get_leaderboard(
     request: Request,
     response: Response,
@@ -220,12 +252,7 @@ async def get_leaderboard(
             offset=offset,
             memo=memo,
         )
-        headers = {}
-        if len(found) > limit:
-            found = found[:limit]
-            query = {**request.query_params, "limit": str(limit), "offset": str(offset + limit)}
-            url = service_link(request, request.url.path, query)
-            headers["Link"] = f'<{url}>; rel="next"'
+        found, headers = _page(request, found, limit, offset)
         return found, headers, chosen
 
     if csvexport.wants_csv(request):

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ScalarSelect, Select, and_, case, func, select, true
+from sqlalchemy import Integer, ScalarSelect, Select, and_, bindparam, case, func, select, true
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.disciplines.models import Discipline
@@ -59,9 +59,10 @@ def _tasks_completed(discipline_id: uuid.UUID | None = None) -> ScalarSelect[int
 
 
 def overall_query(
-    org_id: uuid.UUID, *, limit: int, offset: int
+    org_id: uuid.UUID | Any, *, limit: int | Any, offset: int | Any
 ) -> Select[uuid.UUID, str, int, int, dt.datetime]:
-    """The exact statement of ``GET /leaderboard`` (the index test EXPLAINs it)."""
+    """The exact statement of ``GET /leaderboard`` (the index test EXPLAINs it); values
+    or bound parameters (``overall_statement``)."""
     return (
         select(
             Team.id,
@@ -74,6 +75,16 @@ def overall_query(
         .order_by(Team.score.desc(), Team.score_reached_at, Team.name_key)
         .limit(limit)
         .offset(offset)
+    )
+
+
+def overall_statement() -> Select[uuid.UUID, str, int, int, dt.datetime]:
+    """``overall_query`` with bound parameters ``org``, ``limit`` and ``offset``: the read
+    model's lean miss runs it (compiled once, ``LeanReader.statement``)."""
+    return overall_query(
+        bindparam("org"),
+        limit=bindparam("limit", type_=Integer),
+        offset=bindparam("offset", type_=Integer),
     )
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 from fastapi import Request, Response
+from fastapi.dependencies.utils import request_params_to_args
 from fastapi.responses import StreamingResponse
 from pydantic import TypeAdapter
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -337,9 +338,12 @@ class CachedRead:
     ``serve`` keeps for exactly this request — same key, same variant, same ``ETag`` and
     304, same bytes and headers — when it is current.
 
-    With ``miss`` (a lean builder) and ``resource`` (the path parameter it reads), a
-    miss of a URL without a query string is built here too: one statement on the driver
-    (``questline.readmodel.lean``), kept and sent like the route's. With ``revalidate``
+    With ``miss`` (a lean builder) and ``resource`` (the path parameter it reads, if
+    any), a miss of a URL whose query names only parameters in ``query`` (none by
+    default) is built here too: one statement on the driver (``questline.readmodel.lean``),
+    kept and sent like the route's. Those parameters are validated by the route's own
+    declaration, with FastAPI's own function; a value the route would refuse leaves the
+    request to the route (its 422). With ``revalidate``
     (the lean form of the route's ``current_etag``, see ``serve``) and ``resource``, a
     stale entry whose resource's ``ETag`` is unchanged is kept at the new version here.
     Everything else — no entry, a stale one otherwise, CSV, an ``If-None-Match`` that
@@ -353,12 +357,16 @@ class CachedRead:
         miss: LeanBuild | None = None,
         revalidate: LeanEtag | None = None,
         resource: str | None = None,
+        query: Sequence[str] = (),
         variant: EarlyVariant | None = None,
     ) -> None:
         self.miss = miss
         self.revalidate = revalidate
         self.resource = resource
+        self.query = frozenset(query)
         self.variant = variant
+        self._fields: dict[int, list[Any]] = {}
+        """The route's declared fields of ``query``, by route (found once)."""
 
     async def __call__(self, request: Request, caller: Caller) -> Response | None:
         organization_id = caller.org_id
@@ -373,9 +381,7 @@ class CachedRead:
         assert variant is not None
         key = cache_key(request, organization_id, variant)
         entry = readmodel.cache.get(key)
-        lean = (
-            self.miss is not None and readmodel.lean.available and not request.scope["query_string"]
-        )
+        lean = self.miss is not None and readmodel.lean.available and self._lean_query(request)
         if entry is None and not lean:
             return None
         try:
@@ -460,6 +466,25 @@ class CachedRead:
 
         return await _lean_load(readmodel, key, version, restamp)
 
+    def _lean_query(self, request: Request) -> bool:
+        """Whether the query string names only parameters the lean builder reads."""
+        query = request.scope["query_string"]
+        return not query or (bool(self.query) and self.query.issuperset(request.query_params))
+
+    def _query_values(self, request: Request) -> dict[str, Any] | None:
+        """``query``'s values as the route's declaration validates them (None: the route
+        would refuse one)."""
+        if not self.query:
+            return {}
+        route = request.scope.get("route")
+        fields = self._fields.get(id(route))
+        if fields is None:
+            fields = self._fields[id(route)] = declared_query_fields(route, self.query)
+            if len(fields) != len(self.query):
+                raise RuntimeError(f"the route declares no query parameter of {self.query}")
+        values, errors = request_params_to_args(fields, request.query_params)
+        return None if errors or len(values) != len(self.query) else values
+
     def _lean_request(
         self,
         request: Request,
@@ -468,8 +493,13 @@ class CachedRead:
         variant: str,
         version: int,
     ) -> LeanRequest | None:
-        resource = canonical_uuid(str(request.path_params.get(self.resource or "", "")))
-        if resource is None:
+        resource = None
+        if self.resource is not None:
+            resource = canonical_uuid(str(request.path_params.get(self.resource, "")))
+            if resource is None:
+                return None
+        query = self._query_values(request)
+        if query is None:
             return None
         return LeanRequest(
             reader=readmodel.lean,
@@ -478,7 +508,20 @@ class CachedRead:
             resource_id=resource,
             role=variant,
             version=version,
+            query=query,
+            request=request,
         )
+
+
+def declared_query_fields(route: Any, names: frozenset[str]) -> list[Any]:
+    """The route's declared query parameters named ``names`` (its dependencies' too)."""
+    found: list[Any] = []
+    pending = [route.dependant] if route is not None else []
+    while pending:
+        dependant = pending.pop()
+        found += [field for field in dependant.query_params if field.alias in names]
+        pending += dependant.dependencies
+    return found
 
 
 async def _lean_load(

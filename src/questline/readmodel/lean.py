@@ -31,6 +31,7 @@ from typing import Any, Protocol
 
 from sqlalchemy import make_url
 from sqlalchemy.sql import Select
+from starlette.requests import Request
 
 from questline.storage.db import Database
 
@@ -49,7 +50,7 @@ class LeanStatement:
     """A Core ``SELECT`` compiled for one dialect: its SQL, the order of its bind
     parameters with their processors, and each result column's processor."""
 
-    def __init__(self, statement: Select[Any], db: Database) -> None:
+    def __init__(self, statement: Select[*tuple[Any, ...]], db: Database) -> None:
         dialect = db.engine.dialect
         compiled = statement.compile(dialect=dialect)
         self.sql = str(compiled)
@@ -114,7 +115,7 @@ class LeanReader:
         # Replicas route reads by lag and read-after positions: the route handles those.
         return self.enabled and self._usable and not self.db.replicas.enabled
 
-    def statement(self, name: str, build: Callable[[], Select[Any]]) -> LeanStatement:
+    def statement(self, name: str, build: Callable[[], Select[*tuple[Any, ...]]]) -> LeanStatement:
         """The statement ``name``, compiled on first use."""
         found = self._statements.get(name)
         if found is None:
@@ -172,10 +173,16 @@ class LeanRequest:
     reader: LeanReader
     memos: MemoPeek
     organization_id: uuid.UUID
-    resource_id: uuid.UUID
+    resource_id: uuid.UUID | None
+    """The path's resource (``CachedRead``'s ``resource``), if the route names one."""
     role: str
     """The caller's role (``member`` or ``admin``): the cache entry's variant."""
     version: int
+    query: Mapping[str, Any]
+    """The query parameters the builder reads (``CachedRead``'s ``query``), as the
+    route's own declaration validated them (its defaults where absent)."""
+    request: Request
+    """The request (for links built as the route builds them)."""
 
 
 class MemoPeek(Protocol):
