@@ -48,7 +48,7 @@ def _location(request: Request, team_id: object) -> str:
     response_model=list[schemas.Team],
     responses={**csvexport.openapi(schemas.Team), **problem_responses(401, 403, 422)},
 )
-@answers_early(CachedRead())
+@answers_early(CachedRead(miss=queries.lean_team_page, query=("limit",)))
 async def list_teams(
     request: Request, tenant: MemberOf, session: SessionDep, page: PageDep
 ) -> Response:
@@ -58,12 +58,7 @@ async def list_teams(
 
     async def team_page() -> tuple[list[Any], dict[str, str]]:
         rows = await queries.list_team_rows(session, org_id=tenant.org_id, page=page)
-        rows, more = split_page(rows, page)
-        scratch = Response()
-        last = [rows[-1].name_key, str(rows[-1].id)] if more else None
-        announce_next_page(request, scratch, page, last)
-        headers = {"Link": scratch.headers["link"]} if "link" in scratch.headers else {}
-        return rows, headers
+        return queries.page_answer(request, rows, page)
 
     if csvexport.wants_csv(request):
         rows, headers = await team_page()

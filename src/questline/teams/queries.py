@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import functools
 import uuid
+from collections import namedtuple
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, select, tuple_
+from fastapi import Request, Response
+from sqlalchemy import Integer, bindparam, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
@@ -21,7 +23,7 @@ from questline.teams.models import Team, TeamStatus
 from questline.teams.service import member_count_column
 from questline.web.errors import not_found
 from questline.web.identity import Role
-from questline.web.pagination import PageRequest, cursor_parts
+from questline.web.pagination import PageRequest, announce_next_page, cursor_parts, split_page
 
 TEAM_COLUMNS = (
     Team.id,
@@ -68,20 +70,61 @@ def encode_team_rows(rows: Sequence[Any]) -> bytes:
     return dumps([team_json(row, row.member_count) for row in rows])
 
 
-async def list_team_rows(
-    session: AsyncSession, *, org_id: uuid.UUID, page: PageRequest
-) -> list[Any]:
-    """``GET /team`` in one Core statement: the team columns and the member count."""
+def page_query(org_id: uuid.UUID | Any, *, limit: int | Any, after: list[Any] | None = None) -> Any:
+    """``GET /team?limit=`` in one Core statement: the team columns and the member count,
+    by name, from after the cursor's team; values or bound parameters (the lean miss's)."""
     query = select(*TEAM_COLUMNS, member_count_column().label("member_count")).where(
         Team.organization_id == org_id
     )
-    if page.after is not None:
-        name_after, id_after = cursor_parts(page.after, str, uuid.UUID)
+    if after is not None:
+        name_after, id_after = cursor_parts(after, str, uuid.UUID)
         query = query.where(tuple_(Team.name_key, Team.id) > (name_after, id_after))
     query = query.order_by(Team.name_key, Team.id)
-    if page.fetch_size is not None:
-        query = query.limit(page.fetch_size)
+    return query if limit is None else query.limit(limit)
+
+
+async def list_team_rows(
+    session: AsyncSession, *, org_id: uuid.UUID, page: PageRequest
+) -> list[Any]:
+    """``GET /team``'s rows (``page_query``)."""
+    query = page_query(org_id, limit=page.fetch_size, after=page.after)
     return list((await session.execute(query)).all())
+
+
+def page_answer(
+    request: Request, rows: list[Any], page: PageRequest
+) -> tuple[list[Any], dict[str, str]]:
+    """The page's rows (``rows`` holds one more when a next page exists) and its ``Link``."""
+    rows, more = split_page(rows, page)
+    scratch = Response()
+    last = [rows[-1].name_key, str(rows[-1].id)] if more else None
+    announce_next_page(request, scratch, page, last)
+    return rows, ({"Link": scratch.headers["link"]} if "link" in scratch.headers else {})
+
+
+ListedTeam = namedtuple(  # type: ignore[misc]
+    "ListedTeam", [column.key for column in TEAM_COLUMNS] + ["member_count"]
+)
+"""A lean read's row of ``page_query`` by attribute, as the session's rows are."""
+
+
+async def lean_team_page(request: LeanRequest) -> tuple[bytes, dict[str, str]] | None:
+    """``GET /team?limit=`` (a first page) on a read-model miss, without a session
+    (``readmodel.lean``): the route's statement, page, ``Link`` and body. None (the
+    route answers): no ``limit`` (the whole list, which the route streams)."""
+    limit = request.query["limit"]
+    if limit is None:
+        return None
+    page = PageRequest(limit=limit, after=None)
+    reader = request.reader
+    statement = reader.statement(
+        "team-page", lambda: page_query(bindparam("org"), limit=bindparam("limit", type_=Integer))
+    )
+    found = await reader.fetch(
+        statement, {"org": request.organization_id, "limit": page.fetch_size}
+    )
+    rows, headers = page_answer(request.request, [ListedTeam._make(r) for r in found], page)
+    return dumps([team_json(row, row.member_count) for row in rows]), headers
 
 
 async def team_detail_json(
