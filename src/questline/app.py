@@ -272,7 +272,12 @@ def _add_middleware(app: FastAPI, state: AppState, identity: Identity) -> None:
             verify=identity.tokens.verify_async,
             browser_refusal=sso_rate_limited,  # SSO's browser routes: a 303, never JSON
         )
-    app.add_middleware(ConcurrencyLimitMiddleware, limit=settings.server_max_concurrent_requests)
+    app.add_middleware(
+        ConcurrencyLimitMiddleware,
+        limit=settings.server_max_concurrent_requests,
+        queue=settings.server_queue_requests,
+        wait_seconds=settings.server_queue_seconds,
+    )
     app.add_middleware(ScimErrorMiddleware)  # /scim/: SCIM errors, whoever refused
     app.add_middleware(AccessLogMiddleware)
     if hosts and "*" not in hosts:

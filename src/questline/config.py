@@ -102,7 +102,12 @@ class Settings(BaseSettings):
     server_max_connections: int = Field(default=1000, ge=1)
     """Open connections per worker; past it a request is answered 503 and closed."""
     server_max_concurrent_requests: int = Field(default=100, ge=1)
-    """Requests handled at once per worker; past it a fast 503 with Retry-After."""
+    """Requests handled at once per worker; past it they wait (the queue below)."""
+    server_queue_requests: int = Field(default=400, ge=0)
+    """Requests per worker that may wait for one of those slots, first come first
+    served; past it a fast 503 with Retry-After (0: no queue)."""
+    server_queue_seconds: float = Field(default=5.0, gt=0)
+    """The longest a request waits for a slot; then a 503 with Retry-After."""
     trusted_proxies: str = ""
     """Comma-separated addresses whose ``X-Forwarded-For``/``-Proto`` are believed (none
     by default: the peer address is the client)."""

@@ -84,6 +84,7 @@ def server(deployment: Deployment) -> LiveServer:
         QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS=str(BODY_TIMEOUT),
         QUESTLINE_SERVER_MAX_CONNECTIONS=str(MAX_CONNECTIONS),
         QUESTLINE_SERVER_MAX_CONCURRENT_REQUESTS=str(MAX_CONCURRENT),
+        QUESTLINE_SERVER_QUEUE_REQUESTS="0",  # the refusal itself (the queue: test_admission)
     )
 
 

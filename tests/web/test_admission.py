@@ -1,0 +1,147 @@
+"""``ConcurrencyLimitMiddleware``: ``limit`` requests at once, the next ``queue`` wait
+for a slot in order of arrival (at most ``wait_seconds``), the rest a 503 with
+``Retry-After``; a slot is never lost, whatever ends a wait."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from starlette.types import Receive, Scope, Send
+
+from questline.web.server import ConcurrencyLimitMiddleware
+
+pytestmark = pytest.mark.anyio
+
+
+class Held:
+    """An application whose requests each wait until released, in the order they came."""
+
+    def __init__(self) -> None:
+        self.entered: list[str] = []
+        self.release: dict[str, asyncio.Event] = {}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        name = scope["query_string"].decode()
+        self.entered.append(name)
+        await self.release.setdefault(name, asyncio.Event()).wait()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    def let_go(self, name: str) -> None:
+        self.release.setdefault(name, asyncio.Event()).set()
+
+
+def _scope(name: str) -> dict[str, Any]:
+    return {
+        "type": "http",
+        "method": "GET",
+        "path": "/team",
+        "raw_path": b"/team",
+        "query_string": name.encode(),
+        "headers": [],
+        "app": None,
+    }
+
+
+async def _request(layer: ConcurrencyLimitMiddleware, name: str) -> tuple[int, dict[bytes, bytes]]:
+    sent: list[Any] = []
+
+    async def receive() -> Any:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    await layer(_scope(name), receive, send)
+    start = next(m for m in sent if m["type"] == "http.response.start")
+    return start["status"], dict(start["headers"])
+
+
+async def _settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+async def test_requests_past_the_limit_wait_their_turn_and_past_the_queue_are_refused() -> None:
+    app = Held()
+    layer = ConcurrencyLimitMiddleware(app, limit=1, queue=2, wait_seconds=60)
+    first = asyncio.create_task(_request(layer, "first"))
+    await _settle()
+    second = asyncio.create_task(_request(layer, "second"))
+    third = asyncio.create_task(_request(layer, "third"))
+    await _settle()
+    status, headers = await _request(layer, "fourth")  # the queue is full: at once
+    assert status == 503
+    assert headers[b"retry-after"] == b"1"
+    assert app.entered == ["first"]
+    app.let_go("third")  # (held later anyway: only its turn lets it in)
+    app.let_go("first")
+    assert (await first)[0] == 200
+    await _settle()
+    assert app.entered == ["first", "second"]
+    app.let_go("second")
+    assert (await second)[0] == 200
+    assert (await third)[0] == 200
+    assert app.entered == ["first", "second", "third"]
+    assert layer.running == 0
+
+
+async def test_a_wait_past_its_bound_is_refused_and_gives_no_slot_away() -> None:
+    app = Held()
+    layer = ConcurrencyLimitMiddleware(app, limit=1, queue=5, wait_seconds=0.05)
+    first = asyncio.create_task(_request(layer, "first"))
+    await _settle()
+    assert (await _request(layer, "late"))[0] == 503
+    assert app.entered == ["first"]
+    app.let_go("first")
+    assert (await first)[0] == 200
+    assert layer.running == 0
+    app.let_go("after")
+    assert (await _request(layer, "after"))[0] == 200
+
+
+async def test_a_slot_handed_over_as_the_wait_ends_goes_to_the_next() -> None:
+    app = Held()
+    layer = ConcurrencyLimitMiddleware(app, limit=1, queue=5, wait_seconds=60)
+    first = asyncio.create_task(_request(layer, "first"))
+    await _settle()
+    gone = asyncio.create_task(_request(layer, "gone"))
+    later = asyncio.create_task(_request(layer, "later"))
+    await _settle()
+    app.let_go("first")
+    while len(layer._waiting) == 2:  # until the slot is handed to "gone" …
+        await asyncio.sleep(0)
+    assert app.entered == ["first"]  # … which has not run yet …
+    gone.cancel()  # … and is cancelled before it does
+    await first
+    with pytest.raises(asyncio.CancelledError):
+        await gone
+    await _settle()
+    assert app.entered == ["first", "later"]  # the slot went on
+    app.let_go("later")
+    assert (await later)[0] == 200
+    assert layer.running == 0
+
+
+async def test_probes_and_streams_are_never_counted_nor_queued() -> None:
+    app = Held()
+    layer = ConcurrencyLimitMiddleware(app, limit=1, queue=0, wait_seconds=60)
+    first = asyncio.create_task(_request(layer, "first"))
+    await _settle()
+    for path in ("/healthz", "/leaderboard/stream"):
+        scope = {**_scope("probe"), "path": path}
+        app.let_go("probe")
+        sent: list[Any] = []
+
+        async def receive() -> Any:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message: Any, sent: list[Any] = sent) -> None:
+            sent.append(message)
+
+        await layer(scope, receive, send)
+        assert sent[0]["status"] == 200
+    app.let_go("first")
+    await first
