@@ -124,7 +124,8 @@ def run_size(
         flush=True,
     )
     tokens = tokens_for(settings, seeded)
-    counted = asyncio.run(statements.count(settings, tokens, seeded, rows))
+    at_size = [row for row in rows if row.only_at in (None, teams)]
+    counted = asyncio.run(statements.count(settings, tokens, seeded, at_size))
     runs = []
     for count in workers:
         env = service_env(data_dir, url)

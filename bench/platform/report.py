@@ -17,9 +17,11 @@ KIND = "platform"
 STREAM_KB_GOAL = 20
 
 
-def save(result: dict[str, Any], directory: Path) -> Path:
+def save(result: dict[str, Any], directory: Path, *, stage: str = "") -> Path:
+    """The result as JSON in ``directory`` (``stage``: a part of a run, saved apart)."""
     directory.mkdir(parents=True, exist_ok=True)
     suffix = "" if result["mode"] == "full" else f"-{result['mode']}"
+    suffix += f"-{stage}" if stage else ""
     path = directory / f"{result['date']}-platform-{result['backend']}{suffix}.json"
     path.write_text(json.dumps(result, indent=2) + "\n")
     return path

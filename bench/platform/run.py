@@ -410,6 +410,8 @@ def main(argv: list[str] | None = None) -> int:
     for backend in backends:
         started = time.monotonic()
         result = {} if args.huge_only else run_backend(backend, args, wrk)
+        if result and not args.skip_huge:  # kept if the huge stage fails
+            report.save({**result, "mode": "partial"}, RESULTS_DIR, stage="before-huge")
         if not args.skip_huge:
             print(f"{backend}: one huge organization", flush=True)
             result = with_huge(result, backend, args, wrk)
