@@ -9,7 +9,7 @@ import pytest
 from questline.leaderboard.endpoints import LEAN_MAX_OFFSET
 from tests.factories import Org, World
 from tests.progress.factories import completed, make_discipline
-from tests.readmodel.statements import statements
+from tests.readmodel.statements import assert_lean_miss_is_the_routes, statements
 from tests.support.harness import AppHarness
 
 pytestmark = pytest.mark.anyio
@@ -34,20 +34,7 @@ async def test_a_lean_miss_sends_the_routes_page_in_one_statement(
 ) -> None:
     org = await _ranked_org(world)
     url = f"/leaderboard{query}"
-    readmodel = app_state.readmodel
-    readmodel.lean.enabled = False
-    routed = await world.client.get(url, headers=org.member)
-    assert routed.status_code == 200, routed.text
-    readmodel.lean.enabled = True
-    readmodel.cache.drop_bodies()
-    with statements(app_state) as seen:
-        lean = await world.client.get(url, headers=org.member)
-    assert lean.status_code == 200
-    assert seen == {"engine": [], "lean": seen["lean"]}, seen
-    assert len(seen["lean"]) == 1, seen
-    assert lean.content == routed.content
-    assert lean.headers["etag"] == routed.headers["etag"]
-    assert lean.headers.get("link") == routed.headers.get("link")
+    lean = await assert_lean_miss_is_the_routes(world.client, app_state, url, org.member)
     with statements(app_state) as again:
         hit = await world.client.get(url, headers=org.member)
     assert again == {"engine": [], "lean": []}

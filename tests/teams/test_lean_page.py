@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.factories import Org, World
-from tests.readmodel.statements import statements
+from tests.readmodel.statements import assert_lean_miss_is_the_routes, statements
 from tests.support.harness import AppHarness
 
 pytestmark = pytest.mark.anyio
@@ -28,20 +28,7 @@ async def test_a_lean_miss_sends_the_routes_page_in_one_statement(
 ) -> None:
     org = await _org_with_teams(world)
     url = f"/team{query}"
-    readmodel = app_state.readmodel
-    readmodel.lean.enabled = False
-    routed = await world.client.get(url, headers=org.member)
-    assert routed.status_code == 200, routed.text
-    readmodel.lean.enabled = True
-    readmodel.cache.drop_bodies()
-    with statements(app_state) as seen:
-        lean = await world.client.get(url, headers=org.member)
-    assert lean.status_code == 200
-    assert seen == {"engine": [], "lean": seen["lean"]}, seen
-    assert len(seen["lean"]) == 1, seen
-    assert lean.content == routed.content
-    assert lean.headers["etag"] == routed.headers["etag"]
-    assert lean.headers.get("link") == routed.headers.get("link")
+    await assert_lean_miss_is_the_routes(world.client, app_state, url, org.member)
 
 
 async def test_the_pages_follow_by_link_to_the_last(world: World, app_state: AppHarness) -> None:
