@@ -79,7 +79,9 @@ class Settings(BaseSettings):
     max_json_depth: int = 32
     """Deeper JSON bodies are refused (400) before they are parsed."""
     request_timeout_seconds: float = 30
-    """A request still running after this long is answered 503 and cancelled."""
+    """A request that has not started its answer after this long is answered 503 and
+    cancelled; a streamed answer (``GET /team`` of every team) is cut off when it sends
+    nothing for this long, however long it runs while it keeps sending."""
     bulk_request_timeout_seconds: float = 300
     keep_alive_seconds: int = 75
     """Idle keep-alive connections are closed after this long. Longer than the idle timeout

@@ -7,13 +7,15 @@ import sqlite3
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio
 import asyncpg
 import pytest
+from starlette.types import Message, Receive, Scope, Send
 
 from questline.config import Settings
-from questline.web.hardening import drain
+from questline.web.hardening import RequestTimeoutMiddleware, drain
 from tests.factories import World
 from tests.support.hang import HANG_GUARD
 from tests.web.conftest import AppFactory, client_for
@@ -104,3 +106,65 @@ async def test_a_fast_request_is_not_touched_by_the_timeout(
         created = await client.post("/team", json={"name": "Quick"}, headers=org.admin)
     assert created.status_code == 201
     assert [t["Name"] for t in await org.teams()] == ["Quick"]
+
+
+class _Stream:
+    """An ASGI app that starts its answer and sends ``chunks`` body parts ``gap`` seconds
+    apart, then (``stall``) waits for ever before its last part."""
+
+    def __init__(self, chunks: int, gap: float, *, stall: bool = False) -> None:
+        self.chunks, self.gap, self.stall = chunks, gap, stall
+        self.cancelled = False
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        try:
+            for _ in range(self.chunks):
+                await send({"type": "http.response.body", "body": b"x", "more_body": True})
+                await anyio.sleep(self.gap)
+            if self.stall:
+                await anyio.sleep_forever()
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except BaseException:
+            self.cancelled = True
+            raise
+
+
+async def _run_bounded(app: _Stream, seconds: float) -> tuple[list[Message], set[Any]]:
+    sent: list[Message] = []
+    cancelled: set[Any] = set()
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    async def receive() -> Message:
+        return {"type": "http.disconnect"}
+
+    bounded = RequestTimeoutMiddleware(
+        app, seconds=seconds, bulk_seconds=seconds, bulk_suffixes=(), cancelled=cancelled
+    )
+    scope: Scope = {"type": "http", "path": "/team", "method": "GET", "headers": []}
+    with anyio.fail_after(HANG_GUARD):
+        await bounded(scope, receive, send)
+    return sent, cancelled
+
+
+async def test_a_streamed_answer_that_keeps_sending_outlives_the_timeout() -> None:
+    # 40 chunks 0.05 s apart: 2 s in all, twice the timeout, never a second's pause.
+    app = _Stream(chunks=40, gap=0.05)
+    sent, cancelled = await _run_bounded(app, seconds=1.0)
+    bodies = [m for m in sent if m["type"] == "http.response.body"]
+    assert len(bodies) == 41
+    assert bodies[-1]["more_body"] is False  # the whole answer went out
+    assert not app.cancelled
+    assert not cancelled
+
+
+async def test_a_streamed_answer_that_stalls_is_cut_off_and_cancelled() -> None:
+    app = _Stream(chunks=3, gap=0.0, stall=True)
+    sent, cancelled = await _run_bounded(app, seconds=TIMEOUT)
+    # The status was sent: no 503 can follow it; the body just ends short.
+    assert [m["type"] for m in sent] == ["http.response.start"] + ["http.response.body"] * 3
+    assert all(m["more_body"] for m in sent[1:])
+    assert await drain(cancelled, grace=HANG_GUARD)
+    assert app.cancelled

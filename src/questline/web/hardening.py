@@ -4,8 +4,9 @@
   the error responses other middleware write.
 * ``json_depth_exceeds``: whether JSON nests deeper than a bound, checked before any
   parser recurses into it (``questline.web.bodies`` calls it on every JSON body).
-* ``RequestTimeoutMiddleware``: a request still running after the timeout is answered
-  503 and cancelled, so that a stuck lock or query does not hold a client forever.
+* ``RequestTimeoutMiddleware``: a request that has not started its answer by the timeout
+  is answered 503 and cancelled, so that a stuck lock or query does not hold a client
+  forever; a streamed answer is cut off when it stalls for that long.
 
 See docs/reliability.md for the choices.
 """
@@ -192,12 +193,16 @@ def json_depth_exceeds(body: bytes, max_depth: int) -> bool:
 
 
 class RequestTimeoutMiddleware:
-    """503 problem+json when handling takes longer than the timeout.
+    """503 problem+json when a request makes no progress for the timeout.
 
-    The request runs in its own task; at the deadline the client gets its 503 at once
-    and the task is cancelled (its transaction rolls back) in the background, so that a
-    driver that is slow to cancel (SQLite waiting on a lock in a thread) delays nobody.
-    A response that had already started is cut off instead.
+    The request runs in its own task. Until its response starts, the timeout bounds the
+    time to the first byte: at the deadline the client gets its 503 at once and the task
+    is cancelled (its transaction rolls back) in the background, so that a driver that
+    is slow to cancel (SQLite waiting on a lock in a thread) delays nobody. Once the
+    response has started, the timeout bounds each wait between two body chunks (the
+    app producing the next one or the client taking the last one): a streamed list of a
+    million teams runs as long as it keeps sending, and a response that stalls is cut
+    off.
     """
 
     def __init__(
@@ -227,30 +232,33 @@ class RequestTimeoutMiddleware:
     async def _bounded(self, scope: Scope, receive: Receive, send: Send) -> None:
         bulk = scope["path"].rstrip("/").endswith(self.bulk_suffixes)
         timeout = self.bulk_seconds if bulk else self.seconds
-        state = {"started": False, "timed_out": False}
+        loop = asyncio.get_running_loop()
+        progress = _Progress(loop.time())
 
         async def guarded_send(message: Message) -> None:
-            if state["timed_out"]:
+            if progress.timed_out:
                 return
             if message["type"] == "http.response.start":
-                state["started"] = True
+                progress.started = True
+            progress.last = loop.time()
             await send(message)
+            progress.last = loop.time()
 
         task = asyncio.ensure_future(self.app(scope, receive, guarded_send))
         try:
-            done, _ = await asyncio.wait({task}, timeout=timeout)
+            done = await _wait_while_progressing(task, progress, timeout, loop)
         except asyncio.CancelledError:
             task.cancel()
             raise
         if done:
             task.result()
             return
-        state["timed_out"] = True
+        progress.timed_out = True
         task.cancel()
         self.cancelled.add(task)
         task.add_done_callback(self._forget)
         logger.warning("request timed out after %s s", timeout, extra={"path": scope["path"]})
-        if state["started"]:
+        if progress.started:
             return
         problem = ServiceUnavailable(
             f"The request took longer than {timeout:g} s and was cancelled. Retry it "
@@ -263,6 +271,35 @@ class RequestTimeoutMiddleware:
         self.cancelled.discard(task)
         if not task.cancelled() and task.exception() is not None:
             logger.warning("timed-out request ended with %s", type(task.exception()).__name__)
+
+
+class _Progress:
+    """How far one bounded request has got (written by its ``send``)."""
+
+    __slots__ = ("last", "started", "timed_out")
+
+    def __init__(self, now: float) -> None:
+        self.last = now
+        """When the request last sent something, or its send last returned."""
+        self.started = False
+        self.timed_out = False
+
+
+async def _wait_while_progressing(
+    task: asyncio.Task[None], progress: _Progress, seconds: float, loop: asyncio.AbstractEventLoop
+) -> bool:
+    """Whether ``task`` finished before ``seconds`` passed without progress: before its
+    response starts, from the request's arrival; after, from its last chunk."""
+    deadline = loop.time() + seconds
+    while True:
+        done, _ = await asyncio.wait({task}, timeout=max(deadline - loop.time(), 0))
+        if done:
+            return True
+        if not progress.started:
+            return False
+        deadline = progress.last + seconds
+        if deadline <= loop.time():
+            return False
 
 
 async def drain(cancelled: set[asyncio.Task[None]], grace: float) -> bool:
