@@ -6,6 +6,8 @@ statements the endpoints issue are captured and EXPLAINed with their parameters.
 
 from __future__ import annotations
 
+import functools
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -13,6 +15,7 @@ from typing import Any
 import pytest
 from sqlalchemy import event, text
 
+from questline.leaderboard import graphs
 from tests.factories import Org, World
 from tests.readmodel.statements import statements
 from tests.support.harness import AppHarness
@@ -129,6 +132,8 @@ async def test_leaderboard_reads_the_index_in_order_without_sorting(
 @pytest.mark.slow
 async def test_graph_reads_only_the_top_teams_history(world: World, app_state: AppHarness) -> None:
     org = await _populate(world, app_state)
+    readmodel = app_state.readmodel
+    readmodel.lean.enabled = False  # the route's statements, with their parameters
     with capture(app_state) as seen:
         response = await org.client.get("/leaderboard/graph?top=10", headers=org.member)
     assert response.status_code == 200
@@ -139,7 +144,23 @@ async def test_graph_reads_only_the_top_teams_history(world: World, app_state: A
     # in at most three statements with the version check SQLite adds).
     assert len(seen) <= 2, [s for s, _ in seen]
     statement, parameters = next((s, p) for s, p in seen if "score_events" in s)
-    plan = await explain(app_state, statement, parameters)
-    scans = [n for n in plan if n.get("Relation Name") == "score_events"]
-    assert [n.get("Index Name") for n in scans] == ["ix_score_events_team_at"], plan
-    assert not [n for n in plan if n["Node Type"] == "Seq Scan"], plan
+    # A miss the fast lane builds: the same ranking, then the same histories query with
+    # a parameter a team (readmodel/lean.py); both plans read the history's index.
+    readmodel.lean.enabled = True
+    readmodel.cache.drop_bodies()
+    with statements(app_state) as lean:
+        again = await org.client.get("/leaderboard/graph?top=10", headers=org.member)
+    assert again.content == response.content
+    assert lean["engine"] == []
+    assert lean["lean"][0] == next(s for s, _ in seen if "ORDER BY teams.score DESC" in s)
+    histories = readmodel.lean.statement(
+        "graph-histories-10", functools.partial(graphs.plain_histories_statement, 10)
+    )
+    assert lean["lean"][1] == histories.sql
+    teams = {f"team{i}": uuid.UUID(series["TeamId"]) for i, series in enumerate(body)}
+    lean_parameters = tuple(histories.arguments({"org": org.id, **teams}))
+    for sql, values in ((statement, parameters), (histories.sql, lean_parameters)):
+        plan = await explain(app_state, sql, values)
+        scans = [n for n in plan if n.get("Relation Name") == "score_events"]
+        assert [n.get("Index Name") for n in scans] == ["ix_score_events_team_at"], plan
+        assert not [n for n in plan if n["Node Type"] == "Seq Scan"], plan

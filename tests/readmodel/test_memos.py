@@ -10,6 +10,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import pytest
 
 from questline.progress.overview import RANK_BYTES, Ranks
@@ -136,3 +137,67 @@ def test_the_order_memo_tells_apart_ids_that_share_their_first_half() -> None:
     ranks = Ranks.of(b"".join(ids), array.array("i", [4, 3, 2, 1, 0]))
     assert [ranks.position(team) for team in ids] == [4, 3, 2, 1, 0]
     assert ranks.position(shared + b"\x04" * 8) is None
+
+
+async def test_requests_that_miss_a_memo_together_build_it_once(app_state: AppHarness) -> None:
+    """After a write, every overview of a large organization misses its order at once:
+    one builds it (a statement over all its teams), the others wait for that one."""
+    readmodel, org = app_state.readmodel, uuid.uuid4()
+    release, builds = anyio.Event(), []
+
+    async def build() -> list[int]:
+        builds.append(1)
+        await release.wait()
+        return [len(builds)]
+
+    async def ask(into: list[Any]) -> None:
+        into.append(await readmodel.memo(org, "order", 3, build))
+
+    got: list[Any] = []
+    async with anyio.create_task_group() as group:
+        for _ in range(10):
+            group.start_soon(ask, got)
+        await anyio.wait_all_tasks_blocked()
+        release.set()
+    assert builds == [1]
+    assert got == [[1]] * 10
+    assert all(value is got[0] for value in got)
+    assert readmodel.memo_at(org, "order", 3) is got[0]
+    assert readmodel.memo_at(org, "order", 4) is None  # kept at its version only
+
+
+async def test_a_memo_whose_builder_was_cancelled_is_built_by_a_waiter(
+    app_state: AppHarness,
+) -> None:
+    readmodel, org = app_state.readmodel, uuid.uuid4()
+    started, builds = anyio.Event(), []
+
+    async def stuck() -> str:
+        builds.append("stuck")
+        started.set()
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    async def quick() -> str:
+        builds.append("quick")
+        return "built"
+
+    got: list[str] = []
+    first = anyio.CancelScope()
+
+    async def build_first() -> None:
+        with first:
+            await readmodel.memo(org, "order", 1, stuck)
+
+    async def wait_for_it() -> None:
+        got.append(await readmodel.memo(org, "order", 1, quick))
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(build_first)
+        await started.wait()
+        group.start_soon(wait_for_it)
+        await anyio.wait_all_tasks_blocked()
+        first.cancel()  # the first request goes away mid-build
+    assert builds == ["stuck", "quick"]
+    assert got == ["built"]
+    assert readmodel.memo_at(org, "order", 1) == "built"

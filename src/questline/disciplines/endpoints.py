@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from questline.disciplines import schemas, service
 from questline.disciplines.examples import BASIC_DOCUMENT, FULL_DOCUMENT
 from questline.readmodel.http import CachedRead, serve, serve_list
+from questline.readmodel.service import readmodel_of
 from questline.web.access import CallerDep
 from questline.web.openapi import problem_responses
 from questline.web.pagination import PageDep, announce_next_page, split_page
@@ -117,7 +118,11 @@ async def create_discipline(
         **problem_responses(401, 404),
     },
 )
-@answers_early(CachedRead(revalidate=service.lean_current_etag, resource="discipline_id"))
+@answers_early(
+    CachedRead(
+        revalidate=service.lean_current_etag, miss=service.lean_document, resource="discipline_id"
+    )
+)
 async def get_discipline(
     discipline_id: DisciplineId,
     request: Request,
@@ -136,8 +141,7 @@ async def get_discipline(
             discipline = await service.get_discipline(
                 session, caller=caller, discipline_id=discipline_id
             )
-            document = await service.read_tree(session, discipline)
-            body = document.model_dump_json(by_alias=True).encode()
+            body = await service.document_body(session, readmodel_of(request), discipline)
             return body, {"ETag": service.etag_of(discipline)}
 
         async def current_etag() -> str | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
@@ -149,13 +149,80 @@ async def current_etag(
 
 async def lean_current_etag(request: LeanRequest) -> str | None:
     """``current_etag`` for the fast lane, on the driver (``readmodel.lean``)."""
-    discipline_id = request.resource_id
-    if discipline_id is None:
+    version = await _lean_version(request)
+    if version is None or request.resource_id is None:
+        return None
+    return _etag(request.resource_id, version)
+
+
+async def _lean_version(request: LeanRequest) -> int | None:
+    """The path's discipline's version if the caller's organization sees it."""
+    if request.resource_id is None:
         return None
     statement = request.reader.statement("discipline-version", _version_query)
-    params = {"org": request.organization_id, "discipline": discipline_id}
+    params = {"org": request.organization_id, "discipline": request.resource_id}
     rows = await request.reader.fetch(statement, params)
-    return _etag(discipline_id, rows[0][0]) if rows else None
+    return int(rows[0][0]) if rows else None
+
+
+DOCUMENTS = uuid.UUID(int=0)
+"""The read model's organization key of discipline documents. A document is the same
+for every organization that sees it (the global disciplines: all of them), so it is
+kept once, by the discipline's own version; who may read it is the organization's
+version check (``_version_query``), made before it is looked up."""
+
+
+def document_memo(discipline_id: uuid.UUID) -> str:
+    return f"discipline:{discipline_id.hex}"
+
+
+async def document_body(
+    session: AsyncSession, memos: DocumentMemos, discipline: Discipline
+) -> bytes:
+    """The discipline's document as JSON, from the read model's memo of this version of
+    the discipline, or read and kept there."""
+
+    async def read() -> bytes:
+        return (await read_tree(session, discipline)).model_dump_json(by_alias=True).encode()
+
+    body: bytes = await memos.memo(
+        DOCUMENTS, document_memo(discipline.id), discipline.version, read
+    )
+    return body
+
+
+async def lean_document(request: LeanRequest) -> tuple[bytes, dict[str, str]] | None:
+    """``GET /discipline/{id}`` on a read-model miss, on the driver: the version check
+    (one statement) and the document some organization's read kept at that version.
+    None (the route answers): no such discipline for the caller (its 404), or no
+    document kept at this version."""
+    version = await _lean_version(request)
+    if version is None or request.resource_id is None:
+        return None
+    body = request.memos.memo_at(DOCUMENTS, document_memo(request.resource_id), version)
+    return None if body is None else (body, {"ETag": _etag(request.resource_id, version)})
+
+
+async def visible_versions(
+    session: AsyncSession, *, org_id: uuid.UUID
+) -> tuple[tuple[uuid.UUID, int], ...]:
+    """Each discipline the organization sees, with its version, by id: what every
+    summary of them (an overview's tree) is a function of. Versions only grow and ids
+    are never reused, so an equal answer means the same disciplines, unchanged."""
+    rows = await session.execute(
+        select(Discipline.id, Discipline.version).where(visible_to(org_id)).order_by(Discipline.id)
+    )
+    return tuple((row[0], int(row[1])) for row in rows)
+
+
+class DocumentMemos(Protocol):
+    async def memo(
+        self,
+        organization_id: uuid.UUID,
+        name: str,
+        version: int,
+        build: Callable[[], Awaitable[Any]],
+    ) -> Any: ...
 
 
 def etag_matches(discipline: Discipline, header: str) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import uuid
 from dataclasses import replace
 from typing import Annotated, Any
@@ -358,12 +359,35 @@ async def stream_leaderboard(
     return stream.EventStream(content, BackgroundTask(registry.release, tenant.org_id))
 
 
+async def lean_graph(request: LeanRequest) -> tuple[bytes, dict[str, str]] | None:
+    """``GET /leaderboard/graph`` (the overall ranking's first ``top`` teams over their
+    whole history: ``top`` only) on a read-model miss, without a session
+    (``readmodel.lean``): the leaderboard's statement, then the teams' histories, and the
+    route's series and body."""
+    top, org_id = request.query["top"], request.organization_id
+    ranking = request.reader.statement("leaderboard", standings.overall_statement)
+    rows = await request.reader.fetch(ranking, {"org": org_id, "limit": top, "offset": 0})
+    entries = standings.entries_from_rows(rows, offset=0)
+    if not entries:
+        return dumps([]), {}
+    histories = request.reader.statement(
+        f"graph-histories-{len(entries)}",
+        functools.partial(graphs.plain_histories_statement, len(entries)),
+    )
+    teams = {f"team{i}": entry.team_id for i, entry in enumerate(entries)}
+    found = graphs.histories_from_rows(
+        await request.reader.fetch(histories, {"org": org_id, **teams})
+    )
+    series = graphs.series_from(entries, found, graphs.Window())
+    return dumps([series_json(s) for s in series]), {}
+
+
 @router.get(
     "/leaderboard/graph",
     response_model=list[schemas.Series],
     responses=problem_responses(401, 403, 404, 422),
 )
-@answers_early(CachedRead())
+@answers_early(CachedRead(miss=lean_graph, query=("top",)))
 async def get_leaderboard_graph(
     request: Request,
     tenant: MemberOf,

@@ -10,11 +10,13 @@ history of the teams drawn is read (index ``ix_score_events_team_at``).
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import and_, select
+from sqlalchemy import and_, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.leaderboard import standings
@@ -86,11 +88,10 @@ class _History:
     changes: list[_Change]
 
 
-async def _histories(
-    session: AsyncSession, *, org_id: uuid.UUID, team_ids: Sequence[uuid.UUID], window: Window
-) -> dict[uuid.UUID, _History]:
-    """Each team's creation and its changes in the window (time order), in one query: the
-    teams joined to their events, so that a team without any still has its row."""
+def histories_query(org_id: uuid.UUID | Any, team_ids: Sequence[Any], window: Window) -> Any:
+    """Each of ``team_ids``' creation and its changes in the window (time order): the
+    teams joined to their events, so that a team without any still has its row. Values
+    or bound parameters (``plain_histories_statement``)."""
     joined = [ScoreEvent.team_id == Team.id, ScoreEvent.organization_id == org_id]
     if window.discipline_id is not None:
         joined.append(ScoreEvent.discipline_id == window.discipline_id)
@@ -102,21 +103,41 @@ async def _histories(
         joined.append(ScoreEvent.recorded_at < window.as_of)
     if window.from_zero and window.start is not None:
         joined.append(ScoreEvent.at >= window.start)
-    query = (
+    return (
         select(Team.id, Team.created_at, ScoreEvent.at, ScoreEvent.delta)
         .select_from(Team)
         .outerjoin(ScoreEvent, and_(*joined))
         .where(Team.organization_id == org_id, Team.id.in_(team_ids))
         .order_by(Team.id, ScoreEvent.at, ScoreEvent.id)
     )
+
+
+@functools.cache
+def plain_histories_statement(teams: int) -> Any:
+    """``histories_query`` of ``teams`` teams over the whole history, with bound
+    parameters ``org`` and ``team0`` … (the read model's lean miss runs it, compiled once
+    a count: ``top`` is at most 50)."""
+    team_ids = [bindparam(f"team{i}", type_=Team.id.type) for i in range(teams)]
+    return histories_query(bindparam("org"), team_ids, Window())
+
+
+def histories_from_rows(rows: Sequence[Sequence[Any]]) -> dict[uuid.UUID, _History]:
     found: dict[uuid.UUID, _History] = {}
-    for team_id, created_at, at, delta in (await session.execute(query)).all():
+    for team_id, created_at, at, delta in rows:
         history = found.get(team_id)
         if history is None:
             history = found[team_id] = _History(created_at, [])
         if at is not None:
             history.changes.append(_Change(at, delta))
     return found
+
+
+async def _histories(
+    session: AsyncSession, *, org_id: uuid.UUID, team_ids: Sequence[uuid.UUID], window: Window
+) -> dict[uuid.UUID, _History]:
+    """``histories_query``'s teams, in one query."""
+    query = histories_query(org_id, team_ids, window)
+    return histories_from_rows((await session.execute(query)).all())
 
 
 async def team_series(session: AsyncSession, *, team: Team, window: Window) -> Series:
@@ -156,6 +177,13 @@ async def series_of(
     if not ids:
         return []
     found = await _histories(session, org_id=org_id, team_ids=ids, window=window)
+    return series_from(entries, found, window)
+
+
+def series_from(
+    entries: Sequence[standings.Entry], found: dict[uuid.UUID, _History], window: Window
+) -> list[Series]:
+    """The ranked ``entries``' series from their histories, in their order."""
     return [
         Series(
             e.team_id,

@@ -136,7 +136,7 @@ async def get_overview(
 
     async def build(version: int) -> tuple[bytes, dict[str, str]]:
         async def tree() -> list[overview.DisciplineNode]:
-            return await overview.visible_tree(session, org_id=tenant.org_id)
+            return await overview.shared_tree(session, readmodel, org_id=tenant.org_id)
 
         async def ranks() -> overview.Ranks:
             return await overview.ranks(session, org_id=tenant.org_id, room=readmodel.largest_memo)

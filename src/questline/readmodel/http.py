@@ -345,7 +345,8 @@ class CachedRead:
     declaration, with FastAPI's own function; a value the route would refuse leaves the
     request to the route (its 422). With ``revalidate``
     (the lean form of the route's ``current_etag``, see ``serve``) and ``resource``, a
-    stale entry whose resource's ``ETag`` is unchanged is kept at the new version here.
+    stale entry whose resource's ``ETag`` is unchanged is kept at the new version here
+    (before any miss is built: it is the cheaper of the two).
     Everything else — no entry, a stale one otherwise, CSV, an ``If-None-Match`` that
     does not match (the route judges validators), the builder's ``None`` — is left to
     the route.
@@ -392,10 +393,6 @@ class CachedRead:
             return None
         if entry is not None and entry.current(version):
             readmodel.cache.hits += 1
-        elif lean:
-            entry = await self._build_miss(
-                request, readmodel, organization_id, variant, key, version
-            )
         elif (
             entry is not None
             and self.revalidate is not None
@@ -405,6 +402,10 @@ class CachedRead:
         ):
             entry = await self._revalidate(
                 request, readmodel, organization_id, variant, key, version, entry
+            )
+        elif lean:
+            entry = await self._build_miss(
+                request, readmodel, organization_id, variant, key, version
             )
         else:
             entry = None

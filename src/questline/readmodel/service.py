@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from sqlalchemy import make_url
 from starlette.requests import HTTPConnection
@@ -17,6 +17,8 @@ from questline.readmodel.footprint import footprint
 from questline.readmodel.lean import LeanReader
 from questline.readmodel.sources import PostgresSource, SqliteSource, VersionSource
 from questline.storage.db import Database
+
+T = TypeVar("T")
 
 Build = Callable[[], Awaitable[Entry]]
 
@@ -52,7 +54,7 @@ class ReadModel:
             listen_url = settings.database_listen_url or db.url
             self.source = PostgresSource(db, listen_url, self.changes, self.invalidate_all)
         self.lean = LeanReader(db, transaction_pooler=settings.database_transaction_pooler)
-        self._inflight: dict[tuple[Key, int], asyncio.Future[Entry]] = {}
+        self._inflight: dict[tuple[Key, int], asyncio.Future[Any]] = {}
         db.on_commit(self._committed)
         db.dispose_hooks.append(self.stop)
 
@@ -78,16 +80,52 @@ class ReadModel:
         """The entry of ``key`` at ``version``: built once however many ask at once.
         A build that failed fails its waiters too (a database that is down is asked
         once); one that ``Declined`` is no answer, and each waiter builds its own."""
-        flight = (key, version)
+
+        async def build_and_keep() -> Entry:
+            entry = await build()
+            self.cache.put(key, entry)
+            return entry
+
+        return await self._once((key, version), build_and_keep)
+
+    async def memo(
+        self,
+        organization_id: uuid.UUID,
+        name: str,
+        version: int,
+        build: Callable[[], Awaitable[Any]],
+    ) -> Any:
+        """A value shared by many entries of the organization (the discipline tree under
+        every overview), built once per version — once however many ask at once: the
+        requests that miss together after a write (an organization's leaderboard order
+        is a statement over all its teams) — and kept in the cache's bound (its size:
+        ``footprint``). ``version`` < 0: no version is known, build without keeping it."""
+        if version < 0:
+            return await build()
+        key = memo_key(organization_id, name)
+        found = self.cache.memo(key)
+        if found is not None and found.version == version:
+            return found.value
+
+        async def build_and_keep() -> Any:
+            value = await build()
+            self.cache.put(key, Memo(version, value, footprint(value)))
+            return value
+
+        return await self._once((key, version), build_and_keep)
+
+    async def _once(self, flight: tuple[Key, int], build: Callable[[], Awaitable[T]]) -> T:
+        """``build``'s value, built once however many ask for ``flight`` at once (see
+        ``load``); ``build`` keeps it where later requests find it."""
         running = self._inflight.get(flight)
         if running is not None:
             await asyncio.wait({running})
             if not running.cancelled() and not isinstance(running.exception(), Declined):
-                return running.result()
-        future: asyncio.Future[Entry] = asyncio.get_running_loop().create_future()
+                return cast(T, running.result())
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         self._inflight[flight] = future
         try:
-            entry = await build()
+            value = await build()
         except BaseException as exc:
             if isinstance(exc, asyncio.CancelledError):
                 future.cancel()
@@ -98,28 +136,7 @@ class ReadModel:
         finally:
             if self._inflight.get(flight) is future:
                 del self._inflight[flight]
-        self.cache.put(key, entry)
-        future.set_result(entry)
-        return entry
-
-    async def memo(
-        self,
-        organization_id: uuid.UUID,
-        name: str,
-        version: int,
-        build: Callable[[], Awaitable[Any]],
-    ) -> Any:
-        """A value shared by many entries of the organization (the discipline tree under
-        every overview), built once per version and kept in the cache's bound (its size:
-        ``footprint``). ``version`` < 0: no version is known, build without keeping it."""
-        if version < 0:
-            return await build()
-        key = memo_key(organization_id, name)
-        found = self.cache.memo(key)
-        if found is not None and found.version == version:
-            return found.value
-        value = await build()
-        self.cache.put(key, Memo(version, value, footprint(value)))
+        future.set_result(value)
         return value
 
     def memo_at(self, organization_id: uuid.UUID, name: str, version: int) -> Any:
