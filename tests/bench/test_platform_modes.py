@@ -4,6 +4,7 @@ BENCHMARKS.md shows (``full`` or ``quick``); any other is ``partial``."""
 from __future__ import annotations
 
 import pytest
+from bench.platform import report
 from bench.platform.run import parse_args
 
 
@@ -23,3 +24,18 @@ from bench.platform.run import parse_args
 )
 def test_a_run_that_leaves_a_stage_out_is_partial(argv: list[str], mode: str) -> None:
     assert parse_args(argv).mode == mode
+
+
+@pytest.mark.parametrize(("kib", "met"), [(18.9, True), (42.6, False), (-12.2, None), (0.0, None)])
+def test_memory_a_stream_that_fell_while_they_opened_is_not_measured(
+    kib: float, met: bool | None
+) -> None:
+    """A worker's resident memory can fall while streams open (pages the traffic freed
+    given back): no figure about the streams, not a goal met."""
+    mixed = {"name": "mixed", "of_bare": 0.1, "p50_ms": 10.0, "p99_ms": 50.0}
+    result = {
+        "traffic": [{**mixed, "connections": 16}, {**mixed, "connections": 256}],
+        "streams": {"kib_per_stream": kib},
+    }
+    found = [g for g in report.goals(result) if "memory per open stream" in g["goal"]]
+    assert [(g["value"], g["met"]) for g in found] == [(kib, met)]
