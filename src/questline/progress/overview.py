@@ -237,7 +237,7 @@ async def ranks(session: AsyncSession, *, org_id: uuid.UUID, room: int) -> Ranks
     dialect = session.get_bind().dialect.name
     row = (await session.execute(_packed_ranks_query(dialect), {"org": org_id})).one()
     # In bytes' order, which ``Ranks.position`` bisects: PostgreSQL orders a uuid by its
-    # bytes, SQLite the ids' lowercase hex by the BINARY collation.
+    # bytes (the aggregate's own ORDER BY), SQLite the ids' lowercase hex (checked).
     return Ranks.of(*_unpacked(dialect, row[0], row[1]))
 
 
@@ -283,7 +283,20 @@ def _unpacked(dialect: str, ids: Any, places: Any) -> tuple[bytes, array.array[i
             positions.byteswap()
         return bytes(ids), positions
     positions.extend(int(p) for p in places.split(","))
-    return bytes.fromhex(ids), positions
+    return bytes.fromhex(_in_id_order(ids, positions)), positions
+
+
+def _in_id_order(hex_ids: str, positions: array.array[int]) -> str:
+    """SQLite's ids (32 lowercase hex digits each: bytes' order) sorted, their places
+    with them, in place. SQLite keeps a subquery's order for the aggregate above it
+    (an aggregate query is not flattened into an ordered subquery), but does not
+    promise it: checked, and sorted here if it did not."""
+    keys = [hex_ids[i : i + 32] for i in range(0, len(hex_ids), 32)]
+    if all(keys[i] < keys[i + 1] for i in range(len(keys) - 1)):
+        return hex_ids
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    positions[:] = array.array("i", [positions[i] for i in order])
+    return "".join(keys[i] for i in order)
 
 
 async def overview_json(
