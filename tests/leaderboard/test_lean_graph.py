@@ -8,7 +8,11 @@ import pytest
 
 from tests.factories import Org, World
 from tests.progress.factories import completed, make_discipline
-from tests.readmodel.statements import assert_lean_miss_is_the_routes, statements
+from tests.readmodel.statements import (
+    assert_lean_miss_is_the_routes,
+    assert_left_to_the_route,
+    statements,
+)
 from tests.support.harness import AppHarness
 
 pytestmark = pytest.mark.anyio
@@ -69,10 +73,5 @@ async def test_anything_else_is_left_to_the_route(
     world: World, app_state: AppHarness, query: str, status: int
 ) -> None:
     org = await _ranked_org(world)
-    app_state.readmodel.cache.drop_bodies()
-    with statements(app_state) as seen:
-        answer = await world.client.get(f"/leaderboard/graph{query}", headers=org.member)
-    assert answer.status_code == status, answer.text
-    assert seen["lean"] == []
-    if status == 422:
-        assert answer.headers["content-type"] == "application/problem+json"
+    url = f"/leaderboard/graph{query}"
+    await assert_left_to_the_route(world.client, app_state, url, org.member, status)

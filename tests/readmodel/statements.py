@@ -53,3 +53,17 @@ async def assert_lean_miss_is_the_routes(
     assert lean.headers["etag"] == routed.headers["etag"]
     assert lean.headers.get("link") == routed.headers.get("link")
     return lean
+
+
+async def assert_left_to_the_route(
+    client: Any, state: AppHarness, url: str, headers: dict[str, str], status: int
+) -> None:
+    """``url`` on a miss goes to the route (no lean statement), which answers
+    ``status``: a problem document when it refuses."""
+    state.readmodel.cache.drop_bodies()
+    with statements(state) as seen:
+        answer = await client.get(url, headers=headers)
+    assert answer.status_code == status, answer.text
+    assert seen["lean"] == []
+    if status == 422:
+        assert answer.headers["content-type"] == "application/problem+json"

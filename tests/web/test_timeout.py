@@ -150,11 +150,12 @@ async def _run_bounded(app: _Stream, seconds: float) -> tuple[list[Message], set
 
 
 async def test_a_streamed_answer_that_keeps_sending_outlives_the_timeout() -> None:
-    # 40 chunks 0.05 s apart: 2 s in all, twice the timeout, never a second's pause.
-    app = _Stream(chunks=40, gap=0.05)
-    sent, cancelled = await _run_bounded(app, seconds=1.0)
+    # 30 chunks 0.1 s apart: 3 s in all, past the 2.5 s timeout; only a pause of 2.4 s
+    # more than asked for (a loop stalled that long) would cut it.
+    app = _Stream(chunks=30, gap=0.1)
+    sent, cancelled = await _run_bounded(app, seconds=2.5)
     bodies = [m for m in sent if m["type"] == "http.response.body"]
-    assert len(bodies) == 41
+    assert len(bodies) == 31
     assert bodies[-1]["more_body"] is False  # the whole answer went out
     assert not app.cancelled
     assert not cancelled

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
@@ -23,6 +23,7 @@ from questline.disciplines import schemas, tree
 from questline.disciplines.models import Discipline, Level, Quest, Task
 from questline.readmodel import versions
 from questline.readmodel.lean import LeanRequest
+from questline.readmodel.service import ReadModel
 from questline.storage.db import new_id, utcnow
 from questline.web.bodies import gc_paused, without_gc_pauses
 from questline.web.errors import FieldError, Forbidden, PreconditionFailed, Unprocessable, not_found
@@ -176,9 +177,7 @@ def document_memo(discipline_id: uuid.UUID) -> str:
     return f"discipline:{discipline_id.hex}"
 
 
-async def document_body(
-    session: AsyncSession, memos: DocumentMemos, discipline: Discipline
-) -> bytes:
+async def document_body(session: AsyncSession, memos: ReadModel, discipline: Discipline) -> bytes:
     """The discipline's document as JSON, from the read model's memo of this version of
     the discipline, or read and kept there."""
 
@@ -213,16 +212,6 @@ async def visible_versions(
         select(Discipline.id, Discipline.version).where(visible_to(org_id)).order_by(Discipline.id)
     )
     return tuple((row[0], int(row[1])) for row in rows)
-
-
-class DocumentMemos(Protocol):
-    async def memo(
-        self,
-        organization_id: uuid.UUID,
-        name: str,
-        version: int,
-        build: Callable[[], Awaitable[Any]],
-    ) -> Any: ...
 
 
 def etag_matches(discipline: Discipline, header: str) -> bool:
