@@ -8,10 +8,11 @@ talking JSON lines over its stdin and stdout:
 
 1. in: ``{"plan": [[organization, token], ...]}``; out: ``{"open": n, "refused": m,
    "retried": r, "seconds": s}`` once every stream got its first event (or its refusal);
-2. in: ``{"writes": [[organization, at, version], ...]}`` (``at``: ``time.monotonic()``
-   of the write's ``201``, one clock for every process of the machine); out:
-   ``{"latencies_ms": [...], "missed": k}`` over this holder's streams of each written
-   organization (bench/platform/streams.py, ``arrivals``);
+2. in: ``{"writes": [[organization, sent, answered, team, completed], ...]}``
+   (``streams.Done``; its times are ``time.monotonic()``, one clock for every process
+   of the machine); out: ``{"latencies_ms": [...], "missed": k, "before_201": b}`` over
+   this holder's streams of each written organization (bench/platform/streams.py,
+   ``arrivals``);
 3. in: ``{"close": true}``: the holder closes its streams and exits.
 """
 
@@ -87,12 +88,16 @@ class Holders:
             seconds=max(a["seconds"] for a in answers),
         )
 
-    async def arrivals(self, writes: list[tuple[int, float, int]]) -> tuple[list[float], int]:
+    async def arrivals(self, writes: list[streams.Done]) -> streams.Arrivals:
         """Write → event times (ms) over every held stream of each written organization,
         and how many of those streams saw no event for their write."""
-        answers = await asyncio.gather(*(h.ask({"writes": writes}) for h in self.holders))
-        latencies = [ms for a in answers for ms in a["latencies_ms"]]
-        return latencies, sum(a["missed"] for a in answers)
+        sent = [write.as_json() for write in writes]
+        answers = await asyncio.gather(*(h.ask({"writes": sent}) for h in self.holders))
+        return streams.Arrivals(
+            latencies_ms=[ms for a in answers for ms in a["latencies_ms"]],
+            missed=sum(a["missed"] for a in answers),
+            before_201=sum(a["before_201"] for a in answers),
+        )
 
     async def close(self) -> None:
         for holder in self.holders:
@@ -121,9 +126,12 @@ async def _hold(port: int) -> None:
          "seconds": seconds}
     )  # fmt: skip
     while "close" not in (command := await _command()):
-        writes = [(org, at, version) for org, at, version in command["writes"]]
-        latencies, missed = streams.arrivals(held, writes)
-        _answer({"latencies_ms": latencies, "missed": missed})
+        writes = [streams.Done(*write) for write in command["writes"]]
+        found = streams.arrivals(held, writes)
+        _answer(
+            {"latencies_ms": found.latencies_ms, "missed": found.missed,
+             "before_201": found.before_201}
+        )  # fmt: skip
     await streams.close_all(held)
 
 

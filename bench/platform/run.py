@@ -217,8 +217,7 @@ async def measure_streams(
     writes = stream_writes(tokens, ranks, args.writes)
     spacing = max(0.3, (load.duration_s - 1) / max(1, len(writes)))
     done, refused = await streams.post_writes(service.base_url, writes, spacing=spacing)
-    latencies, missed = await held.arrivals(done)
-    latency = streams.write_to_event(latencies, missed, len(done), refused)
+    latency = streams.write_to_event(await held.arrivals(done), len(done), refused)
     with_streams = background.join()
     extra = [(ranks[i % len(ranks)], tokens[ranks[i % len(ranks)]][0]) for i in range(20)]
     caps = await streams.past_the_caps(service.port, service.base_url, extra)
