@@ -5,6 +5,20 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from questline.readmodel.lean import SQLITE_CACHE_KIB
+
+SQLITE_DEFAULT_CACHE_KIB = 2_000
+"""SQLite's default page cache a connection (``cache_size = -2000``: KiB)."""
+SQLITE_POOLED_CONNECTIONS = 15
+"""SQLAlchemy's ``QueuePool`` defaults, which the service keeps on SQLite: 5 kept + 10
+overflow."""
+
+
+def sqlite_page_caches_kib() -> int:
+    """What a SQLite worker's page caches hold once filled (docs/deploy.md, the worker
+    memory formula): the lean reader's connection and each pooled one."""
+    return SQLITE_CACHE_KIB + SQLITE_POOLED_CONNECTIONS * SQLITE_DEFAULT_CACHE_KIB
+
 
 def _status(pid: int) -> dict[str, str]:
     try:

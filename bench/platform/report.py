@@ -54,7 +54,8 @@ def goals(result: dict[str, Any]) -> list[dict[str, Any]]:
     memory = result.get("memory", {})
     if memory:
         goal(
-            "worker RSS growth ≤ read-model bound + open streams x 20 KB",
+            "worker RSS growth ≤ read-model bound + open streams x 20 KB"
+            + (" + SQLite page caches" if memory.get("page_caches_mib") else ""),
             f"{memory['max_growth_mib']} MiB ≤ {memory['allowed_growth_mib']} MiB",
             memory["max_growth_mib"] <= memory["allowed_growth_mib"],
         )

@@ -325,7 +325,8 @@ def run_backend(backend: str, args: argparse.Namespace, wrk: str) -> dict[str, A
         max(after_traffic.get(p, 0), opened.get(p, 0), end_rss.get(p, 0)) - start_rss[p]
         for p in start_rss
     )
-    allowed_kib = read_model_max // 1024 + open_streams * report.STREAM_KB_GOAL
+    page_caches_kib = memory.sqlite_page_caches_kib() if backend == "sqlite" else 0
+    allowed_kib = read_model_max // 1024 + open_streams * report.STREAM_KB_GOAL + page_caches_kib
     mem = {
         "start_mib": [_mib(v) for v in start_rss.values()],
         "after_traffic_mib": [_mib(v) for v in after_traffic.values()],
@@ -334,6 +335,7 @@ def run_backend(backend: str, args: argparse.Namespace, wrk: str) -> dict[str, A
         "read_model_max_mib": read_model_max // 2**20,
         "max_growth_mib": _mib(max_growth),
         "allowed_growth_mib": _mib(allowed_kib),
+        "page_caches_mib": _mib(page_caches_kib),
     }
     result: dict[str, Any] = {
         "kind": report.KIND,
