@@ -362,22 +362,30 @@ async def stream_leaderboard(
 async def lean_graph(request: LeanRequest) -> tuple[bytes, dict[str, str]] | None:
     """``GET /leaderboard/graph`` (the overall ranking's first ``top`` teams over their
     whole history: ``top`` only) on a read-model miss, without a session
-    (``readmodel.lean``): the leaderboard's statement, then the teams' histories, and the
-    route's series and body."""
+    (``readmodel.lean``): the leaderboard's statement with the teams' histories beside
+    (PostgreSQL: one statement), or then (SQLite, which has no arrays); and the route's
+    series and body."""
     top, org_id = request.query["top"], request.organization_id
-    ranking = request.reader.statement("leaderboard", standings.overall_statement)
-    rows = await request.reader.fetch(ranking, {"org": org_id, "limit": top, "offset": 0})
-    entries = standings.entries_from_rows(rows, offset=0)
-    if not entries:
-        return dumps([]), {}
-    histories = request.reader.statement(
-        f"graph-histories-{len(entries)}",
-        functools.partial(graphs.plain_histories_statement, len(entries)),
-    )
-    teams = {f"team{i}": entry.team_id for i, entry in enumerate(entries)}
-    found = graphs.histories_from_rows(
-        await request.reader.fetch(histories, {"org": org_id, **teams})
-    )
+    reader = request.reader
+    ranking = {"org": org_id, "limit": top, "offset": 0}
+    if not reader.db.is_sqlite:
+        ranked = reader.statement("graph-ranked-histories", graphs.ranked_histories_statement)
+        rows = await reader.fetch(ranked, ranking)
+        entries = standings.entries_from_rows(rows, offset=0)
+        found = graphs.histories_from_arrays(rows)
+    else:
+        rows = await reader.fetch(
+            reader.statement("leaderboard", standings.overall_statement), ranking
+        )
+        entries = standings.entries_from_rows(rows, offset=0)
+        if not entries:
+            return dumps([]), {}
+        histories = reader.statement(
+            f"graph-histories-{len(entries)}",
+            functools.partial(graphs.plain_histories_statement, len(entries)),
+        )
+        teams = {f"team{i}": entry.team_id for i, entry in enumerate(entries)}
+        found = graphs.histories_from_rows(await reader.fetch(histories, {"org": org_id, **teams}))
     series = graphs.series_from(entries, found, graphs.Window())
     return dumps([series_json(s) for s in series]), {}
 

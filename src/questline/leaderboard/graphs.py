@@ -14,9 +14,10 @@ import functools
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
-from sqlalchemy import and_, bindparam, select
+from sqlalchemy import and_, bindparam, func, select, true
+from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.leaderboard import standings
@@ -45,8 +46,10 @@ class Window:
             )
 
 
-@dataclass(frozen=True, slots=True)
-class Point:
+class Point(NamedTuple):
+    """(A tuple: a graph makes one a change, and a frozen dataclass costs several times
+    more to make; docs/performance.md, "Cold graph".)"""
+
     at: dt.datetime
     score: int
 
@@ -58,8 +61,7 @@ class Series:
     points: list[Point]
 
 
-@dataclass(frozen=True, slots=True)
-class _Change:
+class _Change(NamedTuple):
     at: dt.datetime
     delta: int
 
@@ -88,10 +90,12 @@ class _History:
     changes: list[_Change]
 
 
-def histories_query(org_id: uuid.UUID | Any, team_ids: Sequence[Any], window: Window) -> Any:
-    """Each of ``team_ids``' creation and its changes in the window (time order): the
-    teams joined to their events, so that a team without any still has its row. Values
-    or bound parameters (``plain_histories_statement``)."""
+HISTORY_ORDER = (ScoreEvent.at, ScoreEvent.id)
+"""A team's changes in time order (ties: recorded order)."""
+
+
+def _history_conditions(org_id: uuid.UUID | Any, window: Window) -> list[Any]:
+    """Which of a team's (``Team``) score events the window draws."""
     joined = [ScoreEvent.team_id == Team.id, ScoreEvent.organization_id == org_id]
     if window.discipline_id is not None:
         joined.append(ScoreEvent.discipline_id == window.discipline_id)
@@ -103,22 +107,63 @@ def histories_query(org_id: uuid.UUID | Any, team_ids: Sequence[Any], window: Wi
         joined.append(ScoreEvent.recorded_at < window.as_of)
     if window.from_zero and window.start is not None:
         joined.append(ScoreEvent.at >= window.start)
+    return joined
+
+
+def histories_query(org_id: uuid.UUID | Any, team_ids: Sequence[Any], window: Window) -> Any:
+    """Each of ``team_ids``' creation and its changes in the window (time order): the
+    teams joined to their events, so that a team without any still has its row. Values
+    or bound parameters (``plain_histories_statement``)."""
     return (
         select(Team.id, Team.created_at, ScoreEvent.at, ScoreEvent.delta)
         .select_from(Team)
-        .outerjoin(ScoreEvent, and_(*joined))
+        .outerjoin(ScoreEvent, and_(*_history_conditions(org_id, window)))
         .where(Team.organization_id == org_id, Team.id.in_(team_ids))
-        .order_by(Team.id, ScoreEvent.at, ScoreEvent.id)
+        .order_by(Team.id, *HISTORY_ORDER)
     )
 
 
 @functools.cache
 def plain_histories_statement(teams: int) -> Any:
     """``histories_query`` of ``teams`` teams over the whole history, with bound
-    parameters ``org`` and ``team0`` … (the read model's lean miss runs it, compiled once
-    a count: ``top`` is at most 50)."""
+    parameters ``org`` and ``team0`` … (the read model's lean miss runs it on SQLite,
+    compiled once a count: ``top`` is at most 50)."""
     team_ids = [bindparam(f"team{i}", type_=Team.id.type) for i in range(teams)]
     return histories_query(bindparam("org"), team_ids, Window())
+
+
+@functools.cache
+def ranked_histories_statement() -> Any:
+    """PostgreSQL, in one statement: ``standings.overall_statement`` (bound ``org``,
+    ``limit``, ``offset``: the leaderboard's own ranking, order and limit), each ranked
+    team's creation, and its whole history (``histories_query``'s events and order) as
+    two arrays, times and deltas (``histories_from_arrays``). The lean miss of ``GET
+    /leaderboard/graph`` runs it: one round trip and one row a team, where the ranking
+    then the histories were two round trips and a row an event (docs/performance.md)."""
+    ranked = standings.overall_statement()
+    events = (
+        select(
+            func.array_agg(aggregate_order_by(ScoreEvent.at, *HISTORY_ORDER)).label("ats"),
+            func.array_agg(aggregate_order_by(ScoreEvent.delta, *HISTORY_ORDER)).label("deltas"),
+        )
+        .where(*_history_conditions(Team.organization_id, Window()))
+        .lateral("history")
+    )
+    return ranked.add_columns(Team.created_at, events.c.ats, events.c.deltas).outerjoin(
+        events, true()
+    )
+
+
+def histories_from_arrays(rows: Sequence[Sequence[Any]]) -> dict[uuid.UUID, _History]:
+    """``ranked_histories_statement``'s rows (the ranking's five columns, then the
+    creation and the two arrays) as histories."""
+    return {
+        row[0]: _History(
+            row[5],
+            [_Change(at, delta) for at, delta in zip(row[6] or (), row[7] or (), strict=True)],
+        )
+        for row in rows
+    }
 
 
 def histories_from_rows(rows: Sequence[Sequence[Any]]) -> dict[uuid.UUID, _History]:

@@ -93,8 +93,8 @@ class UTCDateTime(TypeDecorator[dt.datetime]):
     def process_result_value(
         self, value: dt.datetime | None, dialect: Dialect
     ) -> dt.datetime | None:
-        if value is None:
-            return None
+        if value is None or value.tzinfo is dt.UTC:
+            return value  # asyncpg's timestamptz: UTC already (every column read)
         if value.tzinfo is None:
             return value.replace(tzinfo=dt.UTC)
         return value.astimezone(dt.UTC)
