@@ -78,18 +78,29 @@ async def _hold(stream: Stream, port: int, token: str) -> None:
             return
         buffer = b""
         while chunk := await reader.read(65536):
-            buffer += chunk
-            while (end := buffer.find(b"\n\n")) >= 0:
-                block, buffer = buffer[:end], buffer[end + 2 :]
-                if block.startswith(EVENT):
-                    stream.events.append((time.monotonic(), *_leader(block)))
-                    stream.opened.set()
+            blocks, buffer = events_in(buffer + chunk)
+            for block in blocks:
+                stream.events.append((time.monotonic(), *_leader(block)))
+            if blocks:
+                stream.opened.set()
     except (OSError, asyncio.IncompleteReadError, ValueError):
         if stream.status == 0:
             stream.status = -1
     finally:
         stream.opened.set()
         writer.close()
+
+
+def events_in(received: bytes) -> tuple[list[bytes], bytes]:
+    """The whole ``leaderboard`` events in what a stream received (the body is chunked:
+    each event is one chunk, after its size line), and what to keep for the next read."""
+    blocks = []
+    while (at := received.find(EVENT)) >= 0 and (end := received.find(b"\n\n", at)) >= 0:
+        blocks.append(received[at:end])
+        received = received[end + 2 :]
+    if EVENT not in received:
+        received = received[-len(EVENT) :]  # heartbeats and chunk framing; a partial start
+    return blocks, received
 
 
 def _leader(block: bytes) -> tuple[str, int]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from bench.platform import streams
+from bench.platform.streams import events_in
 
 
 def event_block(version: int, leader: str, completed: int) -> bytes:
@@ -18,6 +19,25 @@ def held(org: int, *events: tuple[float, str, int]) -> streams.Stream:
     stream = streams.Stream(org=org)
     stream.events.extend(events)
     return stream
+
+
+def chunk(payload: bytes) -> bytes:
+    return f"{len(payload):x}\r\n".encode() + payload + b"\r\n"
+
+
+def test_events_are_found_in_a_chunked_body_split_anywhere() -> None:
+    body = (
+        chunk(event_block(7, "t-1", 21) + b"\n\n")
+        + chunk(b": heartbeat\n\n")
+        + chunk(event_block(8, "t-2", 3) + b"\n\n")
+    )
+    for split in range(1, len(body)):
+        found, rest = events_in(body[:split])
+        more, rest = events_in(rest + body[split:])
+        assert [streams._leader(b) for b in found + more] == [("t-1", 21), ("t-2", 3)], split
+        assert len(rest) <= len(streams.EVENT)
+    heartbeats = chunk(b": heartbeat\n\n") * 1000
+    assert events_in(heartbeats) == ([], heartbeats[-len(streams.EVENT) :])  # kept short
 
 
 def test_an_event_is_read_as_its_leader() -> None:
