@@ -231,7 +231,7 @@ def _streams_table(results: dict[str, dict[str, Any]], present: list[str]) -> st
             f"| {s['open_seconds']:.1f} | {fmt(s.get('kib_per_stream'), '.1f')} "
             f"| {fmt(s.get('idle_cpu_cores'), '.3f')} "
             f"| {w.get('p50_ms')} / {w.get('p99_ms')} / {w.get('max_ms')} ({w.get('samples')}, "
-            f"{w.get('missed')} missed, {w.get('before_201', 0)} before the 201) "
+            f"{w.get('missed')} missed, {w.get('before_201', '–')} before the 201) "
             f"| {fmt(s.get('read_ratio_kept'), '.2f')} "
             f"| {caps.get('tried')} tried: {caps.get('statuses')}, "
             f"{caps.get('refused_with_retry_after')} with Retry-After; /healthz max "
