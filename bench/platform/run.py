@@ -72,7 +72,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default=None,
         help="QUESTLINE_READ_MODEL_MAX_BYTES in MiB (default: the service's default)",
     )
-    parser.add_argument("--cold-repeats", type=int, default=100)
+    parser.add_argument(
+        "--cold-repeats",
+        type=int,
+        default=400,
+        help="requests a cold read phase (default 400: of 100, the p99 is the maximum)",
+    )
     parser.add_argument("--writes", type=int, default=20, help="writes timed to their events")
     parser.add_argument(
         "--streams-per-client",
