@@ -19,6 +19,7 @@ talking JSON lines over its stdin and stdout:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import math
 import sys
@@ -127,11 +128,7 @@ async def _hold(port: int) -> None:
     )  # fmt: skip
     while "close" not in (command := await _command()):
         writes = [streams.Done(*write) for write in command["writes"]]
-        found = streams.arrivals(held, writes)
-        _answer(
-            {"latencies_ms": found.latencies_ms, "missed": found.missed,
-             "before_201": found.before_201}
-        )  # fmt: skip
+        _answer(dataclasses.asdict(streams.arrivals(held, writes)))
     await streams.close_all(held)
 
 

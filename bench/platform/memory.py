@@ -2,16 +2,33 @@
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import os
+import sqlite3
 from pathlib import Path
+
+from sqlalchemy.pool import QueuePool
 
 from questline.readmodel.lean import SQLITE_CACHE_KIB
 
-SQLITE_DEFAULT_CACHE_KIB = 2_000
-"""SQLite's default page cache a connection (``cache_size = -2000``: KiB)."""
-SQLITE_POOLED_CONNECTIONS = 15
-"""SQLAlchemy's ``QueuePool`` defaults, which the service keeps on SQLite: 5 kept + 10
-overflow."""
+
+def _sqlite_default_cache_kib() -> int:
+    with contextlib.closing(sqlite3.connect(":memory:")) as connection:
+        (cache_size,) = connection.execute("PRAGMA cache_size").fetchone()
+    return -int(cache_size)  # negative: KiB
+
+
+def _queue_pool_capacity() -> int:
+    defaults = inspect.signature(QueuePool.__init__).parameters
+    return int(defaults["pool_size"].default) + int(defaults["max_overflow"].default)
+
+
+SQLITE_DEFAULT_CACHE_KIB = _sqlite_default_cache_kib()
+"""SQLite's default page cache a connection, as this SQLite reports it (2,000 KiB)."""
+SQLITE_POOLED_CONNECTIONS = _queue_pool_capacity()
+"""SQLAlchemy's ``QueuePool`` defaults, which the service keeps on SQLite (5 kept + 10
+overflow), read from its signature."""
 
 
 def sqlite_page_caches_kib() -> int:
