@@ -135,8 +135,8 @@ class _SecuredSend:
         if message["type"] == "http.response.start":
             raw = message.get("headers", ())
             if self.framer is None and not any(name in _ADDED for name, _ in raw):
-                # The usual case (issue 30: seven MutableHeaders scans were ~15 % of
-                # a read-model hit): none of ours is set yet, append them in one go.
+                # The usual case: none of ours is set yet, so append them in one go rather
+                # than scanning the headers once for each (docs/performance.md).
                 added = self.layer.raw_added(self.policy, self.authenticated)
                 message["headers"] = [*raw, *added]
                 await self.send(message)

@@ -110,8 +110,8 @@ def uvicorn_options(settings: Settings, *, host: str, port: int, workers: int) -
         "h11_max_incomplete_event_size": limits.max_header_bytes,
         # With workers, uvicorn kills a worker that leaves a ping unanswered this long and
         # starts another. Its default, 5 s, is shorter than a worker's start (imports,
-        # the first connections) on a busy machine: at a load average of 10 on 2 cores
-        # every new worker was killed before it served, forever (2026-11-27, make bench).
+        # the first connections) on a busy machine, where every new worker would then be
+        # killed before it served, forever.
         "timeout_worker_healthcheck": WORKER_HEALTHCHECK_SECONDS,
     }
 
