@@ -37,10 +37,13 @@ setup-runtime: $(UV)
 setup: $(UV)
 	$(UV) sync --frozen --quiet
 
-## Set up, migrate, load the demo when empty, print the token and URL, serve on 127.0.0.1:8000.
+## Set up, migrate, load the demo when empty, print the token and URL, serve on 127.0.0.1:8000
+## (its own address as the public URL, e-mail written to the console: every page works).
 run: setup-runtime
-	QUESTLINE_PUBLIC_URL=$${QUESTLINE_PUBLIC_URL:-http://$(HOST):$(PORT)} $(BIN)/questline demo
-	$(BIN)/questline serve --host $(HOST) --port $(PORT)
+	export QUESTLINE_PUBLIC_URL=$${QUESTLINE_PUBLIC_URL:-http://$(HOST):$(PORT)} \
+		QUESTLINE_SMTP_URL=$${QUESTLINE_SMTP_URL:-console:} \
+		QUESTLINE_MAIL_FROM="$${QUESTLINE_MAIL_FROM:-Questline demo <questline@localhost>}"; \
+	$(BIN)/questline demo && $(BIN)/questline serve --host $(HOST) --port $(PORT)
 
 ## Set up, install what only the OS ships (Chromium, as root; otherwise say what to
 ## install), and run the whole test suite (SQLite and a harness-started PostgreSQL).

@@ -1,15 +1,19 @@
-"""The message builder alone: one-line header values, escaping, the sender's address."""
+"""The message builder alone: one-line header values, escaping, the sender's address;
+the console mailbox of the demo."""
 
 from __future__ import annotations
 
 import datetime as dt
 import email
+import logging
 from email import policy
 
 import pytest
 
+from questline.config import Settings
 from questline.mail.messages import Letter, build, one_line, sender_address
 from questline.mail.models import MailKind
+from questline.mail.smtp import ConsoleMailbox, SmtpConfigError, SmtpServer
 
 
 def _letter(**changes: object) -> Letter:
@@ -75,3 +79,26 @@ def test_a_recipient_that_is_not_one_address_is_refused() -> None:
             mail_from="q@example.org",
             now=dt.datetime(2026, 11, 27, tzinfo=dt.UTC),
         )
+
+
+@pytest.mark.anyio
+async def test_the_console_mailbox_writes_the_whole_message_to_the_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    settings = Settings(_env_file=None, smtp_url="console:")  # type: ignore[call-arg]
+    mailbox = SmtpServer.of(settings)
+    assert isinstance(mailbox, ConsoleMailbox)
+    message = build(
+        _letter(), mail_from="q@example.org", now=dt.datetime(2026, 11, 27, tzinfo=dt.UTC)
+    )
+    with caplog.at_level(logging.INFO, logger="questline.mail.console"):
+        await mailbox.send(message, sender="q@example.org", recipient="ada@example.org")
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    assert "ada@example.org" in logged
+    assert "https://questline.example.org/ui/#code=abc" in logged  # the link to follow
+
+
+def test_another_scheme_is_still_refused_naming_console() -> None:
+    settings = Settings(_env_file=None, smtp_url="file:///tmp/mail")  # type: ignore[call-arg]
+    with pytest.raises(SmtpConfigError, match="console:"):
+        SmtpServer.of(settings)

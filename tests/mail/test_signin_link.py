@@ -1,5 +1,5 @@
 """``POST /auth/signin-link``: a member gets an e-mail whose link signs in; anyone else
-gets the same answer and nothing; limits; no SMTP → 503."""
+gets the same answer and nothing; limits; no SMTP → 409."""
 
 from __future__ import annotations
 
@@ -150,7 +150,7 @@ async def test_requests_are_limited_per_address_and_per_client(
     assert len(await outbox(app_state.db)) == 5  # a refused request queues nothing
 
 
-async def test_without_smtp_settings_the_answer_is_503_and_the_cli_still_mints(
+async def test_without_smtp_settings_the_answer_is_409_and_the_cli_still_mints(
     client: httpx.AsyncClient,
     app_state: AppHarness,
     world: World,
@@ -167,7 +167,7 @@ async def test_without_smtp_settings_the_answer_is_503_and_the_cli_still_mints(
             await _ask(client, org.id, "ada@example.org"),
             await client.post(f"/member/{member['Id']}/invite", headers=org.admin),
         ):
-            assert refused.status_code == 503, refused.text
+            assert refused.status_code == 409, refused.text
             assert refused.headers["content-type"] == "application/problem+json"
             problem = refused.json()
             assert problem["type"].endswith("/problems/mail-not-configured")
@@ -177,7 +177,7 @@ async def test_without_smtp_settings_the_answer_is_503_and_the_cli_still_mints(
     unset = settings.model_dump(exclude={"public_url"})
     app_state.settings = Settings(**unset)
     refused = await _ask(client, org.id, "ada@example.org")
-    assert refused.status_code == 503
+    assert refused.status_code == 409
     assert "QUESTLINE_PUBLIC_URL" in refused.json()["detail"]
     assert await outbox(app_state.db) == []
 

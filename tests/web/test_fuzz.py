@@ -129,7 +129,7 @@ def fuzz_target(migrated_settings: Settings) -> Iterator[FuzzTarget]:
             "rate_limit_bulk": "1000000/minute",
             "stream_max_seconds": 0.05,
             # E-mail configured (queued, never sent: no sender runs), so that the mail
-            # routes answer their 2xx rather than 503 (mail-not-configured).
+            # routes answer their 2xx rather than 409 (mail-not-configured).
             "smtp_url": "smtp://127.0.0.1:9",
             "mail_from": "Questline <questline@example.org>",
             "public_url": "https://questline.test",

@@ -285,13 +285,13 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     # The organization itself (its name).
     ("GET", "/organization"): read(scoped=False),
     ("PATCH", "/organization"): write(200, scoped=False, body=lambda _: {"Name": unique("Iso")}),
-    # E-mail. This app has no SMTP settings: 503 (mail-not-configured) once the caller
+    # E-mail. This app has no SMTP settings: 409 (mail-not-configured) once the caller
     # may ask; a stranger still learns nothing of the owner's member (404).
     ("POST", "/auth/signin-link"): Expect(
-        dict.fromkeys((*CALLERS, "admin"), 503),
+        dict.fromkeys((*CALLERS, "admin"), 409),
         body=lambda r: {"OrganizationId": r.org_id, "Email": "iso@example.org"},
     ),
-    ("POST", "/member/{member_id}/invite"): write(503, scoped=True),
+    ("POST", "/member/{member_id}/invite"): write(409, scoped=True),
     # SCIM provisioning (a scim token only) and the admin's way to mint that token.
     ("GET", "/scim/v2/ServiceProviderConfig"): scim_only(),
     ("GET", "/scim/v2/ResourceTypes"): scim_only(),

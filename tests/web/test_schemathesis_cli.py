@@ -51,13 +51,11 @@ def _environment(backend: str, root: Path, request: pytest.FixtureRequest) -> di
         # them 429 (documented, so no failure, but nothing behind it would be tested).
         "QUESTLINE_RATE_LIMIT_ENABLED": "false",
         "QUESTLINE_LOG_LEVEL": "WARNING",
-        # A configured service: e-mail queued (no sender runs), and a public address for
-        # single sign-on's redirect URI and xAPI's IRIs. Unconfigured, those routes answer
-        # their documented 503s, which schemathesis counts as server errors (ST101).
+        # As `make run` configures the demo: a public address (single sign-on's redirect
+        # URI, LTI's tool URLs, xAPI's IRIs) and e-mail written to the console.
         "QUESTLINE_PUBLIC_URL": "https://questline.test",
-        "QUESTLINE_SMTP_URL": "smtp://127.0.0.1:9",
-        "QUESTLINE_MAIL_FROM": "Questline <questline@example.org>",
-        "QUESTLINE_MAIL_DISPATCHER_ENABLED": "false",
+        "QUESTLINE_SMTP_URL": "console:",
+        "QUESTLINE_MAIL_FROM": "Questline demo <questline@localhost>",
     }
     if backend == "postgresql":
         postgres: PostgresServer = request.getfixturevalue("postgres_server")

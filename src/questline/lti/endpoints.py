@@ -39,6 +39,14 @@ def public_url(request: Request) -> str:
     return found
 
 
+def shown_tool_urls(request: Request) -> schemas.ToolUrls | None:
+    """The tool's URLs for a read: none while ``QUESTLINE_PUBLIC_URL`` is unset (a read
+    does not fail for a setting only a registration needs)."""
+    if app_state(request).settings.public_url is None:
+        return None
+    return tool_urls(request)
+
+
 def tool_urls(request: Request) -> schemas.ToolUrls:
     base = public_url(request)
     return schemas.ToolUrls(
@@ -84,13 +92,13 @@ async def create_lti_platform(
     "",
     response_model=list[schemas.Platform],
     summary="The organization's learning platforms",
-    responses=problem_responses(401, 403, 503),
+    responses=problem_responses(401, 403),
 )
 async def list_lti_platforms(
     request: Request, tenant: AdminOf, session: SessionDep
 ) -> list[schemas.Platform]:
     """Every platform the organization registered, oldest first."""
-    tool = tool_urls(request)
+    tool = shown_tool_urls(request)
     found = await service.list_platforms(session, org_id=tenant.org_id)
     return [service.to_schema(p, await service.deployment_ids(session, p), tool) for p in found]
 
@@ -100,7 +108,7 @@ async def list_lti_platforms(
     name="get_lti_platform",
     response_model=schemas.Platform,
     summary="A learning platform",
-    responses=problem_responses(401, 403, 404, 503),
+    responses=problem_responses(401, 403, 404),
 )
 async def get_lti_platform(
     request: Request, platform_id: PlatformId, tenant: AdminOf, session: SessionDep
@@ -109,7 +117,7 @@ async def get_lti_platform(
     paste into the platform."""
     platform = await service.get_platform(session, org_id=tenant.org_id, platform_id=platform_id)
     deployments = await service.deployment_ids(session, platform)
-    return service.to_schema(platform, deployments, tool_urls(request))
+    return service.to_schema(platform, deployments, shown_tool_urls(request))
 
 
 @router.patch(

@@ -125,7 +125,10 @@ class Platform(OutputModel):
         description="The title of the course of the latest launch (null before the first)."
     )
     last_sync_at: UtcDateTime | None = Field(description="The latest roster sync (NRPS).")
-    tool: ToolUrls = Field(description="Questline's URLs to paste into the platform.")
+    tool: ToolUrls | None = Field(
+        description="Questline's URLs to paste into the platform; null on a read while "
+        "the service's public address (`QUESTLINE_PUBLIC_URL`) is not set."
+    )
     created_at: UtcDateTime
     updated_at: UtcDateTime
 

@@ -241,7 +241,7 @@ async def delete_platform(session: AsyncSession, *, platform: LtiPlatform) -> No
 
 
 def to_schema(
-    platform: LtiPlatform, deployments: Sequence[str], tool: schemas.ToolUrls
+    platform: LtiPlatform, deployments: Sequence[str], tool: schemas.ToolUrls | None
 ) -> schemas.Platform:
     return schemas.Platform(
         id=platform.id,

@@ -36,7 +36,7 @@ _ACCEPTED = schemas.SigninLinkAccepted().model_dump_json(by_alias=True).encode()
     status_code=status.HTTP_202_ACCEPTED,
     response_model=schemas.SigninLinkAccepted,
     summary="E-mail me a sign-in link",
-    responses=problem_responses(400, 403, 413, 415, 422, 429, 503),
+    responses=problem_responses(400, 403, 409, 413, 415, 422, 429, 503),
 )
 async def request_signin_link(
     request: Request, data: Annotated[schemas.SigninLinkRequest, Body()]
@@ -46,7 +46,8 @@ async def request_signin_link(
     within seconds (the session has the role `member`). The answer is the same `202`
     either way, and so is the work done before it (the request is queued; the sender
     decides), so it tells nobody who is a member. Limited per address and per client
-    (`429`). `503` when this service sends no e-mail (the problem says what to set)."""
+    (`429`). `409` (`mail-not-configured`) when this service sends no e-mail (the
+    problem says what to set)."""
     state = app_state(request)
     # Another site's page may not make a visitor's browser ask (a nuisance, not a leak).
     sessions.check_origin(request, state.settings)
@@ -67,7 +68,7 @@ async def request_signin_link(
     status_code=status.HTTP_202_ACCEPTED,
     response_model=schemas.Invitation,
     summary="E-mail a member an invitation",
-    responses=problem_responses(401, 403, 404, 503),
+    responses=problem_responses(401, 403, 404, 409, 503),
 )
 async def invite_member(
     member_id: MemberId, request: Request, tenant: AdminOf, session: SessionDep
@@ -75,7 +76,8 @@ async def invite_member(
     """Send the member an e-mail inviting them to the organization's dashboard (with the
     organization's name, `PATCH /organization`), holding a one-time sign-in link valid
     `QUESTLINE_MAIL_INVITE_LINK_HOURS` (72). Each call sends one more; send an
-    `Idempotency-Key` to make a retry safe. `503` when this service sends no e-mail."""
+    `Idempotency-Key` to make a retry safe. `409` (`mail-not-configured`) when this
+    service sends no e-mail."""
     member = await members_service.get_member(session, org_id=tenant.org_id, member_id=member_id)
     service.require_mail(app_state(request).settings)
     queued = await service.queue_invites(session, org_id=tenant.org_id, member_ids=[member.id])

@@ -22,14 +22,14 @@ from questline.members.models import Member
 from questline.members.service import email_key
 from questline.storage.db import new_id, utcnow
 from questline.storage.many_rows import one_of
-from questline.web.errors import ServiceUnavailable
+from questline.web.errors import NotConfigured
 
 MAIL_TOPIC = "mail"
 """``events.on_committed``'s topic of a commit that queued mail: it wakes the sender,
 which other commits (every progress write's event) do not."""
 
 
-class MailNotConfigured(ServiceUnavailable):
+class MailNotConfigured(NotConfigured):
     slug, title = "mail-not-configured", "E-mail is not configured"
 
 
@@ -66,7 +66,7 @@ def check_settings(settings: Settings) -> None:
 
 
 def require_mail(settings: Settings) -> None:
-    """503 (``mail-not-configured``) naming what to set, when e-mail cannot be sent."""
+    """409 (``mail-not-configured``) naming what to set, when e-mail cannot be sent."""
     missing = missing_settings(settings)
     if missing:
         raise MailNotConfigured(

@@ -1,5 +1,9 @@
 """The SMTP server of the settings, and sending one message to it (aiosmtplib).
 
+``console:`` instead of a server writes each message to the service's log, as Django's
+console e-mail backend does: the demo (``make run``) signs people in by e-mailed links
+without an SMTP server, the link read off the console.
+
 ``smtp://`` connects in the clear and upgrades with STARTTLS whenever the server offers
 it (aiosmtplib's ``start_tls=None``); ``smtps://`` speaks TLS from the first byte.
 Certificates are verified (against ``QUESTLINE_SMTP_CA_FILE`` when set). User and
@@ -9,6 +13,7 @@ password come from the URL (percent-encoded) or from ``QUESTLINE_SMTP_USERNAME``
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from email.message import EmailMessage
 from urllib.parse import unquote, urlsplit
@@ -19,6 +24,9 @@ from questline.config import Settings
 
 SCHEMES = {"smtp": (25, False), "smtps": (465, True)}
 """Scheme → (default port, TLS from the start)."""
+CONSOLE = "console"
+
+logger = logging.getLogger("questline.mail.console")
 
 
 class SmtpConfigError(ValueError):
@@ -36,8 +44,9 @@ class SmtpServer:
     ca_file: str | None
 
     @classmethod
-    def of(cls, settings: Settings) -> SmtpServer | None:
-        """The configured server, or None when ``QUESTLINE_SMTP_URL`` is unset."""
+    def of(cls, settings: Settings) -> SmtpServer | ConsoleMailbox | None:
+        """The configured server (or the console), or None when ``QUESTLINE_SMTP_URL``
+        is unset."""
         if not settings.smtp_url:
             return None
         try:
@@ -46,10 +55,12 @@ class SmtpServer:
         except ValueError as exc:
             raise SmtpConfigError(f"QUESTLINE_SMTP_URL is not a URL: {exc}.") from None
         scheme = parts.scheme.lower()
+        if scheme == CONSOLE:
+            return ConsoleMailbox()
         if scheme not in SCHEMES:
             raise SmtpConfigError(
                 "QUESTLINE_SMTP_URL must start with smtp:// (STARTTLS when offered) or "
-                f"smtps:// (TLS), not {parts.scheme or 'nothing'}://."
+                f"smtps:// (TLS), or be console: (the log), not {parts.scheme or 'nothing'}://."
             )
         if not parts.hostname:
             raise SmtpConfigError("QUESTLINE_SMTP_URL names no host (smtp://host:587).")
@@ -88,6 +99,20 @@ class SmtpServer:
             cert_bundle=self.ca_file,
             timeout=self.timeout,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class ConsoleMailbox:
+    """``QUESTLINE_SMTP_URL=console:``: every message is written to the log, whole (a
+    development and demo setting: the links in it sign people in)."""
+
+    def describe(self) -> str:
+        return "the console (QUESTLINE_SMTP_URL=console:)"
+
+    async def send(self, message: EmailMessage, *, sender: str, recipient: str) -> None:
+        body = message.get_body(preferencelist=("plain",))
+        text = body.get_content() if body is not None else ""
+        logger.warning("e-mail to %s from %s: %s\n%s", recipient, sender, message["Subject"], text)
 
 
 def is_permanent(exc: BaseException) -> bool:

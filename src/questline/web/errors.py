@@ -137,7 +137,15 @@ class ServiceUnavailable(Problem):
     status, slug, title = 503, "service-unavailable", "Service unavailable"
 
 
-class PublicUrlRequired(ServiceUnavailable):
+class NotConfigured(Problem):
+    """A write needs a facility this deployment has not set up (``detail`` names the
+    setting). A 409, not a 503: nothing is down and no operator is paged for a client's
+    choice; the same request succeeds once the setting is made."""
+
+    status, slug, title = 409, "not-configured", "Not configured on this service"
+
+
+class PublicUrlRequired(NotConfigured):
     """What must carry an absolute address (an xAPI activity's IRI) cannot be made on a
     guessed one: the operator names it (``QUESTLINE_PUBLIC_URL``)."""
 

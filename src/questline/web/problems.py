@@ -181,10 +181,19 @@ CATALOGUE: tuple[ProblemType, ...] = (
         "Retry after the seconds given in `Retry-After`.",
     ),
     ProblemType(
+        "not-configured",
+        409,
+        "Not configured on this service",
+        "The operation needs a facility this deployment has not set up; `detail` names "
+        "the setting. Nothing was changed.",
+        "Ask the operator to make the setting named (docs/operations.md).",
+    ),
+    ProblemType(
         "public-url-required",
-        503,
+        409,
         "The service's public address is not set",
-        "The operation hands out absolute addresses of this service (xAPI activity IRIs) "
+        "The operation hands out absolute addresses of this service (xAPI activity IRIs, "
+        "LTI and single sign-on callback URLs) "
         "and `QUESTLINE_PUBLIC_URL` is not set: the service never guesses its address "
         "from a request's `Host`. Nothing was changed.",
         "Set `QUESTLINE_PUBLIC_URL` to the address clients reach the service at and "
@@ -192,7 +201,7 @@ CATALOGUE: tuple[ProblemType, ...] = (
     ),
     ProblemType(
         "mail-not-configured",
-        503,
+        409,
         "E-mail is not configured",
         "The operation sends e-mail (a sign-in link, an invitation) and this service has "
         "no SMTP server, no sender, or no public address to put in links; `detail` names "
