@@ -21,7 +21,7 @@ import uuid
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import asyncpg
 import orjson
@@ -42,6 +42,11 @@ from sqlalchemy.util import await_
 from uuid_utils.compat import uuid7
 
 from questline.config import Settings
+from questline.storage.internals import (
+    on_driver_thread,
+    runs_on_driver_thread,
+    sqlite_connection_of,
+)
 from questline.storage.notify import Notifier
 from questline.storage.pool import MeteredQueuePool
 from questline.storage.replicas import ReplicaRouter, RoutingSession
@@ -351,13 +356,12 @@ def _begin(conn: Connection, statement: str) -> None:
     """``BEGIN`` in one hop to the driver's thread (``exec_driver_sql`` takes three:
     cursor, execute, close), reported to the engine's cursor events like any statement."""
     driver: Any = conn.connection.driver_connection
-    run = getattr(driver, "_execute", None)
-    if run is None:  # pragma: no cover - another driver than aiosqlite
+    if not runs_on_driver_thread(driver):  # pragma: no cover - another driver than aiosqlite
         conn.exec_driver_sql(statement)
         return
     dispatch = conn.dispatch
     dispatch.before_cursor_execute(conn, None, statement, (), None, False)
-    await_(run(lambda: driver._conn.execute(statement)))
+    await_(on_driver_thread(driver, lambda: sqlite_connection_of(driver).execute(statement)))
     dispatch.after_cursor_execute(conn, None, statement, (), None, False)
 
 
@@ -443,15 +447,14 @@ async def run_in_sqlite_thread(session: AsyncSession, work: Callable[[SqliteBatc
     busy machine they, not SQLite, were most of a progress write's time. The statements
     still go through the engine's ``before/after_cursor_execute`` events afterwards (as
     one batch, on the event loop), so statement counting and logging see each of them.
-    ``aiosqlite.Connection._execute`` is the driver's own way to run a function in its
-    thread (private but stable since aiosqlite 0.17; the version is locked).
+    aiosqlite's own way to run a function in its thread is private (``internals``).
     """
     connection = await session.connection()
     raw = await connection.get_raw_connection()
     driver: Any = raw.driver_connection
-    batch = SqliteBatch(driver._conn)  # only touched from the driver's thread below
+    batch = SqliteBatch(sqlite_connection_of(driver))  # touched on the driver's thread only
     try:
-        return cast(T, await driver._execute(work, batch))
+        return await on_driver_thread(driver, work, batch)
     finally:
         sync = connection.sync_connection
         if sync is not None and batch.ran:

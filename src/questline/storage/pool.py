@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from prometheus_client import Counter
 from sqlalchemy.pool import AsyncAdaptedQueuePool, ConnectionPoolEntry, Pool
 
+from questline.storage.internals import max_overflow_of
+
 POOL_WAITS = Counter(
     "questline_db_pool_waits",
     "Connection checkouts that found the pool exhausted and had to wait",
@@ -24,7 +26,7 @@ POOL_WAIT_SECONDS = Counter(
 
 class MeteredQueuePool(AsyncAdaptedQueuePool):
     def _do_get(self) -> ConnectionPoolEntry:
-        exhausted = self.checkedin() == 0 and 0 <= self._max_overflow <= self.overflow()
+        exhausted = self.checkedin() == 0 and 0 <= max_overflow_of(self) <= self.overflow()
         if not exhausted:
             return super()._do_get()
         started = time.perf_counter()
@@ -54,7 +56,7 @@ def pool_status(pool: Pool) -> PoolStatus | None:
         return None
     return PoolStatus(
         size=pool.size(),
-        max_overflow=pool._max_overflow,
+        max_overflow=max_overflow_of(pool),
         in_use=pool.checkedout(),
         idle=pool.checkedin(),
         overflow=pool.overflow(),

@@ -19,6 +19,8 @@ from fastapi import FastAPI
 from starlette.middleware.errors import ServerErrorMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from questline.web.internals import native_telemetry_enabled
+
 
 class Application(FastAPI):
     def build_middleware_stack(self) -> ASGIApp:
@@ -40,7 +42,7 @@ class Application(FastAPI):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # A coroutine still (servers tell ASGI 3 from ASGI 2 by that), but one frame where
         # FastAPI's and Starlette's ``__call__`` keep two.
-        if scope["type"] != "http" or self.root_path or self._native_telemetry.enabled():
+        if scope["type"] != "http" or self.root_path or native_telemetry_enabled(self):
             # Lifespan, a root path, OpenTelemetry's request span: FastAPI's own way.
             await super().__call__(scope, receive, send)
             return

@@ -29,7 +29,6 @@ from typing import Any, TypeVar
 
 import anyio
 from fastapi import Request
-from fastapi.dependencies.utils import _should_embed_body_fields
 from fastapi.routing import APIRoute
 
 from questline.web.errors import (
@@ -41,6 +40,7 @@ from questline.web.errors import (
     validation_problem,
 )
 from questline.web.hardening import json_depth_exceeds
+from questline.web.internals import body_is_embedded, keep_parsed_json
 from questline.web.state import app_state
 
 T = TypeVar("T")
@@ -186,7 +186,7 @@ def single_body_field(route: APIRoute | None) -> Any:
     if route is None or route.body_field is None:
         return None
     params = route.dependant.body_params
-    if len(params) != 1 or _should_embed_body_fields(params):
+    if len(params) != 1 or body_is_embedded(params):
         return None
     return route.body_field
 
@@ -209,8 +209,7 @@ async def read_checked_body(
         without_gc_pauses, parse_and_validate, body, max_depth, route
     )
     if parsed is not None:
-        # Starlette's ``Request.json()`` returns this cached value; FastAPI reads it there.
-        request._json = parsed
+        keep_parsed_json(request, parsed)
 
 
 class CheckedBodyRoute(APIRoute):

@@ -24,7 +24,6 @@ from fastapi.routing import APIRoute, iter_route_contexts
 from pydantic import BaseModel
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
-from starlette._utils import get_route_path  # the path ``Route.matches`` compares
 from starlette.datastructures import QueryParams
 from starlette.routing import BaseRoute, Match
 from starlette.types import Scope
@@ -39,6 +38,7 @@ from questline.web.errors import (
     Unprocessable,
 )
 from questline.web.identity import ACTING_CALLER, Caller
+from questline.web.internals import route_path
 from questline.web.links import service_link
 from questline.web.state import AppState, RequestState, app_state, request_state
 
@@ -218,7 +218,7 @@ class TransactionalRoute(APIRoute):
         for ``/team/{team_id}``): they belong to their own routes (``let_concrete_paths_win``)."""
 
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
-        if self.concrete_siblings and get_route_path(scope) in self.concrete_siblings:
+        if self.concrete_siblings and route_path(scope) in self.concrete_siblings:
             return Match.NONE, {}
         return super().matches(scope)
 
