@@ -1,4 +1,5 @@
-"""An identity provider's signing keys (JWKS), fetched without blocking the event loop.
+"""An identity provider's signing keys (JWKS), fetched without blocking the event loop,
+in the service's one key-set cache (``outbound.key_sets``).
 
 PyJWT's ``PyJWKClient`` fetches with blocking ``urllib`` on the calling thread: called
 from a request, a JWKS host that accepted the connection and never answered froze the
@@ -24,17 +25,15 @@ service cannot verify right now), not 401 (the token may be fine).
 
 from __future__ import annotations
 
-import asyncio
-import logging
-import time
 from typing import Any
 
-import httpx
 import jwt
 
+from questline.outbound import fetching
+from questline.outbound.key_sets import CachedKeys, KeySets
 from questline.web.errors import ServiceUnavailable, Unauthorized
 
-logger = logging.getLogger("questline.auth.jwks")
+MAX_DOCUMENT_BYTES = 512 * 1024
 
 
 class JwksCache:
@@ -48,75 +47,70 @@ class JwksCache:
     ) -> None:
         self.url = url
         self.timeout = timeout
-        self.ttl = ttl
-        self.min_refetch_seconds = min_refetch_seconds
+        self.key_sets = KeySets(self._fetch, ttl=ttl, refetch_floor=min_refetch_seconds)
+        self._read: CachedKeys | None = None
         self._keys: dict[str | None, Any] = {}
-        self._fetched_at: float | None = None
-        self._attempted_at: float | None = None
-        self._refreshing: asyncio.Task[None] | None = None
-        self.fetches = 0
+
+    @property
+    def fetches(self) -> int:
         """How many fetches were started (observable by tests and metrics)."""
+        return self.key_sets.fetches
+
+    @property
+    def current_set(self) -> CachedKeys | None:
+        """The key set in use (a new object after each fetch), without any I/O."""
+        return self.key_sets.cached(self.url)
+
+    async def _fetch(self, url: str) -> Any:
+        # The operator configured this address (an identity provider inside their
+        # network is common): private addresses are allowed, the connection is still
+        # pinned to the address resolved.
+        return await fetching.get_json(
+            url,
+            allow_private=True,
+            http_timeout=self.timeout,
+            max_bytes=MAX_DOCUMENT_BYTES,
+            what="identity provider's key set",
+        )
+
+    def _pyjwt_keys(self, cached: CachedKeys | None) -> dict[str | None, Any]:
+        if cached is not self._read:
+            self._keys = _keys_of(cached.document) if cached is not None else {}
+            self._read = cached
+        return self._keys
 
     def cached_key(self, kid: str | None) -> Any | None:
         """The key of ``kid`` if cached (fresh or stale), without any I/O."""
-        return self._keys.get(kid)
+        return self._pyjwt_keys(self.current_set).get(kid)
 
     async def key_for(self, kid: str | None) -> Any:
         """The verification key of ``kid``: cached, served stale while refreshing, or
         fetched (one fetch shared by every waiting request)."""
-        key = self._keys.get(kid)
-        if key is not None:
-            if not self._fresh():
-                self._start_refresh()  # serve stale meanwhile
-            return key
-        if self._may_refetch():
-            await asyncio.shield(self._start_refresh())
-        key = self._keys.get(kid)
+        try:
+            cached = await self.key_sets.keys(self.url)
+        except fetching.FetchFailed as exc:
+            raise ServiceUnavailable(
+                "The identity provider's keys cannot be fetched right now; retry shortly.",
+                headers={"Retry-After": "5"},
+            ) from exc
+        key = self._pyjwt_keys(cached).get(kid)
         if key is None:
-            if self._fetched_at is None:
-                raise ServiceUnavailable(
-                    "The identity provider's keys cannot be fetched right now; retry shortly.",
-                    headers={"Retry-After": "5"},
-                )
+            refreshed = await self.key_sets.refreshed(self.url, cached)
+            if refreshed is not None:
+                key = self._pyjwt_keys(refreshed).get(kid)
+        if key is None:
             raise Unauthorized("The token is not valid: its signing key is unknown.")
         return key
-
-    def _fresh(self) -> bool:
-        return self._fetched_at is not None and time.monotonic() - self._fetched_at < self.ttl
-
-    def _may_refetch(self) -> bool:
-        if self._refreshing is not None and not self._refreshing.done():
-            return True  # join the fetch under way
-        if self._attempted_at is None:
-            return True
-        return time.monotonic() - self._attempted_at >= self.min_refetch_seconds
-
-    def _start_refresh(self) -> asyncio.Task[None]:
-        if self._refreshing is None or self._refreshing.done():
-            self.fetches += 1
-            self._refreshing = asyncio.get_running_loop().create_task(self._refresh())
-        return self._refreshing
-
-    async def _refresh(self) -> None:
-        try:
-            async with httpx.AsyncClient(timeout=self.timeout) as client:
-                response = await client.get(self.url, headers={"Accept": "application/json"})
-                response.raise_for_status()
-                document = response.json()
-            keys = _keys_of(document)
-        except (httpx.HTTPError, ValueError, jwt.PyJWTError) as exc:
-            logger.warning("JWKS fetch from the identity provider failed: %s", type(exc).__name__)
-            return
-        finally:
-            self._attempted_at = time.monotonic()
-        self._keys = keys
-        self._fetched_at = time.monotonic()
 
 
 def _keys_of(document: Any) -> dict[str | None, Any]:
     """Signing keys by key id; a set of exactly one key also serves tokens without kid."""
     keys: dict[str | None, Any] = {}
-    for jwk in jwt.PyJWKSet.from_dict(document).keys:
+    try:
+        found = jwt.PyJWKSet.from_dict(document).keys
+    except jwt.PyJWTError:
+        return keys
+    for jwk in found:
         if jwk.public_key_use in (None, "sig"):
             keys[jwk.key_id] = jwk.key
     if len(keys) == 1:

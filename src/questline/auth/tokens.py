@@ -140,8 +140,8 @@ class TokenService:
         most ``JWKS_TRUST_SECONDS``; ``keys_rotated`` forgets them all. A repeated token
         then costs a dictionary look-up instead of a signature check.
         """
-        if self._jwks is not None and self._jwks._keys is not self._keys_seen:
-            self._keys_seen = self._jwks._keys  # a new key set was fetched: trust it anew
+        if self._jwks is not None and self._jwks.current_set is not self._keys_seen:
+            self._keys_seen = self._jwks.current_set  # a new key set: trust it anew
             self.keys_rotated()
         found = self._verified.get(token)
         if found is None:

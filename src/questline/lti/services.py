@@ -23,7 +23,7 @@ from joserfc import jwt
 from questline.config import Settings
 from questline.lti.keys import ALGORITHM, SigningKey
 from questline.outbound import addresses
-from questline.sso.provider import tls_context
+from questline.outbound.fetching import http_client
 
 MAX_ANSWER_BYTES = 4 * 1024 * 1024
 CLIENT_ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
@@ -54,12 +54,7 @@ class Answer:
 
 
 def client(settings: Settings) -> httpx.AsyncClient:
-    return httpx.AsyncClient(
-        timeout=settings.lti_http_timeout_seconds,
-        follow_redirects=False,
-        trust_env=False,
-        verify=tls_context(),
-    )
+    return http_client(timeout=settings.lti_http_timeout_seconds)
 
 
 async def call(

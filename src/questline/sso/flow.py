@@ -40,11 +40,12 @@ from questline import audit
 from questline.auth import sessions
 from questline.config import Settings
 from questline.members.service import find_or_create
+from questline.outbound.fetching import tls_context
 from questline.readmodel.versions import bump
 from questline.sso import sealing
 from questline.sso.claims import Person, SignInRules, verify_id_token
 from questline.sso.models import OidcLoginState, SsoConfiguration, SsoSession
-from questline.sso.provider import Provider, ProviderDirectory, ProviderUnusable, tls_context
+from questline.sso.provider import Provider, ProviderDirectory, ProviderUnusable
 from questline.sso.refusals import LoginRefused
 from questline.sso.service import get_configuration
 from questline.storage.db import utcnow

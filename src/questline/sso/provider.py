@@ -1,4 +1,5 @@
-"""An OpenID provider's discovery document and signing keys, fetched and cached.
+"""An OpenID provider's discovery document, fetched and cached; its signing keys in the
+service's one key-set cache (``outbound.key_sets``).
 
 * Fetched when an admin saves the configuration (a reason an admin can act on when they
   cannot be: ``ProviderUnusable``), then cached per process for
@@ -10,47 +11,32 @@
   ids cannot make the service hammer the provider.
 * Every URL the service fetches must be https (unless ``QUESTLINE_OIDC_ALLOW_HTTP``) and,
   unless ``QUESTLINE_OIDC_ALLOW_PRIVATE_ISSUERS``, resolve to public addresses only: an
-  admin must not be able to make the service probe its own network. Answers are read up
-  to ``MAX_DOCUMENT_BYTES``; redirects are not followed.
+  admin must not be able to make the service probe its own network. The connection goes
+  to the address checked; answers are read up to ``MAX_DOCUMENT_BYTES``; redirects are
+  not followed (``outbound.fetching``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-import ssl
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 from urllib.parse import urlsplit
 
-import httpx
-from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 from starlette.datastructures import State
 
 from questline.config import Settings
-from questline.outbound import addresses
+from questline.outbound import addresses, fetching
+from questline.outbound.key_sets import CachedKeys, KeySets, read_key_set
 
 DISCOVERY_PATH = "/.well-known/openid-configuration"
 MAX_DOCUMENT_BYTES = 512 * 1024
 MAX_PROVIDERS = 1024
 KEY_REFETCH_SECONDS = 10.0
-
-
-@functools.cache
-def tls_context() -> ssl.SSLContext:
-    """httpx's default TLS context, made once per process: every new client would load
-    the CA bundle again (0.2 to 0.9 s of CPU), and a login makes one or two clients."""
-    return httpx.create_ssl_context()
-
-
-def http_client(settings: Settings) -> httpx.AsyncClient:
-    """A client for calls to providers: bounded in time, never following redirects."""
-    return httpx.AsyncClient(
-        timeout=settings.oidc_http_timeout_seconds, follow_redirects=False, verify=tls_context()
-    )
 
 
 class ProviderUnusable(Exception):
@@ -69,13 +55,12 @@ class Provider:
     signing_algorithms: tuple[str, ...]
     token_auth_method: str
     """``client_secret_basic`` unless the provider only takes ``client_secret_post``."""
-    keys: dict[str, Any]
-    """The JSON Web Key Set, as published."""
+    keys: CachedKeys
+    """Its key set, as the key-set cache held it when this was read."""
     fetched_at: float
-    keys_fetched_at: float
 
     def key_set(self) -> KeySet:
-        return KeySet.import_key_set(cast(Any, self.keys))
+        return self.keys.key_set
 
 
 def discovery_url(issuer: str) -> str:
@@ -112,28 +97,17 @@ async def _check_address(url: str, *, settings: Settings, what: str) -> None:
         )
 
 
-async def _get_json(client: httpx.AsyncClient, url: str, *, what: str) -> dict[str, Any]:
+async def _get_json(url: str, *, settings: Settings, what: str) -> dict[str, Any]:
     try:
-        async with client.stream("GET", url, headers={"Accept": "application/json"}) as answer:
-            if answer.status_code != 200:
-                raise ProviderUnusable(f"The {what} at {url} answered HTTP {answer.status_code}.")
-            body = bytearray()
-            async for chunk in answer.aiter_bytes():
-                body.extend(chunk)
-                if len(body) > MAX_DOCUMENT_BYTES:
-                    raise ProviderUnusable(
-                        f"The {what} at {url} is larger than {MAX_DOCUMENT_BYTES} bytes."
-                    )
-    except httpx.TimeoutException as exc:
-        raise ProviderUnusable(f"The {what} at {url} did not answer in time.") from exc
-    except httpx.HTTPError as exc:
-        raise ProviderUnusable(
-            f"The {what} at {url} cannot be fetched ({type(exc).__name__})."
-        ) from exc
-    try:
-        document = httpx.Response(200, content=bytes(body)).json()
-    except ValueError as exc:
-        raise ProviderUnusable(f"The {what} at {url} is not JSON.") from exc
+        document = await fetching.get_json(
+            url,
+            allow_private=settings.oidc_allow_private_issuers,
+            http_timeout=settings.oidc_http_timeout_seconds,
+            max_bytes=MAX_DOCUMENT_BYTES,
+            what=what,
+        )
+    except fetching.FetchFailed as exc:
+        raise ProviderUnusable(str(exc)) from exc
     if not isinstance(document, dict):
         raise ProviderUnusable(f"The {what} at {url} is not a JSON object.")
     return document
@@ -148,15 +122,15 @@ def _text(document: dict[str, Any], name: str, *, required: bool = True) -> str 
     return None
 
 
-async def _fetch_keys(client: httpx.AsyncClient, jwks_uri: str) -> dict[str, Any]:
-    keys = await _get_json(client, jwks_uri, what="key set (jwks_uri)")
-    try:
-        key_set = KeySet.import_key_set(cast(Any, keys))
-    except (JoseError, ValueError, TypeError, KeyError) as exc:
-        raise ProviderUnusable(f"The key set at {jwks_uri} holds an unreadable key.") from exc
-    if not key_set.keys:
-        raise ProviderUnusable(f"The key set at {jwks_uri} holds no key.")
-    return keys
+async def _fetch_keys(jwks_uri: str, *, settings: Settings) -> Any:
+    """The provider's key set document (for the key-set cache)."""
+    return await fetching.get_json(
+        jwks_uri,
+        allow_private=settings.oidc_allow_private_issuers,
+        http_timeout=settings.oidc_http_timeout_seconds,
+        max_bytes=MAX_DOCUMENT_BYTES,
+        what="key set (jwks_uri)",
+    )
 
 
 def _token_auth_method(document: dict[str, Any]) -> str:
@@ -171,41 +145,47 @@ def _token_auth_method(document: dict[str, Any]) -> str:
     return "client_secret_basic"
 
 
-async def fetch_provider(issuer: str, *, settings: Settings) -> Provider:
-    """The provider of ``issuer``, from its discovery document and key set."""
+async def fetch_provider(issuer: str, *, settings: Settings, key_sets: KeySets) -> Provider:
+    """The provider of ``issuer``, from its discovery document and key set (fetched
+    into ``key_sets`` now: a configuration is saved with keys that work)."""
     check_url(issuer, settings=settings, what="issuer")
     url = discovery_url(issuer)
     await _check_address(url, settings=settings, what="issuer")
-    async with http_client(settings) as client:
-        document = await _get_json(client, url, what="discovery document")
-        published = _text(document, "issuer")
-        # OpenID Connect Discovery 1.0 §4.3: the document must name the issuer it was
-        # fetched for (a trailing slash aside), or its tokens would name another.
-        if published is None or published.rstrip("/") != issuer.rstrip("/"):
-            raise ProviderUnusable(
-                f"The discovery document at {url} names the issuer {published!r}, "
-                f"not {issuer!r}; configure the issuer exactly as the provider names it."
-            )
-        endpoints: dict[str, str] = {}
-        for name in ("authorization_endpoint", "token_endpoint", "jwks_uri"):
-            value = _text(document, name)
-            assert value is not None
-            check_url(value, settings=settings, what=name)
-            endpoints[name] = value
-        for name in ("token_endpoint", "jwks_uri"):  # the ones the service itself calls
-            await _check_address(endpoints[name], settings=settings, what=name)
-        end_session = _text(document, "end_session_endpoint", required=False)
-        if end_session is not None:
-            check_url(end_session, settings=settings, what="end_session_endpoint")
-        methods = document.get("code_challenge_methods_supported")
-        if isinstance(methods, list) and "S256" not in methods:
-            raise ProviderUnusable("The provider does not support PKCE with S256.")
-        algorithms = document.get("id_token_signing_alg_values_supported")
-        signing = tuple(a for a in algorithms or ["RS256"] if isinstance(a, str) and a != "none")
-        if not signing:
-            raise ProviderUnusable("The provider signs ID tokens with no usable algorithm.")
-        auth_method = _token_auth_method(document)
-        keys = await _fetch_keys(client, endpoints["jwks_uri"])
+    document = await _get_json(url, settings=settings, what="discovery document")
+    published = _text(document, "issuer")
+    # OpenID Connect Discovery 1.0 §4.3: the document must name the issuer it was
+    # fetched for (a trailing slash aside), or its tokens would name another.
+    if published is None or published.rstrip("/") != issuer.rstrip("/"):
+        raise ProviderUnusable(
+            f"The discovery document at {url} names the issuer {published!r}, "
+            f"not {issuer!r}; configure the issuer exactly as the provider names it."
+        )
+    endpoints: dict[str, str] = {}
+    for name in ("authorization_endpoint", "token_endpoint", "jwks_uri"):
+        value = _text(document, name)
+        assert value is not None
+        check_url(value, settings=settings, what=name)
+        endpoints[name] = value
+    for name in ("token_endpoint", "jwks_uri"):  # the ones the service itself calls
+        await _check_address(endpoints[name], settings=settings, what=name)
+    end_session = _text(document, "end_session_endpoint", required=False)
+    if end_session is not None:
+        check_url(end_session, settings=settings, what="end_session_endpoint")
+    methods = document.get("code_challenge_methods_supported")
+    if isinstance(methods, list) and "S256" not in methods:
+        raise ProviderUnusable("The provider does not support PKCE with S256.")
+    algorithms = document.get("id_token_signing_alg_values_supported")
+    signing = tuple(a for a in algorithms or ["RS256"] if isinstance(a, str) and a != "none")
+    if not signing:
+        raise ProviderUnusable("The provider signs ID tokens with no usable algorithm.")
+    auth_method = _token_auth_method(document)
+    try:
+        keys = read_key_set(
+            endpoints["jwks_uri"], await _fetch_keys(endpoints["jwks_uri"], settings=settings)
+        )
+    except fetching.FetchFailed as exc:
+        raise ProviderUnusable(str(exc)) from exc
+    key_sets.remember(endpoints["jwks_uri"], keys)
     now = time.monotonic()
     return Provider(
         issuer=published,
@@ -217,19 +197,28 @@ async def fetch_provider(issuer: str, *, settings: Settings) -> Provider:
         token_auth_method=auth_method,
         keys=keys,
         fetched_at=now,
-        keys_fetched_at=now,
     )
 
 
 @dataclass
 class ProviderDirectory:
-    """The providers this process knows, by issuer (on ``app.state``: ``providers_of``)."""
+    """The providers this process knows, by issuer (on ``app.state``: ``providers_of``);
+    their keys in ``key_sets``, by ``jwks_uri``."""
 
     settings: Settings
     fetches: int = 0
-    """Fetches started (observable by tests)."""
+    """Discovery fetches started (observable by tests)."""
+    key_sets: KeySets = field(init=False)
     _cache: OrderedDict[str, Provider] = field(default_factory=OrderedDict)
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.key_sets = KeySets(
+            functools.partial(_fetch_keys, settings=self.settings),
+            ttl=self.settings.oidc_metadata_ttl_seconds,
+            refetch_floor=KEY_REFETCH_SECONDS,
+            max_sets=MAX_PROVIDERS,
+        )
 
     def remember(self, issuer: str, provider: Provider) -> None:
         self._cache[issuer] = provider
@@ -240,14 +229,18 @@ class ProviderDirectory:
             self._locks.pop(oldest, None)
 
     def forget(self, issuer: str) -> None:
-        self._cache.pop(issuer, None)
+        found = self._cache.pop(issuer, None)
+        if found is not None:
+            self.key_sets.forget(found.jwks_uri)
 
     def cached(self, issuer: str) -> Provider | None:
-        """The cached provider of ``issuer`` while fresh, without any I/O."""
+        """The cached provider of ``issuer`` while fresh, with the newest keys the
+        key-set cache holds, without any I/O."""
         found = self._cache.get(issuer)
         if found is None or time.monotonic() - found.fetched_at >= self._ttl:
             return None
-        return found
+        keys = self.key_sets.cached(found.jwks_uri)
+        return found if keys is None or keys is found.keys else replace(found, keys=keys)
 
     @property
     def _ttl(self) -> float:
@@ -256,7 +249,7 @@ class ProviderDirectory:
     async def fetch(self, issuer: str) -> Provider:
         """Fetch now (saving a configuration), and cache what was fetched."""
         self.fetches += 1
-        provider = await fetch_provider(issuer, settings=self.settings)
+        provider = await fetch_provider(issuer, settings=self.settings, key_sets=self.key_sets)
         self.remember(issuer, provider)
         return provider
 
@@ -274,21 +267,17 @@ class ProviderDirectory:
             return await self.fetch(issuer)
 
     async def with_fresh_keys(self, issuer: str, seen: Provider) -> Provider | None:
-        """The provider with its key set fetched again, when ``seen``'s keys are older
-        than ``KEY_REFETCH_SECONDS``; None when they are that recent (nothing to gain)."""
-        lock = self._locks.setdefault(issuer, asyncio.Lock())
-        async with lock:
-            current = self._cache.get(issuer, seen)
-            if current.keys_fetched_at > seen.keys_fetched_at:
-                return current  # another request refreshed them meanwhile
-            if time.monotonic() - current.keys_fetched_at < KEY_REFETCH_SECONDS:
-                return None
-            self.fetches += 1
-            async with http_client(self.settings) as client:
-                keys = await _fetch_keys(client, current.jwks_uri)
-            refreshed = replace(current, keys=keys, keys_fetched_at=time.monotonic())
-            self.remember(issuer, refreshed)
-            return refreshed
+        """The provider with its key set fetched again (the key-set cache's rule: at
+        most once every ``KEY_REFETCH_SECONDS``); None when nothing newer can be had."""
+        try:
+            keys = await self.key_sets.refreshed(seen.jwks_uri, seen.keys)
+        except fetching.FetchFailed as exc:
+            raise ProviderUnusable(str(exc)) from exc
+        if keys is None:
+            return None
+        refreshed = replace(self._cache.get(issuer, seen), keys=keys)
+        self.remember(issuer, refreshed)
+        return refreshed
 
 
 def providers_of(app_state: State) -> ProviderDirectory:
