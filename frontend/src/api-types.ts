@@ -2923,6 +2923,7 @@ export interface components {
          *       "AuthLoginUrl": "https://moodle.example.org/mod/lti/auth.php",
          *       "AuthTokenUrl": "https://moodle.example.org/mod/lti/token.php",
          *       "KeySetUrl": "https://moodle.example.org/mod/lti/certs.php",
+         *       "FrameOrigins": [],
          *       "ContextTitle": "Security awareness 2026",
          *       "LastSyncAt": null,
          *       "Tool": {
@@ -2959,6 +2960,11 @@ export interface components {
             AuthTokenUrl: string;
             /** Keyseturl */
             KeySetUrl: string;
+            /**
+             * Frameorigins
+             * @description Origins (`https://host[:port]`) whose pages may frame Questline after a launch, besides the `Issuer`'s and the `AuthLoginUrl`'s (Canvas posts launches from the school's own domain). A launch's `Origin` header is used only when it is one of these.
+             */
+            FrameOrigins: string[];
             /**
              * Contexttitle
              * @description The title of the course of the latest launch (null before the first).
@@ -3028,6 +3034,11 @@ export interface components {
              * @description The platform's public keys (JWKS) that sign launches.
              */
             KeySetUrl: string;
+            /**
+             * Frameorigins
+             * @description Origins (`https://host[:port]`) whose pages may frame Questline after a launch, besides the `Issuer`'s and the `AuthLoginUrl`'s (Canvas posts launches from the school's own domain). A launch's `Origin` header is used only when it is one of these.
+             */
+            FrameOrigins?: string[] | null;
         };
         /**
          * PlatformUpdate
@@ -3052,6 +3063,8 @@ export interface components {
             AuthTokenUrl?: string | null;
             /** Keyseturl */
             KeySetUrl?: string | null;
+            /** Frameorigins */
+            FrameOrigins?: string[] | null;
         };
         /**
          * ProgressCreate
@@ -24098,6 +24111,7 @@ export interface operations {
                      *         "AuthLoginUrl": "https://moodle.example.org/mod/lti/auth.php",
                      *         "AuthTokenUrl": "https://moodle.example.org/mod/lti/token.php",
                      *         "KeySetUrl": "https://moodle.example.org/mod/lti/certs.php",
+                     *         "FrameOrigins": [],
                      *         "ContextTitle": "Security awareness 2026",
                      *         "LastSyncAt": null,
                      *         "Tool": {
@@ -24318,6 +24332,7 @@ export interface operations {
                      *       "AuthLoginUrl": "https://moodle.example.org/mod/lti/auth.php",
                      *       "AuthTokenUrl": "https://moodle.example.org/mod/lti/token.php",
                      *       "KeySetUrl": "https://moodle.example.org/mod/lti/certs.php",
+                     *       "FrameOrigins": [],
                      *       "ContextTitle": "Security awareness 2026",
                      *       "LastSyncAt": null,
                      *       "Tool": {
@@ -24606,6 +24621,7 @@ export interface operations {
                      *       "AuthLoginUrl": "https://moodle.example.org/mod/lti/auth.php",
                      *       "AuthTokenUrl": "https://moodle.example.org/mod/lti/token.php",
                      *       "KeySetUrl": "https://moodle.example.org/mod/lti/certs.php",
+                     *       "FrameOrigins": [],
                      *       "ContextTitle": "Security awareness 2026",
                      *       "LastSyncAt": null,
                      *       "Tool": {
@@ -25091,6 +25107,7 @@ export interface operations {
                      *       "AuthLoginUrl": "https://moodle.example.org/mod/lti/auth.php",
                      *       "AuthTokenUrl": "https://moodle.example.org/mod/lti/token.php",
                      *       "KeySetUrl": "https://moodle.example.org/mod/lti/certs.php",
+                     *       "FrameOrigins": [],
                      *       "ContextTitle": "Security awareness 2026",
                      *       "LastSyncAt": null,
                      *       "Tool": {
