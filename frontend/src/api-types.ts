@@ -1561,9 +1561,12 @@ export interface paths {
         put?: never;
         /**
          * The platform's launch (ID token)
-         * @description Spend the login's `state` (once), verify the ID token with the platform's keys
-         *     (signature, `iss`, `aud`, `azp`, `exp`, `nonce`, LTI version, message type), find
-         *     the registered deployment (it names the organization), find or create the member
+         * @description Spend the login's `state` (once, and only with the login's cookie from
+         *     `/lti/login`), verify the ID token with the key set of the registration it belongs
+         *     to (the login's, else the one that registered its deployment): signature, `iss`,
+         *     `aud` (that client id only), `azp`, `exp`, `nonce`, LTI version, message type, and
+         *     a deployment of that registration; only then does its organization count. Find or
+         *     create the member
          *     (by e-mail, else by the platform's `sub`; instructors and administrators become
          *     admins, everyone else members) and start the dashboard session, framable by the
          *     platform only. A deep-linking request opens the picker instead. Every refusal is an

@@ -366,6 +366,9 @@ async def test_a_launch_is_bound_to_the_browser_that_started_its_login(
     fields = await authenticate(started.headers["location"])
     alone = await post_launch(client, fields, origin=platform.origin, cookie=None)
     _expect_refused(alone, "state-browser")
+    # The page shows in the platform's frame (it says to open a new window).
+    assert f"frame-ancestors {platform.origin}" in alone.headers["content-security-policy"]
+    assert "new window" in alone.text
     # With another browser's cookie: its own name, or this login's name and its value.
     mine = await launch_fields(client, platform, "hint-bound")
     theirs = login_cookie(await start_login(client, platform, "hint-bound"))

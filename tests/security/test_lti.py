@@ -26,6 +26,7 @@ from tests.lti.support import (
     refusal,
     register,
     set_cookies,
+    start_login,
     with_cookies,
 )
 from tests.support.harness import AppHarness
@@ -230,3 +231,38 @@ async def test_a_login_bound_to_one_registration_refuses_anothers_token(
     assert refusal(answer) in ("signature", "nonce", "deployment"), answer.text
     assert await _signed_into(client, answer) is None
     assert await _sessions(app_state) == 0
+
+
+async def test_registrations_that_disagree_on_the_login_url_need_the_deployment_named(
+    world: World,
+    client: httpx.AsyncClient,
+    lti_shared_platform: LtiPlatform,
+    lti_attacker_keys: LtiPlatform,
+) -> None:
+    """A sends its own AuthLoginUrl for the shared issuer and client id: a login that
+    names no deployment is refused (it could not say where to authenticate without
+    sending B's people to A's page); B's logins that name B's deployment still work."""
+    shared = lti_shared_platform
+    attacker, victim = world.org(), world.org()
+    await _register_victim(victim, shared)
+    await register(
+        attacker,
+        shared,
+        DeploymentIds=[ATTACKER_DEPLOYMENT],
+        KeySetUrl=f"{lti_attacker_keys.base}/jwks",
+        AuthLoginUrl=f"{lti_attacker_keys.base}/auth",
+    )
+    unnamed = await start_login(client, shared, "disagree-1")
+    assert refusal(unnamed) == "unknown-platform", unnamed.text
+    named = await start_login(client, shared, "disagree-2", deployment_id=VICTIM_DEPLOYMENT)
+    assert named.status_code == 302, named.text
+    assert named.headers["location"].startswith(f"{shared.base}/auth?")
+    answer = await launch(
+        client,
+        shared,
+        "disagree-3",
+        _claims(shared, VICTIM_DEPLOYMENT, "teacher@victim.example"),
+        deployment_hint=VICTIM_DEPLOYMENT,
+    )
+    assert answer.status_code == 303, answer.text
+    assert await _signed_into(client, answer) == str(victim.id)

@@ -249,9 +249,12 @@ def _launch_origin(request: Request) -> str | None:
     ),
 )
 async def lti_launch(request: Request) -> Response:
-    """Spend the login's `state` (once), verify the ID token with the platform's keys
-    (signature, `iss`, `aud`, `azp`, `exp`, `nonce`, LTI version, message type), find
-    the registered deployment (it names the organization), find or create the member
+    """Spend the login's `state` (once, and only with the login's cookie from
+    `/lti/login`), verify the ID token with the key set of the registration it belongs
+    to (the login's, else the one that registered its deployment): signature, `iss`,
+    `aud` (that client id only), `azp`, `exp`, `nonce`, LTI version, message type, and
+    a deployment of that registration; only then does its organization count. Find or
+    create the member
     (by e-mail, else by the platform's `sub`; instructors and administrators become
     admins, everyone else members) and start the dashboard session, framable by the
     platform only. A deep-linking request opens the picker instead. Every refusal is an
@@ -267,7 +270,10 @@ async def lti_launch(request: Request) -> Response:
         async with app.db.session(write=True) as session:
             try:
                 login = await flow.spend_login(
-                    session, state=state or "", cookies=dict(request.cookies)
+                    session,
+                    state=state or "",
+                    cookies=dict(request.cookies),
+                    launch_origin=launch_origin,
                 )
             except LaunchRefused as exc:
                 refusal = exc  # raised after the commit: a spent state stays spent
@@ -298,7 +304,7 @@ async def lti_launch(request: Request) -> Response:
                 ticket = await deep_linking.open_ticket(
                     session, platform=platform, verified=verified, frame_origin=frame_origin
                 )
-                return pages.picker(
+                picker = pages.picker(
                     ticket=ticket,
                     action=f"{public}/lti/deep-link",
                     disciplines=await deep_linking.disciplines_of(
@@ -309,6 +315,8 @@ async def lti_launch(request: Request) -> Response:
                     ),
                     frame_origin=frame_origin,
                 )
+                _clear_login(picker, state)
+                return picker
             launched = await flow.sign_in(
                 session,
                 platform=platform,

@@ -266,7 +266,9 @@ async def start_login(
     )
 
 
-async def spend_login(session: AsyncSession, *, state: str, cookies: dict[str, str]) -> SpentLogin:
+async def spend_login(
+    session: AsyncSession, *, state: str, cookies: dict[str, str], launch_origin: str | None
+) -> SpentLogin:
     """Spend the login of ``state``: once, only before it expires, and only in the
     browser that started it (its login cookie)."""
     if not state or len(state) > 200:
@@ -290,12 +292,21 @@ async def spend_login(session: AsyncSession, *, state: str, cookies: dict[str, s
     ).one_or_none()
     if spent is None or spent.expires_at <= utcnow():
         raise LaunchRefused("state")
-    browser = cookies.get(login_cookie_name(state_hash), "")
-    if not secrets.compare_digest(sessions.digest(browser), spent.browser_hash):
-        raise LaunchRefused("state-browser")
     bound = None
     if spent.organization_id is not None and spent.platform_id is not None:
         bound = (spent.organization_id, spent.platform_id)
+    browser = cookies.get(login_cookie_name(state_hash), "")
+    if not secrets.compare_digest(sessions.digest(browser), spent.browser_hash):
+        # Shown inside the platform's frame (a browser that keeps no cookies there is
+        # told to open a new window), so framable by the registration's origin.
+        frame = await _login_frame_origin(
+            session,
+            issuer=spent.issuer,
+            client_id=spent.client_id,
+            bound=bound,
+            launch_origin=launch_origin,
+        )
+        raise LaunchRefused("state-browser", frame_origin=frame)
     return SpentLogin(
         issuer=spent.issuer,
         client_id=spent.client_id,
@@ -303,6 +314,28 @@ async def spend_login(session: AsyncSession, *, state: str, cookies: dict[str, s
         target_link_uri=spent.target_link_uri,
         bound=bound,
     )
+
+
+async def _login_frame_origin(
+    session: AsyncSession,
+    *,
+    issuer: str,
+    client_id: str,
+    bound: Bound | None,
+    launch_origin: str | None,
+) -> str | None:
+    """Who may frame the refusal page of a login's launch: its registration's origin
+    (registrations sharing the login: the login URL they share)."""
+    try:
+        platform = await registration_for(
+            session, issuer=issuer, client_id=client_id, deployment_id=None, bound=bound
+        )
+    except LaunchRefused:
+        return None
+    if platform is not None:
+        return frame_origin_of(platform, launch_origin)
+    shared = await _registrations(session, issuer=issuer, client_id=client_id)
+    return origin_of(shared[0].auth_login_url) if shared else None
 
 
 async def launch_registration(

@@ -33,8 +33,9 @@ REASONS: dict[str, Reason] = {
     ),
     "unknown-platform": Reason(
         400,
-        "No organization registered this learning platform (issuer and client id). An "
-        "admin registers it with POST /lti/platform.",
+        "No organization registered this learning platform (issuer and client id), or "
+        "several did and the login named no deployment (lti_deployment_id). An admin "
+        "registers it with POST /lti/platform.",
     ),
     "login-request": Reason(400, "The platform's login request misses iss or login_hint."),
     "state": Reason(
