@@ -1561,9 +1561,12 @@ export interface paths {
         put?: never;
         /**
          * The platform's launch (ID token)
-         * @description Spend the login's `state` (once), verify the ID token with the platform's keys
-         *     (signature, `iss`, `aud`, `azp`, `exp`, `nonce`, LTI version, message type), find
-         *     the registered deployment (it names the organization), find or create the member
+         * @description Spend the login's `state` (once, and only with the login's cookie from
+         *     `/lti/login`), verify the ID token with the key set of the registration it belongs
+         *     to (the login's, else the one that registered its deployment): signature, `iss`,
+         *     `aud` (that client id only), `azp`, `exp`, `nonce`, LTI version, message type, and
+         *     a deployment of that registration; only then does its organization count. Find or
+         *     create the member
          *     (by e-mail, else by the platform's `sub`; instructors and administrators become
          *     admins, everyone else members) and start the dashboard session, framable by the
          *     platform only. A deep-linking request opens the picker instead. Every refusal is an
@@ -2923,6 +2926,7 @@ export interface components {
          *       "AuthLoginUrl": "https://moodle.example.org/mod/lti/auth.php",
          *       "AuthTokenUrl": "https://moodle.example.org/mod/lti/token.php",
          *       "KeySetUrl": "https://moodle.example.org/mod/lti/certs.php",
+         *       "FrameOrigins": [],
          *       "ContextTitle": "Security awareness 2026",
          *       "LastSyncAt": null,
          *       "Tool": {
@@ -2959,6 +2963,11 @@ export interface components {
             AuthTokenUrl: string;
             /** Keyseturl */
             KeySetUrl: string;
+            /**
+             * Frameorigins
+             * @description Origins (`https://host[:port]`) whose pages may frame Questline after a launch, besides the `Issuer`'s and the `AuthLoginUrl`'s (Canvas posts launches from the school's own domain). A launch's `Origin` header is used only when it is one of these.
+             */
+            FrameOrigins: string[];
             /**
              * Contexttitle
              * @description The title of the course of the latest launch (null before the first).
@@ -3028,6 +3037,11 @@ export interface components {
              * @description The platform's public keys (JWKS) that sign launches.
              */
             KeySetUrl: string;
+            /**
+             * Frameorigins
+             * @description Origins (`https://host[:port]`) whose pages may frame Questline after a launch, besides the `Issuer`'s and the `AuthLoginUrl`'s (Canvas posts launches from the school's own domain). A launch's `Origin` header is used only when it is one of these.
+             */
+            FrameOrigins?: string[] | null;
         };
         /**
          * PlatformUpdate
@@ -3052,6 +3066,8 @@ export interface components {
             AuthTokenUrl?: string | null;
             /** Keyseturl */
             KeySetUrl?: string | null;
+            /** Frameorigins */
+            FrameOrigins?: string[] | null;
         };
         /**
          * ProgressCreate
@@ -24098,6 +24114,7 @@ export interface operations {
                      *         "AuthLoginUrl": "https://moodle.example.org/mod/lti/auth.php",
                      *         "AuthTokenUrl": "https://moodle.example.org/mod/lti/token.php",
                      *         "KeySetUrl": "https://moodle.example.org/mod/lti/certs.php",
+                     *         "FrameOrigins": [],
                      *         "ContextTitle": "Security awareness 2026",
                      *         "LastSyncAt": null,
                      *         "Tool": {
@@ -24318,6 +24335,7 @@ export interface operations {
                      *       "AuthLoginUrl": "https://moodle.example.org/mod/lti/auth.php",
                      *       "AuthTokenUrl": "https://moodle.example.org/mod/lti/token.php",
                      *       "KeySetUrl": "https://moodle.example.org/mod/lti/certs.php",
+                     *       "FrameOrigins": [],
                      *       "ContextTitle": "Security awareness 2026",
                      *       "LastSyncAt": null,
                      *       "Tool": {
@@ -24606,6 +24624,7 @@ export interface operations {
                      *       "AuthLoginUrl": "https://moodle.example.org/mod/lti/auth.php",
                      *       "AuthTokenUrl": "https://moodle.example.org/mod/lti/token.php",
                      *       "KeySetUrl": "https://moodle.example.org/mod/lti/certs.php",
+                     *       "FrameOrigins": [],
                      *       "ContextTitle": "Security awareness 2026",
                      *       "LastSyncAt": null,
                      *       "Tool": {
@@ -25091,6 +25110,7 @@ export interface operations {
                      *       "AuthLoginUrl": "https://moodle.example.org/mod/lti/auth.php",
                      *       "AuthTokenUrl": "https://moodle.example.org/mod/lti/token.php",
                      *       "KeySetUrl": "https://moodle.example.org/mod/lti/certs.php",
+                     *       "FrameOrigins": [],
                      *       "ContextTitle": "Security awareness 2026",
                      *       "LastSyncAt": null,
                      *       "Tool": {

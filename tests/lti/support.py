@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import re
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 
+from questline.lti.flow import LOGIN_COOKIE_PREFIX
 from tests.factories import Org
 from tests.support.lti_platform import LtiPlatform, form_fields
 
@@ -20,12 +21,34 @@ async def register(org: Org, platform: LtiPlatform, **fields: Any) -> dict[str, 
     return dict(response.json())
 
 
+BROWSER: dict[str, str] = {}
+"""The test browser's login cookies, by the ``state`` of their login: what a browser
+holds between ``/lti/login`` and the launch the platform's page posts (the test
+client's jar keeps ``Secure`` cookies away from plain http)."""
+
+
+def state_of(location: str) -> str:
+    return parse_qs(urlsplit(location).query)["state"][0]
+
+
+def login_cookie(started: httpx.Response) -> str | None:
+    """The ``Cookie`` header of the login cookie ``/lti/login`` set (None: none)."""
+    found = [
+        header.split(";", 1)[0]
+        for header in started.headers.get_list("set-cookie")
+        if header.startswith(LOGIN_COOKIE_PREFIX)
+    ]
+    assert len(found) <= 1, started.headers
+    return found[0] if found else None
+
+
 async def start_login(
     client: httpx.AsyncClient,
     platform: LtiPlatform,
     login_hint: str,
     *,
     target_link_uri: str | None = None,
+    deployment_id: str | None = None,
     method: str = "GET",
 ) -> httpx.Response:
     params = {
@@ -36,9 +59,16 @@ async def start_login(
     }
     if target_link_uri is not None:
         params["target_link_uri"] = target_link_uri
+    if deployment_id is not None:
+        params["lti_deployment_id"] = deployment_id
     if method == "POST":
-        return await client.post("/lti/login", data=params)
-    return await client.get("/lti/login", params=params)
+        started = await client.post("/lti/login", data=params)
+    else:
+        started = await client.get("/lti/login", params=params)
+    cookie = login_cookie(started) if started.status_code == 302 else None
+    if cookie is not None:
+        BROWSER[state_of(started.headers["location"])] = cookie
+    return started
 
 
 async def authenticate(location: str) -> dict[str, str]:
@@ -51,10 +81,24 @@ async def authenticate(location: str) -> dict[str, str]:
     return fields
 
 
+SAME_BROWSER = "same-browser"
+"""``post_launch``'s default: the cookie the browser kept from the login of the state."""
+
+
 async def post_launch(
-    client: httpx.AsyncClient, fields: dict[str, str], *, origin: str | None
+    client: httpx.AsyncClient,
+    fields: dict[str, str],
+    *,
+    origin: str | None,
+    cookie: str | None = SAME_BROWSER,
 ) -> httpx.Response:
+    """Post a launch as the browser that started its login does (``cookie=None``: a
+    browser without that login's cookie; any other text: that ``Cookie`` header)."""
     headers = {"Origin": origin} if origin is not None else {}
+    if cookie == SAME_BROWSER:
+        cookie = BROWSER.get(fields.get("state", ""))
+    if cookie is not None:
+        headers["Cookie"] = cookie
     return await client.post("/lti/launch", data=fields, headers=headers)
 
 
@@ -75,8 +119,9 @@ async def launch(
     **overrides: Any,
 ) -> httpx.Response:
     """The whole way: what the platform signs, login, authentication, launch."""
+    deployment_id = overrides.pop("deployment_hint", None)
     platform.launch_as(login_hint, claims, **overrides)
-    fields = await launch_fields(client, platform, login_hint)
+    fields = await launch_fields(client, platform, login_hint, deployment_id=deployment_id)
     return await post_launch(client, fields, origin=platform.origin)
 
 

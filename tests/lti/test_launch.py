@@ -15,13 +15,17 @@ from questline.auth.models import DashboardSession
 from questline.members.models import Member
 from tests.factories import Org, World
 from tests.lti.support import (
+    BROWSER,
+    authenticate,
     launch,
     launch_fields,
+    login_cookie,
     post_launch,
     refusal,
     register,
     set_cookies,
     start_login,
+    state_of,
     with_cookies,
 )
 from tests.support.harness import AppHarness
@@ -160,6 +164,7 @@ async def test_a_replayed_launch_is_refused(
         ({"aud": "another-tool"}, "audience"),
         ({"aud": ["questline-tool", "another-tool"]}, "audience"),
         ({"aud": ["questline-tool", "x"], "azp": "x"}, "audience"),
+        ({"aud": ["questline-tool", "someone-else"], "azp": "questline-tool"}, "audience"),
         ({"iss": "https://another-platform.example"}, "issuer"),
         ({"https://purl.imsglobal.org/spec/lti/claim/version": "1.1"}, "invalid-token"),
         (
@@ -173,6 +178,7 @@ async def test_a_replayed_launch_is_refused(
         "wrong-audience",
         "several-audiences-no-azp",
         "azp-not-ours",
+        "untrusted-audience-beside-ours",
         "another-issuer",
         "lti-version",
         "message-type",
@@ -343,3 +349,105 @@ async def test_without_a_public_url_the_flow_says_so(
     assert listed.status_code == 200, listed.text
     assert listed.json() == []
     _expect_refused(await start_login(client, platform, "hint-none"), "not-configured")
+
+
+async def test_a_launch_is_bound_to_the_browser_that_started_its_login(
+    world: World, client: httpx.AsyncClient, platform: LtiPlatform, app_state: AppHarness
+) -> None:
+    """Login CSRF: an attacker's own launch posted into a victim's browser would sign
+    the victim in as the attacker. The login's cookie must come back with the launch."""
+    await _registered(world, platform)
+    platform.launch_as("hint-bound", platform.claims_for("bound-1", email="kim@example.org"))
+    started = await start_login(client, platform, "hint-bound")
+    assert started.status_code == 302, started.text
+    assert state_of(started.headers["location"]) in BROWSER
+    cookie = [h for h in started.headers.get_list("set-cookie") if "questline_lti_login_" in h]
+    assert len(cookie) == 1, started.headers
+    for attribute in ("HttpOnly", "Secure", "SameSite=none", "Partitioned", "Path=/lti/"):
+        assert attribute.lower() in cookie[0].lower(), cookie[0]
+    assert "max-age=600" in cookie[0].lower(), cookie[0]
+    # Without the login's cookie (another browser, or one that dropped it): refused.
+    fields = await authenticate(started.headers["location"])
+    alone = await post_launch(client, fields, origin=platform.origin, cookie=None)
+    _expect_refused(alone, "state-browser")
+    # The page shows in the platform's frame (it says to open a new window).
+    assert f"frame-ancestors {platform.origin}" in alone.headers["content-security-policy"]
+    assert "new window" in alone.text
+    # With another browser's cookie: its own name, or this login's name and its value.
+    mine = await launch_fields(client, platform, "hint-bound")
+    theirs = login_cookie(await start_login(client, platform, "hint-bound"))
+    assert theirs is not None
+    their_value = theirs.split("=", 1)[1]
+    for forged in ("theirs", "their-value"):
+        fresh = await launch_fields(client, platform, "hint-bound")
+        own_name = BROWSER[fresh["state"]].split("=", 1)[0]
+        cookie = theirs if forged == "theirs" else f"{own_name}={their_value}"
+        answer = await post_launch(client, fresh, origin=platform.origin, cookie=cookie)
+        _expect_refused(answer, "state-browser")
+    assert await _sessions(app_state) == 0
+    # With its own cookie: signed in, and the login's cookie is cleared.
+    answer = await post_launch(client, mine, origin=platform.origin)
+    assert answer.status_code == 303, answer.text
+    cleared = [h for h in answer.headers.get_list("set-cookie") if "questline_lti_login_" in h]
+    assert len(cleared) == 1, cleared
+    assert "max-age=0" in cleared[0].lower(), cleared
+    assert await _sessions(app_state) == 1
+
+
+async def test_the_frame_origin_comes_from_the_registration_only(
+    world: World, client: httpx.AsyncClient, platform: LtiPlatform
+) -> None:
+    """A launch posted from any page names that page in ``Origin``: only an origin the
+    registration names may frame the session's pages."""
+    org = await _registered(world, platform)
+    claims = platform.claims_for("framed-1", email="fay@example.org")
+    platform.launch_as("hint-evil", claims)
+    fields = await launch_fields(client, platform, "hint-evil")
+    answer = await post_launch(client, fields, origin="https://evil.example")
+    assert answer.status_code == 303, answer.text
+    policy = answer.headers["content-security-policy"]
+    assert f"frame-ancestors {platform.origin}" in policy, policy
+    assert "evil.example" not in policy
+    page = await client.get("/ui/", headers=with_cookies(answer))
+    assert f"frame-ancestors {platform.origin}" in page.headers["content-security-policy"]
+    assert "evil.example" not in page.headers["content-security-policy"]
+    # An origin the admin registered (Canvas: the school's domain) may frame.
+    listed = (await client.get("/lti/platform", headers=org.admin)).json()
+    changed = await client.patch(
+        f"/lti/platform/{listed[0]['Id']}",
+        json={"FrameOrigins": ["https://school.example"]},
+        headers=org.admin,
+    )
+    assert changed.status_code == 200, changed.text
+    assert changed.json()["FrameOrigins"] == ["https://school.example"]
+    platform.launch_as("hint-school", claims)
+    fields = await launch_fields(client, platform, "hint-school")
+    school = await post_launch(client, fields, origin="https://school.example")
+    assert school.status_code == 303, school.text
+    assert "frame-ancestors https://school.example" in school.headers["content-security-policy"]
+    platform.launch_as("hint-evil-2", claims)
+    fields = await launch_fields(client, platform, "hint-evil-2")
+    evil = await post_launch(client, fields, origin="https://evil.example")
+    assert "evil.example" not in evil.headers["content-security-policy"]
+    assert f"frame-ancestors {platform.origin}" in evil.headers["content-security-policy"]
+
+
+async def test_a_member_made_by_a_launch_is_in_the_audit_log(
+    world: World, client: httpx.AsyncClient, platform: LtiPlatform
+) -> None:
+    org = await _registered(world, platform)
+    claims = platform.claims_for("audited-1", email="Alan@Example.org")
+    assert (await launch(client, platform, "hint-audit", claims)).status_code == 303
+    assert (await launch(client, platform, "hint-audit-2", claims)).status_code == 303
+    entries = (
+        await client.get("/audit", params={"action": "member.created"}, headers=org.admin)
+    ).json()
+    assert len(entries) == 1, entries  # the second launch found the member
+    members = (await client.get("/member", headers=org.admin)).json()
+    entry = entries[0]
+    assert entry["TargetType"] == "member"
+    assert entry["TargetId"] == members[0]["Id"]
+    assert entry["Actor"] == platform.issuer
+    assert entry["ActorVia"] == "provider"
+    assert entry["Changes"]["Email"]["After"].lower() == "alan@example.org"
+    assert "id_token" not in str(entry)

@@ -105,6 +105,10 @@ async def test_a_deployment_names_one_organization(world: World, platform: LtiPl
         ("Issuer", "not a url"),
         ("DeploymentIds", []),
         ("ClientId", "x" * 300),
+        ("FrameOrigins", ["https://school.example/path"]),
+        ("FrameOrigins", ["https://school.example; script-src *"]),
+        ("FrameOrigins", ["*"]),
+        ("FrameOrigins", ["https://*.example"]),
     ],
 )
 async def test_malformed_registrations_are_422(
@@ -149,3 +153,21 @@ async def test_the_key_set_publishes_the_signing_key_and_the_one_before(
     assert kids == [signing.kid, first["keys"][0]["kid"]]
     token = jwt.encode({"alg": "RS256", "kid": signing.kid}, {"iss": "questline"}, signing.key)
     assert jwt.decode(token, KeySet.import_key_set(second)).claims == {"iss": "questline"}
+
+
+async def test_frame_origins_are_kept_as_origins_and_shown(
+    world: World, platform: LtiPlatform, app_state: AppHarness
+) -> None:
+    org = world.org()
+    body = platform.registration(FrameOrigins=["https://School.Example:8443", "https://a.example/"])
+    created = await org.client.post("/lti/platform", json=body, headers=org.admin)
+    assert created.status_code == 201, created.text
+    assert created.json()["FrameOrigins"] == ["https://school.example:8443", "https://a.example"]
+    app_state.configure(lti_allow_http=False)
+    plain = await org.client.patch(
+        f"/lti/platform/{created.json()['Id']}",
+        json={"FrameOrigins": ["http://school.example"]},
+        headers=org.admin,
+    )
+    assert plain.status_code == 422, plain.text
+    assert "FrameOrigins" in plain.text

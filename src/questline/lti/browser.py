@@ -22,7 +22,13 @@ from starlette.background import BackgroundTask
 from questline.auth import sessions
 from questline.lti import claims as lti
 from questline.lti import deep_linking, flow, pages, roster
-from questline.lti.framing import FrameAncestors, set_launch_cookies, usable_origin
+from questline.lti.framing import (
+    FrameAncestors,
+    clear_login_cookie,
+    set_launch_cookies,
+    set_login_cookie,
+    usable_origin,
+)
 from questline.lti.models import LtiPlatform
 from questline.lti.platform_keys import key_sets_of
 from questline.lti.refusals import LaunchRefused
@@ -127,9 +133,13 @@ async def _login(request: Request, params: dict[str, str]) -> Response:
             )
     except LaunchRefused as refusal:
         return _refused(refusal)
-    return RedirectResponse(
+    response = RedirectResponse(
         start.redirect_url, status_code=status.HTTP_302_FOUND, headers={"Cache-Control": "no-store"}
     )
+    set_login_cookie(
+        response, name=start.cookie_name, value=start.cookie_value, max_age=start.max_age
+    )
+    return response
 
 
 Text = str | None
@@ -239,9 +249,12 @@ def _launch_origin(request: Request) -> str | None:
     ),
 )
 async def lti_launch(request: Request) -> Response:
-    """Spend the login's `state` (once), verify the ID token with the platform's keys
-    (signature, `iss`, `aud`, `azp`, `exp`, `nonce`, LTI version, message type), find
-    the registered deployment (it names the organization), find or create the member
+    """Spend the login's `state` (once, and only with the login's cookie from
+    `/lti/login`), verify the ID token with the key set of the registration it belongs
+    to (the login's, else the one that registered its deployment): signature, `iss`,
+    `aud` (that client id only), `azp`, `exp`, `nonce`, LTI version, message type, and
+    a deployment of that registration; only then does its organization count. Find or
+    create the member
     (by e-mail, else by the platform's `sub`; instructors and administrators become
     admins, everyone else members) and start the dashboard session, framable by the
     platform only. A deep-linking request opens the picker instead. Every refusal is an
@@ -249,44 +262,49 @@ async def lti_launch(request: Request) -> Response:
     app = app_state(request)
     form = await form_of(request)
     id_token, state, error = form.get("id_token"), form.get("state"), form.get("error")
-    platform: LtiPlatform | None = None
+    frame_origin: str | None = None
     launch_origin = _launch_origin(request)
     try:
         public = _public_url(request)
         refusal: LaunchRefused | None = None
         async with app.db.session(write=True) as session:
             try:
-                login = await flow.spend_login(session, state=state or "")
-                key_set_url = await flow.key_set_url_of(session, login)
+                login = await flow.spend_login(
+                    session,
+                    state=state or "",
+                    cookies=dict(request.cookies),
+                    launch_origin=launch_origin,
+                )
             except LaunchRefused as exc:
                 refusal = exc  # raised after the commit: a spent state stays spent
         if error is not None:
             raise LaunchRefused("platform-error", error)
         if refusal is not None:
             raise refusal
+        async with app.db.session(write=False) as session:
+            verifier = await flow.launch_registration(session, login=login, id_token=id_token or "")
+        # The registration's own key set verifies the token; nothing of its
+        # organization is used before.
         verified = await lti.verify_launch(
             id_token or "",
-            key_set_url=key_set_url,
+            key_set_url=verifier.key_set_url,
             key_sets=key_sets_of(request.app.state),
             issuer=login.issuer,
-            client_id=login.client_id,
+            client_id=verifier.client_id,
             nonce=login.nonce,
         )
         async with app.db.session(write=True) as session:
-            platform = await flow.platform_of_deployment(
-                session,
-                issuer=login.issuer,
-                client_id=login.client_id,
-                deployment_id=str(verified[lti.DEPLOYMENT_ID]),
+            platform = await flow.verified_registration(
+                session, login=login, verifier=verifier, verified=verified
             )
-            frame_origin = launch_origin or flow.frame_origin_of(platform)
+            frame_origin = flow.frame_origin_of(platform, launch_origin)
             if verified[lti.MESSAGE_TYPE] == lti.DEEP_LINKING_REQUEST:
                 if not lti.is_admin(verified):
                     raise LaunchRefused("not-instructor")
                 ticket = await deep_linking.open_ticket(
                     session, platform=platform, verified=verified, frame_origin=frame_origin
                 )
-                return pages.picker(
+                picker = pages.picker(
                     ticket=ticket,
                     action=f"{public}/lti/deep-link",
                     disciplines=await deep_linking.disciplines_of(
@@ -297,6 +315,8 @@ async def lti_launch(request: Request) -> Response:
                     ),
                     frame_origin=frame_origin,
                 )
+                _clear_login(picker, state)
+                return picker
             launched = await flow.sign_in(
                 session,
                 platform=platform,
@@ -306,9 +326,11 @@ async def lti_launch(request: Request) -> Response:
                 launch_origin=launch_origin,
             )
     except LaunchRefused as refusal_:
-        if refusal_.frame_origin is None and platform is not None:
-            refusal_.frame_origin = launch_origin or flow.frame_origin_of(platform)
-        return _refused(refusal_)
+        # Read before the transaction ended: a refusal rolls it back (and expires it).
+        refusal_.frame_origin = refusal_.frame_origin or frame_origin
+        refused = _refused(refusal_)
+        _clear_login(refused, state)
+        return refused
     target = lti.text_of(verified.get(lti.TARGET_LINK_URI), 2048) or login.target_link_uri
     response = RedirectResponse(
         destination(target, public_url=public, team_ids=launched.team_ids),
@@ -337,7 +359,14 @@ async def lti_launch(request: Request) -> Response:
         settings=app.settings,
         framing=framing_of(request),
     )
+    _clear_login(response, state)
     return response
+
+
+def _clear_login(response: Response, state: str | None) -> None:
+    """The login's cookie is spent with its state."""
+    if state and len(state) <= 200:
+        clear_login_cookie(response, flow.login_cookie_name(sessions.digest(state)))
 
 
 @browser_router.post(

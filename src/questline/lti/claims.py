@@ -2,14 +2,17 @@
 
 The signature is checked by ``joserfc`` with the platform's keys (fetched again once
 for a key id the cached set lacks), then ``iss``, ``aud``, ``exp``/``iat``/``nbf`` and
-``nonce`` by joserfc's claims registry, then what LTI Core 1.3 §5.1 adds: ``azp`` (one
-audience of several must be ours), the LTI version, the message type and the claims
+``nonce`` by joserfc's claims registry, then every audience must be ours (1EdTech
+Security Framework §5.1.3: a token also meant for an audience the tool does not trust
+is refused) and ``azp``, when present, ours too; then what LTI Core 1.3 §5.1 adds: the
+LTI version, the message type and the claims
 that type needs. The checks follow pylti1p3's ``MessageLaunch.validate`` (a tool-side
 library for Django and Flask, synchronous, so not used here).
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from joserfc import jwt
@@ -20,6 +23,7 @@ from joserfc.errors import (
     InvalidKeyIdError,
     JoseError,
 )
+from joserfc.jws import extract_compact
 
 from questline.lti.platform_keys import KeySetDirectory, KeysUnreachable
 from questline.lti.refusals import LaunchRefused
@@ -59,6 +63,31 @@ Short forms (``Instructor``) count too: LTI 1.3 deprecates them, some platforms 
 ADMIN_SHORT_ROLES = frozenset({"Instructor", "Administrator"})
 
 
+MAX_ID_TOKEN = 64 * 1024
+
+
+def _deployment_id(claims: dict[str, Any]) -> str:
+    deployment = claims.get(DEPLOYMENT_ID)
+    if not isinstance(deployment, str) or not deployment or len(deployment) > 255:
+        raise LaunchRefused("invalid-token", "deployment id")
+    return deployment
+
+
+def unverified_deployment(id_token: str) -> str:
+    """The deployment id a launch claims, read before its signature is checked: only to
+    choose which registration's key set then checks it (``flow.launch_registration``),
+    never to decide anything else."""
+    if not id_token or len(id_token) > MAX_ID_TOKEN:
+        raise LaunchRefused("invalid-token", "no or oversized id_token")
+    try:
+        payload = json.loads(extract_compact(id_token.encode("ascii")).payload)
+    except (JoseError, ValueError, TypeError, UnicodeError) as exc:
+        raise LaunchRefused("invalid-token", type(exc).__name__) from exc
+    if not isinstance(payload, dict):
+        raise LaunchRefused("invalid-token", "payload")
+    return _deployment_id(payload)
+
+
 async def verify_launch(
     id_token: str,
     *,
@@ -69,7 +98,7 @@ async def verify_launch(
     nonce: str,
 ) -> dict[str, Any]:
     """The verified claims of a launch, or ``LaunchRefused`` saying which check failed."""
-    if not id_token or len(id_token) > 64 * 1024:
+    if not id_token or len(id_token) > MAX_ID_TOKEN:
         raise LaunchRefused("invalid-token", "no or oversized id_token")
     try:
         cached = await key_sets.keys(key_set_url)
@@ -101,18 +130,22 @@ async def verify_launch(
         raise LaunchRefused("signature") from exc
     except (JoseError, ValueError, TypeError, KeyError) as exc:
         raise LaunchRefused("invalid-token", type(exc).__name__) from exc
-    _check_azp(claims, client_id)
+    _check_audience(claims, client_id)
     _check_lti(claims)
     return claims
 
 
-def _check_azp(claims: dict[str, Any], client_id: str) -> None:
-    """OpenID Connect Core §3.1.3.7 as LTI uses it: with several audiences ``azp`` must
-    be present; when present it must be this tool's client id."""
+def _check_audience(claims: dict[str, Any], client_id: str) -> None:
+    """The only audience trusted is the registration's client id: a token that lists
+    any other is refused (1EdTech Security Framework §5.1.3, item 3), whatever its
+    ``azp``; ``azp``, when present, must be the client id too (OpenID Connect Core
+    §3.1.3.7)."""
     audience = claims.get("aud")
-    several = isinstance(audience, list) and len(audience) > 1
+    audiences = audience if isinstance(audience, list) else [audience]
+    if any(value != client_id for value in audiences):
+        raise LaunchRefused("audience", "untrusted audience")
     azp = claims.get("azp")
-    if (several and azp is None) or (azp is not None and azp != client_id):
+    if azp is not None and azp != client_id:
         raise LaunchRefused("audience", "azp")
 
 
@@ -122,9 +155,7 @@ def _check_lti(claims: dict[str, Any]) -> None:
     message_type = claims.get(MESSAGE_TYPE)
     if message_type not in MESSAGE_TYPES:
         raise LaunchRefused("invalid-token", "message type")
-    deployment = claims.get(DEPLOYMENT_ID)
-    if not isinstance(deployment, str) or not deployment or len(deployment) > 255:
-        raise LaunchRefused("invalid-token", "deployment id")
+    _deployment_id(claims)
     sub = claims.get("sub")
     if sub is not None and (not isinstance(sub, str) or len(sub) > 255):
         raise LaunchRefused("invalid-token", "sub")

@@ -1,21 +1,28 @@
 """The launch: third-party initiated login, then the ID token the platform posts back.
 
-1. ``start_login`` (``/lti/login``): the platform names itself (``iss``, ``client_id``);
-   a login row (state, nonce, target) goes into the database and the browser is sent
-   to the platform's ``AuthLoginUrl`` (OIDC implicit flow, ``response_mode=form_post``).
+1. ``start_login`` (``/lti/login``): the platform names itself (``iss``, ``client_id``,
+   ``lti_deployment_id``); a login row (state, nonce, target, the registration when the
+   login names one unambiguously, the hash of a browser secret) goes into the database,
+   the browser gets the secret in a short-lived partitioned cookie, and is sent to the
+   platform's ``AuthLoginUrl`` (OIDC implicit flow, ``response_mode=form_post``).
 2. ``spend_login`` (``/lti/launch``): the posted ``state`` spends that row, once
    (deleted in the statement that reads it, in a transaction of its own that commits
-   whatever happens next: a replayed launch finds nothing). The nonce travels with
-   the row, so it is spent with it.
-3. ``claims.verify_launch``: the ID token, with the platform's keys (no transaction is
-   open while they are fetched).
-4. ``sign_in``: the deployment must be registered (it names the organization); the
-   member is found by e-mail, or by the platform's ``sub``; instructors and
-   administrators become admins; the dashboard session starts as a sign-in link's does.
+   whatever happens next: a replayed launch finds nothing), and the browser's cookie
+   must be the login's (as single sign-on's ``state`` is bound to its browser). The
+   nonce travels with the row, so it is spent with it.
+3. ``launch_registration``: the registration whose key set verifies the ID token: the
+   login's, else the one that registered the token's (not yet verified) deployment.
+   ``claims.verify_launch`` then checks the token with that key set (no transaction is
+   open while it is fetched).
+4. ``sign_in``: the verified deployment must be that registration's, whose organization
+   the launch enters only now; the member is found by e-mail, or by the platform's
+   ``sub``; instructors and administrators become admins; the dashboard session starts
+   as a sign-in link's does.
 
-The login is not bound to the browser by a cookie as single sign-on's is: inside the
-platform's iframe browsers drop third-party cookies, and the launch is signed by the
-platform for this login's nonce (docs/platforms.md, "Launch").
+Every look-up of "which registration may this login or launch belong to" goes through
+``registration_for``: several organizations may register one issuer and client id (one
+Canvas developer key serves every school), so no look-up by issuer and client id alone
+may pick one of them for a launch (docs/platforms.md, "Launch").
 """
 
 from __future__ import annotations
@@ -33,20 +40,23 @@ from email_validator import EmailNotValidError, validate_email
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from questline import audit
 from questline.auth import sessions
 from questline.config import Settings
 from questline.lti import claims as lti
+from questline.lti.framing import ORIGIN
 from questline.lti.models import LtiDeployment, LtiLoginState, LtiPerson, LtiPlatform
 from questline.lti.refusals import LaunchRefused
 from questline.members.models import Member, TeamMembership
 from questline.members.service import find_or_create
 from questline.readmodel.versions import bump
 from questline.storage.db import utcnow
-from questline.web.identity import Caller, Role
+from questline.web.identity import ACTING_CALLER, Caller, Role, Via
 
 logger = logging.getLogger("questline.lti")
 
 MAX_PARAMETER = 2048
+LOGIN_COOKIE_PREFIX = "questline_lti_login_"
 NO_EMAIL_DOMAIN = "lti.invalid"
 """Members known only by a platform's ``sub`` get ``<digest>@<platform>.lti.invalid``:
 ``.invalid`` is reserved (RFC 2606), so nothing is ever sent there."""
@@ -57,9 +67,22 @@ def origin_of(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}".lower()
 
 
+def login_cookie_name(state_hash: str) -> str:
+    """One cookie per login under way (single sign-on's rule): two launches in two
+    frames of one page do not collide."""
+    return LOGIN_COOKIE_PREFIX + state_hash[:16]
+
+
+Bound = tuple[uuid.UUID, uuid.UUID]
+"""A registration's primary key: ``(organization_id, platform_id)``."""
+
+
 @dataclass(frozen=True, slots=True)
 class LoginStart:
     redirect_url: str
+    cookie_name: str
+    cookie_value: str
+    max_age: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +91,8 @@ class SpentLogin:
     client_id: str
     nonce: str
     target_link_uri: str
+    bound: Bound | None
+    """The registration the login named, if it named one unambiguously."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,20 +109,71 @@ async def _purge_expired(session: AsyncSession) -> None:
     await session.execute(delete(LtiLoginState).where(LtiLoginState.expires_at <= utcnow()))
 
 
-async def platforms_of(
-    session: AsyncSession, *, issuer: str, client_id: str | None, deployment_id: str | None
+async def _registrations(
+    session: AsyncSession, *, issuer: str, client_id: str | None
 ) -> list[LtiPlatform]:
-    """The registrations (of any organization) that a login's parameters may name."""
+    """Every registration (of any organization) of an issuer (and client id)."""
     query = select(LtiPlatform).where(LtiPlatform.issuer == issuer)
-    if client_id:
+    if client_id is not None:
         query = query.where(LtiPlatform.client_id == client_id)
-    if deployment_id:
-        query = query.join(
-            LtiDeployment,
-            (LtiDeployment.organization_id == LtiPlatform.organization_id)
-            & (LtiDeployment.platform_id == LtiPlatform.id),
-        ).where(LtiDeployment.deployment_id == deployment_id)
-    return list((await session.scalars(query.order_by(LtiPlatform.created_at))).all())
+    query = query.order_by(LtiPlatform.created_at, LtiPlatform.organization_id, LtiPlatform.id)
+    return list((await session.scalars(query)).all())
+
+
+def _deployment_of(platform: LtiPlatform, deployment_id: str) -> Any:
+    return select(LtiDeployment.deployment_id).where(
+        LtiDeployment.organization_id == platform.organization_id,
+        LtiDeployment.platform_id == platform.id,
+        LtiDeployment.issuer == platform.issuer,
+        LtiDeployment.client_id == platform.client_id,
+        LtiDeployment.deployment_id == deployment_id,
+    )
+
+
+async def registration_for(
+    session: AsyncSession,
+    *,
+    issuer: str,
+    client_id: str | None,
+    deployment_id: str | None,
+    bound: Bound | None = None,
+) -> LtiPlatform | None:
+    """The one registration a login or launch may belong to, or None when several
+    organizations registered the issuer and client id and nothing names one of them.
+
+    * ``bound`` (the registration the login named): that one, as long as it still has
+      the login's issuer and client id; a ``deployment_id`` must be one of its own.
+    * else by ``deployment_id``: the registration that registered it for the issuer
+      and client id (unique service-wide: at most one).
+    * else the only registration of the issuer (and client id), if there is one.
+
+    ``unknown-platform`` when no registration has the issuer (and client id) or a
+    client id must be guessed; ``deployment`` when the deployment is not the
+    registration's (or nobody's)."""
+    if bound is not None:
+        platform = await session.get(LtiPlatform, bound)
+        if (
+            platform is None
+            or platform.issuer != issuer
+            or (client_id is not None and platform.client_id != client_id)
+        ):
+            raise LaunchRefused("unknown-platform", issuer)
+        if (
+            deployment_id is not None
+            and (await session.scalar(_deployment_of(platform, deployment_id))) is None
+        ):
+            raise LaunchRefused("deployment", deployment_id)
+        return platform
+    found = await _registrations(session, issuer=issuer, client_id=client_id)
+    if not found or len({p.client_id for p in found}) > 1:
+        # Several client ids of one issuer and no client_id sent: which one is unknown.
+        raise LaunchRefused("unknown-platform", issuer)
+    if deployment_id is not None:
+        for platform in found:
+            if await session.scalar(_deployment_of(platform, deployment_id)) is not None:
+                return platform
+        raise LaunchRefused("deployment", deployment_id)
+    return found[0] if len(found) == 1 else None
 
 
 def _optional(params: dict[str, str], name: str) -> str | None:
@@ -131,27 +207,40 @@ async def start_login(
     deployment_id = _optional(params, "lti_deployment_id")
     message_hint = _optional(params, "lti_message_hint")
     target = _optional(params, "target_link_uri")
-    found = await platforms_of(
+    platform = await registration_for(
         session, issuer=issuer, client_id=client_id, deployment_id=deployment_id
     )
-    client_ids = {p.client_id for p in found}
-    if not found or len(client_ids) > 1:
-        # Several client ids of one issuer and no client_id sent: which one is unknown.
-        raise LaunchRefused("unknown-platform", issuer)
-    platform = found[0]
+    if platform is not None:
+        bound: Bound | None = (platform.organization_id, platform.id)
+        chosen_client_id, login_url = platform.client_id, platform.auth_login_url
+    else:
+        # Organizations sharing the issuer and client id, and no deployment named: the
+        # launch's deployment will pick the registration. They must agree on where the
+        # platform authenticates, or one of them would send the others' users elsewhere.
+        shared = await _registrations(session, issuer=issuer, client_id=client_id)
+        if len({p.auth_login_url for p in shared}) != 1:
+            raise LaunchRefused("unknown-platform", f"{issuer}: lti_deployment_id needed")
+        bound = None
+        chosen_client_id, login_url = shared[0].client_id, shared[0].auth_login_url
     await _purge_expired(session)
     state = secrets.token_urlsafe(32)
     nonce = secrets.token_urlsafe(32)
+    browser = secrets.token_urlsafe(32)
+    state_hash = sessions.digest(state)
     now = utcnow()
+    lifetime = dt.timedelta(minutes=settings.lti_login_minutes)
     session.add(
         LtiLoginState(
-            state_hash=sessions.digest(state),
+            state_hash=state_hash,
             issuer=issuer,
-            client_id=platform.client_id,
+            client_id=chosen_client_id,
+            organization_id=bound[0] if bound else None,
+            platform_id=bound[1] if bound else None,
+            browser_hash=sessions.digest(browser),
             nonce=nonce,
             target_link_uri=target or default_target,
             created_at=now,
-            expires_at=now + dt.timedelta(minutes=settings.lti_login_minutes),
+            expires_at=now + lifetime,
         )
     )
     await session.flush()
@@ -160,7 +249,7 @@ async def start_login(
         "response_type": "id_token",
         "response_mode": "form_post",
         "prompt": "none",
-        "client_id": platform.client_id,
+        "client_id": chosen_client_id,
         "redirect_uri": redirect_uri,
         "login_hint": login_hint,
         "state": state,
@@ -168,21 +257,33 @@ async def start_login(
     }
     if message_hint is not None:
         query["lti_message_hint"] = message_hint
-    separator = "&" if urlsplit(platform.auth_login_url).query else "?"
-    return LoginStart(redirect_url=f"{platform.auth_login_url}{separator}{urlencode(query)}")
+    separator = "&" if urlsplit(login_url).query else "?"
+    return LoginStart(
+        redirect_url=f"{login_url}{separator}{urlencode(query)}",
+        cookie_name=login_cookie_name(state_hash),
+        cookie_value=browser,
+        max_age=int(lifetime.total_seconds()),
+    )
 
 
-async def spend_login(session: AsyncSession, *, state: str) -> SpentLogin:
-    """Spend the login of ``state``: once, and only before it expires."""
+async def spend_login(
+    session: AsyncSession, *, state: str, cookies: dict[str, str], launch_origin: str | None
+) -> SpentLogin:
+    """Spend the login of ``state``: once, only before it expires, and only in the
+    browser that started it (its login cookie)."""
     if not state or len(state) > 200:
         raise LaunchRefused("state")
+    state_hash = sessions.digest(state)
     spent = (
         await session.execute(
             delete(LtiLoginState)
-            .where(LtiLoginState.state_hash == sessions.digest(state))
+            .where(LtiLoginState.state_hash == state_hash)
             .returning(
                 LtiLoginState.issuer,
                 LtiLoginState.client_id,
+                LtiLoginState.organization_id,
+                LtiLoginState.platform_id,
+                LtiLoginState.browser_hash,
                 LtiLoginState.nonce,
                 LtiLoginState.target_link_uri,
                 LtiLoginState.expires_at,
@@ -191,43 +292,87 @@ async def spend_login(session: AsyncSession, *, state: str) -> SpentLogin:
     ).one_or_none()
     if spent is None or spent.expires_at <= utcnow():
         raise LaunchRefused("state")
+    bound = None
+    if spent.organization_id is not None and spent.platform_id is not None:
+        bound = (spent.organization_id, spent.platform_id)
+    browser = cookies.get(login_cookie_name(state_hash), "")
+    if not secrets.compare_digest(sessions.digest(browser), spent.browser_hash):
+        # Shown inside the platform's frame (a browser that keeps no cookies there is
+        # told to open a new window), so framable by the registration's origin.
+        frame = await _login_frame_origin(
+            session,
+            issuer=spent.issuer,
+            client_id=spent.client_id,
+            bound=bound,
+            launch_origin=launch_origin,
+        )
+        raise LaunchRefused("state-browser", frame_origin=frame)
     return SpentLogin(
         issuer=spent.issuer,
         client_id=spent.client_id,
         nonce=spent.nonce,
         target_link_uri=spent.target_link_uri,
+        bound=bound,
     )
 
 
-async def key_set_url_of(session: AsyncSession, login: SpentLogin) -> str:
-    """The key set of the login's platform (registrations sharing an issuer and client
-    id share the platform, so any of them names it)."""
-    found = await platforms_of(
-        session, issuer=login.issuer, client_id=login.client_id, deployment_id=None
-    )
-    if not found:
-        raise LaunchRefused("unknown-platform", login.issuer)
-    return found[0].key_set_url
+async def _login_frame_origin(
+    session: AsyncSession,
+    *,
+    issuer: str,
+    client_id: str,
+    bound: Bound | None,
+    launch_origin: str | None,
+) -> str | None:
+    """Who may frame the refusal page of a login's launch: its registration's origin
+    (registrations sharing the login: the login URL they share)."""
+    try:
+        platform = await registration_for(
+            session, issuer=issuer, client_id=client_id, deployment_id=None, bound=bound
+        )
+    except LaunchRefused:
+        return None
+    if platform is not None:
+        return frame_origin_of(platform, launch_origin)
+    shared = await _registrations(session, issuer=issuer, client_id=client_id)
+    return origin_of(shared[0].auth_login_url) if shared else None
 
 
-async def platform_of_deployment(
-    session: AsyncSession, *, issuer: str, client_id: str, deployment_id: str
+async def launch_registration(
+    session: AsyncSession, *, login: SpentLogin, id_token: str
 ) -> LtiPlatform:
-    platform = await session.scalar(
-        select(LtiPlatform)
-        .join(
-            LtiDeployment,
-            (LtiDeployment.organization_id == LtiPlatform.organization_id)
-            & (LtiDeployment.platform_id == LtiPlatform.id),
-        )
-        .where(
-            LtiDeployment.issuer == issuer,
-            LtiDeployment.client_id == client_id,
-            LtiDeployment.deployment_id == deployment_id,
-        )
+    """The registration whose key set must verify the launch: the login's, else (the
+    login named none of the registrations sharing its issuer and client id) the one of
+    the token's deployment, read before the signature is checked only to choose whose
+    keys check it. Its organization is used only once that key set verified the token."""
+    deployment = None if login.bound is not None else lti.unverified_deployment(id_token)
+    platform = await registration_for(
+        session,
+        issuer=login.issuer,
+        client_id=login.client_id,
+        deployment_id=deployment,
+        bound=login.bound,
     )
-    if platform is None:
-        raise LaunchRefused("deployment", deployment_id)
+    if platform is None:  # not reached: a deployment id names at most one
+        raise LaunchRefused("unknown-platform", login.issuer)
+    return platform
+
+
+async def verified_registration(
+    session: AsyncSession, *, login: SpentLogin, verifier: LtiPlatform, verified: dict[str, Any]
+) -> LtiPlatform:
+    """The registration of a verified launch: the one whose key set verified it, which
+    must hold the verified deployment."""
+    platform = await registration_for(
+        session,
+        issuer=login.issuer,
+        client_id=login.client_id,
+        deployment_id=str(verified[lti.DEPLOYMENT_ID]),
+        bound=(verifier.organization_id, verifier.id),
+    )
+    assert platform is not None  # bound: the registration or a refusal
+    if platform.key_set_url != verifier.key_set_url:  # re-registered meanwhile
+        raise LaunchRefused("signature", "key set changed during the launch")
     return platform
 
 
@@ -358,17 +503,19 @@ async def sign_in(
     the dashboard session."""
     person = person_of(verified)
     org_id = platform.organization_id
+    frame_origin = frame_origin_of(platform, launch_origin)
     found = await member_of(session, platform=platform, person=person)
     member, created = found.member, found.created
     if member.active is False:  # the directory's word (or the roster's) wins: no session
-        raise LaunchRefused("deactivated", frame_origin=origin_of(platform.issuer))
+        raise LaunchRefused("deactivated", frame_origin=frame_origin)
     _remember_context(platform, verified)
     platform.updated_at = utcnow()
+    role = Role.ADMIN if lti.is_admin(verified) else Role.MEMBER
     if created:
+        await _audit_created(session, platform=platform, member=member, role=role)
         await bump(session, org_id)
     if previous_cookie:  # this browser's earlier session in this partition
         await sessions.end_session(session, previous_cookie)
-    role = Role.ADMIN if lti.is_admin(verified) else Role.MEMBER
     subject = member.email if len(member.email) <= 200 else str(member.id)
     grant = await sessions.session_for_caller(
         session,
@@ -401,12 +548,52 @@ async def sign_in(
         member_id=member.id,
         team_ids=team_ids,
         role=role,
-        frame_origin=launch_origin or frame_origin_of(platform),
+        frame_origin=frame_origin,
     )
 
 
-def frame_origin_of(platform: LtiPlatform) -> str:
-    """The origin that may frame Questline when the launch's ``Origin`` is not known:
-    that of the platform's login URL (Moodle's pages and login URL share it; Canvas
-    posts launches from the school's own domain, which the launch's ``Origin`` names)."""
-    return origin_of(platform.auth_login_url)
+async def _audit_created(
+    session: AsyncSession, *, platform: LtiPlatform, member: Member, role: Role
+) -> None:
+    """A member made by a launch: recorded as every member creation is, the platform
+    (its issuer, as single sign-on's provider) being the actor."""
+    acting = session.info.get(ACTING_CALLER)
+    session.info[ACTING_CALLER] = Caller(
+        subject=platform.issuer[:255], role=role, org_id=platform.organization_id, via=Via.PROVIDER
+    )
+    try:
+        await audit.record(
+            session,
+            organization_id=platform.organization_id,
+            action="member.created",
+            target=("member", member.id),
+            after={
+                "Email": member.email,
+                "GivenName": member.given_name,
+                "LtiPlatformId": platform.id,
+            },
+        )
+    finally:
+        if acting is None:
+            session.info.pop(ACTING_CALLER, None)
+        else:
+            session.info[ACTING_CALLER] = acting
+
+
+def frame_origins_of(platform: LtiPlatform) -> list[str]:
+    """The origins the registration names (its admin's word, never a request's): its
+    login URL's, its issuer's, then its ``FrameOrigins``."""
+    named = [origin_of(platform.auth_login_url), origin_of(platform.issuer)]
+    named += [o.lower() for o in platform.frame_origins or []]
+    return [o for o in dict.fromkeys(named) if ORIGIN.match(o)]
+
+
+def frame_origin_of(platform: LtiPlatform, launch_origin: str | None) -> str:
+    """The origin that may frame Questline after a launch: the launch's ``Origin`` when
+    it is one of the registration's origins (``frame_origins_of``), else the login
+    URL's. The request only chooses among what the registration names: any other
+    origin (a page that posted a launch it got hold of) frames nothing."""
+    allowed = frame_origins_of(platform)
+    if launch_origin is not None and launch_origin.lower() in allowed:
+        return launch_origin.lower()
+    return allowed[0] if allowed else origin_of(platform.auth_login_url)

@@ -87,11 +87,25 @@ def _partitioned(response: Response) -> None:
     response.raw_headers[-1] = (name, value + b"; Partitioned")
 
 
-def _set(response: Response, name: str, value: str, max_age: int) -> None:
+def _set(response: Response, name: str, value: str, max_age: int, *, path: str = "/") -> None:
     response.set_cookie(
-        name, value, max_age=max_age, path="/", secure=True, httponly=True, samesite="none"
+        name, value, max_age=max_age, path=path, secure=True, httponly=True, samesite="none"
     )
     _partitioned(response)
+
+
+LOGIN_COOKIE_PATH = "/lti/"
+"""The login cookie goes back to ``/lti/launch`` only."""
+
+
+def set_login_cookie(response: Response, *, name: str, value: str, max_age: int) -> None:
+    """The cookie that ties a login's ``state`` to the browser: partitioned like the
+    session's, so that the platform's iframe keeps it from the login to the launch."""
+    _set(response, name, value, max_age, path=LOGIN_COOKIE_PATH)
+
+
+def clear_login_cookie(response: Response, name: str) -> None:
+    _set(response, name, "", 0, path=LOGIN_COOKIE_PATH)
 
 
 def set_launch_cookies(

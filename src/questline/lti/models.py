@@ -33,6 +33,9 @@ class LtiPlatform(Base):
     auth_login_url: Mapped[str] = mapped_column(String(2048))
     auth_token_url: Mapped[str] = mapped_column(String(2048))
     key_set_url: Mapped[str] = mapped_column(String(2048))
+    frame_origins: Mapped[list[str] | None] = mapped_column(JSON, default=None)
+    """Origins besides the issuer's and the login URL's whose pages may frame
+    Questline after a launch (``FrameOrigins``: Canvas posts from the school's domain)."""
     context_title: Mapped[str | None] = mapped_column(String(500), default=None)
     """The title of the course (``context`` claim) of the latest launch."""
     context_id: Mapped[str | None] = mapped_column(String(255), default=None)
@@ -90,6 +93,14 @@ class LtiLoginState(Base):
     state_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
     issuer: Mapped[str] = mapped_column(String(2048))
     client_id: Mapped[str] = mapped_column(String(255))
+    organization_id: Mapped[uuid.UUID | None] = mapped_column(default=None)
+    platform_id: Mapped[uuid.UUID | None] = mapped_column(default=None)
+    """The registration the login named unambiguously (its deployment id, or the only
+    registration of the issuer and client id): the launch must be that registration's.
+    None when several organizations share the issuer and client id and the login named
+    no deployment: the launch's deployment then picks the registration."""
+    browser_hash: Mapped[str] = mapped_column(String(64))
+    """The SHA-256 of the login cookie's value: the launch must come from this browser."""
     nonce: Mapped[str] = mapped_column(String(100))
     target_link_uri: Mapped[str] = mapped_column(String(2048))
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)

@@ -33,14 +33,21 @@ REASONS: dict[str, Reason] = {
     ),
     "unknown-platform": Reason(
         400,
-        "No organization registered this learning platform (issuer and client id). An "
-        "admin registers it with POST /lti/platform.",
+        "No organization registered this learning platform (issuer and client id), or "
+        "several did and the login named no deployment (lti_deployment_id). An admin "
+        "registers it with POST /lti/platform.",
     ),
     "login-request": Reason(400, "The platform's login request misses iss or login_hint."),
     "state": Reason(
         400,
         "This launch is unknown, used already or expired (a replayed or late launch). "
         "Open the link in your course again.",
+    ),
+    "state-browser": Reason(
+        403,
+        "This launch did not start in this browser, or the browser keeps no cookies inside "
+        "the course's frame (Safari, or blocked third-party cookies). Open Questline in a "
+        "new window from the course.",
     ),
     "platform-error": Reason(
         400, "The platform answered the login with an error (you may need to sign in to it)."
@@ -55,8 +62,8 @@ REASONS: dict[str, Reason] = {
     "nonce": Reason(401, "The launch's nonce is not this login's (a replayed launch)."),
     "deployment": Reason(
         403,
-        "This deployment of the tool is not registered by any organization: an admin adds "
-        "its deployment id to the platform's registration.",
+        "This deployment of the tool is not registered for this platform's registration: "
+        "an admin adds its deployment id to the platform's registration.",
     ),
     "invalid-token": Reason(
         400, "The launch is malformed: its LTI version, message type or claims are wrong."

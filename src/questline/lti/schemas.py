@@ -20,6 +20,12 @@ def _dedupe(values: list[str]) -> list[str]:
 
 
 Url = Annotated[str, text(2048)]
+FrameOrigins = Annotated[list[Annotated[str, text(300)]], Field(max_length=20)]
+FRAME_ORIGINS = (
+    "Origins (`https://host[:port]`) whose pages may frame Questline after a launch, "
+    "besides the `Issuer`'s and the `AuthLoginUrl`'s (Canvas posts launches from the "
+    "school's own domain). A launch's `Origin` header is used only when it is one of these."
+)
 DeploymentIds = Annotated[
     list[Annotated[str, text(255)]],
     Field(min_length=1, max_length=100),
@@ -63,6 +69,11 @@ class PlatformCreate(InputModel):
     key_set_url: Url = Field(
         alias="KeySetUrl", description="The platform's public keys (JWKS) that sign launches."
     )
+    frame_origins: FrameOrigins | None = Field(
+        default=None,
+        alias="FrameOrigins",
+        description=FRAME_ORIGINS,
+    )
 
 
 class PlatformUpdate(InputModel):
@@ -76,6 +87,7 @@ class PlatformUpdate(InputModel):
     auth_login_url: Url | None = Field(default=None, alias="AuthLoginUrl")
     auth_token_url: Url | None = Field(default=None, alias="AuthTokenUrl")
     key_set_url: Url | None = Field(default=None, alias="KeySetUrl")
+    frame_origins: FrameOrigins | None = Field(default=None, alias="FrameOrigins")
 
 
 _TOOL_EXAMPLE = {
@@ -105,6 +117,7 @@ class Platform(OutputModel):
             "Id": PLATFORM,
             "OrganizationId": ORG,
             **_CREATE_EXAMPLE,
+            "FrameOrigins": [],
             "ContextTitle": "Security awareness 2026",
             "LastSyncAt": None,
             "Tool": _TOOL_EXAMPLE,
@@ -121,6 +134,7 @@ class Platform(OutputModel):
     auth_login_url: str
     auth_token_url: str
     key_set_url: str
+    frame_origins: list[str] = Field(description=FRAME_ORIGINS)
     context_title: str | None = Field(
         description="The title of the course of the latest launch (null before the first)."
     )

@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from questline import audit
 from questline.config import Settings
 from questline.lti import schemas
+from questline.lti.framing import usable_origin
 from questline.lti.models import LtiDeployment, LtiPerson, LtiPlatform
 from questline.organizations.service import ensure_organization
 from questline.outbound import addresses
@@ -47,6 +48,21 @@ async def check_url(url: str, *, field: str, settings: Settings, fetched: bool) 
             await addresses.check(url, allow_private=settings.lti_allow_private_urls)
         except addresses.UnsafeUrl as exc:
             raise _refuse(field, str(exc)) from exc
+
+
+def frame_origins(values: Sequence[str], settings: Settings) -> list[str]:
+    """``FrameOrigins``: each a bare origin (scheme, host, port), https (http only when
+    ``QUESTLINE_LTI_ALLOW_HTTP``): it goes into a ``frame-ancestors`` directive."""
+    found: list[str] = []
+    for value in values:
+        origin = usable_origin(value.rstrip("/"), settings=settings)
+        if origin is None:
+            raise _refuse(
+                "FrameOrigins",
+                f"{value!r} is not an origin: https://host or https://host:port, nothing else.",
+            )
+        found.append(origin)
+    return list(dict.fromkeys(found))
 
 
 def check_issuer(issuer: str, settings: Settings) -> None:
@@ -147,6 +163,7 @@ def _shown(platform: LtiPlatform, deployments: Sequence[str]) -> dict[str, Any]:
         "AuthLoginUrl": platform.auth_login_url,
         "AuthTokenUrl": platform.auth_token_url,
         "KeySetUrl": platform.key_set_url,
+        "FrameOrigins": list(platform.frame_origins or []),
     }
 
 
@@ -167,6 +184,7 @@ async def create_platform(
         auth_login_url=data.auth_login_url,
         auth_token_url=data.auth_token_url,
         key_set_url=data.key_set_url,
+        frame_origins=frame_origins(data.frame_origins or [], settings),
         created_at=now,
         updated_at=now,
     )
@@ -202,6 +220,8 @@ async def update_platform(
         if attribute in given and value is not None:
             await check_url(value, field=field, settings=settings, fetched=field in FETCHED)
             setattr(platform, attribute, value)
+    if "frame_origins" in given and data.frame_origins is not None:
+        platform.frame_origins = frame_origins(data.frame_origins, settings)
     platform.updated_at = utcnow()
     await session.flush()
     wanted = data.deployment_ids if data.deployment_ids is not None else before["DeploymentIds"]
@@ -252,6 +272,7 @@ def to_schema(
         auth_login_url=platform.auth_login_url,
         auth_token_url=platform.auth_token_url,
         key_set_url=platform.key_set_url,
+        frame_origins=list(platform.frame_origins or []),
         context_title=platform.context_title,
         last_sync_at=platform.last_sync_at,
         tool=tool,
