@@ -25,8 +25,9 @@ from joserfc.errors import (
 )
 from joserfc.jws import extract_compact
 
-from questline.lti.platform_keys import KeySetDirectory, KeysUnreachable
 from questline.lti.refusals import LaunchRefused
+from questline.outbound.fetching import FetchFailed
+from questline.outbound.key_sets import KeySets
 
 LTI = "https://purl.imsglobal.org/spec/lti/claim/"
 VERSION = LTI + "version"
@@ -92,7 +93,7 @@ async def verify_launch(
     id_token: str,
     *,
     key_set_url: str,
-    key_sets: KeySetDirectory,
+    key_sets: KeySets,
     issuer: str,
     client_id: str,
     nonce: str,
@@ -119,7 +120,7 @@ async def verify_launch(
             nonce={"essential": True, "value": nonce},
             sub={"essential": False},
         ).validate(claims)
-    except KeysUnreachable as exc:
+    except FetchFailed as exc:
         raise LaunchRefused("keys-unreachable", str(exc)) from exc
     except ExpiredTokenError as exc:
         raise LaunchRefused("expired") from exc

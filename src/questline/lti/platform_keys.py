@@ -24,9 +24,6 @@ from questline.outbound.key_sets import KeySets
 MAX_DOCUMENT_BYTES = 256 * 1024
 KEY_REFETCH_SECONDS = 10.0
 
-KeysUnreachable = fetching.FetchFailed
-KeySetDirectory = KeySets
-
 
 async def get_json(url: str, *, settings: Settings, what: str) -> Any:
     """GET a document of a platform (its key set, its roster's pages' JSON)."""
