@@ -62,7 +62,9 @@ class SsoConfigurationPut(InputModel):
         default=None,
         alias="ClientSecret",
         description="The client's secret: stored encrypted, never returned. Required the "
-        "first time; left out later, the stored one is kept.",
+        "first time and whenever `Issuer` or `ClientId` change (422 naming `ClientSecret` "
+        "otherwise: a secret is never sent to another provider or client); left out "
+        "otherwise, the stored one is kept.",
     )
     admin_groups: Groups = Field(
         default_factory=list,
