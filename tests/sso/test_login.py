@@ -24,7 +24,9 @@ from questline.web.identity import Role
 from tests.factories import World
 from tests.sso.provider import QUIET, Provider, running_provider
 from tests.sso.support import (
+    CLIENT_SECRET,
     come_back,
+    configure,
     configured,
     query_of,
     refusal,
@@ -145,25 +147,82 @@ async def test_a_custom_groups_claim_as_one_string(
     assert (await client.get("/auth/session")).json()["Role"] == "admin"
 
 
-async def test_an_unverified_email_is_refused_unless_its_domain_is_allowed(
-    client: httpx.AsyncClient, world: World, provider: Provider, app_state: AppHarness
+@pytest.mark.parametrize("domains", [[], ["example.org"]], ids=["no-domains", "its-domain"])
+async def test_an_unverified_email_is_refused(
+    client: httpx.AsyncClient,
+    world: World,
+    provider: Provider,
+    app_state: AppHarness,
+    domains: list[str],
 ) -> None:
+    """Whatever the allowed domains: an address the provider does not vouch for finds no
+    member and makes none."""
     org = world.org()
-    await configured(org, provider)
-    unverified = {"email": "bob@example.org", "email_verified": False}
-    response = await sign_in(client, provider, org.id, "bob", **unverified)
-    assert refusal(response) == "email-unverified"
-    assert response.headers["location"] == (f"/ui/#/signin?sso-error=email-unverified&org={org.id}")
+    await configured(org, provider, AllowedEmailDomains=domains)
+    for verified in (False, "false", None):
+        unverified = {"email": "bob@example.org", "email_verified": verified}
+        response = await sign_in(client, provider, org.id, "bob", **unverified)
+        assert refusal(response) == "email-unverified"
+        assert response.headers["location"] == (
+            f"/ui/#/signin?sso-error=email-unverified&org={org.id}"
+        )
     assert sessions.SESSION_COOKIE not in client.cookies
     assert await _session_rows(app_state) == 0
     assert await _members(app_state, org.id) == []
 
+
+@pytest.mark.parametrize("domains", [[], ["example.org"]], ids=["no-domains", "its-domain"])
+async def test_an_unverified_email_never_takes_over_an_existing_member(
+    client: httpx.AsyncClient,
+    world: World,
+    provider: Provider,
+    app_state: AppHarness,
+    domains: list[str],
+) -> None:
+    """A provider that lets people type any address: another subject claiming Alice's
+    address, unverified, does not sign in as Alice."""
+    org = world.org()
+    alice = await org.create_member("alice@example.org")
+    await configured(org, provider, AdminGroups=["staff"], AllowedEmailDomains=domains)
+    claims = {"email": "alice@example.org", "email_verified": False, "groups": ["staff"]}
+    response = await sign_in(client, provider, org.id, "mallory", **claims)
+    assert refusal(response) == "email-unverified"
+    assert sessions.SESSION_COOKIE not in client.cookies
+    assert (await client.get("/auth/session")).status_code == 401
+    assert await _session_rows(app_state) == 0
+    assert [str(m.id) for m in await _members(app_state, org.id)] == [alice["Id"]]
+
+
+async def test_allowed_domains_restrict_who_signs_in(
+    client: httpx.AsyncClient, world: World, provider: Provider, app_state: AppHarness
+) -> None:
+    """A non-empty AllowedEmailDomains admits verified addresses of those domains only:
+    an existing member of another domain is refused as well as a newcomer."""
+    org = world.org()
+    outsider = await org.create_member("eve@elsewhere.example")
     await configured(org, provider, AllowedEmailDomains=["example.org"])
-    allowed = await sign_in(client, provider, org.id, "bob", **unverified)
-    assert refusal(allowed) is None
-    other_domain = {"email": "eve@elsewhere.example", "email_verified": "false"}
-    refused = await sign_in(client, provider, org.id, "eve", **other_domain)
-    assert refusal(refused) == "email-unverified"
+    existing = {"email": "eve@elsewhere.example", "email_verified": True}
+    refused = await sign_in(client, provider, org.id, "eve", **existing)
+    assert refusal(refused) == "email-domain"
+    assert refused.headers["location"] == f"/ui/#/signin?sso-error=email-domain&org={org.id}"
+    newcomer = {"email": "zed@elsewhere.example", "email_verified": True}
+    assert refusal(await sign_in(client, provider, org.id, "zed", **newcomer)) == "email-domain"
+    # A subdomain is another domain.
+    sub = {"email": "sub@mail.example.org", "email_verified": True}
+    assert refusal(await sign_in(client, provider, org.id, "sub", **sub)) == "email-domain"
+    assert sessions.SESSION_COOKIE not in client.cookies
+    assert await _session_rows(app_state) == 0
+    assert [str(m.id) for m in await _members(app_state, org.id)] == [outsider["Id"]]
+
+    # The organization's own domain (any case) signs in.
+    own = {"email": "Ada@EXAMPLE.org", "email_verified": True}
+    assert refusal(await sign_in(client, provider, org.id, "ada", **own)) is None
+    assert (await client.get("/auth/session")).json()["Email"] == "Ada@example.org"
+    # An empty list admits every verified address.
+    client.cookies.clear()
+    await configured(org, provider, AllowedEmailDomains=[])
+    assert refusal(await sign_in(client, provider, org.id, "eve", **existing)) is None
+    assert (await client.get("/auth/session")).json()["Email"] == "eve@elsewhere.example"
 
 
 async def test_no_usable_email_is_refused(
@@ -550,3 +609,32 @@ async def test_a_rate_limited_login_or_callback_goes_to_the_sign_in_page_not_jso
             assert api.headers["content-type"].startswith("application/problem+json")
     finally:
         await limited.state.questline.db.dispose()
+
+
+async def test_the_stored_secret_never_reaches_another_issuer(
+    client: httpx.AsyncClient, world: World, provider: Provider, app_state: AppHarness
+) -> None:
+    """End to end: the provider's token endpoint records the client secret it is sent.
+    Moving to a second provider without a new secret is refused; with one, the second
+    provider is sent that one and never the first's."""
+    org = world.org()
+    await configured(org, provider)
+    assert refusal(await sign_in(client, provider, org.id, "ada", **ADA)) is None
+    assert CLIENT_SECRET in provider.secrets_received()
+    with running_provider() as second:
+        moved = await configure(org, second, ClientSecret=None)
+        assert moved.status_code == 422, moved.text
+        # Still the first provider: a sign-in goes there, and nothing to the second.
+        client.cookies.clear()
+        assert refusal(await sign_in(client, provider, org.id, "ada", **ADA)) is None
+        second.set_user("ada", **ADA)
+        url = await start_login(client, org.id)
+        assert url.startswith(f"{provider.issuer}/")
+        assert second.token_requests == []
+
+        await configured(org, second, ClientSecret="second-secret-7d2e")
+        client.cookies.clear()
+        assert refusal(await sign_in(client, second, org.id, "ada", **ADA)) is None
+        assert second.secrets_received() == {"second-secret-7d2e"}
+        assert CLIENT_SECRET not in second.secrets_received()
+

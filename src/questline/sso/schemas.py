@@ -81,8 +81,9 @@ class SsoConfigurationPut(InputModel):
     allowed_email_domains: Domains = Field(
         default_factory=list,
         alias="AllowedEmailDomains",
-        description="Addresses of these domains sign in even when the provider does not "
-        "say `email_verified: true`; empty: only verified addresses.",
+        description="When not empty, only addresses of these domains (exactly: a "
+        "subdomain is another domain) sign in, existing members included; empty: any "
+        "domain. Either way the provider must say `email_verified: true`.",
     )
     enabled: bool = Field(
         default=True, alias="Enabled", description="`false` keeps it but refuses logins."
