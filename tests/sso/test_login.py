@@ -22,6 +22,8 @@ from questline.sso.models import OidcLoginState
 from questline.sso.provider import providers_of
 from questline.web.identity import Role
 from tests.factories import World
+from tests.scim.conftest import directory_for
+from tests.scim.support import PATCH_OP
 from tests.sso.provider import QUIET, Provider, running_provider
 from tests.sso.support import (
     CLIENT_SECRET,
@@ -638,3 +640,56 @@ async def test_the_stored_secret_never_reaches_another_issuer(
         assert second.secrets_received() == {"second-secret-7d2e"}
         assert CLIENT_SECRET not in second.secrets_received()
 
+
+
+async def test_the_directorys_deactivation_refuses_single_sign_on_even_mid_login(
+    client: httpx.AsyncClient, world: World, provider: Provider, app_state: AppHarness
+) -> None:
+    """The directory (SCIM, through its own API) deactivates a member: a sign-in through
+    the provider is refused, also one whose login started before the deactivation, and
+    no second member is made; activated again, the member signs in."""
+    org = world.org()
+    directory = directory_for(org, world.tokens)
+    user = await directory.create_user("Ada@Example.org")
+    await configured(org, provider)
+    provider.set_user("ada", **ADA)
+    in_flight = await provider.authorize(await start_login(client, org.id), "ada")
+
+    patch = {
+        "schemas": [PATCH_OP],
+        "Operations": [{"op": "replace", "path": "active", "value": False}],
+    }
+    deactivated = await directory.request("PATCH", f"/Users/{user['id']}", patch)
+    assert deactivated.status_code == 200, deactivated.text
+    assert refusal(await come_back(client, in_flight)) == "deactivated"
+    assert refusal(await sign_in(client, provider, org.id, "ada", **ADA)) == "deactivated"
+    assert sessions.SESSION_COOKIE not in client.cookies
+    assert await _session_rows(app_state) == 0
+    assert [str(m.id) for m in await _members(app_state, org.id)] == [user["id"]]
+
+    patch["Operations"][0]["value"] = True
+    assert (await directory.request("PATCH", f"/Users/{user['id']}", patch)).status_code == 200
+    assert refusal(await sign_in(client, provider, org.id, "ada", **ADA)) is None
+    info = (await client.get("/auth/session")).json()
+    [member] = await _members(app_state, org.id)
+    assert (str(member.id), info["Email"]) == (user["id"], member.email)
+
+
+async def test_a_login_in_flight_when_the_provider_changes_never_reaches_the_new_one(
+    client: httpx.AsyncClient, world: World, provider: Provider, app_state: AppHarness
+) -> None:
+    """A login is bound to the configuration it started under: its code (and PKCE
+    verifier) come from the first provider and are never sent to the second one the
+    organization moved to meanwhile."""
+    org = world.org()
+    await configured(org, provider)
+    provider.set_user("ada", **ADA)
+    in_flight = await provider.authorize(await start_login(client, org.id), "ada")
+    with running_provider() as second:
+        await configured(org, second, ClientSecret="second-secret-7d2e")
+        assert refusal(await come_back(client, in_flight)) == "state"
+        assert second.token_requests == []
+        assert await _session_rows(app_state) == 0
+        # A login started now goes to the second provider and signs in there.
+        assert refusal(await sign_in(client, second, org.id, "ada", **ADA)) is None
+        assert second.secrets_received() == {"second-secret-7d2e"}

@@ -21,7 +21,8 @@ REASONS: dict[str, str] = {
     "not-configured": "the organization has no (enabled) single sign-on",
     "provider-unreachable": "the provider's discovery document, keys or token endpoint "
     "could not be reached",
-    "state": "the login is unknown, used already or expired (a replayed callback)",
+    "state": "the login is unknown, used already or expired (a replayed callback), or the "
+    "organization's configuration changed since it started",
     "browser": "the callback came to another browser than the one that started the login",
     "provider-error": "the provider answered with an error (the person cancelled, or the "
     "provider refused)",
