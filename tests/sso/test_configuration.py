@@ -214,9 +214,7 @@ async def test_the_secret_follows_the_issuer_and_client(
     org = world.org()
     await configured(org, provider)
     before = await _stored(app_state, org)
-    moved = (
-        {"Issuer": other_provider.issuer} if change == "issuer" else {"ClientId": "questline-2"}
-    )
+    moved = {"Issuer": other_provider.issuer} if change == "issuer" else {"ClientId": "questline-2"}
     refused = await configure(org, provider, ClientSecret=None, AdminGroups=["x"], **moved)
     assert refused.status_code == 422, refused.text
     assert refused.headers["content-type"] == "application/problem+json"
@@ -274,9 +272,7 @@ async def test_the_audit_entry_has_the_values_before_and_never_the_secret(
     assert CLIENT_SECRET not in log.text
     assert "a-new-secret-9c1b" not in log.text
     entries = {e["Action"]: e for e in log.json() if e["Action"].startswith("sso.")}
-    [rotated, unchanged] = [
-        e["Changes"] for e in log.json() if e["Action"] == "sso.changed"
-    ][::-1]
+    [rotated, unchanged] = [e["Changes"] for e in log.json() if e["Action"] == "sso.changed"][::-1]
     assert rotated == {
         "Issuer": {"Before": provider.issuer, "After": other_provider.issuer},
         "ClientId": {"Before": "questline", "After": "questline-2"},

@@ -641,7 +641,6 @@ async def test_the_stored_secret_never_reaches_another_issuer(
         assert CLIENT_SECRET not in second.secrets_received()
 
 
-
 async def test_the_directorys_deactivation_refuses_single_sign_on_even_mid_login(
     client: httpx.AsyncClient, world: World, provider: Provider, app_state: AppHarness
 ) -> None:
