@@ -136,9 +136,9 @@ def _require_secret_for_another_client(
     ]
     if moved:
         message = (
-            f"A new ClientSecret is required when the {' and the '.join(moved)} change: "
-            "the stored secret belongs to the client it was given for and is never sent "
-            "to another."
+            f"A new ClientSecret is required with a new {' and a new '.join(moved)}: the "
+            "stored secret belongs to the client it was given for and is never sent to "
+            "another."
         )
         raise Unprocessable(message, errors=[FieldError(field="ClientSecret", message=message)])
 
