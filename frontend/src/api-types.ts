@@ -962,7 +962,9 @@ export interface paths {
          *     discovery document (`<Issuer>/.well-known/openid-configuration`) and keys are
          *     fetched now: 422 says why when they cannot be. The issuer must be https (unless the
          *     server sets `QUESTLINE_OIDC_ALLOW_HTTP=true`). `ClientSecret` is stored encrypted and
-         *     never returned; leave it out to keep the stored one.
+         *     never returned; leave it out to keep the stored one, except when `Issuer` or
+         *     `ClientId` change: the stored secret is never sent to another provider or client,
+         *     so such a change without a new `ClientSecret` is 422 naming `ClientSecret`.
          */
         put: operations["putSso"];
         post?: never;
@@ -3712,7 +3714,7 @@ export interface components {
             ClientId: string;
             /**
              * Clientsecret
-             * @description The client's secret: stored encrypted, never returned. Required the first time; left out later, the stored one is kept.
+             * @description The client's secret: stored encrypted, never returned. Required the first time and whenever `Issuer` or `ClientId` change (422 naming `ClientSecret` otherwise: a secret is never sent to another provider or client); left out otherwise, the stored one is kept.
              */
             ClientSecret?: string | null;
             /**
@@ -3728,7 +3730,7 @@ export interface components {
             GroupsClaim: string;
             /**
              * Allowedemaildomains
-             * @description Addresses of these domains sign in even when the provider does not say `email_verified: true`; empty: only verified addresses.
+             * @description When not empty, only addresses of these domains (exactly: a subdomain is another domain) sign in, existing members included; empty: any domain. Either way the provider must say `email_verified: true`.
              */
             AllowedEmailDomains?: string[];
             /**

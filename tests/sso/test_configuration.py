@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import select
 
 from questline.sso.models import SsoConfiguration
-from tests.factories import World
+from tests.factories import Org, World
 from tests.sso.provider import QUIET, Provider, running_provider
 from tests.sso.support import CLIENT_SECRET, configure, configured
 from tests.support.harness import AppHarness
@@ -75,10 +75,10 @@ async def test_the_secret_is_required_once_then_kept_when_left_out(
     await configured(org, provider)
     async with app_state.db.session(write=False) as session:
         before = await session.scalar(select(SsoConfiguration.client_secret_sealed))
-    body = {"Issuer": provider.issuer, "ClientId": "questline-2"}
+    body = {"Issuer": provider.issuer, "ClientId": "questline", "GroupsClaim": "roles"}
     kept = await org.client.put("/organization/sso", json=body, headers=org.admin)
     assert kept.status_code == 200, kept.text
-    assert kept.json()["ClientId"] == "questline-2"
+    assert kept.json()["GroupsClaim"] == "roles"
     async with app_state.db.session(write=False) as session:
         after = await session.scalar(select(SsoConfiguration.client_secret_sealed))
     assert after == before
@@ -184,3 +184,112 @@ async def test_delete_removes_it(world: World, provider: Provider) -> None:
     assert deleted.status_code == 204
     assert (await org.client.get("/organization/sso", headers=org.admin)).status_code == 404
     assert (await org.client.get(f"/auth/oidc/{org.id}")).status_code == 404
+
+
+async def _stored(app_state: AppHarness, org: Org) -> tuple[str, str, str, list[str]]:
+    async with app_state.db.session(write=False) as session:
+        row = await session.scalar(
+            select(SsoConfiguration).where(SsoConfiguration.organization_id == org.id)
+        )
+    assert row is not None
+    return row.issuer, row.client_id, row.client_secret_sealed, list(row.admin_groups)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param("issuer", id="another-issuer"),
+        pytest.param("client", id="another-client-id"),
+    ],
+)
+async def test_the_secret_follows_the_issuer_and_client(
+    world: World,
+    provider: Provider,
+    other_provider: Provider,
+    app_state: AppHarness,
+    change: str,
+) -> None:
+    """A stored secret belongs to one client at one provider: a PUT that names another
+    issuer or client id without a new secret is refused, and changes nothing."""
+    org = world.org()
+    await configured(org, provider)
+    before = await _stored(app_state, org)
+    moved = {"Issuer": other_provider.issuer} if change == "issuer" else {"ClientId": "questline-2"}
+    refused = await configure(org, provider, ClientSecret=None, AdminGroups=["x"], **moved)
+    assert refused.status_code == 422, refused.text
+    assert refused.headers["content-type"] == "application/problem+json"
+    assert [e["field"] for e in refused.json()["errors"]] == ["ClientSecret"]
+    assert await _stored(app_state, org) == before
+    log = await org.client.get("/audit", params={"action": "sso.changed"}, headers=org.admin)
+    assert log.json() == []
+
+    accepted = await configure(org, provider, ClientSecret="a-new-secret-9c1b", **moved)
+    assert accepted.status_code == 200, accepted.text
+    issuer, client_id, sealed, _ = await _stored(app_state, org)
+    assert (issuer, client_id) == (
+        (other_provider.issuer, "questline")
+        if change == "issuer"
+        else (provider.issuer, "questline-2")
+    )
+    assert sealed != before[2]
+
+
+async def test_a_trailing_slash_is_the_same_issuer(
+    world: World, provider: Provider, app_state: AppHarness
+) -> None:
+    """The issuer is compared as the provider names it: the admin's spelling with a
+    trailing slash is no other issuer, and the stored secret is kept."""
+    org = world.org()
+    await configured(org, provider)
+    before = await _stored(app_state, org)
+    same = await configure(org, provider, Issuer=provider.issuer + "/", ClientSecret=None)
+    assert same.status_code == 200, same.text
+    assert (await _stored(app_state, org))[2] == before[2]
+
+
+async def test_the_audit_entry_has_the_values_before_and_never_the_secret(
+    world: World, provider: Provider, other_provider: Provider
+) -> None:
+    org = world.org()
+    await configured(org, provider, AllowedEmailDomains=["example.org"])
+    changed = await configure(
+        org,
+        other_provider,
+        ClientSecret="a-new-secret-9c1b",
+        ClientId="questline-2",
+        AdminGroups=["staff"],
+        AllowedEmailDomains=[],
+        Enabled=False,
+    )
+    assert changed.status_code == 200, changed.text
+    kept = await configure(org, other_provider, ClientSecret=None, ClientId="questline-2")
+    assert kept.status_code == 200, kept.text
+    removed = await org.client.delete("/organization/sso", headers=org.admin)
+    assert removed.status_code == 204
+
+    log = await org.client.get("/audit", headers=org.admin)
+    assert log.status_code == 200
+    assert CLIENT_SECRET not in log.text
+    assert "a-new-secret-9c1b" not in log.text
+    entries = {e["Action"]: e for e in log.json() if e["Action"].startswith("sso.")}
+    [rotated, unchanged] = [e["Changes"] for e in log.json() if e["Action"] == "sso.changed"][::-1]
+    assert rotated == {
+        "Issuer": {"Before": provider.issuer, "After": other_provider.issuer},
+        "ClientId": {"Before": "questline", "After": "questline-2"},
+        "ClientCredential": {"Before": "stored", "After": "replaced"},
+        "AdminGroups": {"Before": ["questline-admins"], "After": ["staff"]},
+        "AllowedEmailDomains": {"Before": ["example.org"], "After": []},
+        "Enabled": {"Before": True, "After": False},
+    }
+    # The second PUT kept the secret and changed the admin groups and Enabled back.
+    assert unchanged == {
+        "AdminGroups": {"Before": ["staff"], "After": ["questline-admins"]},
+        "Enabled": {"Before": False, "After": True},
+    }
+    assert entries["sso.configured"]["Changes"]["ClientCredential"] == {
+        "Before": None,
+        "After": "stored",
+    }
+    gone = entries["sso.removed"]["Changes"]
+    assert gone["Issuer"] == {"Before": other_provider.issuer, "After": None}
+    assert gone["ClientCredential"] == {"Before": "stored", "After": None}

@@ -22,9 +22,13 @@ from questline.sso.models import OidcLoginState
 from questline.sso.provider import providers_of
 from questline.web.identity import Role
 from tests.factories import World
+from tests.scim.conftest import directory_for
+from tests.scim.support import PATCH_OP
 from tests.sso.provider import QUIET, Provider, running_provider
 from tests.sso.support import (
+    CLIENT_SECRET,
     come_back,
+    configure,
     configured,
     query_of,
     refusal,
@@ -145,25 +149,82 @@ async def test_a_custom_groups_claim_as_one_string(
     assert (await client.get("/auth/session")).json()["Role"] == "admin"
 
 
-async def test_an_unverified_email_is_refused_unless_its_domain_is_allowed(
-    client: httpx.AsyncClient, world: World, provider: Provider, app_state: AppHarness
+@pytest.mark.parametrize("domains", [[], ["example.org"]], ids=["no-domains", "its-domain"])
+async def test_an_unverified_email_is_refused(
+    client: httpx.AsyncClient,
+    world: World,
+    provider: Provider,
+    app_state: AppHarness,
+    domains: list[str],
 ) -> None:
+    """Whatever the allowed domains: an address the provider does not vouch for finds no
+    member and makes none."""
     org = world.org()
-    await configured(org, provider)
-    unverified = {"email": "bob@example.org", "email_verified": False}
-    response = await sign_in(client, provider, org.id, "bob", **unverified)
-    assert refusal(response) == "email-unverified"
-    assert response.headers["location"] == (f"/ui/#/signin?sso-error=email-unverified&org={org.id}")
+    await configured(org, provider, AllowedEmailDomains=domains)
+    for verified in (False, "false", None):
+        unverified = {"email": "bob@example.org", "email_verified": verified}
+        response = await sign_in(client, provider, org.id, "bob", **unverified)
+        assert refusal(response) == "email-unverified"
+        assert response.headers["location"] == (
+            f"/ui/#/signin?sso-error=email-unverified&org={org.id}"
+        )
     assert sessions.SESSION_COOKIE not in client.cookies
     assert await _session_rows(app_state) == 0
     assert await _members(app_state, org.id) == []
 
+
+@pytest.mark.parametrize("domains", [[], ["example.org"]], ids=["no-domains", "its-domain"])
+async def test_an_unverified_email_never_takes_over_an_existing_member(
+    client: httpx.AsyncClient,
+    world: World,
+    provider: Provider,
+    app_state: AppHarness,
+    domains: list[str],
+) -> None:
+    """A provider that lets people type any address: another subject claiming Alice's
+    address, unverified, does not sign in as Alice."""
+    org = world.org()
+    alice = await org.create_member("alice@example.org")
+    await configured(org, provider, AdminGroups=["staff"], AllowedEmailDomains=domains)
+    claims = {"email": "alice@example.org", "email_verified": False, "groups": ["staff"]}
+    response = await sign_in(client, provider, org.id, "mallory", **claims)
+    assert refusal(response) == "email-unverified"
+    assert sessions.SESSION_COOKIE not in client.cookies
+    assert (await client.get("/auth/session")).status_code == 401
+    assert await _session_rows(app_state) == 0
+    assert [str(m.id) for m in await _members(app_state, org.id)] == [alice["Id"]]
+
+
+async def test_allowed_domains_restrict_who_signs_in(
+    client: httpx.AsyncClient, world: World, provider: Provider, app_state: AppHarness
+) -> None:
+    """A non-empty AllowedEmailDomains admits verified addresses of those domains only:
+    an existing member of another domain is refused as well as a newcomer."""
+    org = world.org()
+    outsider = await org.create_member("eve@elsewhere.example")
     await configured(org, provider, AllowedEmailDomains=["example.org"])
-    allowed = await sign_in(client, provider, org.id, "bob", **unverified)
-    assert refusal(allowed) is None
-    other_domain = {"email": "eve@elsewhere.example", "email_verified": "false"}
-    refused = await sign_in(client, provider, org.id, "eve", **other_domain)
-    assert refusal(refused) == "email-unverified"
+    existing = {"email": "eve@elsewhere.example", "email_verified": True}
+    refused = await sign_in(client, provider, org.id, "eve", **existing)
+    assert refusal(refused) == "email-domain"
+    assert refused.headers["location"] == f"/ui/#/signin?sso-error=email-domain&org={org.id}"
+    newcomer = {"email": "zed@elsewhere.example", "email_verified": True}
+    assert refusal(await sign_in(client, provider, org.id, "zed", **newcomer)) == "email-domain"
+    # A subdomain is another domain.
+    sub = {"email": "sub@mail.example.org", "email_verified": True}
+    assert refusal(await sign_in(client, provider, org.id, "sub", **sub)) == "email-domain"
+    assert sessions.SESSION_COOKIE not in client.cookies
+    assert await _session_rows(app_state) == 0
+    assert [str(m.id) for m in await _members(app_state, org.id)] == [outsider["Id"]]
+
+    # The organization's own domain (any case) signs in.
+    own = {"email": "Ada@EXAMPLE.org", "email_verified": True}
+    assert refusal(await sign_in(client, provider, org.id, "ada", **own)) is None
+    assert (await client.get("/auth/session")).json()["Email"] == "Ada@example.org"
+    # An empty list admits every verified address.
+    client.cookies.clear()
+    await configured(org, provider, AllowedEmailDomains=[])
+    assert refusal(await sign_in(client, provider, org.id, "eve", **existing)) is None
+    assert (await client.get("/auth/session")).json()["Email"] == "eve@elsewhere.example"
 
 
 async def test_no_usable_email_is_refused(
@@ -550,3 +611,84 @@ async def test_a_rate_limited_login_or_callback_goes_to_the_sign_in_page_not_jso
             assert api.headers["content-type"].startswith("application/problem+json")
     finally:
         await limited.state.questline.db.dispose()
+
+
+async def test_the_stored_secret_never_reaches_another_issuer(
+    client: httpx.AsyncClient, world: World, provider: Provider, app_state: AppHarness
+) -> None:
+    """End to end: the provider's token endpoint records the client secret it is sent.
+    Moving to a second provider without a new secret is refused; with one, the second
+    provider is sent that one and never the first's."""
+    org = world.org()
+    await configured(org, provider)
+    assert refusal(await sign_in(client, provider, org.id, "ada", **ADA)) is None
+    assert CLIENT_SECRET in provider.secrets_received()
+    with running_provider() as second:
+        moved = await configure(org, second, ClientSecret=None)
+        assert moved.status_code == 422, moved.text
+        # Still the first provider: a sign-in goes there, and nothing to the second.
+        client.cookies.clear()
+        assert refusal(await sign_in(client, provider, org.id, "ada", **ADA)) is None
+        second.set_user("ada", **ADA)
+        url = await start_login(client, org.id)
+        assert url.startswith(f"{provider.issuer}/")
+        assert second.token_requests == []
+
+        await configured(org, second, ClientSecret="second-secret-7d2e")
+        client.cookies.clear()
+        assert refusal(await sign_in(client, second, org.id, "ada", **ADA)) is None
+        assert second.secrets_received() == {"second-secret-7d2e"}
+        assert CLIENT_SECRET not in second.secrets_received()
+
+
+async def test_the_directorys_deactivation_refuses_single_sign_on_even_mid_login(
+    client: httpx.AsyncClient, world: World, provider: Provider, app_state: AppHarness
+) -> None:
+    """The directory (SCIM, through its own API) deactivates a member: a sign-in through
+    the provider is refused, also one whose login started before the deactivation, and
+    no second member is made; activated again, the member signs in."""
+    org = world.org()
+    directory = directory_for(org, world.tokens)
+    user = await directory.create_user("Ada@Example.org")
+    await configured(org, provider)
+    provider.set_user("ada", **ADA)
+    in_flight = await provider.authorize(await start_login(client, org.id), "ada")
+
+    patch = {
+        "schemas": [PATCH_OP],
+        "Operations": [{"op": "replace", "path": "active", "value": False}],
+    }
+    deactivated = await directory.request("PATCH", f"/Users/{user['id']}", patch)
+    assert deactivated.status_code == 200, deactivated.text
+    assert refusal(await come_back(client, in_flight)) == "deactivated"
+    assert refusal(await sign_in(client, provider, org.id, "ada", **ADA)) == "deactivated"
+    assert sessions.SESSION_COOKIE not in client.cookies
+    assert await _session_rows(app_state) == 0
+    assert [str(m.id) for m in await _members(app_state, org.id)] == [user["id"]]
+
+    patch["Operations"][0]["value"] = True
+    assert (await directory.request("PATCH", f"/Users/{user['id']}", patch)).status_code == 200
+    assert refusal(await sign_in(client, provider, org.id, "ada", **ADA)) is None
+    info = (await client.get("/auth/session")).json()
+    [member] = await _members(app_state, org.id)
+    assert (str(member.id), info["Email"]) == (user["id"], member.email)
+
+
+async def test_a_login_in_flight_when_the_provider_changes_never_reaches_the_new_one(
+    client: httpx.AsyncClient, world: World, provider: Provider, app_state: AppHarness
+) -> None:
+    """A login is bound to the configuration it started under: its code (and PKCE
+    verifier) come from the first provider and are never sent to the second one the
+    organization moved to meanwhile."""
+    org = world.org()
+    await configured(org, provider)
+    provider.set_user("ada", **ADA)
+    in_flight = await provider.authorize(await start_login(client, org.id), "ada")
+    with running_provider() as second:
+        await configured(org, second, ClientSecret="second-secret-7d2e")
+        assert refusal(await come_back(client, in_flight)) == "state"
+        assert second.token_requests == []
+        assert await _session_rows(app_state) == 0
+        # A login started now goes to the second provider and signs in there.
+        assert refusal(await sign_in(client, second, org.id, "ada", **ADA)) is None
+        assert second.secrets_received() == {"second-secret-7d2e"}

@@ -35,10 +35,10 @@ export function renderSsoSettings(ctx: Ctx): void {
     { class: 'card form', novalidate: true, 'data-testid': 'sso-settings-form' },
     field('sso-issuer', 'Issuer URL', issuer, 'As the provider names it; the service reads <Issuer>/.well-known/openid-configuration.'),
     field('sso-client-id', 'Client id', clientId),
-    field('sso-client-secret', 'Client secret', secret, 'Stored encrypted and never shown again.'),
+    field('sso-client-secret', 'Client secret', secret, 'Stored encrypted and never shown again. A new issuer or client id needs its own secret.'),
     field('sso-admin-groups', 'Admin groups (comma-separated)', adminGroups, 'People in one of these groups sign in as admins; everyone else as members.'),
     field('sso-groups-claim', 'Groups claim', groupsClaim),
-    field('sso-domains', 'E-mail domains trusted without verification (comma-separated)', domains),
+    field('sso-domains', 'Allowed e-mail domains (comma-separated)', domains, 'When set, only verified addresses of these domains sign in; empty: any verified address.'),
     h('div', { class: 'check' }, enabled, h('label', { for: 'sso-enabled' }, 'Enabled')),
     h('div', { class: 'actions-row' }, h('button', { type: 'submit', class: 'primary', 'data-testid': 'sso-save' }, 'Save'), remove),
   );

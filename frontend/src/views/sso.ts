@@ -28,6 +28,7 @@ export const SSO_ERRORS: Readonly<Record<string, string>> = {
   nonce: 'The sign-in did not belong to this attempt. Start again.',
   'invalid-token': 'Your organization’s sign-in service sent an unreadable answer.',
   'email-unverified': 'Your e-mail address is not verified at your organization’s sign-in service.',
+  'email-domain': 'Your e-mail address is not of a domain this organization accepts. Ask your admin.',
   'email-missing': 'Your organization’s sign-in service did not share a usable e-mail address.',
   deactivated: 'Your organization’s directory has deactivated your account here. Ask your admin.',
   misconfigured: 'Single sign-on is not set up correctly: ask your admin to save its settings again.',

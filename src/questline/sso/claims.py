@@ -99,19 +99,30 @@ class Person:
 
 
 def person_of(claims: dict[str, Any], rules: SignInRules) -> Person:
-    """Who signs in, from verified claims: e-mail (verified or of an allowed domain),
-    given name, and role (``admin`` when a group is one of the admin groups)."""
+    """Who signs in, from verified claims: e-mail (verified, and of an allowed domain
+    when the organization lists any), given name, and role (``admin`` when a group is
+    one of the admin groups).
+
+    Members are found by e-mail, so an address the provider does not say it verified is
+    refused outright, whatever its domain: a provider that lets people type their own
+    address would otherwise let anyone sign in as the member who owns it. The allowed
+    domains only ever narrow who signs in; they never stand in for verification."""
     raw = claims.get("email")
     if not isinstance(raw, str) or len(raw) > 320:
         raise LoginRefused("email-missing")
     try:
-        email = validate_email(raw, check_deliverability=False).normalized
+        validated = validate_email(raw, check_deliverability=False)
     except EmailNotValidError as exc:
         raise LoginRefused("email-missing") from exc
-    verified = claims.get("email_verified") in (True, "true")
-    domain = email.rsplit("@", 1)[1].lower()
-    if not verified and domain not in rules.allowed_email_domains:
+    if claims.get("email_verified") not in (True, "true"):
         raise LoginRefused("email-unverified")
+    if rules.allowed_email_domains:
+        # Exact domains: a subdomain is another domain. Either spelling of an
+        # internationalized domain matches.
+        spellings = {validated.domain.lower(), (validated.ascii_domain or "").lower()}
+        if spellings.isdisjoint(rules.allowed_email_domains):
+            raise LoginRefused("email-domain", validated.domain)
+    email = validated.normalized
     return Person(email=email, given_name=_given_name(claims, email), role=_role(claims, rules))
 
 

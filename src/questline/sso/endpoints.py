@@ -112,7 +112,9 @@ async def put_sso(
     discovery document (`<Issuer>/.well-known/openid-configuration`) and keys are
     fetched now: 422 says why when they cannot be. The issuer must be https (unless the
     server sets `QUESTLINE_OIDC_ALLOW_HTTP=true`). `ClientSecret` is stored encrypted and
-    never returned; leave it out to keep the stored one."""
+    never returned; leave it out to keep the stored one, except when `Issuer` or
+    `ClientId` change: the stored secret is never sent to another provider or client,
+    so such a change without a new `ClientSecret` is 422 naming `ClientSecret`."""
     _require_public_url(request)  # before the provider is fetched or anything is saved
     state = app_state(request)
     saved = await service.save_configuration(

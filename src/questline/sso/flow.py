@@ -10,9 +10,10 @@
    client, with the client secret and the PKCE verifier), and the ID token verified
    (``claims.verify_id_token``). No database transaction is open while the provider is
    called.
-4. ``sign_in``: the e-mail must be verified (or of an allowed domain); the member is
-   found or created; the role follows the groups; the dashboard session starts exactly
-   as a sign-in link's does (``auth.sessions``).
+4. ``sign_in``: the e-mail must be verified (and of an allowed domain when the
+   organization lists any); the member is found or created, and refused when the
+   directory deactivated it; the role follows the groups; the dashboard session starts
+   exactly as a sign-in link's does (``auth.sessions``).
 
 Every refusal is a ``LoginRefused`` (``refusals``) with a reason code: the endpoint
 sends the browser to the sign-in page with it. The ID token's checks and the rules for
@@ -179,6 +180,7 @@ async def spend_login(
                 OidcLoginState.nonce,
                 OidcLoginState.code_verifier,
                 OidcLoginState.next_path,
+                OidcLoginState.created_at,
                 OidcLoginState.expires_at,
             )
         )
@@ -189,6 +191,11 @@ async def spend_login(
     if not secrets.compare_digest(sessions.digest(browser), spent.browser_hash):
         raise LoginRefused("browser")
     configuration = usable(await get_configuration(session, org_id=spent.organization_id))
+    if configuration.updated_at > spent.created_at:
+        # The login went to the provider and client of the configuration it started
+        # under; saved since, the configuration may name another provider, which must
+        # not be sent this login's code and PKCE verifier. The person starts again.
+        raise LoginRefused("state", "the configuration changed since the login started")
     return SpentLogin(
         organization_id=spent.organization_id,
         nonce=spent.nonce,

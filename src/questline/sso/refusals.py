@@ -21,7 +21,8 @@ REASONS: dict[str, str] = {
     "not-configured": "the organization has no (enabled) single sign-on",
     "provider-unreachable": "the provider's discovery document, keys or token endpoint "
     "could not be reached",
-    "state": "the login is unknown, used already or expired (a replayed callback)",
+    "state": "the login is unknown, used already or expired (a replayed callback), or the "
+    "organization's configuration changed since it started",
     "browser": "the callback came to another browser than the one that started the login",
     "provider-error": "the provider answered with an error (the person cancelled, or the "
     "provider refused)",
@@ -32,7 +33,8 @@ REASONS: dict[str, str] = {
     "expired": "the ID token has expired (or is not valid yet)",
     "nonce": "the ID token's nonce is not this login's",
     "invalid-token": "the ID token is malformed or misses a required claim",
-    "email-unverified": "the e-mail address is not verified and not of an allowed domain",
+    "email-unverified": "the provider does not say the e-mail address is verified",
+    "email-domain": "the e-mail address is not of one of the organization's allowed domains",
     "deactivated": "the organization's directory (SCIM) has deactivated this member",
     "email-missing": "the ID token carries no usable e-mail address",
     "misconfigured": "the stored client secret cannot be read (the signing secret changed)",

@@ -62,7 +62,9 @@ class SsoConfigurationPut(InputModel):
         default=None,
         alias="ClientSecret",
         description="The client's secret: stored encrypted, never returned. Required the "
-        "first time; left out later, the stored one is kept.",
+        "first time and whenever `Issuer` or `ClientId` change (422 naming `ClientSecret` "
+        "otherwise: a secret is never sent to another provider or client); left out "
+        "otherwise, the stored one is kept.",
     )
     admin_groups: Groups = Field(
         default_factory=list,
@@ -79,8 +81,9 @@ class SsoConfigurationPut(InputModel):
     allowed_email_domains: Domains = Field(
         default_factory=list,
         alias="AllowedEmailDomains",
-        description="Addresses of these domains sign in even when the provider does not "
-        "say `email_verified: true`; empty: only verified addresses.",
+        description="When not empty, only addresses of these domains (exactly: a "
+        "subdomain is another domain) sign in, existing members included; empty: any "
+        "domain. Either way the provider must say `email_verified: true`.",
     )
     enabled: bool = Field(
         default=True, alias="Enabled", description="`false` keeps it but refuses logins."

@@ -66,6 +66,9 @@ async def save_configuration(
     if data.client_secret is None and existing is None:
         message = "A ClientSecret is required the first time single sign-on is configured."
         raise Unprocessable(message, errors=[FieldError(field="ClientSecret", message=message)])
+    if data.client_secret is None and existing is not None:
+        _require_secret_for_another_client(existing, issuer=provider.issuer, data=data)
+    before = None if existing is None else audited(existing)
     now = utcnow()
     row = existing or SsoConfiguration(organization_id=org_id, created_at=now)
     row.issuer = provider.issuer  # as the provider names it (ID tokens carry this)
@@ -80,19 +83,13 @@ async def save_configuration(
     if existing is None:
         session.add(row)
     await session.flush()
-    await audit.record(  # never the client secret: only the settings that show
+    await audit.record(
         session,
         organization_id=org_id,
         action="sso.configured" if existing is None else "sso.changed",
         target=("organization", org_id),
-        after={
-            "Issuer": row.issuer,
-            "ClientId": row.client_id,
-            "AdminGroups": row.admin_groups,
-            "GroupsClaim": row.groups_claim,
-            "AllowedEmailDomains": row.allowed_email_domains,
-            "Enabled": row.enabled,
-        },
+        before=before,
+        after=audited(row, credential="replaced" if before and data.client_secret else "stored"),
     )
     providers.remember(provider.issuer, provider)  # the name logins look it up by
     logger.info("single sign-on configured for %s with issuer %s", org_id, provider.issuer)
@@ -100,14 +97,66 @@ async def save_configuration(
 
 
 async def delete_configuration(session: AsyncSession, *, org_id: uuid.UUID) -> None:
-    result = await session.execute(
+    existing = await get_configuration(session, org_id=org_id, for_update=True)
+    if existing is None:
+        raise not_found("single sign-on configuration")
+    before = audited(existing)
+    await session.execute(
         delete(SsoConfiguration).where(SsoConfiguration.organization_id == org_id)
     )
-    if not getattr(result, "rowcount", 0):
-        raise not_found("single sign-on configuration")
     await audit.record(
-        session, organization_id=org_id, action="sso.removed", target=("organization", org_id)
+        session,
+        organization_id=org_id,
+        action="sso.removed",
+        target=("organization", org_id),
+        before=before,
     )
+
+
+def _same_issuer(stored: str, issuer: str) -> bool:
+    """Issuers compare as Discovery compares them: a trailing slash aside."""
+    return stored.rstrip("/") == issuer.rstrip("/")
+
+
+def _require_secret_for_another_client(
+    existing: SsoConfiguration, *, issuer: str, data: schemas.SsoConfigurationPut
+) -> None:
+    """A client secret belongs to one client at one provider. Kept for another issuer,
+    the token endpoint of that issuer would be sent it (HTTP Basic), so a change of
+    issuer or client id without a new secret is refused rather than carrying the old
+    secret over; clearing it silently would leave a configuration that cannot sign
+    anyone in."""
+    moved = [
+        name
+        for name, changed in (
+            ("Issuer", not _same_issuer(existing.issuer, issuer)),
+            ("ClientId", existing.client_id != data.client_id),
+        )
+        if changed
+    ]
+    if moved:
+        message = (
+            f"A new ClientSecret is required with a new {' and a new '.join(moved)}: the "
+            "stored secret belongs to the client it was given for and is never sent to "
+            "another."
+        )
+        raise Unprocessable(message, errors=[FieldError(field="ClientSecret", message=message)])
+
+
+def audited(row: SsoConfiguration, *, credential: str = "stored") -> dict[str, object]:
+    """The fields the audit log compares before and after a change. Never the secret:
+    ``ClientCredential`` says a secret is ``stored`` (or was ``replaced`` by this
+    change). Not named ``ClientSecret…``: the audit log drops every field named like a
+    secret, and this one carries none."""
+    return {
+        "Issuer": row.issuer,
+        "ClientId": row.client_id,
+        "ClientCredential": credential if row.client_secret_sealed else None,
+        "AdminGroups": list(row.admin_groups),
+        "GroupsClaim": row.groups_claim,
+        "AllowedEmailDomains": list(row.allowed_email_domains),
+        "Enabled": row.enabled,
+    }
 
 
 def to_schema(
