@@ -332,6 +332,7 @@ class Dispatcher:
                 Attempt(
                     organization_id=delivery.organization_id,
                     delivery_id=delivery.id,
+                    generation=delivery.generation,
                     webhook_id=hook.id,
                     url=hook.url,
                     host=host,
@@ -364,15 +365,22 @@ class Dispatcher:
                     )
                 ).all()
             }
+            # Locked (PostgreSQL) so that a manual retry committing meanwhile either
+            # comes first, and its generation is seen here, or waits for this record.
             deliveries = {
                 d.id: d
                 for d in (
                     await session.scalars(
-                        select(WebhookDelivery).where(
-                            WebhookDelivery.organization_id.in_(
-                                {o.attempt.organization_id for o in outcomes}
-                            ),
-                            WebhookDelivery.id.in_([o.attempt.delivery_id for o in outcomes]),
+                        _lock(
+                            select(WebhookDelivery)
+                            .where(
+                                WebhookDelivery.organization_id.in_(
+                                    {o.attempt.organization_id for o in outcomes}
+                                ),
+                                WebhookDelivery.id.in_([o.attempt.delivery_id for o in outcomes]),
+                            )
+                            .execution_options(populate_existing=True),
+                            self.db.is_sqlite,
                         )
                     )
                 ).all()
@@ -383,19 +391,21 @@ class Dispatcher:
                 hook = hooks.get((attempt.organization_id, attempt.webhook_id))
                 if delivery is None or hook is None:
                     continue  # deleted meanwhile
+                if delivery.generation != attempt.generation:
+                    # Retried since this attempt was claimed: the retry's attempt is
+                    # still owed, so the row stays due; only what was seen is noted.
+                    _note(delivery, outcome, now)
+                    continue
                 self._apply(delivery, hook, outcome, now)
 
     def _apply(
         self, delivery: WebhookDelivery, hook: Webhook, outcome: Outcome, now: dt.datetime
     ) -> None:
-        delivery.last_status_code = outcome.status_code
-        delivery.last_attempt_at = now
+        _note(delivery, outcome, now)
         if outcome.ok:
             delivery.status = DeliveryStatus.SUCCEEDED
-            delivery.last_error = None
             hook.failing_since = None
             return
-        delivery.last_error = outcome.error or f"The receiver answered {outcome.status_code}."
         if hook.failing_since is None:
             hook.failing_since = now
         failing_for = (now - hook.failing_since).total_seconds()
@@ -432,6 +442,15 @@ class Dispatcher:
             await session.execute(
                 delete(Event).where(Event.created_at < horizon, Event.pending.is_(False))
             )
+
+
+def _note(delivery: WebhookDelivery, outcome: Outcome, now: dt.datetime) -> None:
+    """What an attempt saw: the answer's status code, or why there was none."""
+    delivery.last_status_code = outcome.status_code
+    delivery.last_attempt_at = now
+    delivery.last_error = (
+        None if outcome.ok else (outcome.error or f"The receiver answered {outcome.status_code}.")
+    )
 
 
 async def _take_for_webhooks(

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from questline import audit
+from questline import audit, events
 from questline.outbound import addresses
 from questline.storage.db import utcnow
 from questline.web.errors import FieldError, Unprocessable, not_found
@@ -229,12 +229,17 @@ async def get_delivery(
 
 
 async def retry_delivery(session: AsyncSession, *, delivery: WebhookDelivery) -> WebhookDelivery:
-    """Send again as soon as the dispatcher can, with the same ``webhook-id``. A
-    delivery already pending keeps its place (its next attempt moves to now)."""
+    """Send again as soon as the dispatcher can, with the same ``webhook-id``, whatever
+    the delivery's state. The generation moves on, so an attempt in flight (or sent and
+    not yet recorded) cannot record its result over this retry: the row stays due until
+    an attempt claimed after the retry is recorded."""
     before = delivery.status
     delivery.status = DeliveryStatus.PENDING
+    delivery.generation += 1
     delivery.next_attempt_at = utcnow()
     await session.flush()
+    # Wakes this process's dispatcher after the commit (others find it by polling).
+    events.note_recorded(session)
     await audit.record(
         session,
         organization_id=delivery.organization_id,
