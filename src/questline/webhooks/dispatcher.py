@@ -54,6 +54,7 @@ from questline.events.models import PLATFORM_ORG, Event
 from questline.outbound import retry
 from questline.outbound.fairness import Slots
 from questline.outbound.loop import PassLoop
+from questline.storage import sealing
 from questline.storage.db import Database, new_id, utcnow
 from questline.storage.many_rows import one_of
 from questline.webhooks.models import DeliveryStatus, Webhook, WebhookDelivery
@@ -66,7 +67,7 @@ from questline.webhooks.sending import (
     receiving_host,
     rfc3339,
 )
-from questline.webhooks.service import signing_secrets
+from questline.webhooks.service import secret_sealer, signing_secrets
 
 logger = logging.getLogger("questline.webhooks")
 
@@ -76,6 +77,10 @@ CLAIM_ROUNDS = 8
 hosts the rounds before it found full."""
 LEASE_MARGIN = dt.timedelta(seconds=30)
 PURGE_EVERY = dt.timedelta(hours=1)
+UNREADABLE_SECRET = (
+    "The webhook's signing secret cannot be read (the service's signing secret changed): "
+    "rotate it with POST /webhook/{id}/secret, then retry."
+)
 
 
 def backoff(settings: Settings, attempts: int) -> dt.timedelta:
@@ -89,6 +94,7 @@ class Dispatcher:
         self.db = db
         self._remove_listener: Any = None
         self.sender = Sender(settings)
+        self.sealer = secret_sealer(settings)
         self.slots = Slots.of(
             settings.webhooks_concurrency,
             per_organization=settings.webhooks_concurrency_per_organization,
@@ -324,6 +330,12 @@ class Dispatcher:
                 continue
             if self.slots.room() <= 0:
                 break
+            try:
+                secrets = signing_secrets(self.sealer, hook, now)
+            except sealing.Unreadable:
+                delivery.status = DeliveryStatus.FAILED
+                delivery.last_error = UNREADABLE_SECRET
+                continue
             self.slots.take(delivery.organization_id, host, hook.id)
             delivery.attempts += 1
             delivery.last_attempt_at = now
@@ -336,7 +348,7 @@ class Dispatcher:
                     webhook_id=hook.id,
                     url=hook.url,
                     host=host,
-                    secrets=signing_secrets(hook, now),
+                    secrets=secrets,
                     msg_id=message_id(event.id),
                     body=body_of(event),
                 )
