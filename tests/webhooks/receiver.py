@@ -37,6 +37,8 @@ class Receiver:
     lock: threading.Lock = field(default_factory=threading.Lock)
     on_request: Callable[[Received], None] | None = None
     """Called in the server's thread as each request arrives, before it is answered."""
+    answer_headers: dict[str, str] = field(default_factory=dict)
+    """Headers of every answer (e.g. a ``location`` with a 3xx status)."""
     held: threading.Event | None = None
     """While set to an event: each request is kept (and counted) at once but answered
     only when the test sets the event (``hold``/``release``)."""
@@ -88,6 +90,8 @@ def receiver(host: str = "127.0.0.1") -> Iterator[Receiver]:
             if held is not None:
                 held.wait(timeout=60)
             self.send_response(target.next_status())
+            for name, value in target.answer_headers.items():
+                self.send_header(name, value)
             self.send_header("content-length", "0")
             self.end_headers()
 
