@@ -49,6 +49,10 @@ class Settings(BaseSettings):
     # Authentication (DESIGN §3).
     jwt_secret: str | None = None
     """HS256 secret; generated into the data directory on first start when unset."""
+    jwt_previous_secret: str | None = None
+    """The signing secret before the current one, after a rotation: secrets sealed at
+    rest under it (``storage.sealing``) stay readable until rewritten. Tokens it signed
+    are not accepted."""
     jwt_algorithms: list[str] = Field(default_factory=lambda: ["HS256"])
     jwt_public_key: str | None = None
     """PEM public key (RS256/ES256) of an identity provider."""

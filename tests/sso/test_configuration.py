@@ -9,6 +9,7 @@ import pytest
 from sqlalchemy import select
 
 from questline.sso.models import SsoConfiguration
+from questline.storage import sealing as storage_sealing
 from tests.factories import Org, World
 from tests.sso.provider import QUIET, Provider, running_provider
 from tests.sso.support import CLIENT_SECRET, configure, configured
@@ -62,7 +63,7 @@ async def test_the_secret_is_stored_encrypted_and_never_logged(
         )
     assert row is not None
     assert CLIENT_SECRET not in row.client_secret_sealed
-    assert row.client_secret_sealed.startswith("gAAAA")  # a Fernet token
+    assert row.client_secret_sealed.startswith(storage_sealing.PREFIX)
 
 
 async def test_the_secret_is_required_once_then_kept_when_left_out(

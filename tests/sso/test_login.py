@@ -3,6 +3,7 @@ refusal ending on the dashboard's sign-in page with a reason and no session."""
 
 from __future__ import annotations
 
+import base64
 import time
 import uuid
 from dataclasses import replace
@@ -10,6 +11,9 @@ from urllib.parse import parse_qs
 
 import httpx
 import pytest
+from cryptography.fernet import Fernet
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from fastapi import FastAPI
 from sqlalchemy import func, select, update
 
@@ -18,7 +22,8 @@ from questline.auth import sessions
 from questline.auth.models import DashboardSession
 from questline.config import Settings
 from questline.members.models import Member
-from questline.sso.models import OidcLoginState
+from questline.sso import sealing as sso_sealing
+from questline.sso.models import OidcLoginState, SsoConfiguration
 from questline.sso.provider import providers_of
 from questline.web.identity import Role
 from tests.factories import World
@@ -468,6 +473,60 @@ async def test_a_secret_sealed_under_another_signing_secret_is_refused(
     await configured(org, provider)
     app_state.state.signing_secret = lambda: "another-signing-secret-of-48-bytes-000000000000"
     response = await sign_in(client, provider, org.id, "ada", **ADA)
+    assert refusal(response) == "misconfigured"
+
+
+async def _store_sealed(app_state: AppHarness, org_id: uuid.UUID, value: str) -> None:
+    async with app_state.db.session(write=True) as session:
+        await session.execute(
+            update(SsoConfiguration)
+            .where(SsoConfiguration.organization_id == org_id)
+            .values(client_secret_sealed=value)
+        )
+
+
+async def test_a_secret_sealed_the_old_way_still_signs_in(
+    client: httpx.AsyncClient, world: World, provider: Provider, app_state: AppHarness
+) -> None:
+    """A configuration saved before ``storage.sealing`` holds a Fernet token under a key
+    derived from the signing secret alone: it still opens."""
+    org = world.org()
+    await configured(org, provider)
+    key = HKDF(
+        algorithm=hashes.SHA256(), length=32, salt=None, info=b"questline sso client secret v1"
+    ).derive(app_state.state.signing_secret().encode())
+    old = Fernet(base64.urlsafe_b64encode(key)).encrypt(CLIENT_SECRET.encode()).decode()
+    assert (
+        sso_sealing.unseal(
+            old, signing_secret=app_state.state.signing_secret(), organization=org.id
+        )
+        == CLIENT_SECRET
+    )
+    await _store_sealed(app_state, org.id, old)
+    response = await sign_in(client, provider, org.id, "ada", **ADA)
+    assert refusal(response) is None
+
+
+async def test_a_secret_sealed_under_the_previous_signing_secret_signs_in_while_configured(
+    client: httpx.AsyncClient, world: World, provider: Provider, app_state: AppHarness
+) -> None:
+    org, other = world.org(), world.org()
+    await configured(org, provider)
+    await configured(other, provider)
+    old = app_state.state.signing_secret()
+    app_state.state.signing_secret = lambda: "the-next-signing-secret-of-48-bytes-0000000000000"
+    app_state.configure(jwt_previous_secret=old)
+    assert refusal(await sign_in(client, provider, org.id, "ada", **ADA)) is None
+    # Bound to its organization: another organization's sealed secret does not open here.
+    async with app_state.db.session(write=False) as session:
+        theirs = await session.scalar(
+            select(SsoConfiguration.client_secret_sealed).where(
+                SsoConfiguration.organization_id == other.id
+            )
+        )
+    assert theirs is not None
+    await _store_sealed(app_state, org.id, theirs)
+    response = await sign_in(client, provider, org.id, "grace", **{**ADA, "email": "g@example.org"})
     assert refusal(response) == "misconfigured"
 
 

@@ -1,5 +1,6 @@
 """Webhook receivers on loopback: a real HTTP server in a thread that keeps every
-request it gets and answers with the status codes it is told to, and one that accepts
+request it gets and answers with the status codes it is told to (when the test lets it:
+``Receiver.hold``), and one that accepts
 connections, reads the request and never answers."""
 
 from __future__ import annotations
@@ -36,6 +37,21 @@ class Receiver:
     lock: threading.Lock = field(default_factory=threading.Lock)
     on_request: Callable[[Received], None] | None = None
     """Called in the server's thread as each request arrives, before it is answered."""
+    answer_headers: dict[str, str] = field(default_factory=dict)
+    """Headers of every answer (e.g. a ``location`` with a 3xx status)."""
+    held: threading.Event | None = None
+    """While set to an event: each request is kept (and counted) at once but answered
+    only when the test sets the event (``hold``/``release``)."""
+
+    def hold(self) -> threading.Event:
+        """Answer nothing until ``release``: the requests arriving meanwhile wait."""
+        self.held = threading.Event()
+        return self.held
+
+    def release(self) -> None:
+        held, self.held = self.held, None
+        if held is not None:
+            held.set()
 
     def next_status(self) -> int:
         with self.lock:
@@ -68,9 +84,14 @@ def receiver(host: str = "127.0.0.1") -> Iterator[Receiver]:
             )
             if target.on_request is not None:
                 target.on_request(received)
+            held = target.held
             with target.lock:
                 target.requests.append(received)
+            if held is not None:
+                held.wait(timeout=60)
             self.send_response(target.next_status())
+            for name, value in target.answer_headers.items():
+                self.send_header(name, value)
             self.send_header("content-length", "0")
             self.end_headers()
 

@@ -404,3 +404,24 @@ async def test_global_discipline_events_reach_every_subscribed_organization(
     requests = hook_receiver.wait_for(2)
     assert len(requests) == 2
     assert all(r.json()["data"] == created.json() for r in requests)
+
+
+async def test_a_redirect_is_a_failed_attempt_never_followed(
+    world: World, app_state: AppHarness, hook_receiver: Receiver
+) -> None:
+    from tests.webhooks.receiver import receiver
+
+    org = world.org()
+    with receiver() as elsewhere:
+        hook = await subscribe(org, hook_receiver.url)
+        hook_receiver.answers = [308]
+        hook_receiver.answer_headers = {"location": elsewhere.url}
+        await org.create_team()
+        once = app_state.settings.model_copy(update={"webhooks_max_attempts": 1})
+        await drain(app_state, settings=once)
+        assert elsewhere.requests == []
+    assert len(hook_receiver.requests) == 1
+    [delivery] = (
+        await org.client.get(f"/webhook/{hook['Id']}/deliveries", headers=org.admin)
+    ).json()
+    assert (delivery["Status"], delivery["LastStatusCode"]) == ("Failed", 308)

@@ -3,11 +3,18 @@ SSRF rule and its test/dev allowance, access and hostile bodies."""
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
+import os
 
 import pytest
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
+from questline.auth.tokens import load_or_create_secret
+from questline.storage import sealing
 from questline.xapi.models import LrsConnection
 from questline.xapi.sealing import Unreadable, unseal
 from tests.factories import World
@@ -55,12 +62,44 @@ async def test_the_secret_is_sealed_at_rest(
         row = await session.get(LrsConnection, org.id)
     assert row is not None
     assert row.password is not None
-    assert row.password.startswith("v1:")
+    assert row.password.startswith(sealing.PREFIX)
     assert lrs_user.password not in row.password
     settings = app_state.settings
     assert unseal(settings, row.password, organization=str(org.id)) == lrs_user.password
     with pytest.raises(Unreadable):  # bound to its organization
         unseal(settings, row.password, organization=str(other.id))
+
+
+def _sealed_the_old_way(signing_secret: str, plaintext: str, organization: str) -> str:
+    """The format written before ``storage.sealing``: ``v1:`` + base64(nonce, ciphertext)
+    under one key for every organization, the organization as associated data."""
+    key = HKDF(
+        algorithm=hashes.SHA256(), length=32, salt=None, info=b"questline xapi lrs credentials v1"
+    ).derive(signing_secret.encode())
+    nonce = os.urandom(12)
+    sealed = AESGCM(key).encrypt(nonce, plaintext.encode(), organization.encode())
+    return "v1:" + base64.urlsafe_b64encode(nonce + sealed).decode("ascii")
+
+
+async def test_credentials_sealed_the_old_way_still_open_and_reach_the_lrs(
+    world: World, app_state: AppHarness, ralph: RalphServer, lrs_user: RalphUser
+) -> None:
+    org, other = world.org(), world.org()
+    await register(org, ralph, lrs_user)
+    settings = app_state.settings
+    old = _sealed_the_old_way(
+        load_or_create_secret(settings), lrs_user.password, organization=str(org.id)
+    )
+    assert unseal(settings, old, organization=str(org.id)) == lrs_user.password
+    with pytest.raises(Unreadable):  # still bound to its organization
+        unseal(settings, old, organization=str(other.id))
+    async with app_state.db.session(write=True) as session:
+        row = await session.get(LrsConnection, org.id)
+        assert row is not None
+        row.password = old
+    answered = await org.client.post("/organization/xapi/test", headers=org.admin)
+    assert answered.status_code == 200, answered.text
+    assert answered.json()["Ok"] is True, answered.json()
 
 
 async def test_the_connection_test_reports_the_lrs_answer(

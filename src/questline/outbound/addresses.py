@@ -33,8 +33,43 @@ class Target:
 
 
 def is_internal(address: IPAddress) -> bool:
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    """True for any address a delivery must not reach: loopback, private, link-local,
+    multicast, reserved, unspecified, carrier-grade NAT, and IPv6 forms that carry an
+    IPv4 address (mapped, compatible, 6to4, NAT64, Teredo), judged by the IPv4 address
+    they lead to: ``2002:7f00:1::`` reaches 127.0.0.1 as surely as ``127.0.0.1`` does."""
+    if isinstance(address, ipaddress.IPv6Address):
+        if address in _NAT64_LOCAL:
+            # Local-use NAT64 (RFC 8215): where the IPv4 address sits depends on the
+            # prefix length the operator chose, so it cannot be read, and the prefix is
+            # by definition the operator's own network.
+            return True
+        embedded = embedded_ipv4(address)
+        if embedded is not None:
+            return _internal(embedded)
+    return _internal(address)
+
+
+def embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address leads to, for the forms that carry one: IPv4-
+    mapped (``::ffff:a.b.c.d``), IPv4-translated (``::ffff:0:a.b.c.d``), IPv4-compatible
+    (``::a.b.c.d``, but not ``::`` and ``::1``), 6to4 (``2002::/16``), the NAT64
+    well-known prefix (``64:ff9b::/96``) and Teredo (``2001::/32``: the client's
+    address, the one the tunnel delivers to)."""
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    if address.teredo is not None:
+        return address.teredo[1]
+    low = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    if address in _NAT64 or address in _TRANSLATED:
+        return low
+    if address in _COMPATIBLE and int(address) > 1:
+        return low
+    return None
+
+
+def _internal(address: IPAddress) -> bool:
     return (
         address.is_loopback
         or address.is_private
@@ -42,12 +77,25 @@ def is_internal(address: IPAddress) -> bool:
         or address.is_multicast
         or address.is_reserved
         or address.is_unspecified
-        or (isinstance(address, ipaddress.IPv4Address) and address in _SHARED)
+        or (isinstance(address, ipaddress.IPv6Address) and address.is_site_local)
+        or not address.is_global
+        or any(
+            address in network for network in _ALSO_INTERNAL if network.version == address.version
+        )
     )
 
 
-_SHARED = ipaddress.ip_network("100.64.0.0/10")
-"""Carrier-grade NAT: not "private" to ``ipaddress``, but internal all the same."""
+_ALSO_INTERNAL = (
+    ipaddress.ip_network("100.64.0.0/10"),
+    ipaddress.ip_network("192.0.0.0/24"),
+    ipaddress.ip_network("192.88.99.0/24"),
+)
+"""Carrier-grade NAT, the IETF protocol assignments and the deprecated 6to4 relay
+anycast: internal or nobody's, though not all of them "private" to ``ipaddress``."""
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_NAT64_LOCAL = ipaddress.ip_network("64:ff9b:1::/48")
+_TRANSLATED = ipaddress.ip_network("::ffff:0:0:0/96")
+_COMPATIBLE = ipaddress.ip_network("::/96")
 
 
 def split(url: str) -> tuple[str, int]:

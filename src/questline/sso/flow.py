@@ -224,7 +224,12 @@ async def exchange_and_verify(
     """The verified claims of the ID token the provider gives for ``code``."""
     provider = await provider_for(providers, login.issuer)
     try:
-        client_secret = sealing.unseal(login.client_secret_sealed, signing_secret=signing_secret)
+        client_secret = sealing.unseal(
+            login.client_secret_sealed,
+            signing_secret=signing_secret,
+            organization=login.organization_id,
+            previous_signing_secret=settings.jwt_previous_secret,
+        )
     except sealing.UnreadableSecret as exc:
         logger.error("single sign-on of %s: %s", login.organization_id, exc)
         raise LoginRefused("misconfigured") from exc

@@ -74,7 +74,9 @@ async def save_configuration(
     row.issuer = provider.issuer  # as the provider names it (ID tokens carry this)
     row.client_id = data.client_id
     if data.client_secret is not None:
-        row.client_secret_sealed = sealing.seal(data.client_secret, signing_secret=signing_secret)
+        row.client_secret_sealed = sealing.seal(
+            data.client_secret, signing_secret=signing_secret, organization=org_id
+        )
     row.admin_groups = list(data.admin_groups)
     row.groups_claim = data.groups_claim
     row.allowed_email_domains = list(data.allowed_email_domains)

@@ -54,6 +54,7 @@ from questline.events.models import PLATFORM_ORG, Event
 from questline.outbound import retry
 from questline.outbound.fairness import Slots
 from questline.outbound.loop import PassLoop
+from questline.storage import sealing
 from questline.storage.db import Database, new_id, utcnow
 from questline.storage.many_rows import one_of
 from questline.webhooks.models import DeliveryStatus, Webhook, WebhookDelivery
@@ -66,7 +67,7 @@ from questline.webhooks.sending import (
     receiving_host,
     rfc3339,
 )
-from questline.webhooks.service import signing_secrets
+from questline.webhooks.service import secret_sealer, signing_secrets
 
 logger = logging.getLogger("questline.webhooks")
 
@@ -76,6 +77,10 @@ CLAIM_ROUNDS = 8
 hosts the rounds before it found full."""
 LEASE_MARGIN = dt.timedelta(seconds=30)
 PURGE_EVERY = dt.timedelta(hours=1)
+UNREADABLE_SECRET = (
+    "The webhook's signing secret cannot be read (the service's signing secret changed): "
+    "rotate it with POST /webhook/{id}/secret, then retry."
+)
 
 
 def backoff(settings: Settings, attempts: int) -> dt.timedelta:
@@ -89,6 +94,7 @@ class Dispatcher:
         self.db = db
         self._remove_listener: Any = None
         self.sender = Sender(settings)
+        self.sealer = secret_sealer(settings)
         self.slots = Slots.of(
             settings.webhooks_concurrency,
             per_organization=settings.webhooks_concurrency_per_organization,
@@ -324,6 +330,12 @@ class Dispatcher:
                 continue
             if self.slots.room() <= 0:
                 break
+            try:
+                secrets = signing_secrets(self.sealer, hook, now)
+            except sealing.Unreadable:
+                delivery.status = DeliveryStatus.FAILED
+                delivery.last_error = UNREADABLE_SECRET
+                continue
             self.slots.take(delivery.organization_id, host, hook.id)
             delivery.attempts += 1
             delivery.last_attempt_at = now
@@ -332,10 +344,11 @@ class Dispatcher:
                 Attempt(
                     organization_id=delivery.organization_id,
                     delivery_id=delivery.id,
+                    generation=delivery.generation,
                     webhook_id=hook.id,
                     url=hook.url,
                     host=host,
-                    secrets=signing_secrets(hook, now),
+                    secrets=secrets,
                     msg_id=message_id(event.id),
                     body=body_of(event),
                 )
@@ -364,15 +377,22 @@ class Dispatcher:
                     )
                 ).all()
             }
+            # Locked (PostgreSQL) so that a manual retry committing meanwhile either
+            # comes first, and its generation is seen here, or waits for this record.
             deliveries = {
                 d.id: d
                 for d in (
                     await session.scalars(
-                        select(WebhookDelivery).where(
-                            WebhookDelivery.organization_id.in_(
-                                {o.attempt.organization_id for o in outcomes}
-                            ),
-                            WebhookDelivery.id.in_([o.attempt.delivery_id for o in outcomes]),
+                        _lock(
+                            select(WebhookDelivery)
+                            .where(
+                                WebhookDelivery.organization_id.in_(
+                                    {o.attempt.organization_id for o in outcomes}
+                                ),
+                                WebhookDelivery.id.in_([o.attempt.delivery_id for o in outcomes]),
+                            )
+                            .execution_options(populate_existing=True),
+                            self.db.is_sqlite,
                         )
                     )
                 ).all()
@@ -383,19 +403,21 @@ class Dispatcher:
                 hook = hooks.get((attempt.organization_id, attempt.webhook_id))
                 if delivery is None or hook is None:
                     continue  # deleted meanwhile
+                if delivery.generation != attempt.generation:
+                    # Retried since this attempt was claimed: the retry's attempt is
+                    # still owed, so the row stays due; only what was seen is noted.
+                    _note(delivery, outcome, now)
+                    continue
                 self._apply(delivery, hook, outcome, now)
 
     def _apply(
         self, delivery: WebhookDelivery, hook: Webhook, outcome: Outcome, now: dt.datetime
     ) -> None:
-        delivery.last_status_code = outcome.status_code
-        delivery.last_attempt_at = now
+        _note(delivery, outcome, now)
         if outcome.ok:
             delivery.status = DeliveryStatus.SUCCEEDED
-            delivery.last_error = None
             hook.failing_since = None
             return
-        delivery.last_error = outcome.error or f"The receiver answered {outcome.status_code}."
         if hook.failing_since is None:
             hook.failing_since = now
         failing_for = (now - hook.failing_since).total_seconds()
@@ -432,6 +454,15 @@ class Dispatcher:
             await session.execute(
                 delete(Event).where(Event.created_at < horizon, Event.pending.is_(False))
             )
+
+
+def _note(delivery: WebhookDelivery, outcome: Outcome, now: dt.datetime) -> None:
+    """What an attempt saw: the answer's status code, or why there was none."""
+    delivery.last_status_code = outcome.status_code
+    delivery.last_attempt_at = now
+    delivery.last_error = (
+        None if outcome.ok else (outcome.error or f"The receiver answered {outcome.status_code}.")
+    )
 
 
 async def _take_for_webhooks(

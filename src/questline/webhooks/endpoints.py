@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response, status
 
+from questline.storage import sealing
 from questline.web.access import AdminOf
 from questline.web.errors import Conflict
 from questline.web.openapi import problem_responses
@@ -18,6 +19,10 @@ router = APIRouter(prefix="/webhook", tags=["webhooks"], route_class=Transaction
 
 def _allow_private(request: Request) -> bool:
     return app_state(request).settings.webhooks_allow_private_urls
+
+
+def _sealer(request: Request) -> sealing.Sealer:
+    return service.secret_sealer(app_state(request).settings)
 
 
 @router.post(
@@ -41,13 +46,15 @@ async def create_webhook(
     `QUESTLINE_WEBHOOKS_ALLOW_PRIVATE_URLS=true`. Every request is signed per the
     Standard Webhooks specification (`webhook-id`, `webhook-timestamp`,
     `webhook-signature`); see docs/webhooks.md for a receiver."""
-    webhook = await service.create_webhook(
-        session, org_id=tenant.org_id, data=data, allow_private=_allow_private(request)
+    webhook, secret = await service.create_webhook(
+        session,
+        org_id=tenant.org_id,
+        data=data,
+        allow_private=_allow_private(request),
+        sealer=_sealer(request),
     )
     response.headers["Location"] = url_of(request, "get_webhook", webhook_id=str(webhook.id))
-    return schemas.WebhookWithSecret(
-        **service.to_schema(webhook).model_dump(), secret=webhook.secret
-    )
+    return schemas.WebhookWithSecret(**service.to_schema(webhook).model_dump(), secret=secret)
 
 
 @router.get("", response_model=list[schemas.Webhook], responses=problem_responses(401, 403))
@@ -88,7 +95,11 @@ async def update_webhook(
         session, org_id=tenant.org_id, webhook_id=webhook_id, for_update=True
     )
     webhook = await service.update_webhook(
-        session, webhook=webhook, data=data, allow_private=_allow_private(request)
+        session,
+        webhook=webhook,
+        data=data,
+        allow_private=_allow_private(request),
+        sealer=_sealer(request),
     )
     return service.to_schema(webhook)
 
@@ -113,14 +124,14 @@ async def delete_webhook(webhook_id: WebhookId, tenant: AdminOf, session: Sessio
     responses=problem_responses(401, 403, 404),
 )
 async def rotate_secret(
-    webhook_id: WebhookId, tenant: AdminOf, session: SessionDep
+    webhook_id: WebhookId, request: Request, tenant: AdminOf, session: SessionDep
 ) -> schemas.SecretRotated:
     """A new signing secret. For 24 hours the old one keeps signing too: every request
     then carries two signatures, so receivers can switch without losing one."""
     webhook = await service.get_webhook(
         session, org_id=tenant.org_id, webhook_id=webhook_id, for_update=True
     )
-    return await service.rotate_secret(session, webhook=webhook)
+    return await service.rotate_secret(session, webhook=webhook, sealer=_sealer(request))
 
 
 @router.get(

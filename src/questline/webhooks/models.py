@@ -33,8 +33,10 @@ class Webhook(Base):
     description: Mapped[str | None] = mapped_column(String(500))
     enabled: Mapped[bool] = mapped_column(default=True)
     disabled_reason: Mapped[str | None] = mapped_column(String(500))
-    secret: Mapped[str] = mapped_column(String(100))
-    previous_secret: Mapped[str | None] = mapped_column(String(100))
+    secret: Mapped[str] = mapped_column(String(255))
+    """Sealed (``storage.sealing``); a value written before sealing is read as is and
+    sealed on the next write of the webhook."""
+    previous_secret: Mapped[str | None] = mapped_column(String(255))
     previous_secret_expires_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
     failing_since: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
     """The first failed attempt since the last success (disables after a while)."""
@@ -71,6 +73,9 @@ class WebhookDelivery(Base):
         )
     )
     attempts: Mapped[int] = mapped_column(default=0)
+    generation: Mapped[int] = mapped_column(default=0, server_default="0")
+    """Bumped by every manual retry: an attempt claimed under an older generation does
+    not record its result over the retry (the row stays due)."""
     next_attempt_at: Mapped[dt.datetime] = mapped_column(UTCDateTime)
     last_attempt_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime)
     last_status_code: Mapped[int | None]

@@ -27,6 +27,8 @@ from questline.webhooks import signing
 class Attempt:
     organization_id: uuid.UUID
     delivery_id: uuid.UUID
+    generation: int
+    """The delivery's generation when claimed (a manual retry bumps it)."""
     webhook_id: uuid.UUID
     url: str
     host: str

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import uuid
 from collections.abc import Sequence
@@ -9,8 +10,11 @@ from collections.abc import Sequence
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from questline import audit
+from questline import audit, events
+from questline.auth.tokens import load_or_create_secret
+from questline.config import Settings
 from questline.outbound import addresses
+from questline.storage import sealing
 from questline.storage.db import utcnow
 from questline.web.errors import FieldError, Unprocessable, not_found
 from questline.web.pagination import PageRequest, cursor_parts
@@ -19,6 +23,8 @@ from questline.webhooks.models import DeliveryStatus, Webhook, WebhookDelivery
 
 SECRET_OVERLAP = dt.timedelta(hours=24)
 """After a rotation the old secret keeps signing, alongside the new one, this long."""
+SEALED_AS = "webhook secret"
+"""The purpose the secrets are sealed for (``storage.sealing``)."""
 
 
 async def check_url(url: str, *, allow_private: bool) -> None:
@@ -51,12 +57,45 @@ def _overlap_end(webhook: Webhook, now: dt.datetime) -> dt.datetime | None:
     return expires
 
 
-def signing_secrets(webhook: Webhook, now: dt.datetime) -> list[str]:
-    """The secrets that sign an attempt now: the current one, and the previous one
-    during the 24 hours after a rotation."""
-    found = [webhook.secret]
+def secret_sealer(settings: Settings) -> sealing.Sealer:
+    """Seals webhook secrets under the service's signing secret (and opens those sealed
+    under the previous one, when configured)."""
+    return sealing.Sealer(load_or_create_secret(settings), settings.jwt_previous_secret)
+
+
+def _seal(sealer: sealing.Sealer, webhook: Webhook, secret: str) -> str:
+    return sealer.seal(secret, organization=webhook.organization_id, purpose=SEALED_AS)
+
+
+def _open(sealer: sealing.Sealer, webhook: Webhook, stored: str) -> str:
+    """The clear secret of a stored value: sealed, or (written before secrets were
+    sealed) a ``whsec_`` secret in clear, sealed on the webhook's next write."""
+    if not sealing.is_sealed(stored):
+        return stored
+    return sealer.unseal(stored, organization=webhook.organization_id, purpose=SEALED_AS)
+
+
+def _reseal(sealer: sealing.Sealer, webhook: Webhook) -> None:
+    """Seal what is stored in clear, or under the previous signing secret, under the
+    current one (a secret that no longer opens is left for a rotation to replace)."""
+    try:
+        if not sealer.is_current(webhook.secret):
+            webhook.secret = _seal(sealer, webhook, _open(sealer, webhook, webhook.secret))
+        previous = webhook.previous_secret
+        if previous is not None and not sealer.is_current(previous):
+            webhook.previous_secret = _seal(sealer, webhook, _open(sealer, webhook, previous))
+    except sealing.Unreadable:
+        pass
+
+
+def signing_secrets(sealer: sealing.Sealer, webhook: Webhook, now: dt.datetime) -> list[str]:
+    """The clear secrets that sign an attempt now: the current one, and the previous one
+    during the 24 hours after a rotation (``sealing.Unreadable`` when the current one
+    does not open: the service's signing secret changed)."""
+    found = [_open(sealer, webhook, webhook.secret)]
     if _overlap_end(webhook, now) is not None and webhook.previous_secret:
-        found.append(webhook.previous_secret)
+        with contextlib.suppress(sealing.Unreadable):  # the new one alone still signs
+            found.append(_open(sealer, webhook, webhook.previous_secret))
     return found
 
 
@@ -89,24 +128,32 @@ async def _audit(
 
 
 async def create_webhook(
-    session: AsyncSession, *, org_id: uuid.UUID, data: schemas.WebhookCreate, allow_private: bool
-) -> Webhook:
+    session: AsyncSession,
+    *,
+    org_id: uuid.UUID,
+    data: schemas.WebhookCreate,
+    allow_private: bool,
+    sealer: sealing.Sealer,
+) -> tuple[Webhook, str]:
+    """The new webhook and its signing secret in clear (for the creation's answer only;
+    the row keeps it sealed)."""
     await check_url(data.url, allow_private=allow_private)
     now = utcnow()
+    secret = signing.new_secret()
     webhook = Webhook(
         organization_id=org_id,
         url=data.url,
         events=list(data.events),
         description=data.description,
         enabled=True,
-        secret=signing.new_secret(),
         created_at=now,
         updated_at=now,
     )
+    webhook.secret = _seal(sealer, webhook, secret)
     session.add(webhook)
     await session.flush()
     await _audit(session, webhook, "webhook.created", None, audited(webhook))
-    return webhook
+    return webhook, secret
 
 
 async def list_webhooks(session: AsyncSession, *, org_id: uuid.UUID) -> Sequence[Webhook]:
@@ -129,9 +176,15 @@ async def get_webhook(
 
 
 async def update_webhook(
-    session: AsyncSession, *, webhook: Webhook, data: schemas.WebhookUpdate, allow_private: bool
+    session: AsyncSession,
+    *,
+    webhook: Webhook,
+    data: schemas.WebhookUpdate,
+    allow_private: bool,
+    sealer: sealing.Sealer,
 ) -> Webhook:
     before = audited(webhook)
+    _reseal(sealer, webhook)
     if data.url is not None and data.url != webhook.url:
         await check_url(data.url, allow_private=allow_private)
         webhook.url = data.url
@@ -156,11 +209,21 @@ async def delete_webhook(session: AsyncSession, *, webhook: Webhook) -> None:
     await session.flush()
 
 
-async def rotate_secret(session: AsyncSession, *, webhook: Webhook) -> schemas.SecretRotated:
+async def rotate_secret(
+    session: AsyncSession, *, webhook: Webhook, sealer: sealing.Sealer
+) -> schemas.SecretRotated:
+    """A new secret (in clear in the answer only); the old one keeps signing beside it
+    for ``SECRET_OVERLAP``, unless it no longer opens (the service's signing secret
+    changed): then the new one signs alone at once."""
     now = utcnow()
-    webhook.previous_secret = webhook.secret
-    webhook.previous_secret_expires_at = now + SECRET_OVERLAP
-    webhook.secret = signing.new_secret()
+    try:
+        old: str | None = _seal(sealer, webhook, _open(sealer, webhook, webhook.secret))
+    except sealing.Unreadable:
+        old = None
+    secret = signing.new_secret()
+    webhook.previous_secret = old
+    webhook.previous_secret_expires_at = now + SECRET_OVERLAP if old is not None else now
+    webhook.secret = _seal(sealer, webhook, secret)
     webhook.updated_at = now
     await session.flush()
     # Which secret is never logged: only that it changed, and until when the old one
@@ -173,7 +236,7 @@ async def rotate_secret(session: AsyncSession, *, webhook: Webhook) -> schemas.S
         {"OverlapEndsAt": webhook.previous_secret_expires_at},
     )
     return schemas.SecretRotated(
-        secret=webhook.secret, previous_secret_expires_at=webhook.previous_secret_expires_at
+        secret=secret, previous_secret_expires_at=webhook.previous_secret_expires_at
     )
 
 
@@ -229,12 +292,17 @@ async def get_delivery(
 
 
 async def retry_delivery(session: AsyncSession, *, delivery: WebhookDelivery) -> WebhookDelivery:
-    """Send again as soon as the dispatcher can, with the same ``webhook-id``. A
-    delivery already pending keeps its place (its next attempt moves to now)."""
+    """Send again as soon as the dispatcher can, with the same ``webhook-id``, whatever
+    the delivery's state. The generation moves on, so an attempt in flight (or sent and
+    not yet recorded) cannot record its result over this retry: the row stays due until
+    an attempt claimed after the retry is recorded."""
     before = delivery.status
     delivery.status = DeliveryStatus.PENDING
+    delivery.generation += 1
     delivery.next_attempt_at = utcnow()
     await session.flush()
+    # Wakes this process's dispatcher after the commit (others find it by polling).
+    events.note_recorded(session)
     await audit.record(
         session,
         organization_id=delivery.organization_id,

@@ -1,16 +1,19 @@
-"""The LRS's password or token at rest: sealed with AES-256-GCM.
+"""The LRS's password or token at rest: sealed by ``storage.sealing`` (AES-256-GCM under
+a key per organization derived from the service's signing secret, the key named in the
+sealed text; docs/webhooks.md, "Secrets at rest").
 
-The key is derived (HKDF-SHA256) from the service's signing secret
-(``QUESTLINE_JWT_SECRET``, else the one kept in the data directory): a copy of the
-database or its backups alone does not reveal the credentials. Rotating that secret
-makes the stored credentials unreadable: the sends then fail with a message asking
-the admin to PUT them again (docs/platforms.md).
+Values sealed before that module existed (``v1:`` + base64(nonce, ciphertext), one key
+for every organization, the organization as associated data) are still opened here;
+the next ``PUT /organization/xapi`` seals them the new way. Rotating the signing secret
+without keeping the old one as ``QUESTLINE_JWT_PREVIOUS_SECRET`` makes the stored
+credentials unreadable: the sends then fail with a message asking the admin to PUT them
+again (docs/platforms.md).
 """
 
 from __future__ import annotations
 
 import base64
-import os
+import uuid
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives import hashes
@@ -19,38 +22,45 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from questline.auth.tokens import load_or_create_secret
 from questline.config import Settings
+from questline.storage import sealing
 
-PREFIX = "v1:"
-CONTEXT = b"questline xapi lrs credentials v1"
+SEALED_AS = "xapi lrs credentials"
+LEGACY_PREFIX = "v1:"
+_LEGACY_CONTEXT = b"questline xapi lrs credentials v1"
 
 
 class Unreadable(ValueError):
     """Sealed with another key (the signing secret changed), or not sealed at all."""
 
 
-def _cipher(settings: Settings) -> AESGCM:
-    secret = load_or_create_secret(settings).encode()
-    key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=CONTEXT).derive(secret)
-    return AESGCM(key)
+def _sealer(settings: Settings) -> sealing.Sealer:
+    return sealing.Sealer(load_or_create_secret(settings), settings.jwt_previous_secret)
 
 
 def seal(settings: Settings, plaintext: str, *, organization: str) -> str:
-    """``v1:`` + base64(nonce, ciphertext); the organization is bound as associated
-    data (a sealed value copied to another organization's row does not open)."""
-    nonce = os.urandom(12)
-    sealed = _cipher(settings).encrypt(nonce, plaintext.encode(), organization.encode())
-    return PREFIX + base64.urlsafe_b64encode(nonce + sealed).decode("ascii")
+    return _sealer(settings).seal(
+        plaintext, organization=uuid.UUID(organization), purpose=SEALED_AS
+    )
 
 
 def unseal(settings: Settings, value: str, *, organization: str) -> str:
-    if not value.startswith(PREFIX):
-        raise Unreadable("The stored LRS credentials are not sealed.")
     try:
-        raw = base64.urlsafe_b64decode(value[len(PREFIX) :])
-        opened = _cipher(settings).decrypt(raw[:12], raw[12:], organization.encode())
-    except (InvalidTag, ValueError) as exc:
+        if sealing.is_sealed(value):
+            return _sealer(settings).unseal(
+                value, organization=uuid.UUID(organization), purpose=SEALED_AS
+            )
+        if value.startswith(LEGACY_PREFIX):
+            return _unseal_legacy(settings, value, organization=organization)
+    except (sealing.Unreadable, InvalidTag, ValueError) as exc:
         raise Unreadable(
             "The stored LRS credentials cannot be read (the service's signing secret "
             "changed?): PUT /organization/xapi with them again."
         ) from exc
-    return opened.decode()
+    raise Unreadable("The stored LRS credentials are not sealed.")
+
+
+def _unseal_legacy(settings: Settings, value: str, *, organization: str) -> str:
+    secret = load_or_create_secret(settings).encode()
+    key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=_LEGACY_CONTEXT).derive(secret)
+    raw = base64.urlsafe_b64decode(value[len(LEGACY_PREFIX) :])
+    return AESGCM(key).decrypt(raw[:12], raw[12:], organization.encode()).decode()

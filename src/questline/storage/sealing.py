@@ -1,0 +1,98 @@
+"""Secrets at rest (webhook signing secrets, an LRS's credentials): sealed with AES-256-GCM.
+
+* **One key per organization**, derived with HKDF-SHA256 from the service's signing
+  secret (``QUESTLINE_JWT_SECRET``, else the one kept in the data directory) and the
+  organization's id: a copy of the database or of its backups alone opens nothing, and
+  a value copied into another organization's row does not open there.
+* **What it is** (``purpose``, e.g. ``"webhook secret"``) is bound as associated
+  data: a sealed value moved into a column of another kind does not open either.
+* **Key rotation**: the sealed text names the signing secret that sealed it
+  (``qs1:<key id>:<nonce + ciphertext, base64url>``, the key id a short HKDF fingerprint
+  of that secret, never the secret). ``unseal`` opens values of the current secret and,
+  when ``QUESTLINE_JWT_PREVIOUS_SECRET`` is set, of the previous one; callers seal anew
+  on their next write (``is_current``), so the previous secret can be dropped once
+  everything was rewritten.
+
+Plumbing only: the callers hand in the secrets; nothing here imports a domain.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import os
+import uuid
+from dataclasses import dataclass
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+PREFIX = "qs1:"
+"""The format's version; a value without it was not sealed by this module."""
+_SALT = b"questline sealing v1"
+_NONCE_BYTES = 12
+
+
+class Unreadable(ValueError):
+    """Not sealed by this module, sealed under a signing secret that is neither the
+    current nor the previous one, or altered."""
+
+
+def key_id(signing_secret: str) -> str:
+    """A short public name of a signing secret (which secret sealed a value)."""
+    digest = hmac.new(signing_secret.encode(), b"questline sealing key id", hashlib.sha256)
+    return digest.hexdigest()[:8]
+
+
+def is_sealed(value: str) -> bool:
+    return value.startswith(PREFIX)
+
+
+@dataclass(frozen=True, slots=True)
+class Sealer:
+    """Seals with ``current``; opens what ``current`` or ``previous`` sealed."""
+
+    current: str
+    previous: str | None = None
+
+    def _cipher(self, signing_secret: str, organization: uuid.UUID) -> AESGCM:
+        key = HKDF(
+            algorithm=hashes.SHA256(), length=32, salt=_SALT, info=b"org:" + organization.bytes
+        ).derive(signing_secret.encode())
+        return AESGCM(key)
+
+    def seal(self, plaintext: str, *, organization: uuid.UUID, purpose: str) -> str:
+        nonce = os.urandom(_NONCE_BYTES)
+        sealed = self._cipher(self.current, organization).encrypt(
+            nonce, plaintext.encode(), purpose.encode()
+        )
+        body = base64.urlsafe_b64encode(nonce + sealed).decode("ascii")
+        return f"{PREFIX}{key_id(self.current)}:{body}"
+
+    def unseal(self, value: str, *, organization: uuid.UUID, purpose: str) -> str:
+        if not is_sealed(value):
+            raise Unreadable("The value is not sealed.")
+        kid, _, body = value[len(PREFIX) :].partition(":")
+        secrets = [self.current] + ([self.previous] if self.previous else [])
+        signing_secret = next((s for s in secrets if key_id(s) == kid), None)
+        if signing_secret is None:
+            raise Unreadable(
+                "The value was sealed under another signing secret (neither the current "
+                "nor the previous one)."
+            )
+        try:
+            raw = base64.urlsafe_b64decode(body)
+            opened = self._cipher(signing_secret, organization).decrypt(
+                raw[:_NONCE_BYTES], raw[_NONCE_BYTES:], purpose.encode()
+            )
+        except (InvalidTag, ValueError) as exc:
+            raise Unreadable("The sealed value does not open here.") from exc
+        return opened.decode()
+
+    def is_current(self, value: str) -> bool:
+        """Sealed under the current signing secret (else: seal it anew on the next
+        write)."""
+        return is_sealed(value) and value[len(PREFIX) :].startswith(key_id(self.current) + ":")
