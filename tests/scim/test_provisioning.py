@@ -87,7 +87,8 @@ async def test_another_organizations_ids_are_not_found(directory: Directory, wor
 async def test_users_are_members(directory: Directory, org: Org) -> None:
     user = await directory.create_user("Ada@Example.org", "Ada", externalId="00u1", active=True)
     assert user["userName"] == "Ada@Example.org"
-    assert user["emails"] == [{"value": "Ada@example.org"}]  # the domain is normalized
+    # The domain is normalized; the entry stays primary, as sent.
+    assert user["emails"] == [{"value": "Ada@example.org", "primary": True}]
     assert user["name"] == {"givenName": "Ada"}
     assert user["externalId"] == "00u1"
     assert user["meta"]["resourceType"] == "User"
@@ -323,7 +324,8 @@ async def test_entra_style_patches(directory: Directory) -> None:
     assert response.status_code == 200, response.text
     patched = response.json()
     assert patched["userName"] == "ada@new.example"
-    assert patched["emails"] == [{"value": "ada@new.example"}]
+    # The directory addressed the untyped e-mail as its work one: it is kept so.
+    assert patched["emails"] == [{"value": "ada@new.example", "type": "work", "primary": True}]
     assert patched["name"] == {"givenName": "Augusta"}
     assert patched["externalId"] == "e-1"
     found = await directory.client.get(

@@ -172,7 +172,7 @@ async def scim_patch_user(
     """Add, remove or replace attributes (RFC 7644 §3.5.2)."""
     current = await _current_user(session, request, tenant, user_id, if_match)
     patch = service.parse_patch(User, await read_body(request))
-    patched = service.apply_patch(patch, service.patch_target(current))
+    patched = service.apply_patch(patch, service.patch_target(current, patch))
     member = await service.get_member(session, org_id=tenant.org_id, user_id=user_id)
     member = await service.write_user(session, member=member, user=patched)
     return single(await service.user_of(session, member, base_url(request)))
