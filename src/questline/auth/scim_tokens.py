@@ -14,6 +14,7 @@ import hashlib
 import secrets
 import uuid
 from dataclasses import dataclass
+from typing import Literal
 
 from sqlalchemy import ForeignKey, Index, String, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -115,8 +116,10 @@ async def revoke(session: AsyncSession, record: ScimTokenRecord) -> bool:
     return True
 
 
-def status_of(record: ScimTokenRecord, now: dt.datetime | None = None) -> str:
-    """``active``, ``revoked`` or ``expired``."""
+Status = Literal["active", "revoked", "expired"]
+
+
+def status_of(record: ScimTokenRecord, now: dt.datetime | None = None) -> Status:
     if record.revoked_at is not None:
         return "revoked"
     if record.expires_at <= (now or utcnow()):
