@@ -134,8 +134,9 @@ def service_provider_config(base_url: str, max_results: int) -> ServiceProviderC
             AuthenticationScheme(
                 type="oauthbearertoken",
                 name="OAuth Bearer Token",
-                description="The organization's scim token (questline token create --role "
-                "scim, or POST /organization/scim-token), as Authorization: Bearer.",
+                description="A SCIM token of the organization (POST "
+                "/organization/scim-tokens, or questline token create --role scim), as "
+                "Authorization: Bearer.",
                 primary=True,
             )
         ],
