@@ -34,14 +34,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from tests.scim.conftest import issue_token_sync
 from tests.scim.support import Directory, SyncRun, directory_sequence
 from tests.support.live import LiveServer
 from tests.support.postgres import PostgresServer
 
-from questline.auth.tokens import TokenService
 from questline.config import Settings
 from questline.storage.migrate import upgrade
-from questline.web.identity import Role
 
 PHASES = ("users", "groups", "moves", "deactivations")
 JWT_SECRET = "questline-benchmark-secret-not-for-production-use-0123456789"
@@ -110,9 +109,7 @@ def run_backend(backend: str, args: argparse.Namespace, workdir: Path) -> dict[s
         )
         upgrade(settings)
         org_id = uuid.uuid4()
-        token = TokenService(settings).mint(
-            role=Role.SCIM, org_id=org_id, subject="bench-directory", lifetime=dt.timedelta(hours=2)
-        )
+        token = issue_token_sync(settings, org_id)
         server = LiveServer(
             env=env_for(data_dir, url), log_path=workdir / f"{backend}.log", workers=args.workers
         ).start()

@@ -23,14 +23,13 @@ import uuid
 from pathlib import Path
 
 import httpx
+from tests.scim.conftest import issue_token
 from tests.scim.support import Directory, SyncRun, directory_sequence
 from tests.support.postgres import PostgresServer
 
 from questline.app import create_app
-from questline.auth.tokens import TokenService
 from questline.config import Settings
 from questline.storage.migrate import upgrade
-from questline.web.identity import Role
 
 PHASES = ("users", "groups", "moves", "deactivations")
 
@@ -38,7 +37,7 @@ PHASES = ("users", "groups", "moves", "deactivations")
 async def measure(settings: Settings, args: argparse.Namespace) -> SyncRun:
     app = create_app(settings)
     org_id = uuid.uuid4()
-    token = TokenService(settings).mint(role=Role.SCIM, org_id=org_id, subject="bench")
+    token = (await issue_token(app.state.questline.db, org_id)).token
     transport = httpx.ASGITransport(app=app)
     try:
         async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:

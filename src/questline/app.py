@@ -107,7 +107,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     on_season_rank(season_rank)  # the overview's ?season= ranks as the leaderboard does
     counted.register(counted_adjustments)  # adjustments count in every windowed ranking
     db = Database(settings)
-    identity = Identity(TokenService(settings))
+    identity = Identity(TokenService(settings), db=db)
     state = AppState(
         settings=settings,
         db=db,
@@ -269,7 +269,7 @@ def _add_middleware(app: FastAPI, state: AppState, identity: Identity) -> None:
         app.add_middleware(
             RateLimitMiddleware,
             limiter=RateLimiter(settings),
-            verify=identity.tokens.verify_async,
+            verify=identity.verify_bearer,
             browser_refusal=sso_rate_limited,  # SSO's browser routes: a 303, never JSON
         )
     app.add_middleware(

@@ -147,6 +147,9 @@ class Settings(BaseSettings):
     user and per group (docs/identity.md)."""
     scim_max_results: int = Field(default=1000, ge=1, le=10_000)
     """The most resources a SCIM list returns at once (``count`` is capped to it)."""
+    scim_token_max_days: int = Field(default=365, ge=1, le=365)
+    """The longest a SCIM token is issued for, and the lifetime of one asked without
+    ``Days``: a year at most, shorter if the organization's policy says so."""
 
     metrics_token: str | None = None
     """A static bearer token ``/metrics`` takes besides an ``operator`` JWT (a scraper's

@@ -10,6 +10,7 @@ import their models.
 from questline.adjustments.models import ScoreAdjustment
 from questline.audit.models import AuditEntry
 from questline.auth.models import DashboardSession, SigninCode
+from questline.auth.scim_tokens import ScimTokenRecord
 from questline.disciplines.models import Discipline, Level, Quest, Resource, Task
 from questline.events.models import Event
 from questline.lti.models import (
@@ -59,6 +60,7 @@ __all__ = [
     "Quest",
     "ReadModelVersion",
     "Resource",
+    "ScimTokenRecord",
     "ScoreAdjustment",
     "ScoreEvent",
     "Season",

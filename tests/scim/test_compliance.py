@@ -1,5 +1,5 @@
 """The SCIM compliance checker ``scim2-tester`` against the live service: a real server
-process (uvicorn) on loopback, on SQLite and on PostgreSQL, with a scim token."""
+process (uvicorn) on loopback, on SQLite and on PostgreSQL, with a stored SCIM token."""
 
 from __future__ import annotations
 
@@ -12,10 +12,9 @@ import pytest
 from scim2_client.engines.httpx2 import SyncSCIMClient
 from scim2_tester import Status, check_server
 
-from questline.auth.tokens import TokenService
 from questline.config import Settings
-from questline.web.identity import Role
 from tests.bulk.live import LiveServer, start_server
+from tests.scim.conftest import issue_token_sync
 
 FAILING = {Status.ERROR, Status.CRITICAL}
 
@@ -31,9 +30,7 @@ def live(migrated_settings: Settings, tmp_path: Path) -> Iterator[LiveServer]:
 
 
 def test_scim2_tester_reports_no_error(live: LiveServer, migrated_settings: Settings) -> None:
-    token = TokenService(migrated_settings).mint(
-        role=Role.SCIM, org_id=uuid.uuid4(), subject="scim2-tester"
-    )
+    token = issue_token_sync(migrated_settings, uuid.uuid4())
     with httpx2.Client(
         base_url=f"{live.url}/scim/v2", headers={"Authorization": f"Bearer {token}"}
     ) as http:

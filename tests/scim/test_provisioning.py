@@ -42,9 +42,10 @@ async def test_a_scim_token_can_do_nothing_but_scim(directory: Directory, org: O
             assert "scim" in response.json()["detail"]
     created = await org.client.post("/team", json={"name": "Nope"}, headers=scim)
     assert created.status_code == 403
+    # Not a JWT: no dashboard session comes of it.
     assert (
         await org.client.post("/auth/session", json={"IdToken": directory.token})
-    ).status_code == 403
+    ).status_code == 401
 
 
 async def test_other_roles_and_no_token_cannot_use_scim(directory: Directory, org: Org) -> None:
@@ -73,7 +74,7 @@ async def test_an_admin_mints_the_token_the_dashboard_shows(org: Org) -> None:
 async def test_another_organizations_ids_are_not_found(directory: Directory, world: World) -> None:
     user = await directory.create_user("ada@example.org")
     group = await directory.create_group("Rockets", [user["id"]])
-    other = directory_for(world.org(), world.tokens)
+    other = await directory_for(world.org(), world)
     for path in (f"/Users/{user['id']}", f"/Groups/{group['id']}"):
         assert_scim_error(await other.request("GET", path), 404)
         assert_scim_error(await other.request("PUT", path, {"userName": "x@example.org"}), 404)
@@ -87,7 +88,8 @@ async def test_another_organizations_ids_are_not_found(directory: Directory, wor
 async def test_users_are_members(directory: Directory, org: Org) -> None:
     user = await directory.create_user("Ada@Example.org", "Ada", externalId="00u1", active=True)
     assert user["userName"] == "Ada@Example.org"
-    assert user["emails"] == [{"value": "Ada@example.org"}]  # the domain is normalized
+    # The domain is normalized; the entry stays primary, as sent.
+    assert user["emails"] == [{"value": "Ada@example.org", "primary": True}]
     assert user["name"] == {"givenName": "Ada"}
     assert user["externalId"] == "00u1"
     assert user["meta"]["resourceType"] == "User"
@@ -323,7 +325,8 @@ async def test_entra_style_patches(directory: Directory) -> None:
     assert response.status_code == 200, response.text
     patched = response.json()
     assert patched["userName"] == "ada@new.example"
-    assert patched["emails"] == [{"value": "ada@new.example"}]
+    # The directory addressed the untyped e-mail as its work one: it is kept so.
+    assert patched["emails"] == [{"value": "ada@new.example", "type": "work", "primary": True}]
     assert patched["name"] == {"givenName": "Augusta"}
     assert patched["externalId"] == "e-1"
     found = await directory.client.get(

@@ -312,6 +312,9 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     ("PATCH", "/scim/v2/Groups/{group_id}"): scim_only(group_id=_SCIM_ID),
     ("DELETE", "/scim/v2/Groups/{group_id}"): scim_only(group_id=_SCIM_ID),
     ("POST", "/organization/scim-token"): write(201, scoped=False, body=lambda _: {"Days": 1}),
+    ("POST", "/organization/scim-tokens"): write(201, scoped=False, body=lambda _: {"Days": 1}),
+    ("GET", "/organization/scim-tokens"): admin_read(scoped=False),
+    ("DELETE", "/organization/scim-tokens/{token_id}"): write(204, scoped=True),
     # xAPI (admin only): the caller's own organization's LRS; a stranger has none (404)
     # until its PUT (201), which its DELETE then removes.
     ("GET", "/organization/xapi"): Expect(_ADMIN_OWN_LRS, snapshot=True),
@@ -468,6 +471,12 @@ async def _resolve(
         )
         assert platform.status_code == 201, platform.text
         resolved.ids["platform_id"] = platform.json()["Id"]
+    if "post" in paths.get("/organization/scim-tokens", {}):
+        token = await org.client.post(
+            "/organization/scim-tokens", json={"Label": unique("iso-token")}, headers=org.admin
+        )
+        assert token.status_code == 201, token.text
+        resolved.ids["token_id"] = token.json()["Id"]
     if "post" in paths.get("/season", {}):
         season = await org.client.post("/season", json=_season_body(), headers=org.admin)
         assert season.status_code == 201, season.text

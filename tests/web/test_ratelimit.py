@@ -9,6 +9,7 @@ import pytest
 
 from questline.web.identity import Role
 from tests.factories import World, bearer
+from tests.scim.conftest import issue_token
 from tests.support.postgres import free_port
 from tests.support.redis import RedisServer
 from tests.web.conftest import AppFactory, client_for
@@ -174,7 +175,7 @@ async def test_scim_has_its_own_limit_and_answers_429_as_a_scim_error(
     make_app: AppFactory, world: World
 ) -> None:
     org = world.org()
-    scim = bearer(world.tokens.mint(role=Role.SCIM, org_id=org.id, subject="directory"))
+    scim = bearer((await issue_token(world.db, org.id)).token)
     app = make_app(rate_limit_enabled=True, rate_limit_scim="2/minute", rate_limit_reads="5/minute")
     async with client_for(app) as client:
         for _ in range(2):

@@ -13,12 +13,20 @@ from typing import cast
 from fastapi import Request
 from starlette.requests import HTTPConnection
 
-from questline.auth import sessions
+from questline.auth import scim_tokens, sessions
 from questline.auth.tokens import TokenService
 from questline.organizations.service import ensure_organization
+from questline.storage.db import Database
 from questline.web.errors import Unauthorized
-from questline.web.identity import Caller
+from questline.web.identity import Caller, Role
 from questline.web.state import app_state
+
+SCIM_JWT_REFUSED = (
+    "A scim role in a JWT is not accepted: the directory needs a SCIM token of "
+    "Questline's own, which an admin creates (POST /organization/scim-tokens) and can "
+    "revoke."
+)
+SCIM_TOKEN_REFUSED = "The SCIM token is unknown, revoked or expired."
 
 
 @dataclass
@@ -27,14 +35,47 @@ class Identity:
     ``app.state.identity``)."""
 
     tokens: TokenService
+    db: Database | None = None
+    """Where SCIM tokens are looked up (``verify_bearer``, without a request)."""
     known_orgs: set[uuid.UUID] = field(default_factory=set)
+
+    async def verify_bearer(self, token: str) -> Caller:
+        """The caller of a bearer token: a SCIM token by its stored row (the row alone
+        names the organization), any other as a JWT. A JWT claiming the role ``scim``
+        is refused: only a stored token can be revoked."""
+        if scim_tokens.is_scim_token(token):
+            if self.db is None:
+                raise Unauthorized(SCIM_TOKEN_REFUSED)
+            return (await self._scim_record(self.db, token)).caller
+        caller = await self.tokens.verify_async(token)
+        if caller.role is Role.SCIM:
+            raise Unauthorized(SCIM_JWT_REFUSED)
+        return caller
+
+    async def _scim_record(self, db: Database, token: str) -> _ScimUse:
+        async with db.session(write=False) as lookup:
+            record = await scim_tokens.find_live(lookup, token)
+        if record is None:
+            raise Unauthorized(SCIM_TOKEN_REFUSED)
+        return _ScimUse(scim_tokens.caller_of(record), record)
+
+    async def _scim_caller(self, db: Database, token: str) -> Caller:
+        """A SCIM token's caller, its ``last_used_at`` written (at most once a minute,
+        in its own short transaction)."""
+        use = await self._scim_record(db, token)
+        if scim_tokens.needs_touch(use.record):
+            async with db.session(write=True) as touching:
+                await scim_tokens.touch(touching, use.record)
+        return use.caller
 
     async def authenticate(self, request: Request, token: str | None) -> Caller:
         """The verified caller of a bearer token, or else of the dashboard's session
         cookie (its organization recorded once). A bearer token wins: API clients never
         depend on a cookie they may carry."""
-        if token is not None:
-            caller = await self.tokens.verify_async(token)
+        if token is not None and scim_tokens.is_scim_token(token):
+            caller = await self._scim_caller(app_state(request).db, token)
+        elif token is not None:
+            caller = await self.verify_bearer(token)
         elif cookie := request.cookies.get(sessions.SESSION_COOKIE):
             caller = await caller_from_cookie(request, cookie)
         else:
@@ -50,6 +91,12 @@ class Identity:
                 await ensure_organization(org_session, caller.org_id)
             self.known_orgs.add(caller.org_id)
         return caller
+
+
+@dataclass(frozen=True, slots=True)
+class _ScimUse:
+    caller: Caller
+    record: scim_tokens.ScimTokenRecord
 
 
 def identity_of(connection: HTTPConnection) -> Identity:

@@ -156,7 +156,8 @@ def token_create(
     subject: Annotated[str, typer.Option(help="The `sub` claim.")] = "cli",
     days: Annotated[int, typer.Option(help="Lifetime in days.")] = 30,
 ) -> None:
-    """Mint a token with the embedded HS256 secret; the token is the last line printed."""
+    """Mint a token with the embedded HS256 secret; the token is the last line printed.
+    A scim token is stored instead (revocable through /organization/scim-tokens)."""
     import datetime as dt
 
     if role is not Role.OPERATOR and org is None:
@@ -169,10 +170,54 @@ def token_create(
         org_id = uuid.UUID(org) if org else None
     except ValueError as exc:
         raise typer.BadParameter("not a UUID", param_hint="--org") from exc
-    tokens = _tokens(_settings())
+    settings = _settings()
+    if role is Role.SCIM:
+        # A directory's token is stored (revocable, listed by the organization's
+        # admins): not a JWT, which could not be revoked.
+        assert org_id is not None
+        if not 1 <= days <= settings.scim_token_max_days:
+            raise typer.BadParameter(
+                f"a SCIM token lasts 1 to {settings.scim_token_max_days} days",
+                param_hint="--days",
+            )
+        import asyncio
+
+        token = asyncio.run(_issue_scim_token(settings, org_id=org_id, label=subject, days=days))
+        typer.echo(token)
+        return
+    tokens = _tokens(settings)
     typer.echo(
         tokens.mint(role=role, org_id=org_id, subject=subject, lifetime=dt.timedelta(days=days))
     )
+
+
+async def _issue_scim_token(settings: Settings, *, org_id: uuid.UUID, label: str, days: int) -> str:
+    """A stored SCIM token, as ``POST /organization/scim-tokens`` makes one (audited)."""
+    import datetime as dt
+
+    from questline import audit
+    from questline.auth import scim_tokens
+    from questline.storage.db import Database
+
+    db = Database(settings)
+    try:
+        async with db.session(write=True) as session:
+            issued = await scim_tokens.issue(
+                session, org_id=org_id, label=label, lifetime=dt.timedelta(days=days)
+            )
+            await audit.record(  # never the token itself
+                session,
+                organization_id=org_id,
+                action="scim_token.created",
+                target=("scim_token", issued.record.id),
+                after={
+                    "Label": issued.record.label,
+                    "ExpiresAt": issued.record.expires_at.isoformat(),
+                },
+            )
+    finally:
+        await db.dispose()
+    return issued.token
 
 
 async def _mint_signin_link(

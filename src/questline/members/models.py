@@ -2,8 +2,10 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from typing import Any
 
 from sqlalchemy import (
+    JSON,
     ForeignKey,
     ForeignKeyConstraint,
     Index,
@@ -38,6 +40,10 @@ class Member(Base):
     """The directory's ``userName`` when it is not the e-mail address (null: it is)."""
     updated_at: Mapped[dt.datetime | None] = mapped_column(UTCDateTime, default=None)
     """When the directory last changed the member (SCIM ``meta.lastModified``)."""
+    directory_emails: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON, default=None)
+    """The e-mail entries the directory sent (SCIM ``emails``: ``value``, ``type``,
+    ``primary``), in its order; ``email`` is the primary one's (or the first's). Null
+    when no directory set any."""
 
 
 class TeamMembership(Base):

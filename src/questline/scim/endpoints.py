@@ -3,20 +3,21 @@
 Every route takes the organization's ``scim`` token (``ScimOf``) and nothing else takes
 it; bodies and answers are ``application/scim+json`` (plain JSON is read too); errors
 are SCIM error documents (``questline.scim.errors``). Discovery lives in
-``questline.scim.discovery``. ``POST /organization/scim-token`` is the admin's way to
-mint that token from the dashboard.
+``questline.scim.discovery``. ``/organization/scim-tokens`` is the admin's way to
+create, list and revoke those tokens (``questline.auth.scim_tokens``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import uuid
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Request, Response, status
 from scim2_models import Context, Group, ResponseParameters, User
 
 from questline import audit
-from questline.auth.authentication import identity_of
+from questline.auth import scim_tokens
 from questline.scim import discovery, resources, service
 from questline.scim.errors import ScimRoute
 from questline.scim.http import (
@@ -40,12 +41,12 @@ from questline.scim.http import (
     response_parameters,
     single,
 )
-from questline.scim.schemas import ScimToken, ScimTokenCreate
+from questline.scim.schemas import ScimToken, ScimTokenCreate, ScimTokenInfo
 from questline.web.access import AdminOf, ScimOf
-from questline.web.errors import Conflict
-from questline.web.identity import Role
+from questline.web.errors import FieldError, Unprocessable, not_found
 from questline.web.openapi import problem_responses
 from questline.web.routing import SessionDep, TransactionalRoute
+from questline.web.state import app_state
 
 router = APIRouter(prefix=BASE_PATH, tags=["scim"], route_class=ScimRoute)
 router.include_router(discovery.router)
@@ -172,7 +173,7 @@ async def scim_patch_user(
     """Add, remove or replace attributes (RFC 7644 §3.5.2)."""
     current = await _current_user(session, request, tenant, user_id, if_match)
     patch = service.parse_patch(User, await read_body(request))
-    patched = service.apply_patch(patch, service.patch_target(current))
+    patched = service.apply_patch(patch, service.patch_target(current, patch))
     member = await service.get_member(session, org_id=tenant.org_id, user_id=user_id)
     member = await service.write_user(session, member=member, user=patched)
     return single(await service.user_of(session, member, base_url(request)))
@@ -345,17 +346,54 @@ async def scim_delete_group(
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
-# The admin's token ------------------------------------------------------------------
+# The admin's tokens -----------------------------------------------------------------
 
 token_router = APIRouter(prefix="/organization", tags=["scim"], route_class=TransactionalRoute)
 
 
+def _lifetime(request: Request, days: int | None) -> dt.timedelta:
+    most = app_state(request).settings.scim_token_max_days
+    if days is not None and days > most:
+        raise Unprocessable(
+            f"A SCIM token is valid for {most} days at most here.",
+            errors=[FieldError(field="Days", message=f"At most {most}.")],
+        )
+    return dt.timedelta(days=days or most)
+
+
+async def _issue(
+    request: Request, tenant: AdminOf, session: SessionDep, data: ScimTokenCreate
+) -> ScimToken:
+    issued = await scim_tokens.issue(
+        session,
+        org_id=tenant.org_id,
+        label=data.label,
+        lifetime=_lifetime(request, data.days),
+    )
+    record = issued.record
+    await audit.record(  # never the token itself
+        session,
+        organization_id=tenant.org_id,
+        action="scim_token.created",
+        target=("scim_token", record.id),
+        after={"Label": record.label, "ExpiresAt": record.expires_at.isoformat()},
+    )
+    return ScimToken(
+        id=record.id,
+        label=record.label,
+        token=issued.token,
+        base_url=base_url(request),
+        created_at=record.created_at,
+        expires_at=record.expires_at,
+    )
+
+
 @token_router.post(
-    "/scim-token",
+    "/scim-tokens",
     status_code=status.HTTP_201_CREATED,
     response_model=ScimToken,
-    summary="Mint the organization's SCIM token",
-    responses=problem_responses(400, 401, 403, 409, 415, 422),
+    summary="Create a SCIM token",
+    responses=problem_responses(400, 401, 403, 415, 422),
 )
 async def create_scim_token(
     request: Request,
@@ -363,33 +401,77 @@ async def create_scim_token(
     session: SessionDep,
     data: Annotated[ScimTokenCreate | None, Body()] = None,
 ) -> ScimToken:
-    """A bearer token with the role `scim` for the organization's directory (Okta, Entra
-    ID, Keycloak…): it can call `/scim/v2` and nothing else. Shown once; mint a new one
-    to rotate (the old one stays valid until it expires)."""
-    days = (data or ScimTokenCreate()).days
-    lifetime = dt.timedelta(days=days)
-    try:
-        token = identity_of(request).tokens.mint(
-            role=Role.SCIM,
-            org_id=tenant.org_id,
-            subject=f"scim:{tenant.caller.subject}"[:200],
-            lifetime=lifetime,
+    """A bearer token for the organization's directory (Okta, Entra ID, Keycloak…): it
+    can call `/scim/v2` and nothing else. The secret is in this answer only; the token
+    is valid `Days` days (at most `QUESTLINE_SCIM_TOKEN_MAX_DAYS`, 365 unless set
+    shorter) until revoked. Rotate by creating a new one, then revoking the old one."""
+    return await _issue(request, tenant, session, data or ScimTokenCreate())
+
+
+@token_router.post(
+    "/scim-token",
+    status_code=status.HTTP_201_CREATED,
+    response_model=ScimToken,
+    summary="Create a SCIM token (the dashboard's route)",
+    responses=problem_responses(400, 401, 403, 415, 422),
+)
+async def create_scim_token_from_dashboard(
+    request: Request,
+    tenant: AdminOf,
+    session: SessionDep,
+    data: Annotated[ScimTokenCreate | None, Body()] = None,
+) -> ScimToken:
+    """As `POST /organization/scim-tokens`: kept for the dashboard and scripts that
+    call it."""
+    return await _issue(request, tenant, session, data or ScimTokenCreate())
+
+
+@token_router.get(
+    "/scim-tokens",
+    response_model=list[ScimTokenInfo],
+    summary="List the SCIM tokens",
+    responses=problem_responses(401, 403),
+)
+async def list_scim_tokens(tenant: AdminOf, session: SessionDep) -> list[ScimTokenInfo]:
+    """The organization's SCIM tokens, newest first, revoked and expired ones included
+    (`Status`), with when each was last used; never their secrets."""
+    now = dt.datetime.now(dt.UTC)
+    return [
+        ScimTokenInfo(
+            id=record.id,
+            label=record.label,
+            status=scim_tokens.status_of(record, now),
+            created_at=record.created_at,
+            expires_at=record.expires_at,
+            revoked_at=record.revoked_at,
+            last_used_at=record.last_used_at,
         )
-    except RuntimeError as exc:
-        raise Conflict(
-            "Tokens are issued by your identity provider here, not by Questline: give the "
-            "directory a token with the role scim from it."
-        ) from exc
-    expires_at = dt.datetime.now(dt.UTC) + lifetime
-    await audit.record(  # never the token itself
-        session,
-        organization_id=tenant.org_id,
-        action="scim_token.minted",
-        target=("organization", tenant.org_id),
-        after={"ExpiresAt": expires_at.isoformat()},
-    )
-    return ScimToken(
-        token=token,
-        base_url=base_url(request),
-        expires_at=expires_at,
-    )
+        for record in await scim_tokens.list_tokens(session, org_id=tenant.org_id)
+    ]
+
+
+@token_router.delete(
+    "/scim-tokens/{token_id}",
+    status_code=status.HTTP_204_NO_CONTENT,
+    summary="Revoke a SCIM token",
+    responses=problem_responses(401, 403, 404),
+)
+async def revoke_scim_token(token_id: uuid.UUID, tenant: AdminOf, session: SessionDep) -> Response:
+    """The token stops working at once (`401` on its next request). Revoking a revoked
+    token changes nothing (`204`)."""
+    record = await scim_tokens.get_token(session, org_id=tenant.org_id, token_id=token_id)
+    if record is None:
+        raise not_found("SCIM token")
+    if await scim_tokens.revoke(session, record):
+        await audit.record(
+            session,
+            organization_id=tenant.org_id,
+            action="scim_token.revoked",
+            target=("scim_token", record.id),
+            before={"Label": record.label, "RevokedAt": None},
+            after={
+                "Label": record.label,
+                "RevokedAt": record.revoked_at.isoformat() if record.revoked_at else None,
+            },
+        )
+    return Response(status_code=status.HTTP_204_NO_CONTENT)

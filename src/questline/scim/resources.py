@@ -2,7 +2,8 @@
 
 ``User`` ↔ member: ``userName`` is the member's e-mail address (or, when a directory
 sends a ``userName`` that is not one, that name as sent, the e-mail then coming from
-``emails``), ``emails`` holds the e-mail as the one primary address, ``name.givenName``
+``emails``), ``emails`` the entries the directory sent with their ``type`` and
+``primary`` (the member's e-mail is the primary one, else the first), ``name.givenName``
 the given name, ``active`` and ``externalId`` as the directory set them, ``groups`` the
 teams (read-only). ``Group`` ↔ team: ``displayName`` is the team's name, ``members`` its
 members, ``externalId`` as set.
@@ -51,7 +52,7 @@ USER_ATTRIBUTES: dict[str, set[str] | None] = {
     "userName": None,
     "name": {"givenName"},
     "active": None,
-    "emails": {"value"},
+    "emails": {"value", "type", "primary"},
     "groups": {"value", "$ref", "display"},
 }
 """The User attributes Questline keeps (and for complex ones, the sub-attributes)."""
@@ -133,8 +134,9 @@ def service_provider_config(base_url: str, max_results: int) -> ServiceProviderC
             AuthenticationScheme(
                 type="oauthbearertoken",
                 name="OAuth Bearer Token",
-                description="The organization's scim token (questline token create --role "
-                "scim, or POST /organization/scim-token), as Authorization: Bearer.",
+                description="A SCIM token of the organization (POST "
+                "/organization/scim-tokens, or questline token create --role scim), as "
+                "Authorization: Bearer.",
                 primary=True,
             )
         ],
@@ -148,6 +150,18 @@ def user_name_of(member: Member) -> str:
     return member.user_name or member.email
 
 
+def emails_of(member: Member) -> list[dict[str, Any]]:
+    """The member's e-mail entries: those the directory sent (types and ``primary``
+    kept), the login entry (the primary one, else the first) carrying the member's
+    current e-mail, which another route may have changed since; or the e-mail alone."""
+    kept = [dict(entry) for entry in member.directory_emails or [] if entry.get("value")]
+    if not kept:
+        return [{"value": member.email}]
+    marked = [i for i, entry in enumerate(kept) if entry.get("primary")]
+    kept[marked[0] if marked else 0]["value"] = member.email
+    return kept
+
+
 def to_user(member: Member, team_ids: Sequence[uuid.UUID], base_url: str) -> User[Any]:
     location = f"{base_url}/Users/{member.id}"
     return User(
@@ -156,7 +170,7 @@ def to_user(member: Member, team_ids: Sequence[uuid.UUID], base_url: str) -> Use
         user_name=user_name_of(member),
         name=Name(given_name=member.given_name),
         active=member.active,
-        emails=[Email(value=member.email)],
+        emails=[Email.model_validate(entry) for entry in emails_of(member)],
         groups=[GroupMembership(value=str(t), ref=f"{base_url}/Groups/{t}") for t in team_ids]
         or None,
         meta=Meta(

@@ -1,36 +1,83 @@
-"""The admin's side of SCIM: minting the organization's directory token."""
+"""The admin's side of SCIM: the organization's directory tokens (created, listed,
+revoked)."""
 
 from __future__ import annotations
 
+import uuid
+from typing import Literal
+
 from pydantic import Field
 
-from questline.web.example_ids import AT
+from questline.web.example_ids import AT, LATER
 from questline.web.schemas import InputModel, OutputModel, UtcDateTime, examples
 
-DEFAULT_DAYS = 365
+TOKEN_ID = "0193a6fa-8b92-7da4-9ebf-2a3b4c5d6e71"
+TOKEN_EXAMPLE = "qlscim_9Xq2vT4mB7nR1sL8kJ3hF6dG0aZ5cW2yE4uI7oP1xQ"
 
 
 class ScimTokenCreate(InputModel):
-    model_config = examples({"Days": 365})
+    model_config = examples({"Label": "Okta", "Days": 365})
 
-    days: int = Field(
-        default=DEFAULT_DAYS,
+    label: str = Field(
+        default="SCIM directory",
+        min_length=1,
+        max_length=100,
+        alias="Label",
+        description="What the token is for (which directory), shown in the list.",
+    )
+    days: int | None = Field(
+        default=None,
         ge=1,
         le=3650,
         alias="Days",
-        description="How long the token is valid (a directory keeps it until rotated).",
+        description="How long the token is valid: at most QUESTLINE_SCIM_TOKEN_MAX_DAYS "
+        "(365 unless set shorter), which is also the default.",
+    )
+
+
+class ScimTokenInfo(OutputModel):
+    """A SCIM token as listed: never its secret."""
+
+    model_config = examples(
+        {
+            "Id": TOKEN_ID,
+            "Label": "Okta",
+            "Status": "active",
+            "CreatedAt": AT,
+            "ExpiresAt": "2027-11-20T09:30:00Z",
+            "RevokedAt": None,
+            "LastUsedAt": LATER,
+        }
+    )
+
+    id: uuid.UUID
+    label: str
+    status: Literal["active", "revoked", "expired"]
+    created_at: UtcDateTime
+    expires_at: UtcDateTime
+    revoked_at: UtcDateTime | None
+    last_used_at: UtcDateTime | None = Field(
+        description="When the directory last used it (to the minute)."
     )
 
 
 class ScimToken(OutputModel):
+    """A token just created: the only answer that holds its secret."""
+
     model_config = examples(
         {
-            "Token": "eyJhbGciOiJIUzI1NiJ9.eyJyb2xlIjoic2NpbSJ9.c2lnbmF0dXJl",
+            "Id": TOKEN_ID,
+            "Label": "Okta",
+            "Token": TOKEN_EXAMPLE,
             "BaseUrl": "https://questline.example.org/scim/v2",
-            "ExpiresAt": AT,
+            "CreatedAt": AT,
+            "ExpiresAt": "2027-11-20T09:30:00Z",
         }
     )
 
-    token: str = Field(description="The bearer token (shown once; not stored).")
+    id: uuid.UUID
+    label: str
+    token: str = Field(description="The bearer token (shown once; only its digest is kept).")
     base_url: str = Field(description="The SCIM base URL to give the directory.")
+    created_at: UtcDateTime
     expires_at: UtcDateTime

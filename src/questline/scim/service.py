@@ -182,15 +182,41 @@ class UserFields:
     given_name: str
     active: bool | None
     external_id: str | None
+    emails: list[dict[str, Any]] | None
+    """The e-mail entries as kept (``Member.directory_emails``)."""
 
 
-def user_fields(user: User[Any]) -> UserFields:
-    """What a SCIM User sets on a member, checked by the members' own rules."""
+MAX_EMAILS = 20
+MAX_EMAIL_TYPE = 64
+
+
+def _login_entry(emails: Sequence[Email], previous: str | None = None) -> int | None:
+    """Which entry is the member's e-mail: the primary one, else the first. When
+    several say ``primary`` (a PATCH marked another one), one other than the
+    ``previous`` e-mail wins: a new primary value unsets the others (RFC 7644 §3.5.2)."""
+    if not emails:
+        return None
+    marked = [i for i, e in enumerate(emails) if e.primary]
+    if not marked:
+        return 0
+    if len(marked) > 1 and previous is not None:
+        newer = [i for i in marked if str(emails[i].value).casefold() != previous.casefold()]
+        if newer:
+            return newer[0]
+    return marked[0]
+
+
+def user_fields(user: User[Any], previous: str | None = None) -> UserFields:
+    """What a SCIM User sets on a member, checked by the members' own rules
+    (``previous``: the member's e-mail before a write, see ``_login_entry``)."""
     user_name = _checked_text(user.user_name, MAX_USER_NAME, "userName")
     if not user_name or not user_name.strip():
         raise InvalidValueException(detail="userName is required.")
     emails = [e for e in user.emails or [] if e.value]
-    primary = next((e for e in emails if e.primary), emails[0] if emails else None)
+    if len(emails) > MAX_EMAILS:
+        raise InvalidValueException(detail=f"emails holds more than {MAX_EMAILS} entries.")
+    login = _login_entry(emails, previous)
+    primary = emails[login] if login is not None else None
     email = primary.value if primary is not None and primary.value else user_name
     given = (
         (user.name.given_name if user.name else None)
@@ -210,7 +236,24 @@ def user_fields(user: User[Any]) -> UserFields:
         given_name=checked.given_name,
         active=user.active,
         external_id=_checked_text(user.external_id, MAX_EXTERNAL_ID, "externalId"),
+        emails=_kept_emails(emails, login, email),
     )
+
+
+def _kept_emails(emails: Sequence[Email], login: int | None, email: str) -> list[dict[str, Any]]:
+    """The entries as stored: ``value`` (the member's e-mail as the members' rules
+    normalized it for the login entry), ``type`` and ``primary`` as sent, at most one
+    entry primary."""
+    kept: list[dict[str, Any]] = []
+    for i, entry in enumerate(emails):
+        item: dict[str, Any] = {"value": email if i == login else str(entry.value)}
+        if entry.type is not None:
+            kind = str(entry.type.value if hasattr(entry.type, "value") else entry.type)
+            item["type"] = _checked_text(kind, MAX_EMAIL_TYPE, "emails.type")
+        if entry.primary is not None:
+            item["primary"] = bool(entry.primary) and i == login
+        kept.append(item)
+    return kept
 
 
 def _user_name_is(name: str) -> ColumnElement[bool]:
@@ -244,6 +287,7 @@ async def create_user(session: AsyncSession, *, org_id: uuid.UUID, user: User[An
         given_name=fields.given_name,
         active=fields.active,
         external_id=fields.external_id,
+        directory_emails=fields.emails or None,
         created_at=now,
         updated_at=now,
     )
@@ -258,6 +302,7 @@ def audited(member: Member) -> dict[str, object]:
     """The fields of a member the audit log compares before and after a SCIM write."""
     return {
         "Email": member.email,
+        "Emails": resources.emails_of(member),
         "UserName": member.user_name or member.email,
         "GivenName": member.given_name,
         "ExternalId": member.external_id,
@@ -308,7 +353,7 @@ async def _audit_member_write(
 
 async def write_user(session: AsyncSession, *, member: Member, user: User[Any]) -> Member:
     """PUT and PATCH: the member becomes what ``user`` says (deactivation included)."""
-    fields = user_fields(user)
+    fields = user_fields(user, member.email)
     await _ensure_unique(session, org_id=member.organization_id, fields=fields, except_id=member.id)
     before = audited(member)
     was_active = member.active is not False
@@ -318,6 +363,7 @@ async def write_user(session: AsyncSession, *, member: Member, user: User[Any]) 
     member.user_name = fields.user_name
     member.given_name = fields.given_name
     member.external_id = fields.external_id
+    member.directory_emails = fields.emails or None
     member.active = fields.active
     member.updated_at = utcnow()
     await session.flush()
@@ -349,11 +395,20 @@ async def delete_user(session: AsyncSession, *, member: Member) -> None:
     await bump(session, member.organization_id)
 
 
-def patch_target(user: User[Any]) -> User[Any]:
-    """The user a PATCH applies to: its one e-mail also typed ``work``, so that the
-    ``emails[type eq "work"].value`` paths directories send (Entra ID) find it."""
-    for entry in user.emails or []:
-        entry.type = Email.Type.work
+def patch_target(user: User[Any], patch: PatchOp[Any]) -> User[Any]:
+    """The user a PATCH applies to. When the patch addresses ``emails[type eq …]``
+    (Entra ID's ``emails[type eq "work"].value``) and no entry has a type (a user
+    created without types), the member's e-mail is typed ``work`` so that the path
+    finds it; otherwise the entries are as kept."""
+    entries = user.emails or []
+    by_type = any(
+        "emails[" in (operation.path or "").lower().replace(" ", "")
+        and "type" in (operation.path or "").lower()
+        for operation in patch.operations or []
+    )
+    if by_type and entries and all(e.type is None for e in entries):
+        login = _login_entry(entries)
+        entries[login or 0].type = Email.Type.work
     return user
 
 
