@@ -2,7 +2,7 @@
 member (their types and which is primary)
 
 Revision ID: scim_0001
-Revises: 0010_lti
+Revises: webhooks_0001
 """
 
 from collections.abc import Sequence
@@ -13,7 +13,7 @@ from alembic import op
 from questline.storage import db as storage
 
 revision: str = "scim_0001"
-down_revision: str | None = "0010_lti"
+down_revision: str | None = "webhooks_0001"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
