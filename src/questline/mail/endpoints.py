@@ -19,7 +19,7 @@ from questline.members import service as members_service
 from questline.storage.db import utcnow
 from questline.web.access import AdminOf
 from questline.web.bodies import CheckedBodyRoute
-from questline.web.errors import not_found
+from questline.web.errors import Conflict, not_found
 from questline.web.openapi import problem_responses
 from questline.web.paths import MemberId
 from questline.web.routing import SessionDep, TransactionalRoute
@@ -67,7 +67,7 @@ async def request_signin_link(
     status_code=status.HTTP_202_ACCEPTED,
     response_model=schemas.Invitation,
     summary="E-mail a member an invitation",
-    responses=problem_responses(401, 403, 404, 503),
+    responses=problem_responses(401, 403, 404, 409, 503),
 )
 async def invite_member(
     member_id: MemberId, request: Request, tenant: AdminOf, session: SessionDep
@@ -75,8 +75,15 @@ async def invite_member(
     """Send the member an e-mail inviting them to the organization's dashboard (with the
     organization's name, `PATCH /organization`), holding a one-time sign-in link valid
     `QUESTLINE_MAIL_INVITE_LINK_HOURS` (72). Each call sends one more; send an
-    `Idempotency-Key` to make a retry safe. `503` when this service sends no e-mail."""
+    `Idempotency-Key` to make a retry safe. `409` when the member was deactivated (by
+    the organization's directory or a platform's roster): it may not sign in. `503` when
+    this service sends no e-mail. Each invitation is in the audit log (`member.invited`)."""
     member = await members_service.get_member(session, org_id=tenant.org_id, member_id=member_id)
+    if member.active is False:
+        raise Conflict(
+            "This member was deactivated (by the organization's directory or a platform's "
+            "roster) and may not sign in: activate it again before inviting it."
+        )
     service.require_mail(app_state(request).settings)
     queued = await service.queue_invites(session, org_id=tenant.org_id, member_ids=[member.id])
     if member.id not in queued:  # deleted meanwhile
