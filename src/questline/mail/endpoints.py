@@ -42,7 +42,8 @@ async def request_signin_link(
     request: Request, data: Annotated[schemas.SigninLinkRequest, Body()]
 ) -> Response:
     """Ask for a one-time sign-in link by e-mail; no authentication. When the address is
-    a member's of the organization, an e-mail with a link to the dashboard goes out
+    an active member's of the organization (not one its directory or a platform's roster
+    deactivated), an e-mail with a link to the dashboard goes out
     within seconds (the session has the role `member`). The answer is the same `202`
     either way, and so is the work done before it (the request is queued; the sender
     decides), so it tells nobody who is a member. Limited per address and per client
