@@ -218,9 +218,9 @@ async def get_leaderboard(
     `Questline-Frozen-At`; admins get the live standings, or the members' view with
     `frozen=true`. A `from`/`to` window that meets a season in its freeze is held the
     same way for members (as at the earliest such `FreezesAt`, with the header): a
-    window cannot show what the freeze hides. With `tag`: a bracket, ranks 1, 2, 3 … among the teams carrying the
-    tag. With `by=perMember`: by points per member (entries add `MemberCount` and
-    `PointsPerMember`). All of these combine.
+    window cannot show what the freeze hides. With `tag`: a bracket, ranks 1, 2, 3 …
+    among the teams carrying the tag. With `by=perMember`: by points per member
+    (entries add `MemberCount` and `PointsPerMember`). All of these combine.
 
     With `Accept: text/csv`: the same entries as CSV (an attachment)."""
     readmodel = readmodel_of(request)
