@@ -9,6 +9,7 @@ import pytest
 
 from tests.factories import World
 from tests.seasons.support import create_season, create_task, iso, now
+from tests.support.harness import AppHarness
 
 pytestmark = pytest.mark.anyio
 
@@ -163,3 +164,25 @@ async def test_reveal_only_while_frozen(world: World) -> None:
     assert revealed.json()["RevealedAt"] is not None
     again = await world.client.post(f"/season/{frozen['Id']}/reveal", headers=org.admin)
     assert again.status_code == 409
+
+
+async def test_location_is_built_like_every_routes_whatever_the_host_header(
+    world: World, app_state: AppHarness
+) -> None:
+    org = world.org()
+    body = {"Name": "Cup", "StartsAt": iso(now()), "EndsAt": iso(now() + dt.timedelta(days=1))}
+    forged = {**org.admin, "Host": "evil.example"}
+    created = await world.client.post("/season", json=body, headers=forged)
+    assert created.status_code == 201, created.text
+    assert created.headers["Location"] == f"/season/{created.json()['Id']}"
+    team = await world.client.post("/team", json={"name": "Owls"}, headers=forged)
+    assert team.headers["Location"] == f"/team/{team.json()['Id']}"  # the same rule
+
+    app_state.configure(public_url="https://questline.example.org")
+    again = await world.client.post("/season", json=body, headers=forged)
+    assert again.status_code == 201, again.text
+    assert again.headers["Location"] == (
+        f"https://questline.example.org/season/{again.json()['Id']}"
+    )
+    read = await world.client.get(f"/season/{again.json()['Id']}", headers=org.admin)
+    assert read.status_code == 200

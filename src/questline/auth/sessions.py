@@ -190,17 +190,16 @@ async def refuse_deactivated(
     session: AsyncSession, *, org_id: uuid.UUID, email: str | None
 ) -> None:
     """No session for a member the organization's directory deactivated (SCIM)."""
-    # Imported here: `questline signin-link` imports this module without the web stack.
-    from questline.members.service import is_deactivated
-
-    if email and await is_deactivated(session, org_id=org_id, email=email):
+    if email and await _is_deactivated(session, org_id=org_id, email=email):
         raise Unauthorized(DEACTIVATED)
 
 
 async def end_sessions_of(session: AsyncSession, *, org_id: uuid.UUID, email: str) -> None:
     """Sign a person out everywhere: its sessions and unspent sign-in codes in the
-    organization go (a directory deactivated or deleted it)."""
-    key = email.strip().lower()
+    organization go. Every path that deactivates or deletes a member calls this, in the
+    transaction of the change (SCIM PATCH/PUT/DELETE, a platform's roster)."""
+    # Both sides lower-cased by the database, alike (SQLite's lower() folds ASCII only).
+    key = func.lower(email.strip())
     for table in (DashboardSession, SigninCode):
         await session.execute(
             delete(table).where(table.organization_id == org_id, func.lower(table.email) == key)
@@ -208,7 +207,12 @@ async def end_sessions_of(session: AsyncSession, *, org_id: uuid.UUID, email: st
 
 
 async def find_session(session: AsyncSession, token: str) -> DashboardSession | None:
-    """The live session of a cookie value, or None (unknown or expired)."""
+    """The live session of a cookie value, or None (unknown, expired, or its member
+    deactivated).
+
+    The member's state is read here too (one look-up on the members' unique
+    ``(organization, e-mail)`` key): a session a deactivation path failed to end stops
+    working on its next request all the same."""
     row = (
         await session.execute(
             select(DashboardSession).where(DashboardSession.id_hash == digest(token))
@@ -216,7 +220,16 @@ async def find_session(session: AsyncSession, token: str) -> DashboardSession | 
     ).scalar_one_or_none()
     if row is None or row.expires_at <= utcnow():
         return None
+    if row.email and await _is_deactivated(session, org_id=row.organization_id, email=row.email):
+        return None
     return row
+
+
+async def _is_deactivated(session: AsyncSession, *, org_id: uuid.UUID, email: str) -> bool:
+    # Imported here: `questline signin-link` imports this module without the web stack.
+    from questline.members.service import is_deactivated
+
+    return await is_deactivated(session, org_id=org_id, email=email)
 
 
 async def end_session(session: AsyncSession, token: str) -> None:

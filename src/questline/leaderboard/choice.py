@@ -5,7 +5,10 @@ The query parameters of ``GET /leaderboard`` and its graph, stream and CSV expor
 ``selection.Selection``; a season is resolved here (inside the body's build, so that an
 answer from the read model reads nothing), with the view the caller gets of it:
 members see a frozen season as at its ``FreezesAt``; admins see it live unless they ask
-``frozen=true`` (the members' view).
+``frozen=true`` (the members' view). The same rule holds for a ``from``/``to`` window
+without a season: one that meets a season in its freeze is counted, for members, as at
+the freeze (``seasons.service.window_view``), so that a window cannot show what the
+freeze hides.
 """
 
 from __future__ import annotations
@@ -51,16 +54,31 @@ class Chosen:
 
     selection: Selection
     view: seasons_service.View | None = None
+    window: seasons_service.WindowView | None = None
+    """A window without a season, that meets a season with a freeze (for this reader)."""
+
+    @property
+    def shown(self) -> seasons_service.View | seasons_service.WindowView | None:
+        """The season's view, or the window's: what the body's headers follow."""
+        return self.view if self.view is not None else self.window
 
     @property
     def headers(self) -> dict[str, str]:
-        if self.view is None or self.view.as_of is None:
+        shown = self.shown
+        if shown is None or shown.as_of is None:
             return {}
-        return {FROZEN_HEADER: rfc3339(self.view.as_of)}
+        return {FROZEN_HEADER: rfc3339(shown.as_of)}
 
     @property
     def label(self) -> str:
-        return "" if self.view is None else self.view.label
+        shown = self.shown
+        return "" if shown is None else shown.label
+
+    @property
+    def changes_at(self) -> dt.datetime | None:
+        """When the body changes by itself (a freeze begins or ends), with no write."""
+        shown = self.shown
+        return None if shown is None else shown.changes_at
 
 
 def rfc3339(value: dt.datetime) -> str:
@@ -87,7 +105,18 @@ async def choose(
             await standings.ensure_discipline_visible(
                 session, org_id=org_id, discipline_id=asked.selection.discipline_id
             )
-        return Chosen(asked.selection)
+        window = await window_freeze(
+            session,
+            org_id=org_id,
+            role=role,
+            frozen=asked.frozen,
+            start=asked.selection.start,
+            end=asked.selection.end,
+            now=now,
+        )
+        if window is None:
+            return Chosen(asked.selection)
+        return Chosen(replace(asked.selection, as_of=window.as_of), window=window)
     season = await seasons_service.get_season(session, org_id=org_id, season_id=asked.season_id)
     view = seasons_service.view_of(season, live=sees_live(role, asked.frozen), now=now or utcnow())
     base = asked.selection
@@ -104,6 +133,30 @@ async def choose(
             session, org_id=org_id, discipline_id=chosen.discipline_id
         )
     return Chosen(chosen, view)
+
+
+async def window_freeze(
+    session: AsyncSession,
+    *,
+    org_id: uuid.UUID,
+    role: Role,
+    frozen: bool,
+    start: dt.datetime | None,
+    end: dt.datetime | None,
+    now: dt.datetime | None = None,
+) -> seasons_service.WindowView | None:
+    """The freeze a ``from``/``to`` window (without a season) is under for this reader:
+    none without a window, or for an admin who did not ask ``frozen=true``."""
+    if start is None and end is None:
+        return None
+    return await seasons_service.window_view(
+        session,
+        org_id=org_id,
+        start=start,
+        end=end,
+        live=sees_live(role, frozen),
+        now=now or utcnow(),
+    )
 
 
 def entry_json(entry: standings.Entry) -> dict[str, object]:
@@ -133,14 +186,15 @@ def memo_of(readmodel: ReadModel, org_id: uuid.UUID, version: int) -> Memo:
 
 
 def season_headers(org_id: uuid.UUID, version: int, chosen: Chosen, variant: str) -> dict[str, str]:
-    """What a season's body adds: its own ``ETag`` (a live and a frozen body differ at
-    one version), ``Questline-Frozen-At`` and how long it may be kept."""
-    if chosen.view is None:
+    """What a season's body (or a window's under a freeze) adds: its own ``ETag`` (a
+    live and a frozen body differ at one version), ``Questline-Frozen-At`` and how long
+    it may be kept."""
+    if chosen.shown is None:
         return {}
     return {
         "ETag": version_etag(org_id, version, f"{variant}.{chosen.label}"),
         **chosen.headers,
-        **keep_until(chosen.view.changes_at),
+        **keep_until(chosen.changes_at),
     }
 
 

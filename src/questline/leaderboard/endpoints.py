@@ -216,9 +216,11 @@ async def get_leaderboard(
     another). During its freeze, members get the standings as they were at `FreezesAt`
     — counting only what was recorded before it — with the header
     `Questline-Frozen-At`; admins get the live standings, or the members' view with
-    `frozen=true`. With `tag`: a bracket, ranks 1, 2, 3 … among the teams carrying the
-    tag. With `by=perMember`: by points per member (entries add `MemberCount` and
-    `PointsPerMember`). All of these combine.
+    `frozen=true`. A `from`/`to` window that meets a season in its freeze is held the
+    same way for members (as at the earliest such `FreezesAt`, with the header): a
+    window cannot show what the freeze hides. With `tag`: a bracket, ranks 1, 2, 3 …
+    among the teams carrying the tag. With `by=perMember`: by points per member
+    (entries add `MemberCount` and `PointsPerMember`). All of these combine.
 
     With `Accept: text/csv`: the same entries as CSV (an attachment)."""
     readmodel = readmodel_of(request)
@@ -271,11 +273,19 @@ async def get_leaderboard(
         extra = choice.season_headers(tenant.org_id, version, chosen, variant)
         return dumps([choice.entry_json(e) for e in entries]), {**headers, **extra}
 
-    return await serve(request, build=build, own_etag=asked.season_id is not None)
+    return await serve(request, build=build, own_etag=_own_etag(asked))
 
 
 entry_json = choice.entry_json
 """A ``schemas.LeaderboardEntry`` as its JSON object (tests check the two agree)."""
+
+
+def _own_etag(asked: choice.Asked) -> bool:
+    """A season's body, or a window's (which a season's freeze may hold), names its
+    view in its own ``ETag``: the version's would answer 304 across a freeze boundary,
+    which no write marks."""
+    selection = asked.selection
+    return asked.season_id is not None or selection.start is not None or selection.end is not None
 
 
 def series_json(series: graphs.Series) -> dict[str, object]:
@@ -411,15 +421,36 @@ async def get_leaderboard_graph(
     `season`, `tag` and `by` (`from` and `to` only bound the drawing). With `season`:
     the season's score, from 0 at `StartsAt`, changes in `[StartsAt, EndsAt)`; frozen
     for members as the leaderboard is (only what was recorded before `FreezesAt`, with
-    `Questline-Frozen-At`)."""
+    `Questline-Frozen-At`). Without `season`, a `from`/`to` that meets a season in its
+    freeze draws, for members, only what was recorded before that `FreezesAt`."""
     window.check()
     readmodel = readmodel_of(request)
     ranked_by = replace(asked, selection=replace(asked.selection, start=None, end=None))
 
     async def build(version: int) -> tuple[bytes, dict[str, str]]:
+        variant = tenant.caller.role.value
+        # The drawn window, without a season, is frozen as the windowed leaderboard is.
+        held = (
+            None
+            if asked.season_id is not None
+            else await choice.window_freeze(
+                session,
+                org_id=tenant.org_id,
+                role=tenant.caller.role,
+                frozen=asked.frozen,
+                start=window.start,
+                end=window.end,
+            )
+        )
+        if held is not None:
+            window_chosen = choice.Chosen(asked.selection, window=held)
+            held_headers = choice.season_headers(tenant.org_id, version, window_chosen, variant)
+        else:
+            held_headers = {}
+        drawn = window if held is None else replace(window, as_of=held.as_of)
         if asked.season_id is None and ranked_by.selection.plain:
-            found = await graphs.top_series(session, org_id=tenant.org_id, top=top, window=window)
-            return dumps([series_json(s) for s in found]), {}
+            found = await graphs.top_series(session, org_id=tenant.org_id, top=top, window=drawn)
+            return dumps([series_json(s) for s in found]), held_headers
         chosen = await choice.choose(
             session, org_id=tenant.org_id, role=tenant.caller.role, asked=ranked_by
         )
@@ -430,7 +461,6 @@ async def get_leaderboard_graph(
             limit=top,
             memo=choice.memo_of(readmodel, tenant.org_id, version),
         )
-        drawn = window
         if chosen.view is not None:
             start = (
                 chosen.view.start if window.start is None else max(window.start, chosen.view.start)
@@ -444,11 +474,10 @@ async def get_leaderboard_graph(
                 from_zero=True,
             )
         found = await graphs.series_of(session, org_id=tenant.org_id, entries=entries, window=drawn)
-        variant = tenant.caller.role.value
         extra = choice.season_headers(tenant.org_id, version, chosen, variant)
-        return dumps([series_json(s) for s in found]), extra
+        return dumps([series_json(s) for s in found]), extra or held_headers
 
-    return await serve(request, build=build, own_etag=asked.season_id is not None)
+    return await serve(request, build=build, own_etag=_own_etag(asked))
 
 
 @router.get(

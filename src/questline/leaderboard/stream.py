@@ -109,7 +109,7 @@ async def snapshot(db: Database, query: Query) -> Snapshot:
         entries = await selection.ranking(
             session, org_id=query.org_id, selection=chosen.selection, limit=query.limit
         )
-    changes_at = None if chosen.view is None else chosen.view.changes_at
+    changes_at = chosen.changes_at
     return Snapshot(dumps([choice.entry_json(e) for e in entries]), changes_at)
 
 

@@ -10,8 +10,11 @@ lifespan). A pass:
    moves ``next_attempt_at`` past the attempt's timeout (a lease): a process that dies
    mid-send leaves the message to be sent again once the lease is over.
    In the same transaction the recipient is decided: a sign-in link asked for an
-   address that is no member's of the organization is dropped here (nothing is sent,
-   the row is deleted), and for a member a fresh one-time sign-in code is minted
+   address that is no member's of the organization, or a member's the directory
+   deactivated, is dropped here (nothing is sent, the row is deleted: the request was
+   answered alike for all), an invitation of a member deleted or deactivated since it
+   was queued is ``Skipped``, and for an active member a fresh one-time sign-in code is
+   minted
    (``questline.auth.sessions.mint_signin_code``, the codes of ``questline
    signin-link``), so the outbox row itself never holds a secret.
 2. **Send** each claimed message in a task of its own, outside any transaction,
@@ -236,8 +239,8 @@ class Postman:
                 job.last_attempt_at = now
                 job.next_attempt_at = now + lease
                 member = await _recipient(session, job)
-                if member is None:
-                    await self._nobody(session, job)
+                if member is None or member.active is False:
+                    await self._nobody(session, job, deactivated=member is not None)
                     continue
                 try:
                     claimed.append(
@@ -248,15 +251,20 @@ class Postman:
                     job.last_error = f"Cannot build the message: {exc}"[:500]
         return claimed
 
-    async def _nobody(self, session: AsyncSession, job: MailJob) -> None:
-        """No member to write to. A sign-in link asked for a stranger's address leaves
-        nothing behind (the address was typed by anyone); an invitation of a member
-        deleted since stays, as Skipped, for the admin who sent it."""
+    async def _nobody(self, session: AsyncSession, job: MailJob, *, deactivated: bool) -> None:
+        """No member to write to (none, or one who may not sign in). A sign-in link asked
+        for a stranger's or a deactivated member's address leaves nothing behind (the
+        address was typed by anyone, and the two must look alike); an invitation of a
+        member deleted or deactivated since stays, as Skipped, for the admin who sent it."""
         if job.kind is MailKind.SIGNIN_LINK:
             await session.delete(job)
         else:
             job.status = MailStatus.SKIPPED
-            job.last_error = "The member no longer exists."
+            job.last_error = (
+                "The member was deactivated: it may not sign in."
+                if deactivated
+                else "The member no longer exists."
+            )
 
     async def _prepare(
         self, session: AsyncSession, job: MailJob, member: Member, organization: str | None

@@ -19,7 +19,7 @@ from questline.members import service as members_service
 from questline.storage.db import utcnow
 from questline.web.access import AdminOf
 from questline.web.bodies import CheckedBodyRoute
-from questline.web.errors import not_found
+from questline.web.errors import Conflict, not_found
 from questline.web.openapi import problem_responses
 from questline.web.paths import MemberId
 from questline.web.routing import SessionDep, TransactionalRoute
@@ -42,7 +42,8 @@ async def request_signin_link(
     request: Request, data: Annotated[schemas.SigninLinkRequest, Body()]
 ) -> Response:
     """Ask for a one-time sign-in link by e-mail; no authentication. When the address is
-    a member's of the organization, an e-mail with a link to the dashboard goes out
+    an active member's of the organization (not one its directory or a platform's roster
+    deactivated), an e-mail with a link to the dashboard goes out
     within seconds (the session has the role `member`). The answer is the same `202`
     either way, and so is the work done before it (the request is queued; the sender
     decides), so it tells nobody who is a member. Limited per address and per client
@@ -76,9 +77,16 @@ async def invite_member(
     """Send the member an e-mail inviting them to the organization's dashboard (with the
     organization's name, `PATCH /organization`), holding a one-time sign-in link valid
     `QUESTLINE_MAIL_INVITE_LINK_HOURS` (72). Each call sends one more; send an
-    `Idempotency-Key` to make a retry safe. `409` (`mail-not-configured`) when this
-    service sends no e-mail."""
+    `Idempotency-Key` to make a retry safe. `409` when the member was deactivated (by
+    the organization's directory or a platform's roster): it may not sign in; `409`
+    (`mail-not-configured`) when this service sends no e-mail. Each invitation is in the
+    audit log (`member.invited`)."""
     member = await members_service.get_member(session, org_id=tenant.org_id, member_id=member_id)
+    if member.active is False:
+        raise Conflict(
+            "This member was deactivated (by the organization's directory or a platform's "
+            "roster) and may not sign in: activate it again before inviting it."
+        )
     service.require_mail(app_state(request).settings)
     queued = await service.queue_invites(session, org_id=tenant.org_id, member_ids=[member.id])
     if member.id not in queued:  # deleted meanwhile

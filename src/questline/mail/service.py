@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from questline import events
+from questline import audit, events
 from questline.config import Settings
 from questline.mail.messages import sender_address
 from questline.mail.models import MailJob, MailKind, MailStatus
@@ -87,13 +87,18 @@ async def queue_invites(
     session: AsyncSession, *, org_id: uuid.UUID, member_ids: Sequence[uuid.UUID]
 ) -> dict[uuid.UUID, uuid.UUID]:
     """Queue an invitation for each of these members of ``org_id`` (once per member; ids
-    of no member are left out): the queued message's id by member id."""
+    of no member, and deactivated members, who may not sign in, are left out): the
+    queued message's id by member id. Each invitation is in the audit log
+    (``member.invited``: the address and the message's id; the link is minted only when
+    it is sent, and is never recorded)."""
     wanted = list(dict.fromkeys(member_ids))
     if not wanted:
         return {}
     found = await session.execute(
         select(Member.id, Member.email).where(
-            Member.organization_id == org_id, one_of(session, Member.id, wanted)
+            Member.organization_id == org_id,
+            one_of(session, Member.id, wanted),
+            Member.active.is_not(False),
         )
     )
     emails = dict(found.all())
@@ -106,7 +111,22 @@ async def queue_invites(
             if member_id in emails
         ],
     )
-    return {member_id: mail_id for (_, _, member_id), mail_id in queued if member_id is not None}
+    invited = {
+        member_id: (email, mail_id)
+        for (_, email, member_id), mail_id in queued
+        if member_id is not None
+    }
+    await audit.record_many(
+        session,
+        organization_id=org_id,
+        changes=[
+            audit.Change(
+                "member.invited", ("member", member_id), None, {"Email": email, "MailId": mail_id}
+            )
+            for member_id, (email, mail_id) in invited.items()
+        ],
+    )
+    return {member_id: mail_id for member_id, (_, mail_id) in invited.items()}
 
 
 async def _queue(

@@ -8,7 +8,7 @@ from questline.seasons import schemas, service
 from questline.web.access import AdminOf, MemberOf
 from questline.web.openapi import problem_responses
 from questline.web.paths import SeasonId
-from questline.web.routing import SessionDep, TransactionalRoute
+from questline.web.routing import SessionDep, TransactionalRoute, url_of
 
 router = APIRouter(prefix="/season", tags=["seasons"], route_class=TransactionalRoute)
 
@@ -32,7 +32,7 @@ async def create_season(
     (`StartsAt < FreezesAt ≤ EndsAt`, else 422). `DisciplineId` (optional) is the
     discipline the season ranks by unless the request names another."""
     season = await service.create_season(session, org_id=tenant.org_id, data=data)
-    response.headers["Location"] = str(request.url_for("get_season", season_id=str(season.id)))
+    response.headers["Location"] = url_of(request, "get_season", season_id=str(season.id))
     return service.to_schema(season)
 
 

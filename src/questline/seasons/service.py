@@ -70,6 +70,65 @@ def view_of(season: Season, *, live: bool, now: dt.datetime) -> View:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class WindowView:
+    """What a member sees of a ``from``/``to`` window that overlaps seasons with a
+    freeze: the same rule as the season's own view, so that a window cannot show what
+    the freeze hides."""
+
+    as_of: dt.datetime | None
+    """The earliest ``FreezesAt`` of the seasons in their freeze that the window
+    overlaps (count only what was recorded before it), else ``None`` (live)."""
+    changes_at: dt.datetime | None
+    """The next freeze or end of those seasons: a kept body must not outlive it."""
+
+    @property
+    def label(self) -> str:
+        return "frozen" if self.as_of is not None else "live"
+
+
+def overlaps(season: Season, start: dt.datetime | None, end: dt.datetime | None) -> bool:
+    """Whether the inclusive window ``[start, end]`` meets ``[StartsAt, EndsAt)``."""
+    return (end is None or end >= season.starts_at) and (start is None or start < season.ends_at)
+
+
+async def window_view(
+    session: AsyncSession,
+    *,
+    org_id: uuid.UUID,
+    start: dt.datetime | None,
+    end: dt.datetime | None,
+    live: bool,
+    now: dt.datetime,
+) -> WindowView | None:
+    """The freeze a windowed ranking is under for its reader, or ``None`` when none
+    applies now or later (the reader sees live, or no season with a freeze still to
+    come or in force meets the window). The whole window is counted as at the
+    earliest freeze it meets: one ranking, one instant, as the season's own view."""
+    if live:
+        return None
+    found = [
+        season
+        for season in await session.scalars(
+            select(Season).where(
+                Season.organization_id == org_id,
+                Season.freezes_at.is_not(None),
+                Season.revealed_at.is_(None),
+                Season.ends_at > now,
+            )
+        )
+        if overlaps(season, start, end)
+    ]
+    if not found:
+        return None
+    frozen = [s.freezes_at for s in found if s.freezes_at is not None and s.freezes_at <= now]
+    upcoming = [
+        s.freezes_at if s.freezes_at is not None and s.freezes_at > now else s.ends_at
+        for s in found
+    ]
+    return WindowView(as_of=min(frozen) if frozen else None, changes_at=min(upcoming))
+
+
 def to_schema(season: Season, now: dt.datetime | None = None) -> schemas.Season:
     return schemas.Season(
         id=season.id,
