@@ -499,9 +499,11 @@ export interface paths {
          *     another). During its freeze, members get the standings as they were at `FreezesAt`
          *     — counting only what was recorded before it — with the header
          *     `Questline-Frozen-At`; admins get the live standings, or the members' view with
-         *     `frozen=true`. With `tag`: a bracket, ranks 1, 2, 3 … among the teams carrying the
-         *     tag. With `by=perMember`: by points per member (entries add `MemberCount` and
-         *     `PointsPerMember`). All of these combine.
+         *     `frozen=true`. A `from`/`to` window that meets a season in its freeze is held the
+         *     same way for members (as at the earliest such `FreezesAt`, with the header): a
+         *     window cannot show what the freeze hides. With `tag`: a bracket, ranks 1, 2, 3 …
+         *     among the teams carrying the tag. With `by=perMember`: by points per member
+         *     (entries add `MemberCount` and `PointsPerMember`). All of these combine.
          *
          *     With `Accept: text/csv`: the same entries as CSV (an attachment).
          */
@@ -558,7 +560,8 @@ export interface paths {
          *     `season`, `tag` and `by` (`from` and `to` only bound the drawing). With `season`:
          *     the season's score, from 0 at `StartsAt`, changes in `[StartsAt, EndsAt)`; frozen
          *     for members as the leaderboard is (only what was recorded before `FreezesAt`, with
-         *     `Questline-Frozen-At`).
+         *     `Questline-Frozen-At`). Without `season`, a `from`/`to` that meets a season in its
+         *     freeze draws, for members, only what was recorded before that `FreezesAt`.
          */
         get: operations["getLeaderboardGraph"];
         put?: never;
@@ -883,11 +886,13 @@ export interface paths {
         /**
          * E-mail me a sign-in link
          * @description Ask for a one-time sign-in link by e-mail; no authentication. When the address is
-         *     a member's of the organization, an e-mail with a link to the dashboard goes out
+         *     an active member's of the organization (not one its directory or a platform's roster
+         *     deactivated), an e-mail with a link to the dashboard goes out
          *     within seconds (the session has the role `member`). The answer is the same `202`
          *     either way, and so is the work done before it (the request is queued; the sender
          *     decides), so it tells nobody who is a member. Limited per address and per client
-         *     (`429`). `503` when this service sends no e-mail (the problem says what to set).
+         *     (`429`). `409` (`mail-not-configured`) when this service sends no e-mail (the
+         *     problem says what to set).
          */
         post: operations["requestSigninLink"];
         delete?: never;
@@ -910,7 +915,10 @@ export interface paths {
          * @description Send the member an e-mail inviting them to the organization's dashboard (with the
          *     organization's name, `PATCH /organization`), holding a one-time sign-in link valid
          *     `QUESTLINE_MAIL_INVITE_LINK_HOURS` (72). Each call sends one more; send an
-         *     `Idempotency-Key` to make a retry safe. `503` when this service sends no e-mail.
+         *     `Idempotency-Key` to make a retry safe. `409` when the member was deactivated (by
+         *     the organization's directory or a platform's roster): it may not sign in; `409`
+         *     (`mail-not-configured`) when this service sends no e-mail. Each invitation is in the
+         *     audit log (`member.invited`).
          */
         post: operations["inviteMember"];
         delete?: never;
@@ -1310,6 +1318,34 @@ export interface paths {
         patch: operations["scimPatchGroup"];
         trace?: never;
     };
+    "/organization/scim-tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the SCIM tokens
+         * @description The organization's SCIM tokens, newest first, revoked and expired ones included
+         *     (`Status`), with when each was last used; never their secrets.
+         */
+        get: operations["listScimTokens"];
+        put?: never;
+        /**
+         * Create a SCIM token
+         * @description A bearer token for the organization's directory (Okta, Entra ID, Keycloak…): it
+         *     can call `/scim/v2` and nothing else. The secret is in this answer only; the token
+         *     is valid `Days` days (at most `QUESTLINE_SCIM_TOKEN_MAX_DAYS`, 365 unless set
+         *     shorter) until revoked. Rotate by creating a new one, then revoking the old one.
+         */
+        post: operations["createScimToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/organization/scim-token": {
         parameters: {
             query?: never;
@@ -1320,13 +1356,33 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Mint the organization's SCIM token
-         * @description A bearer token with the role `scim` for the organization's directory (Okta, Entra
-         *     ID, Keycloak…): it can call `/scim/v2` and nothing else. Shown once; mint a new one
-         *     to rotate (the old one stays valid until it expires).
+         * Create a SCIM token (the dashboard's route)
+         * @description As `POST /organization/scim-tokens`: kept for the dashboard and scripts that
+         *     call it.
          */
-        post: operations["createScimToken"];
+        post: operations["createScimTokenFromDashboard"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/organization/scim-tokens/{token_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a SCIM token
+         * @description The token stops working at once (`401` on its next request). Revoking a revoked
+         *     token changes nothing (`204`).
+         */
+        delete: operations["revokeScimToken"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2980,8 +3036,8 @@ export interface components {
              * @description The latest roster sync (NRPS).
              */
             LastSyncAt: string | null;
-            /** @description Questline's URLs to paste into the platform. */
-            Tool: components["schemas"]["ToolUrls"];
+            /** @description Questline's URLs to paste into the platform; null on a read while the service's public address (`QUESTLINE_PUBLIC_URL`) is not set. */
+            Tool: components["schemas"]["ToolUrls"] | null;
             /**
              * Createdat
              * Format: date-time
@@ -3272,16 +3328,27 @@ export interface components {
         };
         /**
          * ScimToken
+         * @description A token just created: the only answer that holds its secret.
          * @example {
-         *       "Token": "eyJhbGciOiJIUzI1NiJ9.eyJyb2xlIjoic2NpbSJ9.c2lnbmF0dXJl",
+         *       "Id": "0193a6fa-8b92-7da4-9ebf-2a3b4c5d6e71",
+         *       "Label": "Okta",
+         *       "Token": "qlscim_9Xq2vT4mB7nR1sL8kJ3hF6dG0aZ5cW2yE4uI7oP1xQ",
          *       "BaseUrl": "https://questline.example.org/scim/v2",
-         *       "ExpiresAt": "2026-11-20T09:30:00Z"
+         *       "CreatedAt": "2026-11-20T09:30:00Z",
+         *       "ExpiresAt": "2027-11-20T09:30:00Z"
          *     }
          */
         ScimToken: {
             /**
+             * Id
+             * Format: uuid
+             */
+            Id: string;
+            /** Label */
+            Label: string;
+            /**
              * Token
-             * @description The bearer token (shown once; not stored).
+             * @description The bearer token (shown once; only its digest is kept).
              */
             Token: string;
             /**
@@ -3289,6 +3356,11 @@ export interface components {
              * @description The SCIM base URL to give the directory.
              */
             BaseUrl: string;
+            /**
+             * Createdat
+             * Format: date-time
+             */
+            CreatedAt: string;
             /**
              * Expiresat
              * Format: date-time
@@ -3298,16 +3370,66 @@ export interface components {
         /**
          * ScimTokenCreate
          * @example {
+         *       "Label": "Okta",
          *       "Days": 365
          *     }
          */
         ScimTokenCreate: {
             /**
-             * Days
-             * @description How long the token is valid (a directory keeps it until rotated).
-             * @default 365
+             * Label
+             * @description What the token is for (which directory), shown in the list.
+             * @default SCIM directory
              */
-            Days: number;
+            Label: string;
+            /**
+             * Days
+             * @description How long the token is valid: at most QUESTLINE_SCIM_TOKEN_MAX_DAYS (365 unless set shorter), which is also the default.
+             */
+            Days?: number | null;
+        };
+        /**
+         * ScimTokenInfo
+         * @description A SCIM token as listed: never its secret.
+         * @example {
+         *       "Id": "0193a6fa-8b92-7da4-9ebf-2a3b4c5d6e71",
+         *       "Label": "Okta",
+         *       "Status": "active",
+         *       "CreatedAt": "2026-11-20T09:30:00Z",
+         *       "ExpiresAt": "2027-11-20T09:30:00Z",
+         *       "RevokedAt": null,
+         *       "LastUsedAt": "2026-11-21T14:05:00Z"
+         *     }
+         */
+        ScimTokenInfo: {
+            /**
+             * Id
+             * Format: uuid
+             */
+            Id: string;
+            /** Label */
+            Label: string;
+            /**
+             * Status
+             * @enum {string}
+             */
+            Status: "active" | "revoked" | "expired";
+            /**
+             * Createdat
+             * Format: date-time
+             */
+            CreatedAt: string;
+            /**
+             * Expiresat
+             * Format: date-time
+             */
+            ExpiresAt: string;
+            /** Revokedat */
+            RevokedAt: string | null;
+            /**
+             * Lastusedat
+             * @description When the directory last used it (to the minute).
+             */
+            LastUsedAt: string | null;
         };
         /**
          * Season
@@ -4333,7 +4455,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -4436,7 +4558,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -4608,7 +4730,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -4866,7 +4988,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -5042,7 +5164,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -5218,7 +5340,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5359,7 +5481,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -5588,7 +5710,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -5740,7 +5862,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5881,7 +6003,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -6135,7 +6257,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -6380,7 +6502,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -6554,7 +6676,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6714,7 +6836,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -6958,7 +7080,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -7142,7 +7264,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7283,7 +7405,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -7508,7 +7630,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -7797,7 +7919,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -8086,7 +8208,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -8308,7 +8430,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -8545,7 +8667,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -8770,7 +8892,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -9064,7 +9186,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -9348,7 +9470,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -9548,7 +9670,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9708,7 +9830,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -9853,7 +9975,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9975,7 +10097,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -10216,7 +10338,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -10400,7 +10522,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -10541,7 +10663,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -10780,7 +10902,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -10921,7 +11043,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -11024,7 +11146,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -11303,7 +11425,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -11558,7 +11680,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -11813,7 +11935,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -12074,7 +12196,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -12326,7 +12448,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -12524,7 +12646,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -12798,7 +12920,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -13041,7 +13163,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -13264,7 +13386,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -13554,7 +13676,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -13785,7 +13907,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -14032,7 +14154,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -14190,7 +14312,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -14293,7 +14415,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -14504,7 +14626,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -14793,7 +14915,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -14988,7 +15110,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -15194,7 +15316,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -15438,7 +15560,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -15633,7 +15755,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -15902,7 +16024,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -16142,7 +16264,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -16365,7 +16487,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -16652,7 +16774,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -16808,7 +16930,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -16911,7 +17033,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -17018,6 +17140,25 @@ export interface operations {
                      *       "title": "Request timeout",
                      *       "status": 408,
                      *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/auth/signin-link",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/conflict",
+                     *       "title": "Conflict",
+                     *       "status": 409,
+                     *       "detail": "The request conflicts with the current state.",
                      *       "instance": "/auth/signin-link",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
@@ -17147,7 +17288,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -17297,6 +17438,25 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/conflict",
+                     *       "title": "Conflict",
+                     *       "status": 409,
+                     *       "detail": "The request conflicts with the current state.",
+                     *       "instance": "/member/{member_id}/invite",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
             /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
             414: {
                 headers: {
@@ -17381,7 +17541,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -17566,7 +17726,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -17823,7 +17983,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -18041,7 +18201,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -18352,7 +18512,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -18547,7 +18707,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -18717,7 +18877,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -18860,7 +19020,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -19050,7 +19210,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -19242,7 +19402,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -22531,6 +22691,197 @@ export interface operations {
             };
         };
     };
+    listScimTokens: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "Id": "0193a6fa-8b92-7da4-9ebf-2a3b4c5d6e71",
+                     *         "Label": "Okta",
+                     *         "Status": "active",
+                     *         "CreatedAt": "2026-11-20T09:30:00Z",
+                     *         "ExpiresAt": "2027-11-20T09:30:00Z",
+                     *         "RevokedAt": null,
+                     *         "LastUsedAt": "2026-11-21T14:05:00Z"
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["ScimTokenInfo"][];
+                };
+            };
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/organization/scim-tokens",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/organization/scim-tokens",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/organization/scim-tokens",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/organization/scim-tokens",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/organization/scim-tokens",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/organization/scim-tokens",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/organization/scim-tokens",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/organization/scim-tokens",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
     createScimToken: {
         parameters: {
             query?: never;
@@ -22542,6 +22893,7 @@ export interface operations {
             content: {
                 /**
                  * @example {
+                 *       "Label": "Okta",
                  *       "Days": 365
                  *     }
                  */
@@ -22557,9 +22909,273 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "Token": "eyJhbGciOiJIUzI1NiJ9.eyJyb2xlIjoic2NpbSJ9.c2lnbmF0dXJl",
+                     *       "Id": "0193a6fa-8b92-7da4-9ebf-2a3b4c5d6e71",
+                     *       "Label": "Okta",
+                     *       "Token": "qlscim_9Xq2vT4mB7nR1sL8kJ3hF6dG0aZ5cW2yE4uI7oP1xQ",
                      *       "BaseUrl": "https://questline.example.org/scim/v2",
-                     *       "ExpiresAt": "2026-11-20T09:30:00Z"
+                     *       "CreatedAt": "2026-11-20T09:30:00Z",
+                     *       "ExpiresAt": "2027-11-20T09:30:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ScimToken"];
+                };
+            };
+            /** @description Malformed JSON, or JSON nested too deeply; or a `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/organization/scim-tokens",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/organization/scim-tokens",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/organization/scim-tokens",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/organization/scim-tokens",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](/problems/payload-too-large). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/payload-too-large",
+                     *       "title": "Payload too large",
+                     *       "status": 413,
+                     *       "detail": "The body is over the limit (5 MiB; 32 MiB for `/team/bulk`), or a bulk request has more teams than allowed.",
+                     *       "instance": "/organization/scim-tokens",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/organization/scim-tokens",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](/problems/unsupported-media-type). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "The body was sent with a media type this operation does not read.",
+                     *       "instance": "/organization/scim-tokens",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/organization/scim-tokens",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/organization/scim-tokens",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/organization/scim-tokens",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/organization/scim-tokens",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    createScimTokenFromDashboard: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "Label": "Okta",
+                 *       "Days": 365
+                 *     }
+                 */
+                "application/json": components["schemas"]["ScimTokenCreate"] | null;
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "Id": "0193a6fa-8b92-7da4-9ebf-2a3b4c5d6e71",
+                     *       "Label": "Okta",
+                     *       "Token": "qlscim_9Xq2vT4mB7nR1sL8kJ3hF6dG0aZ5cW2yE4uI7oP1xQ",
+                     *       "BaseUrl": "https://questline.example.org/scim/v2",
+                     *       "CreatedAt": "2026-11-20T09:30:00Z",
+                     *       "ExpiresAt": "2027-11-20T09:30:00Z"
                      *     }
                      */
                     "application/json": components["schemas"]["ScimToken"];
@@ -22636,25 +23252,6 @@ export interface operations {
                      *       "title": "Request timeout",
                      *       "status": 408,
                      *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
-                     *       "instance": "/organization/scim-token",
-                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
-                     *     }
-                     */
-                    "application/problem+json": components["schemas"]["ProblemDocument"];
-                };
-            };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict). */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "type": "/problems/conflict",
-                     *       "title": "Conflict",
-                     *       "status": 409,
-                     *       "detail": "The request conflicts with the current state.",
                      *       "instance": "/organization/scim-token",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
@@ -22784,7 +23381,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -22799,6 +23396,228 @@ export interface operations {
                      *       "status": 503,
                      *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/organization/scim-token",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    revokeScimToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                token_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/organization/scim-tokens/{token_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/organization/scim-tokens/{token_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/organization/scim-tokens/{token_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "No such resource in the caller's organization.",
+                     *       "instance": "/organization/scim-tokens/{token_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/organization/scim-tokens/{token_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/organization/scim-tokens/{token_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/organization/scim-tokens/{token_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/organization/scim-tokens/{token_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/organization/scim-tokens/{token_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/organization/scim-tokens/{token_id}",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
                      */
@@ -23032,7 +23851,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -23198,7 +24017,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -23339,7 +24158,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -23580,7 +24399,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -23721,7 +24540,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -23824,7 +24643,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -24065,7 +24884,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -24271,7 +25090,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -24432,7 +25251,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -24573,7 +25392,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -24824,7 +25643,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -25047,7 +25866,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -25226,7 +26045,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -25367,7 +26186,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -25516,7 +26335,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -25619,7 +26438,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -25771,7 +26590,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
@@ -26413,7 +27232,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured), [`http-503`](/problems/http-503). */
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
             503: {
                 headers: {
                     /** @description Seconds to wait. */
