@@ -22,6 +22,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from questline.organizations.service import ensure_organization
 from questline.storage.db import Base, UTCDateTime, new_id, utcnow
+from questline.storage.tenancy import finds_the_organization
 from questline.web.identity import Caller, Role, Via
 
 PREFIX = "qlscim_"
@@ -127,6 +128,7 @@ def status_of(record: ScimTokenRecord, now: dt.datetime | None = None) -> Status
     return "active"
 
 
+@finds_the_organization
 async def find_live(session: AsyncSession, token: str) -> ScimTokenRecord | None:
     """The row of a token that is neither revoked nor expired, else None."""
     record = await session.scalar(

@@ -35,6 +35,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from questline.auth.models import DashboardSession, SigninCode
 from questline.config import Settings
 from questline.storage.db import utcnow
+from questline.storage.tenancy import finds_the_organization, sweeps_every_organization
 from questline.web.errors import Forbidden, Unauthorized
 from questline.web.identity import Caller, Role, Via
 
@@ -69,6 +70,7 @@ class Grant:
     row: DashboardSession
 
 
+@sweeps_every_organization
 async def _purge_expired(session: AsyncSession) -> None:
     now = utcnow()
     await session.execute(delete(SigninCode).where(SigninCode.expires_at <= now))
@@ -206,6 +208,7 @@ async def end_sessions_of(session: AsyncSession, *, org_id: uuid.UUID, email: st
         )
 
 
+@finds_the_organization
 async def find_session(session: AsyncSession, token: str) -> DashboardSession | None:
     """The live session of a cookie value, or None (unknown, expired, or its member
     deactivated).
@@ -232,6 +235,7 @@ async def _is_deactivated(session: AsyncSession, *, org_id: uuid.UUID, email: st
     return await is_deactivated(session, org_id=org_id, email=email)
 
 
+@finds_the_organization
 async def end_session(session: AsyncSession, token: str) -> None:
     await session.execute(delete(DashboardSession).where(DashboardSession.id_hash == digest(token)))
 

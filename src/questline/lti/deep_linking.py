@@ -29,6 +29,7 @@ from questline.lti import keys
 from questline.lti.models import LtiDeepLink, LtiPlatform
 from questline.lti.refusals import LaunchRefused
 from questline.storage.db import utcnow
+from questline.storage.tenancy import sweeps_every_organization
 
 TICKET_MINUTES = 30
 """The instructor's time to pick."""
@@ -43,6 +44,11 @@ class Picked:
     url: str
 
 
+@sweeps_every_organization
+async def _purge_expired(session: AsyncSession) -> None:
+    await session.execute(delete(LtiDeepLink).where(LtiDeepLink.expires_at <= utcnow()))
+
+
 async def open_ticket(
     session: AsyncSession, *, platform: LtiPlatform, verified: dict[str, Any], frame_origin: str
 ) -> str:
@@ -52,7 +58,7 @@ async def open_ticket(
     if return_url is None or not return_url.startswith(("https://", "http://")):
         raise LaunchRefused("invalid-token", "deep_link_return_url")
     now = utcnow()
-    await session.execute(delete(LtiDeepLink).where(LtiDeepLink.expires_at <= now))
+    await _purge_expired(session)
     ticket = secrets.token_urlsafe(32)
     session.add(
         LtiDeepLink(

@@ -51,6 +51,7 @@ from questline.members.models import Member, TeamMembership
 from questline.members.service import find_or_create
 from questline.readmodel.versions import bump
 from questline.storage.db import utcnow
+from questline.storage.tenancy import finds_the_organization, sweeps_every_organization
 from questline.web.identity import ACTING_CALLER, Caller, Role, Via
 
 logger = logging.getLogger("questline.lti")
@@ -105,10 +106,12 @@ class Launched:
     frame_origin: str
 
 
+@sweeps_every_organization
 async def _purge_expired(session: AsyncSession) -> None:
     await session.execute(delete(LtiLoginState).where(LtiLoginState.expires_at <= utcnow()))
 
 
+@finds_the_organization
 async def _registrations(
     session: AsyncSession, *, issuer: str, client_id: str | None
 ) -> list[LtiPlatform]:

@@ -50,6 +50,7 @@ from questline.sso.provider import Provider, ProviderDirectory, ProviderUnusable
 from questline.sso.refusals import LoginRefused
 from questline.sso.service import get_configuration
 from questline.storage.db import utcnow
+from questline.storage.tenancy import sweeps_every_organization
 from questline.web.errors import Unauthorized
 from questline.web.identity import ACTING_CALLER, Caller, Via
 
@@ -90,6 +91,7 @@ class SpentLogin:
     rules: SignInRules
 
 
+@sweeps_every_organization
 async def _purge_expired(session: AsyncSession) -> None:
     now = utcnow()
     await session.execute(delete(OidcLoginState).where(OidcLoginState.expires_at <= now))
