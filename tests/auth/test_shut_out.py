@@ -17,15 +17,11 @@ from questline.auth.models import DashboardSession, SigninCode
 from questline.members.models import Member
 from questline.web.identity import Role
 from tests.factories import Org, World
-from tests.scim.support import PATCH_OP, Directory
+from tests.scim.conftest import directory_for
+from tests.scim.support import PATCH_OP
 from tests.support.harness import AppHarness
 
 pytestmark = pytest.mark.anyio
-
-
-def directory_of(org: Org, world: World) -> Directory:
-    token = world.tokens.mint(role=Role.SCIM, org_id=org.id, subject="directory")
-    return Directory(client=org.client, org_id=org.id, token=token)
 
 
 async def cookie_of(state: AppHarness, client: httpx.AsyncClient, org: Org, email: str) -> str:
@@ -107,7 +103,7 @@ async def test_the_directory_deactivating_or_deleting_a_member_ends_its_sessions
     deactivation: tuple[str, Any],
 ) -> None:
     org = world.org()
-    directory = directory_of(org, world)
+    directory = await directory_for(org, world)
     ada = await directory.create_user("ada@example.org")
     await directory.create_user("bo@example.org", given="Bo")
     # Two browsers, one signed in with the address in another case.
@@ -132,7 +128,7 @@ async def test_a_session_of_a_member_left_deactivated_stops_working(
 ) -> None:
     """A path that deactivates without ending the sessions: the next request is refused."""
     org = world.org()
-    directory = directory_of(org, world)
+    directory = await directory_for(org, world)
     await directory.create_user("ada@example.org")
     cookie = await cookie_of(app_state, client, org, "Ada@example.org")
     assert await works(client, cookie)
@@ -168,7 +164,7 @@ async def test_a_session_request_looks_the_member_up_once(
     client: httpx.AsyncClient, app_state: AppHarness, world: World
 ) -> None:
     org = world.org()
-    directory = directory_of(org, world)
+    directory = await directory_for(org, world)
     await directory.create_user("ada@example.org")
     cookie = await cookie_of(app_state, client, org, "ada@example.org")
     member_token = world.tokens.mint(role=Role.MEMBER, org_id=org.id, subject="ada@example.org")

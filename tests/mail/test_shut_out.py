@@ -10,21 +10,16 @@ from typing import Any
 import httpx
 import pytest
 
-from questline.web.identity import Role
 from tests.factories import Org, World
 from tests.mail.smtp_server import Mailbox
 from tests.mail.support import deliver, outbox
+from tests.scim.conftest import directory_for
 from tests.scim.support import PATCH_OP, Directory
 from tests.support.harness import AppHarness
 
 pytestmark = pytest.mark.anyio
 
 OFF = {"schemas": [PATCH_OP], "Operations": [{"op": "replace", "path": "active", "value": False}]}
-
-
-def directory_of(org: Org, world: World) -> Directory:
-    token = world.tokens.mint(role=Role.SCIM, org_id=org.id, subject="directory")
-    return Directory(client=org.client, org_id=org.id, token=token)
 
 
 async def deactivate(directory: Directory, user: dict[str, Any]) -> None:
@@ -48,7 +43,7 @@ async def test_no_link_is_mailed_to_a_deactivated_member_and_the_answer_does_not
     client: httpx.AsyncClient, app_state: AppHarness, world: World, mailbox: Mailbox
 ) -> None:
     org = world.org()
-    directory = directory_of(org, world)
+    directory = await directory_for(org, world)
     ada = await directory.create_user("ada@example.org")
     await directory.create_user("bo@example.org", given="Bo")
     await deactivate(directory, ada)
@@ -72,7 +67,7 @@ async def test_a_link_mailed_before_the_deactivation_no_longer_signs_in(
     client: httpx.AsyncClient, app_state: AppHarness, world: World, mailbox: Mailbox
 ) -> None:
     org = world.org()
-    directory = directory_of(org, world)
+    directory = await directory_for(org, world)
     ada = await directory.create_user("ada@example.org")
     assert (await _ask(client, org, "ada@example.org")).status_code == 202
     invited = await client.post(f"/member/{ada['id']}/invite", headers=org.admin)
@@ -92,7 +87,7 @@ async def test_a_link_mailed_before_the_deletion_no_longer_signs_in(
     client: httpx.AsyncClient, app_state: AppHarness, world: World, mailbox: Mailbox
 ) -> None:
     org = world.org()
-    directory = directory_of(org, world)
+    directory = await directory_for(org, world)
     ada = await directory.create_user("ada@example.org")
     assert (await _ask(client, org, "ada@example.org")).status_code == 202
     assert (await client.post(f"/member/{ada['id']}/invite", headers=org.admin)).status_code == 202
@@ -112,7 +107,7 @@ async def test_a_deactivated_member_is_not_invited(
     client: httpx.AsyncClient, app_state: AppHarness, world: World, mailbox: Mailbox
 ) -> None:
     org = world.org()
-    directory = directory_of(org, world)
+    directory = await directory_for(org, world)
     ada = await directory.create_user("ada@example.org")
     bo = await directory.create_user("bo@example.org", given="Bo")
     # Queued while active, sent after the deactivation: not sent.

@@ -17,11 +17,11 @@ import pytest
 
 from questline.auth import sessions
 from questline.config import Settings
-from questline.web.identity import Role
 from tests.factories import Org, World
 from tests.mail.conftest import mail_settings
 from tests.mail.smtp_server import Mailbox, smtp_server
 from tests.mail.support import deliver
+from tests.scim.conftest import directory_for
 from tests.scim.support import PATCH_OP, Directory
 from tests.support.harness import AppHarness
 
@@ -54,8 +54,7 @@ class Side:
 
 async def side(world: World, team_name: str) -> Side:
     org = world.org()
-    token = world.tokens.mint(role=Role.SCIM, org_id=org.id, subject="directory")
-    directory = Directory(client=org.client, org_id=org.id, token=token)
+    directory = await directory_for(org, world)
     ada = await directory.create_user(EMAIL, externalId="ext-ada")
     team = await directory.create_group(team_name, [ada["id"]])
     return Side(org, directory, ada, team)

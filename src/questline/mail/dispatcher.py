@@ -26,13 +26,14 @@ lifespan). A pass:
 
 A commit that queued mail wakes this process's sender (``questline.events``' commit
 signal); mail queued by other processes is found by polling every
-``QUESTLINE_MAIL_POLL_SECONDS``. Requests never wait for any of this.
+``QUESTLINE_MAIL_POLL_SECONDS``: the outbox dispatchers' one loop
+(``outbound.loop.PassLoop``), as webhooks, xAPI and grades run. Requests never wait for
+any of this.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime as dt
 import logging
 import random
@@ -56,6 +57,7 @@ from questline.mail.smtp import SmtpServer, is_permanent
 from questline.members.models import Member
 from questline.members.service import email_key
 from questline.organizations.models import Organization
+from questline.outbound.loop import PassLoop
 from questline.storage.db import Database, utcnow
 from questline.web.identity import Role
 
@@ -63,7 +65,6 @@ logger = logging.getLogger("questline.mail")
 
 LEASE_MARGIN = dt.timedelta(seconds=30)
 PURGE_EVERY = dt.timedelta(hours=1)
-COALESCE_SECONDS = 0.05
 
 
 def backoff(settings: Settings, attempts: int) -> dt.timedelta:
@@ -105,32 +106,32 @@ class Postman:
         self.server = server
         self.public_url = public_url
         self.sender = messages.sender_address(settings.mail_from)
-        self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
         self._remove_listener: Any = None
         self._sending: set[asyncio.Task[None]] = set()
         self._finished: list[Outcome] = []
         self._last_purge: dt.datetime | None = None
+        # Every process sends (no lock): mail queued here is sent from here at once.
+        self.loop = PassLoop(
+            name="questline-mail",
+            run_once=self.run_once,
+            poll_seconds=settings.mail_poll_seconds,
+            lock_path=None,
+            logger=logger,
+        )
 
     # Life cycle -------------------------------------------------------------------
 
     def start(self) -> None:
-        loop = asyncio.get_running_loop()
-
-        def committed() -> None:
-            loop.call_soon_threadsafe(self._wake.set)
-
-        self._remove_listener = events.on_committed(committed, MAIL_TOPIC)
-        self._task = asyncio.create_task(self._run(), name="questline-mail")
+        self._remove_listener = events.on_committed(
+            self.loop.wake_threadsafe(asyncio.get_running_loop()), MAIL_TOPIC
+        )
+        self.loop.start()
         logger.info("sending e-mail through %s", self.server.describe())
 
     async def stop(self) -> None:
         if self._remove_listener is not None:
             self._remove_listener()
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await self.loop.stop()
         await self.close()
 
     async def close(self) -> None:
@@ -141,24 +142,7 @@ class Postman:
         await asyncio.gather(*sending, return_exceptions=True)
 
     def wake(self) -> None:
-        self._wake.set()
-
-    async def _run(self) -> None:
-        while True:
-            self._wake.clear()
-            try:
-                busy = await self.run_once()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                logger.exception("mail pass failed")
-                busy = False
-            if busy:
-                continue
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.settings.mail_poll_seconds):
-                    await self._wake.wait()
-                await asyncio.sleep(COALESCE_SECONDS)
+        self.loop.wake()
 
     # One pass -----------------------------------------------------------------------
 
@@ -203,7 +187,7 @@ class Postman:
             logger.exception("mail send failed unexpectedly")
             outcome = Outcome(outgoing, f"Internal error: {type(exc).__name__}")
         self._finished.append(outcome)
-        self._wake.set()
+        self.loop.wake()
 
     def _locking(self, query: Any) -> Any:
         return query if self.db.is_sqlite else query.with_for_update(skip_locked=True)
