@@ -76,7 +76,7 @@ from questline.web.server import AllowedHostsMiddleware, ConcurrencyLimitMiddlew
 from questline.web.state import AppState
 from questline.webhooks.dispatcher import Dispatcher
 from questline.webhooks.endpoints import router as webhooks_router
-from questline.xapi import service as xapi_service
+from questline.xapi import consumer as xapi_consumer
 from questline.xapi.dispatcher import Dispatcher as XapiDispatcher
 from questline.xapi.endpoints import router as xapi_router
 
@@ -123,7 +123,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             xapi_dispatcher.wake()
 
     # Statements of the outbox's events (events.fanout), from whichever process fans out.
-    xapi_service.register_consumer(settings, wake=wake_xapi)
+    xapi_consumer.register_consumer(settings, wake=wake_xapi)
     grades_dispatchers: list[lti_grades.GradesDispatcher] = []
 
     def wake_grades() -> None:

@@ -1,6 +1,6 @@
 """xAPI 1.0.3 statements as JSON: the shapes, the IRIs and the deterministic ids.
 
-Pure functions of what ``service`` looked up: no database, no HTTP. The shapes are
+Pure functions of what ``building`` looked up: no database, no HTTP. The shapes are
 documented in docs/platforms.md ("xAPI").
 """
 
