@@ -2,7 +2,7 @@
 (``GradesDispatcher``, ``outbound.loop.PassLoop``) of the rows ``grades_consumer`` wrote
 to ``lti_scores``. It claims due rows (``FOR UPDATE SKIP LOCKED`` on PostgreSQL, leased
 past the attempt's timeout), gets a client-credentials token per platform
-(``services``), finds or makes the discipline's line item (by ``resourceId``) and POSTs
+(``advantage``), finds or makes the discipline's line item (by ``resourceId``) and POSTs
 the score. 2xx → sent (unless the row was rewritten meanwhile: then due again with the
 new value); 400, 404, 409, 422 → failed; anything else → retried with the outbox's
 backoff.
@@ -23,7 +23,7 @@ from urllib.parse import urlencode, urlsplit, urlunsplit
 from sqlalchemy import and_, select
 
 from questline.config import Settings
-from questline.lti import keys, services
+from questline.lti import advantage, keys
 from questline.lti.models import (
     SCORE_FAILED,
     SCORE_PENDING,
@@ -180,19 +180,19 @@ class GradesDispatcher:
         outcomes: list[Outcome] = []
         assert self._key is not None
         try:
-            async with services.client(self.settings) as http:
-                token = await services.access_token(
+            async with advantage.client(self.settings) as http:
+                token = await advantage.access_token(
                     http,
                     settings=self.settings,
                     key=self._key,
                     client_id=group.client_id,
                     token_url=group.token_url,
-                    scopes=[services.AGS_LINEITEM_SCOPE, services.AGS_SCORE_SCOPE],
+                    scopes=[advantage.AGS_LINEITEM_SCOPE, advantage.AGS_SCORE_SCOPE],
                 )
                 items: dict[uuid.UUID, str] = {}
                 for score in group.scores:
                     outcomes.append(await self._send_one(http, group, token, score, items))
-        except services.ServiceFailed as exc:
+        except advantage.ServiceFailed as exc:
             done = {(o.score.discipline_id, o.score.subject) for o in outcomes}
             outcomes += [
                 Outcome(s, exc.status_code, str(exc)[:1000], None)
@@ -220,7 +220,7 @@ class GradesDispatcher:
                 "gradingProgress": "FullyGraded",
                 "timestamp": utcnow().isoformat().replace("+00:00", "Z"),
             }
-            answer = await services.call(
+            answer = await advantage.call(
                 http,
                 "POST",
                 _under(line_item, "/scores"),
@@ -228,7 +228,7 @@ class GradesDispatcher:
                 headers={**auth, "content-type": SCORE_TYPE},
                 content=json.dumps(body).encode(),
             )
-        except services.ServiceFailed as exc:
+        except advantage.ServiceFailed as exc:
             return Outcome(score, exc.status_code, str(exc)[:1000], line_item)
         error = (
             None if 200 <= answer.status_code < 300 else answer.body[:500].decode(errors="replace")
@@ -240,7 +240,7 @@ class GradesDispatcher:
     ) -> str:
         """The discipline's line item: found by its ``resourceId``, else made."""
         resource = f"{RESOURCE_PREFIX}{score.discipline_id}"
-        found = await services.call(
+        found = await advantage.call(
             http,
             "GET",
             _with_query(group.lineitems_url, {"resource_id": resource}),
@@ -253,7 +253,7 @@ class GradesDispatcher:
                 found_id = item.get("id") if isinstance(item, dict) else None
                 if isinstance(found_id, str) and item.get("resourceId") == resource:
                     return found_id
-        made = await services.call(
+        made = await advantage.call(
             http,
             "POST",
             group.lineitems_url,
@@ -270,7 +270,7 @@ class GradesDispatcher:
         )
         item_id = made.json().get("id") if made.status_code in (200, 201) else None
         if not isinstance(item_id, str):
-            raise services.ServiceFailed(
+            raise advantage.ServiceFailed(
                 f"The platform did not make the line item ({made.status_code}).",
                 status_code=made.status_code,
             )
