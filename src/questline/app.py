@@ -13,8 +13,8 @@ from fastapi import FastAPI
 from fastapi.responses import RedirectResponse
 
 from questline import __version__
-from questline.adjustments.counted import adjustments as counted_adjustments
 from questline.adjustments.endpoints import router as adjustments_router
+from questline.adjustments.window_items import adjustments as counted_adjustments
 from questline.audit import service as audit_service
 from questline.audit.endpoints import router as audit_router
 from questline.auth.authentication import Identity
