@@ -209,10 +209,12 @@ class StatementBuilder:
             (StatementKind.LEVEL, tree.level, [tree.discipline]),
             (StatementKind.DISCIPLINE, tree.discipline, []),
         ):
-            made += await self._whole(event, team, tree, kind, node, parents)
+            made += await self._level_or_discipline_completed(
+                event, team, tree, kind, node, parents
+            )
         return made
 
-    async def _whole(
+    async def _level_or_discipline_completed(
         self,
         event: Any,
         team: TeamOf,
@@ -378,7 +380,7 @@ class StatementBuilder:
         )
         if not originals:
             return 0  # completed before the LRS was registered: nothing to void
-        wholes = list(
+        containing_completions = list(
             (
                 await self.session.scalars(
                     select(XapiStatement.id).where(
@@ -401,7 +403,7 @@ class StatementBuilder:
                 )
             ).all()
         )
-        return await self._void(event, team, [o.id for o in originals] + wholes)
+        return await self._void(event, team, [o.id for o in originals] + containing_completions)
 
 
 def _as_utc(value: dt.datetime) -> dt.datetime:
