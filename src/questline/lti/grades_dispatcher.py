@@ -35,6 +35,7 @@ from questline.lti.models import (
 from questline.outbound import retry
 from questline.outbound.loop import PassLoop
 from questline.storage.db import Database, insert_ignoring_conflicts, utcnow
+from questline.timeformat import rfc3339
 
 logger = logging.getLogger("questline.lti")
 
@@ -218,7 +219,7 @@ class GradesDispatcher:
                 if score.score_maximum and score.score_given >= score.score_maximum
                 else "InProgress",
                 "gradingProgress": "FullyGraded",
-                "timestamp": utcnow().isoformat().replace("+00:00", "Z"),
+                "timestamp": rfc3339(utcnow()),
             }
             answer = await advantage.call(
                 http,

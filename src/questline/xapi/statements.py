@@ -11,6 +11,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from questline.timeformat import rfc3339
+
 XAPI_VERSION = "1.0.3"
 STATEMENT_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://questline.dev/xapi/statements")
 """uuid5 namespace of statement ids: ``uuid5(ns, "<event id>[/<part>]")``."""
@@ -42,10 +44,6 @@ def statement_id(event_id: uuid.UUID, part: str = "") -> uuid.UUID:
     """The statement's id, derived from its event: a retry (or a second fan-out of the
     same event) produces the same id, which the LRS stores once."""
     return uuid.uuid5(STATEMENT_NAMESPACE, f"{event_id}/{part}" if part else str(event_id))
-
-
-def rfc3339(value: dt.datetime) -> str:
-    return value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
 
 
 @dataclass(frozen=True, slots=True)
