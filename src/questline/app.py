@@ -13,8 +13,8 @@ from fastapi import FastAPI
 from fastapi.responses import RedirectResponse
 
 from questline import __version__
-from questline.adjustments.counted import adjustments as counted_adjustments
 from questline.adjustments.endpoints import router as adjustments_router
+from questline.adjustments.window_items import adjustments as counted_adjustments
 from questline.audit import service as audit_service
 from questline.audit.endpoints import router as audit_router
 from questline.auth.authentication import Identity
@@ -27,13 +27,14 @@ from questline.disciplines.endpoints import router as disciplines_router
 from questline.health.endpoints import router as health_router
 from questline.leaderboard.choice import season_rank
 from questline.leaderboard.endpoints import router as leaderboard_router
-from questline.lti import grades as lti_grades
+from questline.lti import grades_consumer as lti_grades_consumer
 from questline.lti.browser import FORM_PATHS as LTI_FORM_PATHS
 from questline.lti.browser import browser_router as lti_browser_router
 from questline.lti.endpoints import keys_router as lti_keys_router
 from questline.lti.endpoints import router as lti_router
 from questline.lti.endpoints import sync_router as lti_sync_router
 from questline.lti.framing import FrameAncestors
+from questline.lti.grades_dispatcher import GradesDispatcher
 from questline.mail import service as mail_service
 from questline.mail.dispatcher import Postman
 from questline.mail.endpoints import invite_router as mail_invite_router
@@ -76,7 +77,7 @@ from questline.web.server import AllowedHostsMiddleware, ConcurrencyLimitMiddlew
 from questline.web.state import AppState
 from questline.webhooks.dispatcher import Dispatcher
 from questline.webhooks.endpoints import router as webhooks_router
-from questline.xapi import service as xapi_service
+from questline.xapi import consumer as xapi_consumer
 from questline.xapi.dispatcher import Dispatcher as XapiDispatcher
 from questline.xapi.endpoints import router as xapi_router
 
@@ -123,15 +124,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             xapi_dispatcher.wake()
 
     # Statements of the outbox's events (events.fanout), from whichever process fans out.
-    xapi_service.register_consumer(settings, wake=wake_xapi)
-    grades_dispatchers: list[lti_grades.GradesDispatcher] = []
+    xapi_consumer.register_consumer(settings, wake=wake_xapi)
+    grades_dispatchers: list[GradesDispatcher] = []
 
     def wake_grades() -> None:
         for grades_dispatcher in grades_dispatchers:
             grades_dispatcher.wake()
 
     # Scores for the learning platforms' gradebooks (LTI AGS), from the same fan-out.
-    lti_grades.register_consumer(wake=wake_grades)
+    lti_grades_consumer.register_consumer(wake=wake_grades)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -151,9 +152,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             xapi_dispatchers.append(XapiDispatcher(settings, state.db))
             xapi_dispatchers[-1].start()
         if settings.lti_grades_dispatcher_enabled:
-            grades_dispatchers.append(
-                lti_grades.GradesDispatcher(settings, state.db, state.signing_secret)
-            )
+            grades_dispatchers.append(GradesDispatcher(settings, state.db, state.signing_secret))
             grades_dispatchers[-1].start()
         purger = asyncio.get_running_loop().create_task(
             idempotency.purge_periodically(state.db, state.settings)

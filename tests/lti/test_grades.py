@@ -11,7 +11,7 @@ from sqlalchemy import select, update
 
 from questline.config import Settings
 from questline.events import fanout
-from questline.lti.grades import GradesDispatcher
+from questline.lti.grades_dispatcher import GradesDispatcher
 from questline.lti.models import LtiScore
 from tests.factories import World
 from tests.lti.support import launch, register

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from questline.progress import overview
+from questline.progress import rank_memo
 from questline.readmodel.cache import memo_key
 from questline.teams import queries as teams_queries
 from tests.factories import Org, World
@@ -206,20 +206,20 @@ async def test_ranks_from_the_memo_equal_ranks_counted_in_sql(
         assert again == first
         return first
 
-    def memo() -> overview.Ranks:
+    def memo() -> rank_memo.Ranks:
         found = readmodel.cache.memo(memo_key(org.id, "ranks"))
         assert found is not None
         return found.value  # type: ignore[no-any-return]
 
     counted = await read_all()
     assert memo().counted_in_sql
-    monkeypatch.setattr(overview, "RANK_MEMO_MIN", 2)
+    monkeypatch.setattr(rank_memo, "RANK_MEMO_MIN", 2)
     memoized = await read_all()
     assert not memo().counted_in_sql
     assert [o["Rank"] for o in counted] == [1, 2, 4, 3, 5, None]
     assert memoized == counted
     # An order larger than the read model would keep is counted in SQL again.
-    monkeypatch.setattr(overview, "RANK_BYTES", readmodel.largest_memo // 4)
+    monkeypatch.setattr(rank_memo, "RANK_BYTES", readmodel.largest_memo // 4)
     too_large = await read_all()
     assert memo().counted_in_sql
     assert too_large == counted

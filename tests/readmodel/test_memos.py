@@ -13,8 +13,8 @@ from typing import Any
 import anyio
 import pytest
 
-from questline.progress import overview
-from questline.progress.overview import RANK_BYTES, Ranks
+from questline.progress import rank_memo
+from questline.progress.rank_memo import RANK_BYTES, Ranks
 from questline.readmodel.cache import ByteLRU, Entry, Memo, memo_key
 from questline.readmodel.footprint import footprint
 from questline.readmodel.service import ReadModel
@@ -207,10 +207,10 @@ async def test_a_memo_whose_builder_was_cancelled_is_built_by_a_waiter(
 def test_the_order_read_from_sqlite_is_put_in_id_order_if_it_came_otherwise() -> None:
     """SQLite does not promise an aggregate the order of the subquery below it; the
     order memo bisects ids in bytes' order, so what arrives unsorted is sorted with its
-    places (``overview._unpacked``)."""
+    places (``rank_memo._unpacked``)."""
     low, high = uuid.UUID(int=1), uuid.UUID(int=2**127)
-    ids, places = overview._unpacked("sqlite", high.hex + low.hex, "0,1")
+    ids, places = rank_memo._unpacked("sqlite", high.hex + low.hex, "0,1")
     ranks = Ranks.of(ids, places)
     assert (ranks.position(low.bytes), ranks.position(high.bytes)) == (1, 0)
-    ids, places = overview._unpacked("sqlite", low.hex + high.hex, "1,0")
+    ids, places = rank_memo._unpacked("sqlite", low.hex + high.hex, "1,0")
     assert (ids, list(places)) == (low.bytes + high.bytes, [1, 0])

@@ -39,6 +39,7 @@ from questline.audit.models import PLATFORM_ORG, AuditEntry
 from questline.config import Settings
 from questline.storage.db import Database, new_id, utcnow
 from questline.storage.many_rows import write_rows
+from questline.timeformat import rfc3339
 from questline.web.identity import ACTING_CALLER, Caller, Via
 from questline.web.pagination import PageRequest, cursor_parts
 
@@ -77,7 +78,7 @@ def plain(value: Any) -> Any:
     if isinstance(value, enum.Enum):
         return plain(value.value)
     if isinstance(value, dt.datetime):
-        return value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
+        return rfc3339(value)
     return value
 
 

@@ -15,7 +15,7 @@ from fastapi import APIRouter, Depends, Request, Response, status
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials
 
-from questline.lti import keys, roster, schemas, service, services
+from questline.lti import advantage, keys, registrations, roster, schemas
 from questline.web.access import Access, AdminOf, authorize, bearer_scheme
 from questline.web.errors import PublicUrlRequired, ServiceUnavailable
 from questline.web.openapi import problem_responses
@@ -81,11 +81,11 @@ async def create_lti_platform(
     `Tool` gives the URLs to paste into the platform (docs/platforms.md)."""
     tool = tool_urls(request)  # before anything is saved
     settings = app_state(request).settings
-    platform = await service.create_platform(
+    platform = await registrations.create_platform(
         session, org_id=tenant.org_id, data=data, settings=settings
     )
     response.headers["Location"] = url_of(request, "get_lti_platform", platform_id=str(platform.id))
-    return service.to_schema(platform, data.deployment_ids, tool)
+    return registrations.to_schema(platform, data.deployment_ids, tool)
 
 
 @router.get(
@@ -99,8 +99,11 @@ async def list_lti_platforms(
 ) -> list[schemas.Platform]:
     """Every platform the organization registered, oldest first."""
     tool = shown_tool_urls(request)
-    found = await service.list_platforms(session, org_id=tenant.org_id)
-    return [service.to_schema(p, await service.deployment_ids(session, p), tool) for p in found]
+    found = await registrations.list_platforms(session, org_id=tenant.org_id)
+    return [
+        registrations.to_schema(p, await registrations.deployment_ids(session, p), tool)
+        for p in found
+    ]
 
 
 @router.get(
@@ -115,9 +118,11 @@ async def get_lti_platform(
 ) -> schemas.Platform:
     """The registration, the title of the course of its latest launch and the URLs to
     paste into the platform."""
-    platform = await service.get_platform(session, org_id=tenant.org_id, platform_id=platform_id)
-    deployments = await service.deployment_ids(session, platform)
-    return service.to_schema(platform, deployments, shown_tool_urls(request))
+    platform = await registrations.get_platform(
+        session, org_id=tenant.org_id, platform_id=platform_id
+    )
+    deployments = await registrations.deployment_ids(session, platform)
+    return registrations.to_schema(platform, deployments, shown_tool_urls(request))
 
 
 @router.patch(
@@ -136,13 +141,15 @@ async def update_lti_platform(
     """Change the fields given; `DeploymentIds` replaces the list (launches of a
     deployment left out are refused from now on)."""
     tool = tool_urls(request)
-    platform = await service.get_platform(
+    platform = await registrations.get_platform(
         session, org_id=tenant.org_id, platform_id=platform_id, for_update=True
     )
-    platform = await service.update_platform(
+    platform = await registrations.update_platform(
         session, platform=platform, data=data, settings=app_state(request).settings
     )
-    return service.to_schema(platform, await service.deployment_ids(session, platform), tool)
+    return registrations.to_schema(
+        platform, await registrations.deployment_ids(session, platform), tool
+    )
 
 
 @router.delete(
@@ -156,10 +163,10 @@ async def delete_lti_platform(
 ) -> Response:
     """Launches from the platform are refused from now on; members it made stay
     (sessions already started run until they expire or their people sign out)."""
-    platform = await service.get_platform(
+    platform = await registrations.get_platform(
         session, org_id=tenant.org_id, platform_id=platform_id, for_update=True
     )
-    await service.delete_platform(session, platform=platform)
+    await registrations.delete_platform(session, platform=platform)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
@@ -236,7 +243,7 @@ async def sync_lti_roster(
     assert caller.org_id is not None
     state = app_state(request)
     async with state.db.session(write=False) as session:
-        await service.get_platform(session, org_id=caller.org_id, platform_id=platform_id)
+        await registrations.get_platform(session, org_id=caller.org_id, platform_id=platform_id)
     try:
         outcome = await roster.sync(
             state.db,
@@ -246,7 +253,7 @@ async def sync_lti_roster(
             platform_id=platform_id,
             actor=caller,
         )
-    except services.ServiceFailed as exc:
+    except advantage.ServiceFailed as exc:
         raise ServiceUnavailable(
             f"The platform's roster could not be read: {exc}", headers={"Retry-After": "60"}
         ) from exc

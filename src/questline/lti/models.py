@@ -174,10 +174,14 @@ class LtiLineItem(Base):
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
+SCORE_PENDING, SCORE_SENT, SCORE_FAILED = "Pending", "Sent", "Failed"
+"""The statuses of an ``LtiScore``."""
+
+
 class LtiScore(Base):
     """The score a platform user has to get in a discipline's line item: one row per
     person and discipline, holding the latest value (a newer progress change rewrites it
-    and makes it due again), sent by the grades dispatcher (``grades``) like the
+    and makes it due again), sent by the grades dispatcher (``grades_dispatcher``) like the
     outbox's other deliveries."""
 
     __tablename__ = "lti_scores"

@@ -32,7 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from questline import audit
 from questline.auth import sessions
 from questline.config import Settings
-from questline.lti import keys, services
+from questline.lti import advantage, keys
 from questline.lti.flow import Person, member_of
 from questline.lti.models import LtiPerson, LtiPlatform
 from questline.members.models import Member
@@ -106,14 +106,14 @@ async def read_roster(
     *, settings: Settings, key: keys.SigningKey, platform: LtiPlatform, memberships_url: str
 ) -> Roster:
     roster = Roster()
-    async with services.client(settings) as http:
-        token = await services.access_token(
+    async with advantage.client(settings) as http:
+        token = await advantage.access_token(
             http,
             settings=settings,
             key=key,
             client_id=platform.client_id,
             token_url=platform.auth_token_url,
-            scopes=[services.NRPS_SCOPE],
+            scopes=[advantage.NRPS_SCOPE],
         )
         separator = "&" if "?" in memberships_url else "?"
         url: str | None = f"{memberships_url}{separator}limit={PAGE_SIZE}"
@@ -122,7 +122,7 @@ async def read_roster(
             if pages >= MAX_PAGES or len(roster.entries) >= settings.lti_roster_max_members:
                 roster.complete = False
                 break
-            answer = await services.call(
+            answer = await advantage.call(
                 http,
                 "GET",
                 url,
@@ -130,7 +130,7 @@ async def read_roster(
                 headers={"authorization": f"Bearer {token}", "accept": MEDIA_TYPE},
             )
             if answer.status_code != 200:
-                raise services.ServiceFailed(
+                raise advantage.ServiceFailed(
                     f"The platform's roster answered {answer.status_code}.",
                     status_code=answer.status_code,
                 )
@@ -266,7 +266,7 @@ async def sync_quietly(
             platform_id=platform_id,
             actor=None,
         )
-    except (services.ServiceFailed, Conflict) as exc:
+    except (advantage.ServiceFailed, Conflict) as exc:
         logger.warning("LTI roster sync of %s after a launch failed: %s", platform_id, exc)
     except Exception:
         logger.exception("LTI roster sync of %s after a launch failed", platform_id)

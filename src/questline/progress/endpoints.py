@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response, status
 
-from questline.progress import contributions, overview, record, schemas, service
+from questline.progress import contributions, overview, rank_memo, record, schemas, service
 from questline.progress.early_write import GroupCommittedWrite, completion_response
 from questline.readmodel.http import CachedRead, dumps, serve
 from questline.readmodel.service import readmodel_of
@@ -138,8 +138,8 @@ async def get_overview(
         async def tree() -> list[overview.DisciplineNode]:
             return await overview.shared_tree(session, readmodel, org_id=tenant.org_id)
 
-        async def ranks() -> overview.Ranks:
-            return await overview.ranks(session, org_id=tenant.org_id, room=readmodel.largest_memo)
+        async def ranks() -> rank_memo.Ranks:
+            return await rank_memo.ranks(session, org_id=tenant.org_id, room=readmodel.largest_memo)
 
         nodes = await readmodel.memo(tenant.org_id, "tree", version, tree)
         ranked = await readmodel.memo(tenant.org_id, "ranks", version, ranks)

@@ -24,14 +24,10 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_pascal
 
+from questline.timeformat import rfc3339
 from questline.web.errors import CONTROL_CHARACTERS_PATTERN
 
-
-def _rfc3339(value: dt.datetime) -> str:
-    return value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
-
-
-UtcDateTime = Annotated[dt.datetime, PlainSerializer(_rfc3339, return_type=str)]
+UtcDateTime = Annotated[dt.datetime, PlainSerializer(rfc3339, return_type=str)]
 """A timestamp written as RFC 3339 in UTC, e.g. ``2026-11-22T10:00:00Z``."""
 
 

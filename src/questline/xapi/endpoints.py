@@ -14,7 +14,7 @@ from questline.web.openapi import problem_responses
 from questline.web.pagination import PageDep, announce_next_page, split_page
 from questline.web.routing import SessionDep, TransactionalRoute
 from questline.web.state import app_state
-from questline.xapi import schemas, sealing, sending, service, statements
+from questline.xapi import registration, schemas, sealing, sending, statements
 from questline.xapi.statements import Iris
 
 router = APIRouter(prefix="/organization/xapi", tags=["xapi"], route_class=TransactionalRoute)
@@ -52,19 +52,19 @@ async def put_lrs(
     `Endpoint` must be http(s) and resolve to public addresses only: loopback, private
     and link-local targets are refused (422) unless the server sets
     `QUESTLINE_XAPI_ALLOW_PRIVATE_URLS=true`. The password or token is never returned."""
-    lrs, created = await service.put_lrs(
+    lrs, created = await registration.put_lrs(
         session, org_id=tenant.org_id, data=data, settings=app_state(request).settings
     )
     if created:
         response.status_code = status.HTTP_201_CREATED
-    return await service.to_schema(session, lrs, _iris(request))
+    return await registration.to_schema(session, lrs, _iris(request))
 
 
 @router.get("", response_model=schemas.Lrs, responses=problem_responses(401, 403, 404))
 async def get_lrs(request: Request, tenant: AdminOf, session: SessionDep) -> schemas.Lrs:
     """The registered LRS (without its secret), the statements waiting and failed."""
-    lrs = await service.get_lrs(session, org_id=tenant.org_id)
-    return await service.to_schema(session, lrs, _iris(request))
+    lrs = await registration.get_lrs(session, org_id=tenant.org_id)
+    return await registration.to_schema(session, lrs, _iris(request))
 
 
 @router.delete(
@@ -72,8 +72,8 @@ async def get_lrs(request: Request, tenant: AdminOf, session: SessionDep) -> sch
 )
 async def delete_lrs(tenant: AdminOf, session: SessionDep) -> Response:
     """Stop sending statements: the LRS is forgotten with the statements not yet sent."""
-    lrs = await service.get_lrs(session, org_id=tenant.org_id, for_update=True)
-    await service.delete_lrs(session, lrs=lrs)
+    lrs = await registration.get_lrs(session, org_id=tenant.org_id, for_update=True)
+    await registration.delete_lrs(session, lrs=lrs)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
 
@@ -83,7 +83,7 @@ async def test_lrs(request: Request, tenant: AdminOf, session: SessionDep) -> sc
     and report its answer: `Ok` is true on a 2xx. An LRS that cannot be reached is
     reported too (`Error`), not an error of this request."""
     settings = app_state(request).settings
-    lrs = await service.get_lrs(session, org_id=tenant.org_id)
+    lrs = await registration.get_lrs(session, org_id=tenant.org_id)
     statement_id = uuid.uuid4()
     statement = statements.test(
         _iris(request), id=statement_id, subject=tenant.caller.subject, timestamp=utcnow()
@@ -127,8 +127,8 @@ async def list_failures(
     """Statements the LRS refused (a 4xx for the statement alone) or that failed every
     attempt, newest first, with the LRS's answer (opt-in paging: `limit`, `after`).
     They block nothing: the other statements are delivered."""
-    await service.get_lrs(session, org_id=tenant.org_id)
-    rows = await service.list_failures(session, org_id=tenant.org_id, page=page)
+    await registration.get_lrs(session, org_id=tenant.org_id)
+    rows = await registration.list_failures(session, org_id=tenant.org_id, page=page)
     rows, more = split_page(rows, page)
     announce_next_page(request, response, page, [str(rows[-1].id)] if more else None)
-    return [service.failure_schema(r) for r in rows]
+    return [registration.failure_schema(r) for r in rows]

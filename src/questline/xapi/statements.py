@@ -1,6 +1,6 @@
 """xAPI 1.0.3 statements as JSON: the shapes, the IRIs and the deterministic ids.
 
-Pure functions of what ``service`` looked up: no database, no HTTP. The shapes are
+Pure functions of what ``building`` looked up: no database, no HTTP. The shapes are
 documented in docs/platforms.md ("xAPI").
 """
 
@@ -10,6 +10,8 @@ import datetime as dt
 import uuid
 from dataclasses import dataclass
 from typing import Any
+
+from questline.timeformat import rfc3339
 
 XAPI_VERSION = "1.0.3"
 STATEMENT_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://questline.dev/xapi/statements")
@@ -42,10 +44,6 @@ def statement_id(event_id: uuid.UUID, part: str = "") -> uuid.UUID:
     """The statement's id, derived from its event: a retry (or a second fan-out of the
     same event) produces the same id, which the LRS stores once."""
     return uuid.uuid5(STATEMENT_NAMESPACE, f"{event_id}/{part}" if part else str(event_id))
-
-
-def rfc3339(value: dt.datetime) -> str:
-    return value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
 
 
 @dataclass(frozen=True, slots=True)

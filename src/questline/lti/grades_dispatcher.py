@@ -1,20 +1,11 @@
-"""Assignment and Grade Services 2.0: each discipline is a line item of the course's
-gradebook; when a team's progress in a discipline changes, each active member of the
-team whom the platform knows (``lti_people``) gets a score: ``scoreGiven`` = the
-team's points in the discipline, ``scoreMaximum`` = the discipline's total.
-
-* **Consumer** of the outbox (``events.fanout``), as xAPI's: in the fan-out's
-  transaction, ``progress.completed``/``progress.withdrawn`` events of organizations
-  whose platform named its line items service (``lineitems`` of the AGS claim of a
-  launch) become rows of ``lti_scores``: one per person and discipline, holding the
-  latest value (a newer change rewrites it, bumps its ``version`` and makes it due).
-  Rolled back → nothing; committed → sent, across restarts.
-* **Dispatcher** (``GradesDispatcher``, ``outbound.loop.PassLoop``): claims due rows
-  (``FOR UPDATE SKIP LOCKED`` on PostgreSQL, leased past the attempt's timeout), gets
-  a client-credentials token per platform (``services``), finds or makes the
-  discipline's line item (by ``resourceId``) and POSTs the score. 2xx → sent (unless
-  the row was rewritten meanwhile: then due again with the new value); 400, 404, 409,
-  422 → failed; anything else → retried with the outbox's backoff.
+"""Assignment and Grade Services 2.0, the scores sent: the **dispatcher**
+(``GradesDispatcher``, ``outbound.loop.PassLoop``) of the rows ``grades_consumer`` wrote
+to ``lti_scores``. It claims due rows (``FOR UPDATE SKIP LOCKED`` on PostgreSQL, leased
+past the attempt's timeout), gets a client-credentials token per platform
+(``advantage``), finds or makes the discipline's line item (by ``resourceId``) and POSTs
+the score. 2xx → sent (unless the row was rewritten meanwhile: then due again with the
+new value); 400, 404, 409, 422 → failed; anything else → retried with the outbox's
+backoff.
 """
 
 from __future__ import annotations
@@ -29,25 +20,25 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
-from sqlalchemy import and_, func, select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import and_, select
 
 from questline.config import Settings
-from questline.disciplines.models import Discipline, Task
-from questline.events import fanout
-from questline.events.models import Event
-from questline.lti import keys, services
-from questline.lti.models import LtiLineItem, LtiPerson, LtiPlatform, LtiScore
-from questline.members.models import Member, TeamMembership
+from questline.lti import advantage, keys
+from questline.lti.models import (
+    SCORE_FAILED,
+    SCORE_PENDING,
+    SCORE_SENT,
+    LtiLineItem,
+    LtiPlatform,
+    LtiScore,
+)
 from questline.outbound import retry
 from questline.outbound.loop import PassLoop
-from questline.progress.models import TaskCompletion
 from questline.storage.db import Database, insert_ignoring_conflicts, utcnow
+from questline.timeformat import rfc3339
 
 logger = logging.getLogger("questline.lti")
 
-EVENT_TYPES = frozenset({"progress.completed", "progress.withdrawn"})
-PENDING, SENT, FAILED = "Pending", "Sent", "Failed"
 CLAIM_ROWS = 200
 LEASE_MARGIN = dt.timedelta(seconds=30)
 REFUSED = frozenset({400, 404, 409, 410, 415, 422})
@@ -55,155 +46,6 @@ SCORE_TYPE = "application/vnd.ims.lis.v1.score+json"
 LINE_ITEM_TYPE = "application/vnd.ims.lis.v2.lineitem+json"
 LINE_ITEMS_TYPE = "application/vnd.ims.lis.v2.lineitemcontainer+json"
 RESOURCE_PREFIX = "questline-discipline-"
-
-
-# The outbox consumer --------------------------------------------------------------------
-
-
-def register_consumer(wake: Callable[[], None] | None = None) -> None:
-    """Make scores of the outbox's progress events (``events.fanout``)."""
-    fanout.register(fanout.Consumer(name="lti-ags", take=take_events, taken=wake))
-
-
-async def take_events(
-    session: AsyncSession, pending: Sequence[fanout.PendingEvent]
-) -> set[uuid.UUID]:
-    relevant = [e for e in pending if e.type in EVENT_TYPES]
-    if not relevant:
-        return set()
-    platforms: dict[uuid.UUID, list[uuid.UUID]] = {}
-    for org_id, platform_id in (
-        await session.execute(
-            select(LtiPlatform.organization_id, LtiPlatform.id).where(
-                LtiPlatform.organization_id.in_({e.organization_id for e in relevant}),
-                LtiPlatform.lineitems_url.is_not(None),
-            )
-        )
-    ).all():
-        platforms.setdefault(org_id, []).append(platform_id)
-    wanted = [e for e in relevant if e.organization_id in platforms]
-    if not wanted:
-        return set()
-    changes: dict[tuple[uuid.UUID, uuid.UUID, uuid.UUID], list[uuid.UUID]] = {}
-    for row in (
-        await session.execute(
-            select(Event.organization_id, Event.id, Event.payload).where(
-                Event.organization_id.in_(platforms), Event.id.in_([e.id for e in wanted])
-            )
-        )
-    ).all():
-        payload = row.payload if isinstance(row.payload, dict) else {}
-        try:
-            team_id = uuid.UUID(str(payload["TeamId"]))
-            discipline_id = uuid.UUID(str(payload["DisciplineId"]))
-        except (KeyError, ValueError):
-            continue
-        changes.setdefault((row.organization_id, team_id, discipline_id), []).append(row.id)
-    taken: set[uuid.UUID] = set()
-    for (org_id, team_id, discipline_id), event_ids in changes.items():
-        made = await _score_team(
-            session,
-            org_id=org_id,
-            team_id=team_id,
-            discipline_id=discipline_id,
-            platform_ids=platforms[org_id],
-        )
-        if made:
-            taken.update(event_ids)
-    return taken
-
-
-async def _score_team(
-    session: AsyncSession,
-    *,
-    org_id: uuid.UUID,
-    team_id: uuid.UUID,
-    discipline_id: uuid.UUID,
-    platform_ids: list[uuid.UUID],
-) -> int:
-    """The team's score in the discipline, for each of its active members the
-    platforms know; the number of score rows written."""
-    title = await session.scalar(select(Discipline.title).where(Discipline.id == discipline_id))
-    if title is None:
-        return 0  # deleted before the fan-out
-    total = int(
-        await session.scalar(
-            select(func.coalesce(func.sum(Task.points), 0)).where(
-                Task.discipline_id == discipline_id
-            )
-        )
-        or 0
-    )
-    given = int(
-        await session.scalar(
-            select(func.coalesce(func.sum(TaskCompletion.points), 0)).where(
-                TaskCompletion.organization_id == org_id,
-                TaskCompletion.team_id == team_id,
-                TaskCompletion.discipline_id == discipline_id,
-            )
-        )
-        or 0
-    )
-    people = (
-        await session.execute(
-            select(LtiPerson.platform_id, LtiPerson.subject)
-            .join(
-                TeamMembership,
-                and_(
-                    TeamMembership.organization_id == LtiPerson.organization_id,
-                    TeamMembership.member_id == LtiPerson.member_id,
-                ),
-            )
-            .join(
-                Member,
-                and_(
-                    Member.organization_id == LtiPerson.organization_id,
-                    Member.id == LtiPerson.member_id,
-                ),
-            )
-            .where(
-                LtiPerson.organization_id == org_id,
-                LtiPerson.platform_id.in_(platform_ids),
-                TeamMembership.team_id == team_id,
-                Member.active.is_not(False),
-            )
-        )
-    ).all()
-    now = utcnow()
-    for platform_id, subject in people:
-        row = await session.get(LtiScore, (org_id, platform_id, discipline_id, subject))
-        if row is None:
-            session.add(
-                LtiScore(
-                    organization_id=org_id,
-                    platform_id=platform_id,
-                    discipline_id=discipline_id,
-                    subject=subject,
-                    score_given=given,
-                    score_maximum=max(total, given),
-                    label=title[:500],
-                    status=PENDING,
-                    version=1,
-                    attempts=0,
-                    next_attempt_at=now,
-                    updated_at=now,
-                )
-            )
-        else:
-            row.score_given = given
-            row.score_maximum = max(total, given)
-            row.label = title[:500]
-            row.status = PENDING
-            row.version += 1
-            row.attempts = 0
-            row.next_attempt_at = now
-            row.last_error = None
-            row.updated_at = now
-    await session.flush()
-    return len(people)
-
-
-# The dispatcher -------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,7 +116,7 @@ class GradesDispatcher:
         lease = dt.timedelta(seconds=self.settings.lti_http_timeout_seconds * 4) + LEASE_MARGIN
         async with self.db.session(write=False) as session:
             due = select(LtiScore.subject).where(
-                LtiScore.status == PENDING, LtiScore.next_attempt_at <= now
+                LtiScore.status == SCORE_PENDING, LtiScore.next_attempt_at <= now
             )
             if await session.scalar(due.limit(1)) is None:
                 return {}, False  # an idle pass takes no write lock
@@ -297,7 +139,7 @@ class GradesDispatcher:
                         LtiLineItem.discipline_id == LtiScore.discipline_id,
                     ),
                 )
-                .where(LtiScore.status == PENDING, LtiScore.next_attempt_at <= now)
+                .where(LtiScore.status == SCORE_PENDING, LtiScore.next_attempt_at <= now)
                 .order_by(LtiScore.next_attempt_at)
                 .limit(CLAIM_ROWS)
             )
@@ -306,7 +148,7 @@ class GradesDispatcher:
             rows = (await session.execute(query)).all()
             for score, platform, line_item in rows:
                 if platform.lineitems_url is None:  # cannot happen today: never unset
-                    score.status = FAILED
+                    score.status = SCORE_FAILED
                     score.last_error = "The platform names no line items service."
                     continue
                 score.attempts += 1
@@ -339,19 +181,19 @@ class GradesDispatcher:
         outcomes: list[Outcome] = []
         assert self._key is not None
         try:
-            async with services.client(self.settings) as http:
-                token = await services.access_token(
+            async with advantage.client(self.settings) as http:
+                token = await advantage.access_token(
                     http,
                     settings=self.settings,
                     key=self._key,
                     client_id=group.client_id,
                     token_url=group.token_url,
-                    scopes=[services.AGS_LINEITEM_SCOPE, services.AGS_SCORE_SCOPE],
+                    scopes=[advantage.AGS_LINEITEM_SCOPE, advantage.AGS_SCORE_SCOPE],
                 )
                 items: dict[uuid.UUID, str] = {}
                 for score in group.scores:
                     outcomes.append(await self._send_one(http, group, token, score, items))
-        except services.ServiceFailed as exc:
+        except advantage.ServiceFailed as exc:
             done = {(o.score.discipline_id, o.score.subject) for o in outcomes}
             outcomes += [
                 Outcome(s, exc.status_code, str(exc)[:1000], None)
@@ -377,9 +219,9 @@ class GradesDispatcher:
                 if score.score_maximum and score.score_given >= score.score_maximum
                 else "InProgress",
                 "gradingProgress": "FullyGraded",
-                "timestamp": utcnow().isoformat().replace("+00:00", "Z"),
+                "timestamp": rfc3339(utcnow()),
             }
-            answer = await services.call(
+            answer = await advantage.call(
                 http,
                 "POST",
                 _under(line_item, "/scores"),
@@ -387,7 +229,7 @@ class GradesDispatcher:
                 headers={**auth, "content-type": SCORE_TYPE},
                 content=json.dumps(body).encode(),
             )
-        except services.ServiceFailed as exc:
+        except advantage.ServiceFailed as exc:
             return Outcome(score, exc.status_code, str(exc)[:1000], line_item)
         error = (
             None if 200 <= answer.status_code < 300 else answer.body[:500].decode(errors="replace")
@@ -399,7 +241,7 @@ class GradesDispatcher:
     ) -> str:
         """The discipline's line item: found by its ``resourceId``, else made."""
         resource = f"{RESOURCE_PREFIX}{score.discipline_id}"
-        found = await services.call(
+        found = await advantage.call(
             http,
             "GET",
             _with_query(group.lineitems_url, {"resource_id": resource}),
@@ -412,7 +254,7 @@ class GradesDispatcher:
                 found_id = item.get("id") if isinstance(item, dict) else None
                 if isinstance(found_id, str) and item.get("resourceId") == resource:
                     return found_id
-        made = await services.call(
+        made = await advantage.call(
             http,
             "POST",
             group.lineitems_url,
@@ -429,7 +271,7 @@ class GradesDispatcher:
         )
         item_id = made.json().get("id") if made.status_code in (200, 201) else None
         if not isinstance(item_id, str):
-            raise services.ServiceFailed(
+            raise advantage.ServiceFailed(
                 f"The platform did not make the line item ({made.status_code}).",
                 status_code=made.status_code,
             )
@@ -466,9 +308,9 @@ class GradesDispatcher:
                 if row.version != score.version:
                     row.next_attempt_at = now  # rewritten meanwhile: send the new value
                 elif outcome.error is None and code is not None and 200 <= code < 300:
-                    row.status = SENT
+                    row.status = SCORE_SENT
                 elif code in REFUSED or row.attempts >= self.settings.lti_grades_max_attempts:
-                    row.status = FAILED
+                    row.status = SCORE_FAILED
                 else:
                     row.next_attempt_at = now + retry.backoff(
                         self.settings.lti_grades_retry_base_seconds, row.attempts

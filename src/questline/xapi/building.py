@@ -1,244 +1,27 @@
-"""xAPI rules: the LRS registration, the outbox consumer that turns events into
-statements, and the failures list."""
+"""The statement builder: looks up what a statement names (team, members, the task's
+tree) and inserts the statements of one event, in the fan-out's transaction (the
+consumer is ``consumer``; the JSON shapes are ``statements``)."""
 
 from __future__ import annotations
 
 import datetime as dt
 import uuid
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, delete, func, or_, select, update
+from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from questline import audit
-from questline.config import Settings
 from questline.disciplines.models import Discipline, Level, Quest, Task
-from questline.events import fanout
-from questline.events.models import Event
 from questline.members.models import Member, TeamMembership
-from questline.organizations.service import ensure_organization
-from questline.outbound import addresses
 from questline.progress.models import TaskCompletion
-from questline.storage.db import insert_ignoring_conflicts, utcnow
+from questline.storage.db import utcnow
 from questline.teams.models import Team
-from questline.web.errors import FieldError, Unprocessable, not_found
-from questline.web.pagination import PageRequest, cursor_parts
-from questline.xapi import schemas, sealing, statements
-from questline.xapi.models import LrsConnection, StatementKind, StatementStatus, XapiStatement
+from questline.xapi import statements
+from questline.xapi.models import StatementKind, StatementStatus, XapiStatement
 from questline.xapi.statements import Iris, Node, TeamOf
 
 ADJUSTMENT_EVENTS = frozenset({"team.adjusted", "team.adjustment_withdrawn"})
-EVENT_TYPES = frozenset({"progress.completed", "progress.withdrawn"}) | ADJUSTMENT_EVENTS
-"""The events that become statements (docs/platforms.md, "Statements")."""
-
-# Registration --------------------------------------------------------------------------
-
-
-async def check_endpoint(url: str, *, allow_private: bool) -> None:
-    try:
-        await addresses.check(url, allow_private=allow_private)
-    except addresses.UnsafeUrl as exc:
-        raise Unprocessable(
-            str(exc), errors=[FieldError(field="Endpoint", message=str(exc))]
-        ) from exc
-
-
-async def get_lrs(
-    session: AsyncSession, *, org_id: uuid.UUID, for_update: bool = False
-) -> LrsConnection:
-    query = select(LrsConnection).where(LrsConnection.organization_id == org_id)
-    if for_update:
-        query = query.with_for_update()
-    found = await session.scalar(query)
-    if found is None:
-        raise not_found("LRS")
-    return found
-
-
-async def put_lrs(
-    session: AsyncSession, *, org_id: uuid.UUID, data: schemas.LrsSettings, settings: Settings
-) -> tuple[LrsConnection, bool]:
-    """Register or replace the organization's LRS (its secret sealed); True when new."""
-    await check_endpoint(data.endpoint, allow_private=settings.xapi_allow_private_urls)
-    await ensure_organization(session, org_id)
-    now = utcnow()
-    # Insert-if-absent, then lock the row: two first PUTs at once never collide (the
-    # second waits for the first and replaces it).
-    inserted = await session.execute(
-        insert_ignoring_conflicts(session, LrsConnection.__table__, ["organization_id"])
-        .values(organization_id=org_id, endpoint=data.endpoint, created_at=now, updated_at=now)
-        .returning(LrsConnection.organization_id)
-    )
-    created = inserted.first() is not None
-    found = await session.scalar(
-        select(LrsConnection)
-        .where(LrsConnection.organization_id == org_id)
-        .with_for_update()
-        .execution_options(populate_existing=True)
-    )
-    assert found is not None
-    found.endpoint = data.endpoint
-    found.username = data.username
-    found.password = (
-        sealing.seal(settings, data.password, organization=str(org_id)) if data.password else None
-    )
-    found.token = (
-        sealing.seal(settings, data.token, organization=str(org_id)) if data.token else None
-    )
-    found.failing_since = None
-    found.last_error = None
-    found.updated_at = now
-    await session.flush()
-    await audit.record(  # the secret never: only whether one is set
-        session,
-        organization_id=org_id,
-        action="xapi.registered" if created else "xapi.changed",
-        target=("lrs", org_id),
-        after={"Endpoint": data.endpoint, "Username": data.username},
-    )
-    return found, created
-
-
-async def delete_lrs(session: AsyncSession, *, lrs: LrsConnection) -> None:
-    """Forget the LRS and every statement still waiting for it (or refused by it)."""
-    await session.execute(
-        delete(XapiStatement).where(XapiStatement.organization_id == lrs.organization_id)
-    )
-    await session.delete(lrs)
-    await session.flush()
-    await audit.record(
-        session,
-        organization_id=lrs.organization_id,
-        action="xapi.removed",
-        target=("lrs", lrs.organization_id),
-        before={"Endpoint": lrs.endpoint},
-    )
-
-
-async def to_schema(session: AsyncSession, lrs: LrsConnection, iris: Iris) -> schemas.Lrs:
-    counts = dict(
-        (
-            await session.execute(
-                select(XapiStatement.status, func.count())
-                .where(
-                    XapiStatement.organization_id == lrs.organization_id,
-                    XapiStatement.status != StatementStatus.SENT,
-                )
-                .group_by(XapiStatement.status)
-            )
-        ).all()
-    )
-    return schemas.Lrs(
-        endpoint=lrs.endpoint,
-        auth="Bearer" if lrs.token else "Basic",
-        username=lrs.username,
-        activity_base_iri=iris.activities,
-        pending=int(counts.get(StatementStatus.PENDING, 0)),
-        failed=int(counts.get(StatementStatus.FAILED, 0)),
-        failing_since=lrs.failing_since,
-        last_error=lrs.last_error,
-        created_at=lrs.created_at,
-        updated_at=lrs.updated_at,
-    )
-
-
-def failure_schema(row: XapiStatement) -> schemas.Failure:
-    return schemas.Failure(
-        statement_id=row.id,
-        event_id=row.event_id,
-        kind=row.kind,
-        attempts=row.attempts,
-        last_status_code=row.last_status_code,
-        last_error=row.last_error,
-        last_attempt_at=row.last_attempt_at,
-        created_at=row.created_at,
-        statement=row.statement,
-    )
-
-
-async def list_failures(
-    session: AsyncSession, *, org_id: uuid.UUID, page: PageRequest
-) -> list[XapiStatement]:
-    """The statements the LRS refused or that failed every attempt, newest first."""
-    query = select(XapiStatement).where(
-        XapiStatement.organization_id == org_id,
-        XapiStatement.status == StatementStatus.FAILED,
-    )
-    if page.after is not None:
-        (before_id,) = cursor_parts(page.after, uuid.UUID)
-        query = query.where(XapiStatement.id < before_id)
-    query = query.order_by(XapiStatement.id.desc())
-    if page.fetch_size is not None:
-        query = query.limit(page.fetch_size)
-    return list((await session.scalars(query)).all())
-
-
-# The outbox consumer ---------------------------------------------------------------------
-
-
-def register_consumer(settings: Settings, wake: Any = None) -> None:
-    """Make statements of the outbox's events (``events.fanout``), with the IRIs of
-    ``settings.public_url``. The application calls it once; ``wake`` is called after a
-    fan-out committed statements (the dispatcher's wake-up)."""
-    if settings.public_url is None:  # no IRIs to give: PUT /organization/xapi says so
-        return
-    iris = Iris(settings.public_url)
-
-    async def take(session: AsyncSession, pending: Sequence[fanout.PendingEvent]) -> set[uuid.UUID]:
-        return await take_events(session, pending, iris)
-
-    fanout.register(fanout.Consumer(name="xapi", take=take, taken=wake))
-
-
-async def take_events(
-    session: AsyncSession, pending: Sequence[fanout.PendingEvent], iris: Iris
-) -> set[uuid.UUID]:
-    relevant = [e for e in pending if e.type in EVENT_TYPES]
-    if not relevant:
-        return set()
-    since = dict(
-        (
-            await session.execute(
-                select(LrsConnection.organization_id, LrsConnection.created_at).where(
-                    LrsConnection.organization_id.in_({e.organization_id for e in relevant})
-                )
-            )
-        ).all()
-    )
-    # Only the events after the LRS was registered: an LRS added today does not receive
-    # the events still waiting in the outbox from before.
-    wanted = [
-        e
-        for e in relevant
-        if e.organization_id in since and e.created_at >= since[e.organization_id]
-    ]
-    if not wanted:
-        return set()
-    payloads = {
-        row.id: row
-        for row in (
-            await session.execute(
-                select(Event.organization_id, Event.id, Event.type, Event.payload, Event.created_at)
-                .where(
-                    Event.organization_id.in_({e.organization_id for e in wanted}),
-                    Event.id.in_([e.id for e in wanted]),
-                )
-                .order_by(Event.id)
-            )
-        ).all()
-    }
-    builder = _Builder(session, iris)
-    taken: set[uuid.UUID] = set()
-    for event in wanted:
-        row = payloads.get(event.id)
-        if row is None or not isinstance(row.payload, dict):
-            continue
-        made = await builder.statements_of(row)
-        if made:
-            taken.add(event.id)
-    return taken
 
 
 def _uuid(payload: dict[str, Any], key: str) -> uuid.UUID | None:
@@ -264,7 +47,7 @@ class _TaskTree:
     discipline: Node
 
 
-class _Builder:
+class StatementBuilder:
     """Looks up what a statement names (team, members, the task's tree) and inserts the
     statements of one event, in the fan-out's transaction."""
 
@@ -426,10 +209,12 @@ class _Builder:
             (StatementKind.LEVEL, tree.level, [tree.discipline]),
             (StatementKind.DISCIPLINE, tree.discipline, []),
         ):
-            made += await self._whole(event, team, tree, kind, node, parents)
+            made += await self._level_or_discipline_completed(
+                event, team, tree, kind, node, parents
+            )
         return made
 
-    async def _whole(
+    async def _level_or_discipline_completed(
         self,
         event: Any,
         team: TeamOf,
@@ -595,7 +380,7 @@ class _Builder:
         )
         if not originals:
             return 0  # completed before the LRS was registered: nothing to void
-        wholes = list(
+        containing_completions = list(
             (
                 await self.session.scalars(
                     select(XapiStatement.id).where(
@@ -618,7 +403,7 @@ class _Builder:
                 )
             ).all()
         )
-        return await self._void(event, team, [o.id for o in originals] + wholes)
+        return await self._void(event, team, [o.id for o in originals] + containing_completions)
 
 
 def _as_utc(value: dt.datetime) -> dt.datetime:
