@@ -28,6 +28,7 @@ from questline.readmodel.http import keep_until, version_etag
 from questline.readmodel.service import ReadModel
 from questline.seasons import service as seasons_service
 from questline.storage.db import utcnow
+from questline.timeformat import rfc3339
 from questline.web.identity import Caller, Role
 
 FROZEN_HEADER = "Questline-Frozen-At"
@@ -79,10 +80,6 @@ class Chosen:
         """When the body changes by itself (a freeze begins or ends), with no write."""
         shown = self.shown
         return None if shown is None else shown.changes_at
-
-
-def rfc3339(value: dt.datetime) -> str:
-    return value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
 
 
 def sees_live(role: Role, frozen: bool) -> bool:

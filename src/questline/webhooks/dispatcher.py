@@ -57,6 +57,7 @@ from questline.outbound.loop import PassLoop
 from questline.storage import sealing
 from questline.storage.db import Database, new_id, utcnow
 from questline.storage.many_rows import one_of
+from questline.timeformat import rfc3339
 from questline.webhooks.models import DeliveryStatus, Webhook, WebhookDelivery
 from questline.webhooks.sending import (
     Attempt,
@@ -65,7 +66,6 @@ from questline.webhooks.sending import (
     body_of,
     message_id,
     receiving_host,
-    rfc3339,
 )
 from questline.webhooks.service import secret_sealer, signing_secrets
 

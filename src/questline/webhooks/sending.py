@@ -8,7 +8,6 @@ answer's body is never read (only its status matters).
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import json
 import uuid
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from questline.config import Settings
 from questline.events.models import Event
 from questline.outbound import addresses, posting
 from questline.storage.db import utcnow
+from questline.timeformat import rfc3339
 from questline.webhooks import signing
 
 
@@ -47,10 +47,6 @@ class Outcome:
     @property
     def ok(self) -> bool:
         return self.status_code is not None and 200 <= self.status_code < 300
-
-
-def rfc3339(value: dt.datetime) -> str:
-    return value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
 
 
 def message_id(event_id: uuid.UUID) -> str:
