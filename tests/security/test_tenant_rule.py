@@ -119,3 +119,29 @@ def test_the_rule_sees_a_statement_that_forgets_its_organization(tmp_path: Path)
 @pytest.mark.parametrize("module", WAYS_IN)
 def test_every_way_in_names_the_organization_or_is_a_named_look_up(module: str) -> None:
     assert unruly_statements(ROOT / module) == []
+
+
+def _marked(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [
+        f"{path.relative_to(ROOT)}:{node.name}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and any(isinstance(d, ast.Name) and d.id == MARKER for d in node.decorator_list)
+    ]
+
+
+def test_the_named_look_ups_are_these_and_no_more() -> None:
+    """A new look-up across organizations is a decision, reviewed here."""
+    marked = sorted(m for path in sorted(ROOT.rglob("*.py")) for m in _marked(path))
+    assert marked == [
+        "auth/scim_tokens.py:find_live",
+        "auth/sessions.py:end_session",
+        "auth/sessions.py:exchange_code",
+        "auth/sessions.py:find_session",
+        "lti/deep_linking.py:spend_ticket",
+        "lti/flow.py:_registrations",
+        "lti/flow.py:spend_login",
+        "sso/flow.py:is_sso_session",
+        "sso/flow.py:spend_login",
+    ]

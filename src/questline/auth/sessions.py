@@ -143,6 +143,7 @@ async def _new_session(
     return Grant(token=token, row=row)
 
 
+@finds_the_organization
 async def exchange_code(session: AsyncSession, *, settings: Settings, code: str) -> Grant:
     """Spend a sign-in code (one time: deleted in the same statement that reads it)."""
     spent = (

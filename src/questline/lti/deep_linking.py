@@ -29,7 +29,7 @@ from questline.lti import keys
 from questline.lti.models import LtiDeepLink, LtiPlatform
 from questline.lti.refusals import LaunchRefused
 from questline.storage.db import utcnow
-from questline.storage.tenancy import sweeps_every_organization
+from questline.storage.tenancy import finds_the_organization, sweeps_every_organization
 
 TICKET_MINUTES = 30
 """The instructor's time to pick."""
@@ -87,6 +87,7 @@ async def disciplines_of(session: AsyncSession, org_id: uuid.UUID) -> list[tuple
     return [(row.id, row.title) for row in rows]
 
 
+@finds_the_organization
 async def spend_ticket(session: AsyncSession, *, ticket: str) -> LtiDeepLink:
     if not ticket or len(ticket) > 200:
         raise LaunchRefused("deep-link")

@@ -269,6 +269,7 @@ async def start_login(
     )
 
 
+@finds_the_organization
 async def spend_login(
     session: AsyncSession, *, state: str, cookies: dict[str, str], launch_origin: str | None
 ) -> SpentLogin:

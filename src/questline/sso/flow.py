@@ -50,7 +50,7 @@ from questline.sso.provider import Provider, ProviderDirectory, ProviderUnusable
 from questline.sso.refusals import LoginRefused
 from questline.sso.service import get_configuration
 from questline.storage.db import utcnow
-from questline.storage.tenancy import sweeps_every_organization
+from questline.storage.tenancy import finds_the_organization, sweeps_every_organization
 from questline.web.errors import Unauthorized
 from questline.web.identity import ACTING_CALLER, Caller, Via
 
@@ -162,6 +162,7 @@ async def start_login(
     )
 
 
+@finds_the_organization
 async def spend_login(
     session: AsyncSession,
     *,
@@ -328,6 +329,7 @@ async def sign_in(
     return grant
 
 
+@finds_the_organization
 async def is_sso_session(session: AsyncSession, *, cookie: str) -> uuid.UUID | None:
     """The organization of the SSO session of ``cookie``, or None."""
     row = await session.get(SsoSession, sessions.digest(cookie))
