@@ -17,8 +17,8 @@ import pytest
 from sqlalchemy import func, select
 
 from questline.auth.models import DashboardSession
-from questline.config import Settings
 from tests.factories import Org, World
+from tests.lti.conftest import settings
 from tests.lti.support import (
     launch,
     launch_fields,
@@ -34,17 +34,11 @@ from tests.support.lti_platform import INSTRUCTOR, LTI, LtiPlatform, running_pla
 
 pytestmark = pytest.mark.anyio
 
+__all__ = ["settings"]  # the LTI tests' own fixture: the platforms on loopback
+
 PUBLIC_URL = "http://questline.test"
 VICTIM_DEPLOYMENT = "42:victim"
 ATTACKER_DEPLOYMENT = "7:attacker"
-
-
-@pytest.fixture
-def settings(migrated_settings: Settings) -> Settings:
-    """The test platforms are plain http on loopback (as in tests/lti/conftest.py)."""
-    return migrated_settings.model_copy(
-        update={"lti_allow_http": True, "lti_allow_private_urls": True, "public_url": PUBLIC_URL}
-    )
 
 
 @pytest.fixture(scope="module")

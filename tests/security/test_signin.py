@@ -8,7 +8,6 @@ so that they override nothing for the other tests of this folder."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,10 +15,9 @@ import httpx
 import pytest
 
 from questline.auth import sessions
-from questline.config import Settings
 from tests.factories import Org, World
-from tests.mail.conftest import mail_settings
-from tests.mail.smtp_server import Mailbox, smtp_server
+from tests.mail.conftest import mailbox, settings
+from tests.mail.smtp_server import Mailbox
 from tests.mail.support import deliver
 from tests.scim.conftest import directory_for
 from tests.scim.support import PATCH_OP, Directory
@@ -27,18 +25,9 @@ from tests.support.harness import AppHarness
 
 pytestmark = pytest.mark.anyio
 
+__all__ = ["mailbox", "settings"]  # the mail tests' own fixtures: a loopback SMTP server
+
 EMAIL = "ada@example.org"
-
-
-@pytest.fixture
-def mailbox() -> Iterator[Mailbox]:
-    with smtp_server() as found:
-        yield found
-
-
-@pytest.fixture
-def settings(migrated_settings: Settings, mailbox: Mailbox) -> Settings:
-    return mail_settings(migrated_settings, mailbox)
 
 
 @dataclass

@@ -19,31 +19,20 @@ from sqlalchemy import func, select
 
 from questline.auth import sessions
 from questline.auth.models import DashboardSession
-from questline.config import Settings
 from questline.members.models import Member
 from questline.sso.models import SsoConfiguration
 from tests.factories import Org, World
+from tests.sso.conftest import settings
 from tests.sso.provider import QUIET, Provider, running_provider
 from tests.sso.support import come_back, configured, query_of, refusal, sign_in, start_login
 from tests.support.harness import AppHarness
 
 pytestmark = [pytest.mark.anyio, QUIET]
 
+__all__ = ["settings"]  # the single sign-on tests' own fixture: the provider on loopback
+
 ALICE = {"email": "alice@example.org", "email_verified": True, "given_name": "Alice"}
 SECRETS = {"A": "secret-of-a-5e1c", "B": "secret-of-b-8f2d"}
-
-
-@pytest.fixture
-def settings(migrated_settings: Settings) -> Settings:
-    """As in ``tests/sso/conftest.py``: the provider is plain http on loopback."""
-    return migrated_settings.model_copy(
-        update={
-            "oidc_allow_http": True,
-            "oidc_allow_private_issuers": True,
-            "public_url": "http://127.0.0.1:8000",
-            "oidc_http_timeout_seconds": 60,
-        }
-    )
 
 
 @pytest.fixture(scope="module")
