@@ -707,7 +707,7 @@ async def test_the_directorys_deactivation_refuses_single_sign_on_even_mid_login
     the provider is refused, also one whose login started before the deactivation, and
     no second member is made; activated again, the member signs in."""
     org = world.org()
-    directory = directory_for(org, world.tokens)
+    directory = await directory_for(org, world)
     user = await directory.create_user("Ada@Example.org")
     await configured(org, provider)
     provider.set_user("ada", **ADA)

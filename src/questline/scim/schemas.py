@@ -28,10 +28,11 @@ class ScimTokenCreate(InputModel):
     days: int | None = Field(
         default=None,
         ge=1,
-        le=3650,
+        le=365,
         alias="Days",
-        description="How long the token is valid: at most QUESTLINE_SCIM_TOKEN_MAX_DAYS "
-        "(365 unless set shorter), which is also the default.",
+        description="How long the token is valid: a year at most, and at most "
+        "QUESTLINE_SCIM_TOKEN_MAX_DAYS where an operator set it shorter (then a longer "
+        "one is 422), which is also the default.",
     )
 
 
