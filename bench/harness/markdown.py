@@ -172,8 +172,9 @@ def latest(directory: Path) -> dict[str, dict[str, Any]]:
     chosen: dict[str, dict[str, Any]] = {}
     for path in directory.glob("*.json"):
         result = json.loads(path.read_text())
-        # probes/servers.py, scaleout.py and the command line's start have no backend
-        if "mode" not in result or "backend" not in result:
+        # probes/servers.py, scaleout.py and the command line's start have no backend;
+        # the platform run (bench/platform) has its own kind and section
+        if "mode" not in result or "backend" not in result or "kind" in result:
             continue
         backend = result["backend"]
         key = (result["mode"] == "full", result["finished_at"])

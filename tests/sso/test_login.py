@@ -751,3 +751,39 @@ async def test_a_login_in_flight_when_the_provider_changes_never_reaches_the_new
         # A login started now goes to the second provider and signs in there.
         assert refusal(await sign_in(client, second, org.id, "ada", **ADA)) is None
         assert second.secrets_received() == {"second-secret-7d2e"}
+
+
+async def test_a_directory_managed_organization_signs_in_only_members_its_directory_made(
+    client: httpx.AsyncClient, world: World, provider: Provider, app_state: AppHarness
+) -> None:
+    """With a live SCIM token the directory decides who is a member: the provider signs
+    in the member it provisioned, refuses a person it did not (or deleted), and makes no
+    member for them; once the directory's tokens are revoked, the provider makes members
+    on first sign-in again."""
+    org = world.org()
+    directory = await directory_for(org, world)
+    await configured(org, provider)
+    refused = await sign_in(client, provider, org.id, "ada", **ADA)
+    assert refusal(refused) == "not-provisioned"
+    assert sessions.SESSION_COOKIE not in client.cookies
+    assert await _members(app_state, org.id) == []
+
+    user = await directory.create_user("Ada@Example.org")
+    assert refusal(await sign_in(client, provider, org.id, "ada", **ADA)) is None
+    assert [str(m.id) for m in await _members(app_state, org.id)] == [user["id"]]
+
+    deleted = await directory.request("DELETE", f"/Users/{user['id']}")
+    assert deleted.status_code == 204, deleted.text
+    client.cookies.clear()
+    assert refusal(await sign_in(client, provider, org.id, "ada", **ADA)) == "not-provisioned"
+    assert await _members(app_state, org.id) == []
+    assert await _session_rows(app_state) == 0
+
+    listed = await org.client.get("/organization/scim-tokens", headers=org.admin)
+    for token in listed.json():
+        revoked = await org.client.delete(
+            f"/organization/scim-tokens/{token['Id']}", headers=org.admin
+        )
+        assert revoked.status_code == 204, revoked.text
+    assert refusal(await sign_in(client, provider, org.id, "ada", **ADA)) is None
+    assert len(await _members(app_state, org.id)) == 1

@@ -31,6 +31,7 @@ export const SSO_ERRORS: Readonly<Record<string, string>> = {
   'email-domain': 'Your e-mail address is not of a domain this organization accepts. Ask your admin.',
   'email-missing': 'Your organization’s sign-in service did not share a usable e-mail address.',
   deactivated: 'Your organization’s directory has deactivated your account here. Ask your admin.',
+  'not-provisioned': 'Your organization’s directory has not given you an account here (yet). Ask your admin.',
   misconfigured: 'Single sign-on is not set up correctly: ask your admin to save its settings again.',
   'rate-limited': 'Too many sign-ins from your network just now. Wait a minute, then start again.',
 };

@@ -97,6 +97,23 @@ async def list_tokens(session: AsyncSession, *, org_id: uuid.UUID) -> list[ScimT
     return list(rows)
 
 
+async def directory_manages(session: AsyncSession, *, org_id: uuid.UUID) -> bool:
+    """Whether a directory provisions the organization's members: it holds a SCIM token
+    that is neither revoked nor expired. Such an organization's members are the
+    directory's to create and delete; an identity provider then signs in only members
+    the directory made (a member it deleted does not come back as a new one)."""
+    live = await session.scalar(
+        select(ScimTokenRecord.id)
+        .where(
+            ScimTokenRecord.organization_id == org_id,
+            ScimTokenRecord.revoked_at.is_(None),
+            ScimTokenRecord.expires_at > utcnow(),
+        )
+        .limit(1)
+    )
+    return live is not None
+
+
 async def get_token(
     session: AsyncSession, *, org_id: uuid.UUID, token_id: uuid.UUID
 ) -> ScimTokenRecord | None:

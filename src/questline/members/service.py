@@ -58,11 +58,16 @@ async def find_or_create(
         .returning(Member.__table__.c.id)
     )
     created = result.scalar_one_or_none() is not None
-    member = await session.scalar(
-        select(Member).where(Member.organization_id == org_id, Member.email_key == key)
-    )
+    member = await find_by_email(session, org_id=org_id, email=email)
     assert member is not None, "a member row exists after insert-or-ignore"
     return FoundMember(member=member, created=created)
+
+
+async def find_by_email(session: AsyncSession, *, org_id: uuid.UUID, email: str) -> Member | None:
+    """The organization's member with this e-mail (any case), or None."""
+    return await session.scalar(
+        select(Member).where(Member.organization_id == org_id, Member.email_key == email_key(email))
+    )
 
 
 async def missing_member_ids(

@@ -38,9 +38,9 @@ from sqlalchemy import delete
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline import audit
-from questline.auth import sessions
+from questline.auth import scim_tokens, sessions
 from questline.config import Settings
-from questline.members.service import find_or_create
+from questline.members.service import FoundMember, find_by_email, find_or_create
 from questline.outbound.fetching import tls_context
 from questline.readmodel.versions import bump
 from questline.sso import sealing
@@ -284,9 +284,7 @@ async def sign_in(
         await sessions.refuse_deactivated(session, org_id=login.organization_id, email=person.email)
     except Unauthorized as exc:
         raise LoginRefused("deactivated") from exc
-    found = await find_or_create(
-        session, org_id=login.organization_id, email=person.email, given_name=person.given_name
-    )
+    found = await _member_for(session, org_id=login.organization_id, person=person)
     subject = found.member.email if len(found.member.email) <= 200 else str(found.member.id)
     if found.created:
         # The provider made this member: the audit log names the person, via the provider.
@@ -327,6 +325,19 @@ async def sign_in(
         " (new member)" if found.created else "",
     )
     return grant
+
+
+async def _member_for(session: AsyncSession, *, org_id: uuid.UUID, person: Person) -> FoundMember:
+    """The member the provider vouches for, made on first sign-in unless a directory
+    provisions the organization's members (then only the directory makes them)."""
+    if not await scim_tokens.directory_manages(session, org_id=org_id):
+        return await find_or_create(
+            session, org_id=org_id, email=person.email, given_name=person.given_name
+        )
+    member = await find_by_email(session, org_id=org_id, email=person.email)
+    if member is None:
+        raise LoginRefused("not-provisioned")
+    return FoundMember(member=member, created=False)
 
 
 @finds_the_organization

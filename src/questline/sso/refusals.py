@@ -36,6 +36,8 @@ REASONS: dict[str, str] = {
     "email-unverified": "the provider does not say the e-mail address is verified",
     "email-domain": "the e-mail address is not of one of the organization's allowed domains",
     "deactivated": "the organization's directory (SCIM) has deactivated this member",
+    "not-provisioned": "the organization's directory (SCIM) provisions its members and has "
+    "not provisioned (or has deleted) this one",
     "email-missing": "the ID token carries no usable e-mail address",
     "misconfigured": "the stored client secret cannot be read (the signing secret changed)",
     "rate-limited": "too many requests from this client address to the login or callback "
