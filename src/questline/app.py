@@ -22,13 +22,13 @@ from questline.auth.endpoints import router as auth_router
 from questline.auth.tokens import TokenService, load_or_create_secret
 from questline.bulk.endpoints import router as bulk_router
 from questline.config import Settings
+from questline.dashboard import endpoints as dashboard
 from questline.dashboard.endpoints import mount_dashboard
 from questline.disciplines.endpoints import router as disciplines_router
 from questline.health.endpoints import router as health_router
 from questline.leaderboard.choice import season_rank
 from questline.leaderboard.endpoints import router as leaderboard_router
 from questline.lti import grades_consumer as lti_grades_consumer
-from questline.lti.browser import FORM_PATHS as LTI_FORM_PATHS
 from questline.lti.browser import browser_router as lti_browser_router
 from questline.lti.endpoints import keys_router as lti_keys_router
 from questline.lti.endpoints import router as lti_router
@@ -58,6 +58,7 @@ from questline.storage.db import Database
 from questline.teams.endpoints import router as teams_router
 from questline.web import idempotency
 from questline.web.application import Application
+from questline.web.edge import EdgeTable
 from questline.web.error_handlers import CrashGuardMiddleware, install_error_handlers
 from questline.web.fastlane import FastLane
 from questline.web.hardening import (
@@ -71,7 +72,7 @@ from questline.web.head import HeadAsGetMiddleware
 from questline.web.middleware import AccessLogMiddleware, BodyGuardMiddleware
 from questline.web.openapi import install_openapi, mount_docs
 from questline.web.problems import router as problems_router
-from questline.web.ratelimit import BULK_SUFFIXES, RateLimiter, RateLimitMiddleware
+from questline.web.ratelimit import RateLimiter, RateLimitMiddleware
 from questline.web.routing import let_concrete_paths_win
 from questline.web.server import AllowedHostsMiddleware, ConcurrencyLimitMiddleware
 from questline.web.state import AppState
@@ -245,6 +246,7 @@ def _add_middleware(app: FastAPI, state: AppState, identity: Identity) -> None:
     """The ASGI stack, innermost first: the last one added sees a request first."""
     settings = state.settings
     hosts = [h.strip() for h in settings.allowed_hosts.split(",") if h.strip()]
+    edge = EdgeTable.from_routes(app.routes)  # what each route declared (web.edge)
     app.add_middleware(FastLane, application=app, enabled=settings.fast_lane_enabled)
     app.add_middleware(HeadAsGetMiddleware)  # the rest see (and log) HEAD
     app.add_middleware(CrashGuardMiddleware)
@@ -252,17 +254,15 @@ def _add_middleware(app: FastAPI, state: AppState, identity: Identity) -> None:
         RequestTimeoutMiddleware,
         seconds=settings.request_timeout_seconds,
         bulk_seconds=settings.bulk_request_timeout_seconds,
-        bulk_suffixes=BULK_SUFFIXES,
         cancelled=state.cancelled_requests,
-        unbounded_suffixes=("/leaderboard/stream",),
+        edge=edge,
     )
     app.add_middleware(
         BodyGuardMiddleware,
         limit=settings.max_body_bytes,
         bulk_limit=settings.max_bulk_body_bytes,
-        bulk_suffixes=BULK_SUFFIXES,
         body_timeout=settings.server_body_timeout_seconds,
-        form_paths=LTI_FORM_PATHS,
+        edge=edge,
     )
     if settings.rate_limit_enabled:
         app.add_middleware(
@@ -270,19 +270,25 @@ def _add_middleware(app: FastAPI, state: AppState, identity: Identity) -> None:
             limiter=RateLimiter(settings),
             verify=identity.verify_bearer,
             browser_refusal=sso_rate_limited,  # SSO's browser routes: a 303, never JSON
+            edge=edge,
         )
     app.add_middleware(
         ConcurrencyLimitMiddleware,
         limit=settings.server_max_concurrent_requests,
         queue=settings.server_queue_requests,
         wait_seconds=settings.server_queue_seconds,
+        edge=edge,
     )
     app.add_middleware(ScimErrorMiddleware)  # /scim/: SCIM errors, whoever refused
     app.add_middleware(AccessLogMiddleware)
     if hosts and "*" not in hosts:
-        app.add_middleware(AllowedHostsMiddleware, hosts=hosts)
+        app.add_middleware(AllowedHostsMiddleware, hosts=hosts, edge=edge)
     # A learning platform's launch lets that platform frame the dashboard (lti.framing).
-    app.add_middleware(SecurityHeadersMiddleware, frame_ancestors=app.state.lti_framing)
+    app.add_middleware(
+        SecurityHeadersMiddleware,
+        page_policies={dashboard.PAGES: dashboard.PAGE_POLICY},
+        frame_ancestors=app.state.lti_framing,
+    )
     app.add_middleware(CorrelationIdMiddleware, header_name="X-Request-Id")
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from starlette.types import Receive, Scope, Send
 
+from questline.web.edge import PROBE, Edge, EdgeTable
 from questline.web.server import ConcurrencyLimitMiddleware
 
 pytestmark = pytest.mark.anyio
@@ -128,8 +129,11 @@ async def test_a_slot_handed_over_as_the_wait_ends_goes_to_the_next() -> None:
 
 
 async def test_probes_and_streams_are_never_counted_nor_queued() -> None:
+    """Routes declaring ``Edge.NOT_COUNTED`` (the service's probes and event stream:
+    tests/web/test_edge.py) pass a full server."""
     app = Held()
-    layer = ConcurrencyLimitMiddleware(app, limit=1, queue=0, wait_seconds=60)
+    edge = EdgeTable(fixed={"/healthz": PROBE, "/leaderboard/stream": Edge.NOT_COUNTED})
+    layer = ConcurrencyLimitMiddleware(app, limit=1, queue=0, wait_seconds=60, edge=edge)
     first = asyncio.create_task(_request(layer, "first"))
     await _settle()
     for path in ("/healthz", "/leaderboard/stream"):

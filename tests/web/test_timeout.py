@@ -141,7 +141,7 @@ async def _run_bounded(app: _Stream, seconds: float) -> tuple[list[Message], set
         return {"type": "http.disconnect"}
 
     bounded = RequestTimeoutMiddleware(
-        app, seconds=seconds, bulk_seconds=seconds, bulk_suffixes=(), cancelled=cancelled
+        app, seconds=seconds, bulk_seconds=seconds, cancelled=cancelled
     )
     scope: Scope = {"type": "http", "path": "/team", "method": "GET", "headers": []}
     with anyio.fail_after(HANG_GUARD):

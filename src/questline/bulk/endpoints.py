@@ -17,6 +17,7 @@ from questline.readmodel import versions
 from questline.teams.schemas import Team
 from questline.web.access import AdminOf
 from questline.web.bodies import gc_paused
+from questline.web.edge import Edge, at_the_edge
 from questline.web.errors import UnsupportedMediaType
 from questline.web.example_ids import MEMBER
 from questline.web.openapi import problem_responses
@@ -122,6 +123,7 @@ def _is_csv(content_type: str) -> bool:
     },
     openapi_extra={"x-experimental": True, "requestBody": _request_body()},
 )
+@at_the_edge(Edge.BULK)
 async def create_teams_in_bulk(
     request: Request, tenant: AdminOf, session: SessionDep, dry_run: DryRun = False
 ) -> Response:

@@ -45,6 +45,15 @@ INDEX_HEADERS: dict[str, str] = {
 router = APIRouter(include_in_schema=False)
 
 
+PAGES = "/ui"
+"""The dashboard's tree: its pages get ``PAGE_POLICY`` rather than the API's policy."""
+PAGE_POLICY = (
+    "default-src 'self'; img-src 'self' data:; object-src 'none'; "
+    "frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+)
+"""The dashboard: its own scripts, styles and API only."""
+
+
 @router.api_route("/ui", methods=["GET", "HEAD"], include_in_schema=False)
 async def dashboard_redirect(request: Request) -> RedirectResponse:
     """``/ui`` → ``/ui/``, so the page's relative asset paths resolve under ``/ui/``."""

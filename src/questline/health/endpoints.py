@@ -16,6 +16,7 @@ from sqlalchemy import text
 
 from questline.storage.db import Database, utcnow
 from questline.storage.pool import pool_status
+from questline.web.edge import PROBE, Edge, at_the_edge
 from questline.web.errors import Forbidden, ServiceUnavailable
 from questline.web.identity import bearer_token
 from questline.web.openapi import problem_responses
@@ -32,6 +33,7 @@ class Health(BaseModel):
 
 
 @router.get("/healthz", response_model=Health)
+@at_the_edge(PROBE)
 async def healthz() -> Health:
     """Liveness: the process answers."""
     return Health(status="ok")
@@ -44,6 +46,7 @@ PROBE_WRITE = text(
 
 
 @router.get("/readyz", response_model=Health, responses=problem_responses(503))
+@at_the_edge(PROBE)
 async def readyz(request: Request) -> Health:
     """Readiness: the database accepts a write (one row of ``health_probe``, committed):
     a full disk, a read-only file or a read-only replica is not ready."""
@@ -116,6 +119,7 @@ def _rendered(request: Request) -> RenderedMetrics:
 
 
 @router.get("/metrics", include_in_schema=False)
+@at_the_edge(Edge.NOT_RATE_LIMITED)
 async def metrics(request: Request) -> Response:
     """Prometheus metrics of this process: requests and latency, the business counters
     (``questline.web.metrics``), and the database pool of this application."""

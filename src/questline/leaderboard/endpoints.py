@@ -18,6 +18,7 @@ from questline.seasons.query import SeasonQuery
 from questline.teams import service as teams_service
 from questline.web import csvexport
 from questline.web.access import MemberOf
+from questline.web.edge import Edge, at_the_edge
 from questline.web.errors import FieldError, Unprocessable, not_found
 from questline.web.links import service_link
 from questline.web.openapi import problem_responses
@@ -329,6 +330,7 @@ def series_json(series: graphs.Series) -> dict[str, object]:
     },
 )
 @answers_early(RouteAnswer())  # an open stream keeps no routing frames alive
+@at_the_edge(Edge.NOT_COUNTED | Edge.NO_TIMEOUT)
 async def stream_leaderboard(
     request: Request,
     tenant: MemberOf,

@@ -32,6 +32,7 @@ from questline.lti.framing import (
 from questline.lti.models import LtiPlatform
 from questline.lti.platform_keys import key_sets_of
 from questline.lti.refusals import LaunchRefused
+from questline.web.edge import Edge, at_the_edge
 from questline.web.openapi import OWN_ERRORS, problem_responses
 from questline.web.state import app_state
 
@@ -60,8 +61,6 @@ MAX_FORM_FIELDS = 20
 MAX_FIELD = {"id_token": 64 * 1024, "state": 200, "ticket": 200}
 """Longer values are refused as what they fail to be (an unknown state, a malformed
 launch), with a page: the lengths ``flow`` and ``claims`` check."""
-FORM_PATHS = frozenset({"/lti/login", "/lti/launch", "/lti/deep-link"})
-"""The paths a browser posts forms to (the body guard lets them through)."""
 FORM = "application/x-www-form-urlencoded"
 
 
@@ -154,6 +153,7 @@ Text = str | None
     responses=_LOGIN_RESPONSES,
     openapi_extra=HTML_ERRORS,
 )
+@at_the_edge(Edge.FORM_BODY)
 async def lti_login_get(
     request: Request,
     iss: Annotated[Text, Query(description="The platform's issuer.")] = None,
@@ -196,6 +196,7 @@ async def lti_login_get(
         required=["iss", "login_hint"],
     ),
 )
+@at_the_edge(Edge.FORM_BODY)
 async def lti_login_post(request: Request) -> Response:
     """As `GET /lti/login`, with the parameters in a form (platforms may post them)."""
     return await _login(request, await form_of(request))
@@ -248,6 +249,7 @@ def _launch_origin(request: Request) -> str | None:
         required=["state"],
     ),
 )
+@at_the_edge(Edge.FORM_BODY)
 async def lti_launch(request: Request) -> Response:
     """Spend the login's `state` (once, and only with the login's cookie from
     `/lti/login`), verify the ID token with the key set of the registration it belongs
@@ -391,6 +393,7 @@ def _clear_login(response: Response, state: str | None) -> None:
         required=["ticket", "choice"],
     ),
 )
+@at_the_edge(Edge.FORM_BODY)
 async def lti_deep_link(request: Request) -> Response:
     """Spend the picker's ticket (once, within 30 minutes) and answer with the signed
     deep-linking response for the link picked: the leaderboard, a discipline's

@@ -21,6 +21,7 @@ from scim2_models import Error, SCIMException
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from questline.web.edge import Edge
 from questline.web.routing import TransactionalRoute
 
 SCIM_MEDIA_TYPE = "application/scim+json"
@@ -61,6 +62,8 @@ Handler = Callable[[Request], Coroutine[Any, Any, Response]]
 class ScimRoute(TransactionalRoute):
     """A ``TransactionalRoute`` (access, body checks, one transaction, retries) whose
     SCIM exceptions become SCIM error documents (the transaction rolled back first)."""
+
+    edge = Edge.DIRECTORY  # a directory's sync has a rate class of its own
 
     def get_route_handler(self) -> Handler:
         transactional = super().get_route_handler()

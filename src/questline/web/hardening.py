@@ -21,6 +21,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from questline.web.edge import Edge, EdgeTable
 from questline.web.error_handlers import problem_from
 from questline.web.errors import ServiceUnavailable
 
@@ -28,11 +29,6 @@ logger = logging.getLogger("questline.web.hardening")
 
 API_CSP = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
 """API responses are data: nothing in them may load, run or be framed."""
-UI_CSP = (
-    "default-src 'self'; img-src 'self' data:; object-src 'none'; "
-    "frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
-)
-"""The dashboard: its own scripts, styles and API only."""
 
 BASE_HEADERS = {
     "X-Content-Type-Options": "nosniff",
@@ -58,7 +54,7 @@ class SecurityHeadersMiddleware:
 
     A response that sets its own Content-Security-Policy (the docs page, which allows
     its inline script by hash) keeps it; ``page_policies`` maps path prefixes to
-    policies for whole mounted trees (the dashboard).
+    policies for whole mounted trees (the dashboard declares its own).
 
     ``frame_ancestors`` (set by the application: a learning platform's launch) names
     the one origin that may frame a page of those trees for this request; such a page,
@@ -74,7 +70,7 @@ class SecurityHeadersMiddleware:
         frame_ancestors: Callable[[Scope], str | None] | None = None,
     ) -> None:
         self.app = app
-        self.page_policies = dict(page_policies or {"/ui": UI_CSP})
+        self.page_policies = dict(page_policies or {})
         self.frame_ancestors = frame_ancestors
         self._raw: dict[tuple[str, bool], list[tuple[bytes, bytes]]] = {}
 
@@ -211,26 +207,25 @@ class RequestTimeoutMiddleware:
         *,
         seconds: float,
         bulk_seconds: float,
-        bulk_suffixes: tuple[str, ...],
         cancelled: set[asyncio.Task[None]],
-        unbounded_suffixes: tuple[str, ...] = (),
+        edge: EdgeTable | None = None,
     ) -> None:
         self.app = app
-        self.unbounded_suffixes = unbounded_suffixes
-        """Long-lived responses (event streams) that no timeout applies to."""
+        self.edge = edge or EdgeTable()
+        """``Edge.NO_TIMEOUT``: long-lived responses (event streams); ``Edge.BULK``: the
+        bulk timeout."""
         self.seconds = seconds
         self.bulk_seconds = bulk_seconds
-        self.bulk_suffixes = bulk_suffixes
         self.cancelled = cancelled
         """Timed-out requests still winding down (the app waits for them at shutdown)."""
 
     def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
-        if scope["type"] != "http" or scope["path"].endswith(self.unbounded_suffixes):
+        if scope["type"] != "http" or Edge.NO_TIMEOUT in self.edge.of(scope["path"]):
             return self.app(scope, receive, send)  # a pass-through keeps no frame
         return self._bounded(scope, receive, send)
 
     async def _bounded(self, scope: Scope, receive: Receive, send: Send) -> None:
-        bulk = scope["path"].rstrip("/").endswith(self.bulk_suffixes)
+        bulk = Edge.BULK in self.edge.of(scope["path"])
         timeout = self.bulk_seconds if bulk else self.seconds
         loop = asyncio.get_running_loop()
         progress = _Progress(loop.time())

@@ -11,6 +11,7 @@ from prometheus_client import Counter, Histogram
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from questline.web.edge import Edge, EdgeTable
 from questline.web.error_handlers import problem_from
 from questline.web.errors import (
     PayloadTooLarge,
@@ -67,7 +68,8 @@ class BodyGuardMiddleware:
     read here: it is read when the route asks for it, after authorization
     (``questline.web.routing``), through a ``receive`` that counts its bytes and watches
     the deadline (raising ``PayloadTooLarge`` or ``RequestTimeout``). Routes listed in
-    ``bulk_suffixes`` also accept ``text/csv`` and get the larger ``bulk_limit``.
+    declaring ``Edge.BULK`` also accept ``text/csv`` and get the larger ``bulk_limit``;
+    those declaring ``Edge.FORM_BODY`` also accept a form.
     """
 
     def __init__(
@@ -76,22 +78,21 @@ class BodyGuardMiddleware:
         *,
         limit: int,
         bulk_limit: int,
-        bulk_suffixes: tuple[str, ...],
         body_timeout: float = 60,
-        form_paths: frozenset[str] = frozenset(),
+        edge: EdgeTable | None = None,
     ) -> None:
         self.app = app
         self.limit = limit
         self.bulk_limit = bulk_limit
-        self.bulk_suffixes = bulk_suffixes
         self.body_timeout = body_timeout
-        self.form_paths = form_paths
+        self.edge = edge or EdgeTable()
 
     def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         if scope["type"] != "http" or scope["method"] not in BODY_METHODS:
             return self.app(scope, receive, send)  # a pass-through keeps no frame
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        bulk = scope["path"].rstrip("/").endswith(self.bulk_suffixes)
+        rules = self.edge.of(scope["path"])
+        bulk = Edge.BULK in rules
         limit = self.bulk_limit if bulk else self.limit
         declared = headers.get("content-length")
         has_body = headers.get("transfer-encoding") is not None or (
@@ -102,7 +103,7 @@ class BodyGuardMiddleware:
             problem = PayloadTooLarge(too_large_message(limit))
         elif has_body:
             media = _media_type(headers.get("content-type", ""))
-            form = media == FORM_TYPE and scope["path"] in self.form_paths
+            form = media == FORM_TYPE and Edge.FORM_BODY in rules
             if not (_is_json(media) or form or (bulk and media == "text/csv")):
                 accepted = "application/json or text/csv" if bulk else "application/json"
                 problem = UnsupportedMediaType(

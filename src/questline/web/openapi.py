@@ -25,6 +25,7 @@ from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel
 
+from questline.web.edge import Edge, EdgeTable
 from questline.web.errors import PROBLEM_MEDIA_TYPE, ProblemDocument
 
 _DESCRIPTIONS = {
@@ -56,9 +57,6 @@ SERVER_BOUNDARY = frozenset({408, 414, 431})
 """Refused by the server before any route runs (problem documents whatever the route)."""
 """What the server boundary (``questline.web.server``) answers for any path, before the
 application routes the request: every operation can get them."""
-HOST_RULE_EXEMPT_PATHS = frozenset({"/healthz", "/readyz"})
-"""The probes, which answer whatever ``Host`` they are sent (``QUESTLINE_ALLOWED_HOSTS``);
-every other operation can be refused with 400."""
 _PROBLEM_REF = "#/components/schemas/ProblemDocument"
 _HEADERS = {
     401: {"WWW-Authenticate": {"schema": {"type": "string"}, "description": "`Bearer`."}},
@@ -66,8 +64,6 @@ _HEADERS = {
     503: {"Retry-After": {"schema": {"type": "integer"}, "description": "Seconds to wait."}},
 }
 _METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
-UNLIMITED_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
-"""Paths the rate limiter leaves alone (kept in step with ``questline.web.ratelimit``)."""
 
 
 def _problem_entry(status: int, description: str | None = None) -> dict[str, Any]:
@@ -85,12 +81,13 @@ def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     return {status: _problem_entry(status) for status in statuses}
 
 
-def _shared_problems(path: str, operation: dict[str, Any]) -> set[int]:
-    """The problems that the shared machinery can return for this operation."""
+def _shared_problems(rules: Edge, operation: dict[str, Any]) -> set[int]:
+    """The problems that the shared machinery can return for this operation (``rules``:
+    what its route declared at the edge, ``web.edge``)."""
     statuses: set[int] = set(SERVER_REFUSALS)
-    if path not in UNLIMITED_PATHS:
+    if Edge.NOT_RATE_LIMITED not in rules:
         statuses.add(429)
-    if path not in HOST_RULE_EXEMPT_PATHS:
+    if Edge.ANY_HOST not in rules:  # a Host not in QUESTLINE_ALLOWED_HOSTS
         statuses.add(400)
     if operation.get("security"):
         statuses |= {401, 403}
@@ -115,9 +112,10 @@ error response itself, in a format of its own protocol (SCIM's ``application/sci
 the shared problems are neither added nor rewritten."""
 
 
-def complete_problem_responses(document: dict[str, Any]) -> dict[str, Any]:
+def complete_problem_responses(document: dict[str, Any], edge: EdgeTable) -> dict[str, Any]:
     """Add the shared problems to every operation (idempotent; returns ``document``)."""
     for path, item in document.get("paths", {}).items():
+        rules = edge.of(path)
         for method in _METHODS:
             operation = item.get(method)
             if operation is None:
@@ -127,12 +125,12 @@ def complete_problem_responses(document: dict[str, Any]) -> dict[str, Any]:
                 for key in [k for k, v in responses.items() if _is_fastapi_validation_default(v)]:
                     del responses[key]
                 boundary = set(SERVER_BOUNDARY)
-                if path not in HOST_RULE_EXEMPT_PATHS:
+                if Edge.ANY_HOST not in rules:
                     boundary.add(400)  # a foreign Host, refused before the route
                 for status in sorted(boundary):  # the server's, before any route
                     responses.setdefault(str(status), _problem_entry(status))
                 continue
-            for status in sorted(_shared_problems(path, operation)):
+            for status in sorted(_shared_problems(rules, operation)):
                 key = str(status)
                 if key not in responses or _is_fastapi_validation_default(responses[key]):
                     bodiless = status == 400 and "requestBody" not in operation
@@ -308,10 +306,11 @@ def install_openapi(app: FastAPI, public_url: str | None = None) -> None:
     into one, or the fast lane's plan), and a name given later would not be seen."""
     generate = app.openapi
     name_operations(app)
+    edge = EdgeTable.from_routes(app.routes)
 
     def openapi() -> dict[str, Any]:
         listed = body_examples(app)
-        return polish_document(complete_problem_responses(generate()), public_url, listed)
+        return polish_document(complete_problem_responses(generate(), edge), public_url, listed)
 
     app.openapi = openapi  # type: ignore[method-assign]
 

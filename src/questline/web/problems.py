@@ -230,7 +230,7 @@ def type_base(public_url: str | None) -> str:
     return problem_type_base(public_url)
 
 
-def example_problem(public_url: str | None, status: int, instance: str = "/team") -> dict[str, Any]:
+def example_problem(public_url: str | None, status: int, instance: str) -> dict[str, Any]:
     """A valid problem document of this status, for the API document."""
     slug = next(iter(slugs_for(status)), f"http-{status}")
     known = BY_SLUG.get(slug)

@@ -33,6 +33,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from questline.config import Settings
+from questline.web.edge import Edge, EdgeTable
 from questline.web.error_handlers import problem_from
 from questline.web.errors import (
     ServiceUnavailable,
@@ -45,11 +46,6 @@ from questline.web.send_wrappers import WithHeaders
 
 logger = logging.getLogger("questline.web.ratelimit")
 
-EXEMPT_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
-"""Probes and scrapes: an orchestrator polling them must never be refused."""
-BULK_SUFFIXES = ("/team/bulk",)
-SCIM_PREFIX = "/scim/"
-"""A directory's provisioning API: one class of its own, reads and writes alike."""
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
@@ -60,10 +56,11 @@ class RouteClass(enum.StrEnum):
     SCIM = "scim"
 
 
-def classify(method: str, path: str) -> RouteClass:
-    if path.startswith(SCIM_PREFIX):
+def classify(method: str, rules: Edge) -> RouteClass:
+    """The class a request is counted in: its route's declaration, else its method."""
+    if Edge.DIRECTORY in rules:
         return RouteClass.SCIM
-    if path.rstrip("/").endswith(BULK_SUFFIXES):
+    if Edge.BULK in rules:
         return RouteClass.BULK
     return RouteClass.READS if method in READ_METHODS else RouteClass.WRITES
 
@@ -148,14 +145,16 @@ class RateLimitMiddleware:
         limiter: RateLimiter,
         verify: VerifyToken,
         browser_refusal: BrowserRefusal | None = None,
+        edge: EdgeTable | None = None,
     ) -> None:
         self.app = app
         self.limiter = limiter
         self.verify = verify
         self.browser_refusal = browser_refusal
+        self.edge = edge or EdgeTable()
 
     def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
-        if scope["type"] != "http" or scope["path"] in EXEMPT_PATHS:
+        if scope["type"] != "http" or Edge.NOT_RATE_LIMITED in self.edge.of(scope["path"]):
             return self.app(scope, receive, send)  # a pass-through keeps no frame
         return self._limited(scope, receive, send)
 
@@ -167,7 +166,7 @@ class RateLimitMiddleware:
     async def _admitted(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         """What answers the request: the application (its response given the
         ``RateLimit`` headers) or the refusal."""
-        route_class = classify(scope["method"], scope["path"])
+        route_class = classify(scope["method"], self.edge.of(scope["path"]))
         try:
             identity = await caller_identity(scope, self.verify)
             verdict = await self.limiter.hit(route_class, identity)

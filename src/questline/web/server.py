@@ -39,6 +39,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
 from questline.config import Settings
+from questline.web.edge import Edge, EdgeTable
 from questline.web.error_handlers import problem_from
 from questline.web.errors import BadRequest, ServiceUnavailable, problem_type_base
 
@@ -368,20 +369,25 @@ def _limits_for(config: Config) -> ServerLimits:
 class ConcurrencyLimitMiddleware:
     """At most ``limit`` requests handled at once by this worker; the next ``queue``
     wait for a slot, first come first served, at most ``wait_seconds`` each; past that
-    a 503 with ``Retry-After: 1``. Probes (``/healthz``, ``/readyz``) are always
-    answered. Event streams are not counted: they stay open for long and have caps of
-    their own (``QUESTLINE_STREAM_MAX_PER_PROCESS``).
+    a 503 with ``Retry-After: 1``. Routes declaring ``Edge.NOT_COUNTED`` are left out:
+    the probes, always answered, and event streams, which stay open for long and have
+    caps of their own (``QUESTLINE_STREAM_MAX_PER_PROCESS``).
 
     The queue is what lets a burst of clients (256 connections on a 2-worker pair) be
     served a little later instead of refused: a slot a request leaves goes straight to
     the longest waiting one."""
 
-    EXEMPT = frozenset({"/healthz", "/readyz", "/leaderboard/stream"})
-
     def __init__(
-        self, app: ASGIApp, *, limit: int, queue: int = 0, wait_seconds: float = 1.0
+        self,
+        app: ASGIApp,
+        *,
+        limit: int,
+        queue: int = 0,
+        wait_seconds: float = 1.0,
+        edge: EdgeTable | None = None,
     ) -> None:
         self.app = app
+        self.edge = edge or EdgeTable()
         self.limit = limit
         self.queue = queue
         self.wait_seconds = wait_seconds
@@ -389,7 +395,7 @@ class ConcurrencyLimitMiddleware:
         self._waiting: collections.deque[asyncio.Future[None]] = collections.deque()
 
     def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
-        if scope["type"] != "http" or scope["path"] in self.EXEMPT:
+        if scope["type"] != "http" or Edge.NOT_COUNTED in self.edge.of(scope["path"]):
             return self.app(scope, receive, send)  # a pass-through keeps no frame
         if self.running < self.limit and not self._waiting:
             return self._counted(scope, receive, send)
@@ -444,18 +450,18 @@ class ConcurrencyLimitMiddleware:
 
 class AllowedHostsMiddleware:
     """400 for a ``Host`` not in ``QUESTLINE_ALLOWED_HOSTS`` (when that is set), on every
-    route but the probes: a load balancer's health check names no host of the service.
+    route but those declaring ``Edge.ANY_HOST`` (the probes: a load balancer's health
+    check names no host of the service).
     The event stream is a route like the others (the concurrency limit's exemption list
     is about something else)."""
 
-    EXEMPT = frozenset({"/healthz", "/readyz"})
-
-    def __init__(self, app: ASGIApp, *, hosts: list[str]) -> None:
+    def __init__(self, app: ASGIApp, *, hosts: list[str], edge: EdgeTable | None = None) -> None:
         self.app = app
+        self.edge = edge or EdgeTable()
         self.hosts = frozenset(h.lower() for h in hosts)
 
     def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
-        if scope["type"] != "http" or scope["path"] in self.EXEMPT:
+        if scope["type"] != "http" or Edge.ANY_HOST in self.edge.of(scope["path"]):
             return self.app(scope, receive, send)  # a pass-through keeps no frame
         host = ""
         for name, value in scope["headers"]:

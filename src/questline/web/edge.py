@@ -1,0 +1,120 @@
+"""What a route is exempt from, or treated as, at the edge: declared on the route, read
+once at start-up.
+
+The edge middlewares (rate limit, concurrency limit, allowed hosts, body guard, request
+timeout) run before routing, so they cannot ask the route. A route declares its rules
+with ``@at_the_edge(...)`` under its route decorator (or its route class carries
+``edge``); ``create_app`` builds an ``EdgeTable`` from every route, and each middleware
+asks the table about the request's path: one dictionary look-up for a fixed path, a
+prefix test for a templated one. ``web`` thereby names no route of a domain.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from fastapi.routing import iter_route_contexts
+from starlette.routing import BaseRoute
+
+
+class Edge(enum.Flag):
+    """A route's rules at the edge; the default (no flag) is the ordinary route."""
+
+    NONE = 0
+    NOT_RATE_LIMITED = enum.auto()
+    """Probes and scrapes: an orchestrator polling them is never refused."""
+    NOT_COUNTED = enum.auto()
+    """Left out of the concurrency limit: probes, and long-lived streams with caps of
+    their own."""
+    ANY_HOST = enum.auto()
+    """Answers whatever ``Host`` it is sent (a load balancer's health check names none)."""
+    NO_TIMEOUT = enum.auto()
+    """No request timeout: a long-lived response (an event stream)."""
+    BULK = enum.auto()
+    """An import: the larger body limit and timeout, CSV bodies, its own rate class."""
+    FORM_BODY = enum.auto()
+    """Also accepts an ``application/x-www-form-urlencoded`` body (a browser's form post)."""
+    DIRECTORY = enum.auto()
+    """A directory's provisioning API: a rate class of its own, reads and writes alike."""
+
+
+PROBE = Edge.NOT_RATE_LIMITED | Edge.NOT_COUNTED | Edge.ANY_HOST
+"""A health probe's rules."""
+
+_EDGE = "_questline_edge"
+E = TypeVar("E", bound=Callable[..., Any])
+
+
+def at_the_edge(rules: Edge) -> Callable[[E], E]:
+    """Declares, on a route's endpoint, its rules at the edge (under the route decorator:
+    ``@router.get(...)`` then ``@at_the_edge(...)``)."""
+
+    def declare(endpoint: E) -> E:
+        setattr(endpoint, _EDGE, rules)
+        return endpoint
+
+    return declare
+
+
+def rules_of(route: BaseRoute) -> Edge:
+    """The rules a route declares (on its endpoint, else on its route class)."""
+    declared = getattr(getattr(route, "endpoint", None), _EDGE, None)
+    if declared is None:
+        declared = getattr(route, "edge", Edge.NONE)
+    assert isinstance(declared, Edge), route
+    return declared
+
+
+class ConflictingRules(ValueError):
+    """A templated route's fixed prefix also starts a route with other rules."""
+
+
+@dataclass(frozen=True, slots=True)
+class EdgeTable:
+    fixed: dict[str, Edge] = field(default_factory=dict)
+    prefixes: tuple[tuple[str, Edge], ...] = ()
+
+    def of(self, path: str) -> Edge:
+        rules = self.fixed.get(path)
+        if rules is not None:
+            return rules
+        for prefix, prefixed in self.prefixes:
+            if path.startswith(prefix):
+                return prefixed
+        trimmed = path.rstrip("/")
+        if trimmed != path and trimmed:
+            return self.of(trimmed)
+        return Edge.NONE
+
+    def paths_with(self, rule: Edge) -> frozenset[str]:
+        """The fixed paths that have ``rule`` (for the OpenAPI document)."""
+        return frozenset(path for path, rules in self.fixed.items() if rule in rules)
+
+    @classmethod
+    def from_routes(cls, routes: Iterable[BaseRoute]) -> EdgeTable:
+        """The table of ``routes`` (included routers opened); a route without a declaration has no entry. A
+        templated route is found by the fixed part of its path before the first
+        parameter, which must then start no route with other rules (checked here, at
+        start-up)."""
+        paths = [
+            (context.path, rules_of(context.original_route))
+            for context in iter_route_contexts(list(routes))
+            if context.path is not None
+        ]
+        fixed = {path: rules for path, rules in paths if "{" not in path and rules}
+        prefixes: dict[str, Edge] = {}
+        for path, rules in paths:
+            if "{" in path and rules:
+                prefixes[path.split("{", 1)[0]] = rules
+        for prefix, rules in prefixes.items():
+            for path, other in paths:
+                if path.startswith(prefix) and other != rules:
+                    raise ConflictingRules(
+                        f"{path} starts with {prefix}, the fixed part of a route declaring "
+                        f"{rules}, but declares {other}"
+                    )
+        ordered = sorted(prefixes.items(), key=lambda item: len(item[0]), reverse=True)
+        return cls(fixed=fixed, prefixes=tuple(ordered))
