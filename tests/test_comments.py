@@ -1,6 +1,6 @@
 """Comments in ``src/`` give reasons: the story of a change (an issue number, a date, a
-past measurement) belongs in the commit message or docs/performance.md, where it does
-not go stale beside the code it explains.
+past measurement) belongs in the commit message, where it does not go stale beside the
+code it explains; docs/performance.md keeps the reasons that still explain the code.
 
 Read from the source's tokens (comments) and docstrings; Alembic's generated
 ``Create Date`` header of a migration is the one date allowed.

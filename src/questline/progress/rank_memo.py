@@ -23,7 +23,7 @@ RANK_MEMO_MIN = 500
 """From this many ranked teams on, ranks come from a memo of the organization's order
 (built once per version) instead of counting the teams ahead in SQL: that count is a
 range scan as long as the rank, soon the larger part of the overview's statement
-(docs/performance.md, "Figures behind the progress code")."""
+(docs/performance.md, "Figures behind the code")."""
 
 RANK_BYTES = 20
 """A ranked team's share of the memo: its 16-byte id and a 4-byte position."""

@@ -229,7 +229,7 @@ def detail_query(limit: int | None = None) -> Any:
     e-mails: the team's columns repeat on each row (a team without members has one row
     with NULL member columns). ``limit`` bounds the rows (the lean read's guard).
     Built once: composing a statement costs more CPU than running it
-    (docs/performance.md, "Misses")."""
+    (docs/performance.md, "Lean misses")."""
     org: Any = bindparam("org")
     team: Any = bindparam("team")
     mine, other = aliased(TeamMembership), aliased(TeamMembership)

@@ -5,7 +5,7 @@ FastAPI wraps every request, outside the application's own middleware, in five a
 layers: its ``__call__``, Starlette's, the server-error handler, the exception telemetry
 and the body-size limit. Each keeps a coroutine frame for as long as the response lasts;
 for an open event stream (hours) three of them were ~1.1 KiB of the 20 KB a stream may
-cost (figures in docs/performance.md). Here the server-error handler stays
+cost (docs/performance.md, "Stream memory"). Here the server-error handler stays
 outermost — the last resort for a failure in the middleware itself — and the other
 layers FastAPI builds, whichever they are, sit inside the middleware, just above the
 router: a request the fast lane answers (every read-model hit, every stream) never
