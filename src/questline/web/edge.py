@@ -95,10 +95,10 @@ class EdgeTable:
 
     @classmethod
     def from_routes(cls, routes: Iterable[BaseRoute]) -> EdgeTable:
-        """The table of ``routes`` (included routers opened); a route without a declaration has no entry. A
-        templated route is found by the fixed part of its path before the first
-        parameter, which must then start no route with other rules (checked here, at
-        start-up)."""
+        """The table of ``routes`` (included routers opened); a route without a
+        declaration has no entry. A templated route is found by the fixed part of its
+        path before the first parameter, which must then start no route with other rules
+        (checked here, at start-up)."""
         paths = [
             (context.path, rules_of(context.original_route))
             for context in iter_route_contexts(list(routes))
