@@ -23,7 +23,14 @@ from tests.progress.factories import make_discipline
 from tests.support.harness import AppHarness
 from tests.support.live import LiveServer
 from tests.support.lti_platform import form_fields
-from tests.support.third_party_lti import INSTRUCTOR, LEARNER, Link, ThirdPartyPlatform, User
+from tests.support.third_party_lti import (
+    INSTRUCTOR,
+    LEARNER,
+    Link,
+    ThirdPartyPlatform,
+    User,
+    in_roster,
+)
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -42,6 +49,8 @@ async def test_a_learner_lands_in_the_organization_and_the_team(
         added = await org.add_member(team["Id"], email="ada@example.org")
         assert added.status_code == 201, added.text
         third_party.enrol("ada", User("ada-sub", [LEARNER], "Ada Lovelace", "Ada@Example.org"))
+        # The course's roster lists her: the sync a launch starts keeps her active.
+        third_party.set_roster([in_roster("ada-sub", "ada@example.org")])
         third_party.place("team-page", Link(target_link_uri=f"{tool.url}/lti/view/team"))
 
         answer = await launch(http, third_party, tool, user="ada", link="team-page")
@@ -72,6 +81,9 @@ async def test_an_instructor_adds_a_disciplines_leaderboard_by_deep_linking(
         assert created.status_code == 201, created.text
         discipline = created.json()["Id"]
         third_party.enrol("grace", User("grace-sub", [INSTRUCTOR], "Grace", "grace@example.org"))
+        third_party.set_roster(
+            [in_roster("grace-sub", "grace@example.org"), in_roster("ann-sub", "ann@example.org")]
+        )
         third_party.place("select-content", Link(deep_linking=True))
         received = len(third_party.data.deep_links)
 
@@ -103,14 +115,6 @@ async def test_an_instructor_adds_a_disciplines_leaderboard_by_deep_linking(
         assert opened.headers["location"] == f"/ui/#/leaderboard?discipline={discipline}"
 
 
-def _person(user_id: str, email: str | None, status: str = "Active") -> dict[str, Any]:
-    found: dict[str, Any] = {"user_id": user_id, "status": status, "roles": [LEARNER]}
-    found["name"] = user_id.title()
-    if email is not None:
-        found["email"] = email
-    return found
-
-
 async def _active(app_state: AppHarness, org_id: object) -> list[str]:
     async with app_state.db.session(write=False) as session:
         rows = await session.scalars(
@@ -121,6 +125,19 @@ async def _active(app_state: AppHarness, org_id: object) -> list[str]:
         return sorted(rows.all())
 
 
+async def _synced(
+    http: httpx.AsyncClient, admin: dict[str, str], platform_id: str, platform: ThirdPartyPlatform
+) -> None:
+    """Until the registration shows a sync (a deadline to fail on, not a timed assertion)."""
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        shown = (await http.get(f"/lti/platform/{platform_id}", headers=admin)).json()
+        if shown.get("LastSyncAt"):
+            return
+        await anyio.sleep(0.1)
+    raise AssertionError(f"no roster sync; the platform refused: {platform.data.refused}")
+
+
 async def test_the_roster_is_synced_from_the_platforms_names_and_roles_service(
     world: World, tool: LiveServer, third_party: ThirdPartyPlatform, app_state: AppHarness
 ) -> None:
@@ -129,10 +146,10 @@ async def test_the_roster_is_synced_from_the_platforms_names_and_roles_service(
         registered = await register(org, third_party)
         third_party.set_roster(
             [
-                _person("teacher-sub", "teacher@example.org"),
-                _person("ben-sub", "ben@example.org"),
-                _person("cid-sub", None),
-                _person("dee-sub", "dee@example.org", status="Inactive"),
+                in_roster("teacher-sub", "teacher@example.org"),
+                in_roster("ben-sub", "ben@example.org"),
+                in_roster("cid-sub", None),
+                in_roster("dee-sub", "dee@example.org", status="Inactive"),
             ]
         )
         third_party.enrol("teacher", User("teacher-sub", [INSTRUCTOR], "T", "teacher@example.org"))
@@ -140,9 +157,8 @@ async def test_the_roster_is_synced_from_the_platforms_names_and_roles_service(
         launched = await launch(http, third_party, tool, user="teacher", link="course-home")
         assert launched.status_code == 303, launched.text
 
-        synced = await http.post(f"/lti/platform/{registered['Id']}/sync", headers=org.admin)
-        assert synced.status_code == 200, (synced.text, third_party.data.refused)
-        assert synced.json()["Read"] == 4
+        # The launch named the roster service: the service syncs it once it answered.
+        await _synced(http, org.admin, str(registered["Id"]), third_party)
         active = await _active(app_state, org.id)
         assert "ben@example.org" in active
         assert "teacher@example.org" in active
@@ -182,6 +198,7 @@ async def test_progress_becomes_a_score_the_platform_verifies_and_keeps(
         team = await org.create_team("Rockets")
         assert (await org.add_member(team["Id"], email="ada@example.org")).status_code == 201
         third_party.enrol("ada", User("ada-grades", [LEARNER], "Ada", "ada@example.org"))
+        third_party.set_roster([in_roster("ada-grades", "ada@example.org")])
         third_party.place("graded", Link())
         launched = await launch(http, third_party, tool, user="ada", link="graded")
         assert launched.status_code == 303, launched.text

@@ -96,6 +96,19 @@ class User:
     email: str | None = None
 
 
+def in_roster(user_id: str, email: str | None, status: str = "Active") -> dict[str, Any]:
+    """A member of the course as the platform's roster (NRPS) lists them."""
+    found: dict[str, Any] = {
+        "user_id": user_id,
+        "status": status,
+        "roles": [LEARNER],
+        "name": user_id.removesuffix("-sub").title(),
+    }
+    if email is not None:
+        found["email"] = email
+    return found
+
+
 @dataclass
 class Link:
     """A placement of the tool in the course: a resource link, or a deep-linking
@@ -507,6 +520,11 @@ class ThirdPartyPlatform:
     @property
     def issuer(self) -> str:
         return self.base
+
+    @property
+    def kid(self) -> str:
+        """The ``kid`` of the platform's signing key (the package's: its thumbprint)."""
+        return str(Registration.get_jwk(self.data.public_key)["kid"])
 
     def registration(self, **fields: Any) -> dict[str, Any]:
         """The body of Questline's ``POST /lti/platform`` for this platform."""
