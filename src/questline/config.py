@@ -352,6 +352,17 @@ class Settings(BaseSettings):
     def is_sqlite(self) -> bool:
         return self.resolved_database_url.startswith("sqlite")
 
+    def existing_signing_secret(self) -> str | None:
+        """The signing secret as configured, else as kept in the data directory, without
+        making one (None: neither yet). For the migrations, which re-seal what is sealed
+        under it and must not create it; ``auth.tokens.load_or_create_secret`` makes it."""
+        if self.jwt_secret is not None:
+            return self.jwt_secret
+        try:
+            return (self.data_dir / SECRET_FILE_NAME).read_text().strip() or None
+        except FileNotFoundError:
+            return None
+
     def ensure_data_dir(self) -> Path:
         """The data directory, private to the service's user (0700)."""
         self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)

@@ -161,6 +161,8 @@ async def test_a_replayed_launch_is_refused(
     [
         ({"https://purl.imsglobal.org/spec/lti/claim/deployment_id": "elsewhere"}, "deployment"),
         ({"exp": int(time.time()) - 3600, "iat": int(time.time()) - 4000}, "expired"),
+        ({"iat": int(time.time()) + 86_400, "exp": int(time.time()) + 90_000}, "expired"),
+        ({"drop": ("https://purl.imsglobal.org/spec/lti/claim/roles",)}, "invalid-token"),
         ({"aud": "another-tool"}, "audience"),
         ({"aud": ["questline-tool", "another-tool"]}, "audience"),
         ({"aud": ["questline-tool", "x"], "azp": "x"}, "audience"),
@@ -175,6 +177,8 @@ async def test_a_replayed_launch_is_refused(
     ids=[
         "foreign-deployment",
         "expired",
+        "issued-in-the-future",
+        "no-roles",
         "wrong-audience",
         "several-audiences-no-azp",
         "azp-not-ours",

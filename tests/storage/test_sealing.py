@@ -71,3 +71,17 @@ def test_an_altered_sealed_value_is_unreadable() -> None:
     assert flipped != sealed
     with pytest.raises(sealing.Unreadable):
         sealer.unseal(flipped, organization=ORG, purpose="p")
+
+
+def test_the_services_scope_and_an_organizations_never_open_each_others_values() -> None:
+    """The service's own secrets (the LTI tool's keys) belong to no organization: sealed
+    in ``SERVICE``, they open there only, even for the nil UUID as an organization."""
+    sealer = sealing.Sealer(CURRENT)
+    service = sealer.seal("-----BEGIN PRIVATE KEY-----", organization=sealing.SERVICE, purpose="p")
+    assert sealer.unseal(service, organization=sealing.SERVICE, purpose="p").startswith("-----")
+    for organization in (ORG, uuid.UUID(int=0)):
+        with pytest.raises(sealing.Unreadable):
+            sealer.unseal(service, organization=organization, purpose="p")
+        theirs = sealer.seal("s3cret", organization=organization, purpose="p")
+        with pytest.raises(sealing.Unreadable):
+            sealer.unseal(theirs, organization=sealing.SERVICE, purpose="p")

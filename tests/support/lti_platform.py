@@ -18,10 +18,10 @@ Questline sends it with Questline's published keys.
 * ``GET|POST /lineitems``, ``POST /lineitems/{id}/scores``: Assignment and Grade
   Services 2.0 line items and scores, kept for the test to read.
 
-pylti1p3 is a tool-side library; the one platform-side package on PyPI
-(``lti1p3platform``, 0.1.x) needs Django or its own request abstractions and
-``requests``/``jwcrypto``: this platform is built on joserfc, which signs and
-verifies here exactly as in Questline, and on nothing of Questline's.
+This platform is built on joserfc and on nothing of Questline's; it lets the tests
+page the roster and script every claim. A platform we did not write, OpenLearning's
+``lti1p3platform``, runs the same flows against the running service
+(tests/support/third_party_lti.py).
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ for a key id the cached set lacks), then ``iss``, ``aud``, ``exp``/``iat``/``nbf
 ``nonce`` by joserfc's claims registry, then every audience must be ours (1EdTech
 Security Framework §5.1.3: a token also meant for an audience the tool does not trust
 is refused) and ``azp``, when present, ours too; then what LTI Core 1.3 §5.1 adds: the
-LTI version, the message type and the claims
-that type needs. The checks follow pylti1p3's ``MessageLaunch.validate`` (a tool-side
+LTI version, the message type, the deployment, the roles and the claims that type
+needs. The checks follow pylti1p3's ``MessageLaunch.validate`` (a tool-side
 library for Django and Flask, synchronous, so not used here).
 """
 
@@ -22,6 +22,7 @@ from joserfc.errors import (
     ExpiredTokenError,
     InvalidKeyIdError,
     JoseError,
+    UnsupportedAlgorithmError,
 )
 from joserfc.jws import extract_compact
 
@@ -125,9 +126,19 @@ async def verify_launch(
     except ExpiredTokenError as exc:
         raise LaunchRefused("expired") from exc
     except ClaimError as exc:
-        reasons = {"iss": "issuer", "aud": "audience", "nonce": "nonce", "nbf": "expired"}
+        # A token issued in the future (``iat``, beyond the leeway) is outside its
+        # validity window as one not valid yet (``nbf``) is.
+        reasons = {
+            "iss": "issuer",
+            "aud": "audience",
+            "nonce": "nonce",
+            "nbf": "expired",
+            "iat": "expired",
+        }
         raise LaunchRefused(reasons.get(exc.claim, "invalid-token"), exc.claim) from exc
-    except (BadSignatureError, InvalidKeyIdError) as exc:
+    except (BadSignatureError, InvalidKeyIdError, UnsupportedAlgorithmError) as exc:
+        # ``alg: none``, or HS256 keyed with the platform's public key: not signed by
+        # the platform's keys, whatever it claims.
         raise LaunchRefused("signature") from exc
     except (JoseError, ValueError, TypeError, KeyError) as exc:
         raise LaunchRefused("invalid-token", type(exc).__name__) from exc
@@ -157,6 +168,11 @@ def _check_lti(claims: dict[str, Any]) -> None:
     if message_type not in MESSAGE_TYPES:
         raise LaunchRefused("invalid-token", "message type")
     _deployment_id(claims)
+    # Required by LTI Core 1.3 §5.3.7 (an empty list is allowed): a launch without it
+    # says nothing of who may do what, so it is not read as a learner's.
+    roles = claims.get(ROLES)
+    if not isinstance(roles, list) or not all(isinstance(role, str) for role in roles):
+        raise LaunchRefused("invalid-token", "roles")
     sub = claims.get("sub")
     if sub is not None and (not isinstance(sub, str) or len(sub) > 255):
         raise LaunchRefused("invalid-token", "sub")

@@ -10,37 +10,40 @@
   is the primary key, so only one insert of the next generation wins.
 * In the table, not the data directory, because every process and host that shares
   the database must sign with keys the one published set lists. The private key is
-  sealed (AES-256-GCM, the generation as associated data) under a key derived from the
-  service's signing secret; when that secret changes the stored keys cannot be opened,
-  and the next signature makes a new generation (platforms fetch it by its new kid).
+  sealed by the service's one sealer (``storage.sealing``: AES-256-GCM, in the
+  service's own scope, the generation bound in the purpose) under the signing secret.
+  After a rotation of that secret, a key sealed under the one now configured as
+  ``QUESTLINE_JWT_PREVIOUS_SECRET`` still opens and is sealed anew under the current
+  one when it next signs; a key that opens under neither makes the next signature
+  make a new generation (platforms fetch it by its new kid).
 """
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
-import os
 import secrets
 from dataclasses import dataclass
 from typing import Any, cast
 
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from joserfc.jwk import RSAKey
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.config import Settings
 from questline.lti.models import LtiToolKey
+from questline.storage import sealing
 from questline.storage.db import insert_ignoring_conflicts, utcnow
 
 ALGORITHM = "RS256"
 KEY_BITS = 2048
 PUBLISHED = 2
 """Generations listed by the JWKS: the signing one and the one before."""
-_CONTEXT = b"questline lti tool key v1"
+
+
+def _purpose(generation: int) -> str:
+    # The generation is bound: a sealed key copied into another generation's row (whose
+    # kid the platforms know as another key's) does not open there.
+    return f"lti tool key {generation}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,25 +52,22 @@ class SigningKey:
     key: RSAKey
 
 
-def _cipher(signing_secret: str) -> AESGCM:
-    derived = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=_CONTEXT).derive(
-        signing_secret.encode()
+def _sealer(settings: Settings, signing_secret: str) -> sealing.Sealer:
+    return sealing.Sealer(signing_secret, settings.jwt_previous_secret)
+
+
+def _seal(sealer: sealing.Sealer, pem: bytes, *, generation: int) -> str:
+    return sealer.seal(
+        pem.decode("ascii"), organization=sealing.SERVICE, purpose=_purpose(generation)
     )
-    return AESGCM(derived)
 
 
-def _seal(pem: bytes, *, generation: int, signing_secret: str) -> str:
-    nonce = os.urandom(12)
-    sealed = _cipher(signing_secret).encrypt(nonce, pem, str(generation).encode())
-    return base64.urlsafe_b64encode(nonce + sealed).decode("ascii")
-
-
-def _unseal(value: str, *, generation: int, signing_secret: str) -> bytes | None:
+def _unseal(sealer: sealing.Sealer, value: str, *, generation: int) -> bytes | None:
     try:
-        raw = base64.urlsafe_b64decode(value)
-        return _cipher(signing_secret).decrypt(raw[:12], raw[12:], str(generation).encode())
-    except (InvalidTag, ValueError):
+        opened = sealer.unseal(value, organization=sealing.SERVICE, purpose=_purpose(generation))
+    except sealing.Unreadable:
         return None
+    return opened.encode("ascii")
 
 
 async def _newest(session: AsyncSession, count: int) -> list[LtiToolKey]:
@@ -83,7 +83,9 @@ async def _newest(session: AsyncSession, count: int) -> list[LtiToolKey]:
     )
 
 
-async def _make_generation(session: AsyncSession, *, generation: int, signing_secret: str) -> None:
+async def _make_generation(
+    session: AsyncSession, *, generation: int, sealer: sealing.Sealer
+) -> None:
     kid = secrets.token_urlsafe(12)
     params = {"kid": kid, "use": "sig", "alg": ALGORITHM}
     key = RSAKey.generate_key(KEY_BITS, parameters=cast(Any, params), private=True)
@@ -92,9 +94,7 @@ async def _make_generation(session: AsyncSession, *, generation: int, signing_se
             generation=generation,
             kid=kid,
             public_jwk=key.as_dict(private=False),
-            private_sealed=_seal(
-                key.as_pem(private=True), generation=generation, signing_secret=signing_secret
-            ),
+            private_sealed=_seal(sealer, key.as_pem(private=True), generation=generation),
             created_at=utcnow(),
         )
     )
@@ -106,24 +106,41 @@ async def signing_key(
     session: AsyncSession, *, settings: Settings, signing_secret: str
 ) -> SigningKey:
     """The key that signs now: the newest generation, made (or rotated) when due."""
+    sealer = _sealer(settings, signing_secret)
     for _ in range(3):
         newest = await _newest(session, 1)
         row = newest[0] if newest else None
         age_limit = dt.timedelta(days=settings.lti_key_rotation_days)
         if row is not None and utcnow() - row.created_at < age_limit:
-            pem = _unseal(
-                row.private_sealed, generation=row.generation, signing_secret=signing_secret
-            )
+            pem = _unseal(sealer, row.private_sealed, generation=row.generation)
             if pem is not None:
+                if not sealer.is_current(row.private_sealed):
+                    await _reseal(session, sealer, row, pem)
                 key = RSAKey.import_key(pem, parameters={"kid": row.kid, "alg": ALGORITHM})
                 return SigningKey(kid=row.kid, key=key)
         await _make_generation(
             session,
             generation=(row.generation + 1) if row is not None else 1,
-            signing_secret=signing_secret,
+            sealer=sealer,
         )
         await session.flush()  # then read back whichever insert of that generation won
     raise RuntimeError("no usable LTI signing key could be made")  # pragma: no cover
+
+
+async def _reseal(
+    session: AsyncSession, sealer: sealing.Sealer, row: LtiToolKey, pem: bytes
+) -> None:
+    """Seal under the current signing secret what the previous one sealed, so that the
+    previous secret can be dropped once every row was rewritten. Only the value read is
+    replaced: a process that re-sealed it first wins, and both values open."""
+    await session.execute(
+        update(LtiToolKey)
+        .where(
+            LtiToolKey.generation == row.generation,
+            LtiToolKey.private_sealed == row.private_sealed,
+        )
+        .values(private_sealed=_seal(sealer, pem, generation=row.generation))
+    )
 
 
 async def published_key_set(session: AsyncSession) -> dict[str, Any]:

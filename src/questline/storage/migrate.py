@@ -22,6 +22,8 @@ def alembic_config(settings: Settings, *, metadata: MetaData | None = None) -> C
     """
     config = Config()
     config.attributes["target_metadata"] = metadata
+    # Revisions that re-seal stored secrets read the signing secrets from these.
+    config.attributes["settings"] = settings
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     config.set_main_option("sqlalchemy.url", settings.resolved_database_url.replace("%", "%%"))
     return config

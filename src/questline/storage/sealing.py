@@ -4,6 +4,10 @@
   secret (``QUESTLINE_JWT_SECRET``, else the one kept in the data directory) and the
   organization's id: a copy of the database or of its backups alone opens nothing, and
   a value copied into another organization's row does not open there.
+* **The service's own secrets** (the LTI tool's private keys), which belong to no
+  organization, are sealed in the scope ``SERVICE``: a key derived the same way with
+  another HKDF ``info`` than any organization's, so nothing sealed for an organization
+  opens there, nor the other way round.
 * **What it is** (``purpose``, e.g. ``"webhook secret"``) is bound as associated
   data: a sealed value moved into a column of another kind does not open either.
 * **Key rotation**: the sealed text names the signing secret that sealed it
@@ -24,6 +28,7 @@ import hmac
 import os
 import uuid
 from dataclasses import dataclass
+from typing import Final, Literal
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives import hashes
@@ -34,6 +39,16 @@ PREFIX = "qs1:"
 """The format's version; a value without it was not sealed by this module."""
 _SALT = b"questline sealing v1"
 _NONCE_BYTES = 12
+
+SERVICE: Final = "service"
+"""The scope of secrets that belong to the service, not to an organization."""
+Scope = uuid.UUID | Literal["service"]
+"""An organization's id, or ``SERVICE``."""
+
+
+def _info(scope: Scope) -> bytes:
+    # Distinct by construction: an organization's info is b"org:" + 16 bytes.
+    return b"org:" + scope.bytes if isinstance(scope, uuid.UUID) else b"service"
 
 
 class Unreadable(ValueError):
@@ -58,13 +73,13 @@ class Sealer:
     current: str
     previous: str | None = None
 
-    def _cipher(self, signing_secret: str, organization: uuid.UUID) -> AESGCM:
+    def _cipher(self, signing_secret: str, organization: Scope) -> AESGCM:
         key = HKDF(
-            algorithm=hashes.SHA256(), length=32, salt=_SALT, info=b"org:" + organization.bytes
+            algorithm=hashes.SHA256(), length=32, salt=_SALT, info=_info(organization)
         ).derive(signing_secret.encode())
         return AESGCM(key)
 
-    def seal(self, plaintext: str, *, organization: uuid.UUID, purpose: str) -> str:
+    def seal(self, plaintext: str, *, organization: Scope, purpose: str) -> str:
         nonce = os.urandom(_NONCE_BYTES)
         sealed = self._cipher(self.current, organization).encrypt(
             nonce, plaintext.encode(), purpose.encode()
@@ -72,7 +87,7 @@ class Sealer:
         body = base64.urlsafe_b64encode(nonce + sealed).decode("ascii")
         return f"{PREFIX}{key_id(self.current)}:{body}"
 
-    def unseal(self, value: str, *, organization: uuid.UUID, purpose: str) -> str:
+    def unseal(self, value: str, *, organization: Scope, purpose: str) -> str:
         if not is_sealed(value):
             raise Unreadable("The value is not sealed.")
         kid, _, body = value[len(PREFIX) :].partition(":")
