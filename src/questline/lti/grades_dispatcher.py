@@ -139,8 +139,8 @@ class Grades:
         return await session.scalar(query.limit(1)) is not None
 
     async def claim(
-        self, session: AsyncSession, now: dt.datetime, slots: Slots
-    ) -> tuple[list[Group], bool]:
+        self, session: AsyncSession, now: dt.datetime, slots: Slots, claimed: list[Group]
+    ) -> bool:
         lease = dt.timedelta(seconds=self.settings.lti_http_timeout_seconds * 4) + LEASE_MARGIN
         groups: dict[tuple[uuid.UUID, uuid.UUID], Group] = {}
         query = (
@@ -199,6 +199,7 @@ class Grades:
                     lineitems_url=platform.lineitems_url,
                 )
                 slots.take(score.organization_id, host, score.platform_id)
+                claimed.append(group)
             outbox.lease(score, now, lease)
             group.scores.append(
                 Claimed(
@@ -213,7 +214,7 @@ class Grades:
                     line_item=line_item,
                 )
             )
-        return list(groups.values()), len(rows) >= CLAIM_ROWS
+        return len(rows) >= CLAIM_ROWS
 
     async def send(self, group: Group) -> list[Outcome]:
         outcomes: list[Outcome] = []

@@ -144,12 +144,11 @@ class Letters:
         return await session.scalar(select(MailJob.id).where(*due).limit(1)) is not None
 
     async def claim(
-        self, session: AsyncSession, now: dt.datetime, slots: Slots
-    ) -> tuple[list[Outgoing], bool]:
+        self, session: AsyncSession, now: dt.datetime, slots: Slots, claimed: list[Outgoing]
+    ) -> bool:
         room = slots.room()
         due = (MailJob.status == MailStatus.PENDING, MailJob.next_attempt_at <= now)
         lease = dt.timedelta(seconds=self.settings.smtp_timeout_seconds) + LEASE_MARGIN
-        claimed: list[Outgoing] = []
         jobs = list(
             (
                 await session.scalars(
@@ -175,7 +174,7 @@ class Letters:
                 continue
             slots.take(outgoing.organization_id, SMTP_HOST, outgoing.job_id)
             claimed.append(outgoing)
-        return claimed, bool(jobs) and len(jobs) >= room
+        return bool(jobs) and len(jobs) >= room
 
     async def _nobody(self, session: AsyncSession, job: MailJob, *, deactivated: bool) -> None:
         """No member to write to (none, or one who may not sign in). A sign-in link asked

@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -92,11 +93,12 @@ class Kind(Protocol[A, R]):
         ...
 
     async def claim(
-        self, session: AsyncSession, now: dt.datetime, slots: Slots
-    ) -> tuple[list[A], bool]:
-        """Due rows claimed into the free ``slots`` (taken with ``slots.take`` for each
-        attempt returned), in the engine's write transaction; and whether there may be
-        more due right now."""
+        self, session: AsyncSession, now: dt.datetime, slots: Slots, claimed: list[A]
+    ) -> bool:
+        """Due rows claimed into the free ``slots``, in the engine's write transaction:
+        each attempt appended to ``claimed`` as its slots are taken (``slots.take``), so
+        that they are given back if the transaction fails. True when there may be more
+        due right now."""
         ...
 
     def slot(self, attempt: A) -> Slot: ...
@@ -150,6 +152,8 @@ class Outbox(Generic[A, R]):
         self._sending: set[asyncio.Task[None]] = set()
         self._finished: list[R] = []
         self._last_purge: dt.datetime | None = None
+        self._poll_seconds = poll_seconds
+        self._last_prepare = 0.0
         self._listen = listen
         self._remove_listener: Callable[[], None] | None = None
         self.loop = PassLoop(
@@ -203,46 +207,61 @@ class Outbox(Generic[A, R]):
     # One pass -------------------------------------------------------------------------
 
     async def run_once(self) -> bool:
-        """Prepare, record what finished, claim and start sending (without waiting for
-        the attempts). True when there may be more work right now."""
-        more = await self.kind.prepare()
-        await self.record_finished()
-        attempts, full = await self.claim()
+        """Prepare, record what finished and claim in one transaction, and start sending
+        (without waiting for the attempts). True when there may be more work right
+        now."""
+        more = False
+        if self._prepare_due():
+            more = await self.kind.prepare()
+        attempts, full = await self.record_and_claim()
         for attempt in attempts:
             self._start(attempt)
         await self._purge_now_and_then()
         return more or full
 
-    async def record_finished(self) -> None:
-        outcomes, self._finished = self._finished, []
-        if not outcomes:
-            return
-        try:
-            async with self.db.session(write=True) as session:
-                await self.kind.record(session, outcomes, utcnow())
-        except BaseException:
-            # Nothing was written: the next pass records them.
-            self._finished[:0] = outcomes
-            raise
+    def _prepare_due(self) -> bool:
+        """Not for a pass only an attempt's end started (nothing new was committed),
+        unless the poll's interval has passed without one while attempts kept ending."""
+        now = time.monotonic()
+        if self.loop.only_hurried and now - self._last_prepare < self._poll_seconds:
+            return False
+        self._last_prepare = now
+        return True
 
-    async def claim(self) -> tuple[list[A], bool]:
-        """Claim due rows into the free slots; the slots are taken for the attempts
-        returned, which the caller must start."""
-        if self.slots.room() <= 0:
-            return [], False
+    async def record_finished(self) -> None:
+        """Record the outcomes of the attempts finished, claiming nothing (tests)."""
+        await self.record_and_claim(claim=False)
+
+    async def record_and_claim(self, *, claim: bool = True) -> tuple[list[A], bool]:
+        """The outcomes of the attempts finished recorded, and due rows claimed into the
+        slots that are free, in one write transaction: an attempt's end costs one
+        transaction, and its slot is filled in it. The slots are taken for the attempts
+        returned, which the caller must start; True when there may be more due."""
+        outcomes, self._finished = self._finished, []
+        claim = claim and self.slots.room() > 0
         now = utcnow()
-        async with self.db.session(write=False) as session:
-            if not await self.kind.has_due(session, now, self.slots):
+        if not outcomes:
+            if not claim:
                 return [], False
-        attempts: list[A] = []
+            async with self.db.session(write=False) as session:
+                if not await self.kind.has_due(session, now, self.slots):
+                    return [], False
+        claimed: list[A] = []
+        more = False
         try:
             async with self.db.session(write=True) as session:
-                attempts, more = await self.kind.claim(session, now, self.slots)
+                if outcomes:
+                    await self.kind.record(session, outcomes, now)
+                if claim:
+                    more = await self.kind.claim(session, now, self.slots, claimed)
         except BaseException:
-            for attempt in attempts:
+            # Nothing was written: the outcomes wait for the next pass, the rows for
+            # the next claim.
+            self._finished[:0] = outcomes
+            for attempt in claimed:
                 self._give_back(attempt)
             raise
-        return attempts, more and self.slots.room() > 0
+        return claimed, more and self.slots.room() > 0
 
     def _give_back(self, attempt: A) -> None:
         slot = self.kind.slot(attempt)
@@ -262,7 +281,9 @@ class Outbox(Generic[A, R]):
         finally:
             self._give_back(attempt)
         self._finished.append(outcome)
-        self.loop.wake()
+        # Its outcome is to be recorded and its slot filled now, not after the
+        # coalescing wait of new work: a delivery then costs what the network costs.
+        self.loop.hurry()
 
     async def _purge_now_and_then(self) -> None:
         now = utcnow()

@@ -154,62 +154,56 @@ class Deliveries:
         return await session.scalar(query.limit(1)) is not None
 
     async def claim(
-        self, session: AsyncSession, now: dt.datetime, slots: Slots
-    ) -> tuple[list[Attempt], bool]:
+        self, session: AsyncSession, now: dt.datetime, slots: Slots, claimed: list[Attempt]
+    ) -> bool:
         """Due deliveries claimed into the free slots, oldest due first; True when the
         rounds ran out with slots still free (there may be more right now)."""
         lease = dt.timedelta(seconds=self.settings.webhooks_timeout_seconds) + LEASE_MARGIN
         full_organizations = slots.full_organizations()
         full_host_webhooks = slots.targets_of_full_hosts()
-        attempts: list[Attempt] = []
-        try:
-            for _ in range(CLAIM_ROUNDS):
-                room = slots.room()
-                if room <= 0:
-                    break
-                # No more rows locked than one organization may take: rows locked and
-                # left (their organization full) are skipped by the claims of other
-                # processes until this transaction ends.
-                limit = min(CLAIM_BATCH, room, slots.per_organization)
-                due = list(
-                    (
-                        await session.scalars(
-                            self._locking(
-                                self._due(
-                                    session,
-                                    select(WebhookDelivery),
-                                    now,
-                                    full_organizations,
-                                    full_host_webhooks,
-                                )
-                                .order_by(WebhookDelivery.next_attempt_at)
-                                .limit(limit)
+        for _ in range(CLAIM_ROUNDS):
+            room = slots.room()
+            if room <= 0:
+                break
+            # No more rows locked than one organization may take: rows locked and
+            # left (their organization full) are skipped by the claims of other
+            # processes until this transaction ends.
+            limit = min(CLAIM_BATCH, room, slots.per_organization)
+            due = list(
+                (
+                    await session.scalars(
+                        self._locking(
+                            self._due(
+                                session,
+                                select(WebhookDelivery),
+                                now,
+                                full_organizations,
+                                full_host_webhooks,
                             )
+                            .order_by(WebhookDelivery.next_attempt_at)
+                            .limit(limit)
                         )
-                    ).all()
-                )
-                if not due:
-                    break
-                skipped = self._claim_rows(
-                    slots,
-                    session_rows=due,
-                    hooks=await _webhooks(session, due),
-                    found=await _events(session, due),
-                    now=now,
-                    lease=lease,
-                    attempts=attempts,
-                    full_organizations=full_organizations,
-                    full_host_webhooks=full_host_webhooks,
-                )
-                if not skipped and len(due) < limit:
-                    break  # every due delivery was seen
-            else:
-                return attempts, slots.room() > 0
-        except BaseException:
-            for attempt in attempts:
-                slots.give_back(attempt.organization_id, attempt.host, attempt.webhook_id)
-            raise
-        return attempts, False
+                    )
+                ).all()
+            )
+            if not due:
+                break
+            skipped = self._claim_rows(
+                slots,
+                session_rows=due,
+                hooks=await _webhooks(session, due),
+                found=await _events(session, due),
+                now=now,
+                lease=lease,
+                attempts=claimed,
+                full_organizations=full_organizations,
+                full_host_webhooks=full_host_webhooks,
+            )
+            if not skipped and len(due) < limit:
+                break  # every due delivery was seen
+        else:
+            return slots.room() > 0
+        return False
 
     def _claim_rows(
         self,

@@ -122,63 +122,57 @@ class Statements:
         return await session.scalar(query.limit(1)) is not None
 
     async def claim(
-        self, session: AsyncSession, now: dt.datetime, slots: Slots
-    ) -> tuple[list[Batch], bool]:
+        self, session: AsyncSession, now: dt.datetime, slots: Slots, claimed: list[Batch]
+    ) -> bool:
         lease = dt.timedelta(seconds=self.settings.xapi_timeout_seconds) + LEASE_MARGIN
-        batches: list[Batch] = []
-        try:
-            query = (
-                self._due(session, select(XapiStatement), now, slots)
-                .order_by(XapiStatement.next_attempt_at, XapiStatement.id)
-                .limit(CLAIM_ROWS)
-            )
-            if not self.db.is_sqlite:
-                query = query.with_for_update(skip_locked=True)
-            due = list((await session.scalars(query)).all())
-            if not due:
-                return [], False
-            connections = await _connections(session, {r.organization_id for r in due})
-            by_org: dict[uuid.UUID, list[XapiStatement]] = {}
-            for row in due:
-                by_org.setdefault(row.organization_id, []).append(row)
-            for org_id, rows in by_org.items():
-                lrs = connections.get(org_id)
-                if lrs is None:
-                    continue  # deleted meanwhile (its statements go with it)
-                host = posting.receiving_host(lrs.endpoint)
-                if slots.room() <= 0:
-                    break
-                if slots.organization_full(org_id) or slots.host_full(host):
-                    continue
-                chosen = _batch_of(rows, self.settings.xapi_batch_size)
-                try:
-                    authorization = sending.authorization(self.settings, lrs)
-                except sealing.Unreadable as exc:
-                    # Nothing can be sent until the admin gives the secret again.
-                    lrs.failing_since = lrs.failing_since or now
-                    lrs.last_error = str(exc)
-                    for row in rows:
-                        row.next_attempt_at = now + lease
-                    continue
-                slots.take(org_id, host, org_id)
-                for row in chosen:
-                    outbox.lease(row, now, lease)
-                    row.last_attempt_at = now
-                batches.append(
-                    Batch(
-                        organization_id=org_id,
-                        endpoint=lrs.endpoint,
-                        host=host,
-                        authorization=authorization,
-                        ids=[r.id for r in chosen],
-                        statements=[r.statement for r in chosen],
-                    )
+        query = (
+            self._due(session, select(XapiStatement), now, slots)
+            .order_by(XapiStatement.next_attempt_at, XapiStatement.id)
+            .limit(CLAIM_ROWS)
+        )
+        if not self.db.is_sqlite:
+            query = query.with_for_update(skip_locked=True)
+        due = list((await session.scalars(query)).all())
+        if not due:
+            return False
+        connections = await _connections(session, {r.organization_id for r in due})
+        by_org: dict[uuid.UUID, list[XapiStatement]] = {}
+        for row in due:
+            by_org.setdefault(row.organization_id, []).append(row)
+        for org_id, rows in by_org.items():
+            lrs = connections.get(org_id)
+            if lrs is None:
+                continue  # deleted meanwhile (its statements go with it)
+            host = posting.receiving_host(lrs.endpoint)
+            if slots.room() <= 0:
+                break
+            if slots.organization_full(org_id) or slots.host_full(host):
+                continue
+            chosen = _batch_of(rows, self.settings.xapi_batch_size)
+            try:
+                authorization = sending.authorization(self.settings, lrs)
+            except sealing.Unreadable as exc:
+                # Nothing can be sent until the admin gives the secret again.
+                lrs.failing_since = lrs.failing_since or now
+                lrs.last_error = str(exc)
+                for row in rows:
+                    row.next_attempt_at = now + lease
+                continue
+            slots.take(org_id, host, org_id)
+            for row in chosen:
+                outbox.lease(row, now, lease)
+                row.last_attempt_at = now
+            claimed.append(
+                Batch(
+                    organization_id=org_id,
+                    endpoint=lrs.endpoint,
+                    host=host,
+                    authorization=authorization,
+                    ids=[r.id for r in chosen],
+                    statements=[r.statement for r in chosen],
                 )
-        except BaseException:
-            for batch in batches:
-                slots.give_back(batch.organization_id, batch.host, batch.organization_id)
-            raise
-        return batches, len(due) >= CLAIM_ROWS and slots.room() > 0
+            )
+        return len(due) >= CLAIM_ROWS
 
     async def record(
         self, session: AsyncSession, finished: Sequence[Sent], now: dt.datetime
