@@ -1,11 +1,11 @@
 """Assignment and Grade Services 2.0, the scores sent: the **dispatcher**
-(``GradesDispatcher``, ``outbound.loop.PassLoop``) of the rows ``grades_consumer`` wrote
-to ``lti_scores``. It claims due rows (``FOR UPDATE SKIP LOCKED`` on PostgreSQL, leased
-past the attempt's timeout), gets a client-credentials token per platform
-(``advantage``), finds or makes the discipline's line item (by ``resourceId``) and POSTs
-the score. 2xx → sent (unless the row was rewritten meanwhile: then due again with the
-new value); 400, 404, 409, 422 → failed; anything else → retried with the outbox's
-backoff.
+(``GradesDispatcher``: ``outbound.outbox`` with the kind ``Grades``) of the rows
+``grades_consumer`` wrote to ``lti_scores``. It claims a platform's due rows (``FOR
+UPDATE SKIP LOCKED`` on PostgreSQL, leased past the attempt's timeout), gets a
+client-credentials token for the attempt (``advantage``), finds or makes each
+discipline's line item (by ``resourceId``) and POSTs the scores, four at a time.
+2xx → sent (unless the row was rewritten meanwhile: then due again with the new
+value); 400, 404, 409, 422 → failed; anything else → retried with the outbox's backoff.
 """
 
 from __future__ import annotations

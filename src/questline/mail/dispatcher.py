@@ -26,9 +26,9 @@ lifespan). A pass:
 
 A commit that queued mail wakes this process's sender (``questline.events``' commit
 signal); mail queued by other processes is found by polling every
-``QUESTLINE_MAIL_POLL_SECONDS``: the outbox dispatchers' one loop
-(``outbound.loop.PassLoop``), as webhooks, xAPI and grades run. Requests never wait for
-any of this.
+``QUESTLINE_MAIL_POLL_SECONDS``: the outbox dispatcher (``outbound.outbox``) that
+webhooks, xAPI and grades run too, with the mail kind (``Letters``). Requests never
+wait for any of this.
 """
 
 from __future__ import annotations

@@ -22,8 +22,9 @@ dispatcher (``outbound.outbox``) with the webhooks' kind (``Deliveries``). A pas
    before. The pass does not wait for them: the next pass fans out and claims while
    slow attempts run, so a receiver that never answers holds its own slots, not the
    dispatcher.
-4. **Record** the outcomes of the attempts finished since the last pass (a finished
-   attempt wakes the dispatcher): 2xx succeeds; anything else waits
+4. **Record** the outcomes of the attempts finished since the last pass, in the
+   transaction that claims the next (an attempt's end starts a pass at once, without
+   the coalescing wait, and that pass does not fan out): 2xx succeeds; anything else waits
    ``base * 2^(attempts-1)`` (+0 to 25 % jitter) or fails for good after
    ``webhooks_max_attempts``; a webhook failing for ``webhooks_disable_after_seconds``
    is disabled, with the reason in ``DisabledReason``.

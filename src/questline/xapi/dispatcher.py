@@ -8,10 +8,10 @@ Statements are made by the outbox's fan-out (``events.fanout``; the consumer is
    of a team reach its LRS in order: a ``voided`` statement after its target), and only
    as many as ``outbound.fairness`` has slots for (in the process, per organization,
    per LRS host). ``FOR UPDATE SKIP LOCKED`` on PostgreSQL; on SQLite the one write
-   lock, and one dispatcher per machine (``outbound.loop``). Claiming counts the
-   attempt and moves ``next_attempt_at`` past the attempt's timeout (a lease: a
-   process that dies mid-send leaves the batch to be sent again — with the same
-   statement ids, which the LRS stores once).
+   lock, and one dispatcher per machine (``outbound.outbox``, the kind
+   ``Statements``). Claiming counts the attempt and moves ``next_attempt_at`` past
+   the attempt's timeout (a lease: a process that dies mid-send leaves the batch to be
+   sent again — with the same statement ids, which the LRS stores once).
 2. **Send** each batch in a task of its own, outside any transaction.
 3. **Record** the outcomes: 2xx → sent; a 4xx about the statements with more than
    one in the batch → each is marked to go alone, at once (isolating the bad one:
