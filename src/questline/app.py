@@ -119,21 +119,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     readmodel = ReadModel(db, settings)
     progress_writes = GroupCommit(db, gather_window=settings.progress_gather_window_ms / 1000)
     xapi_dispatchers: list[XapiDispatcher] = []
-
-    def wake_xapi() -> None:
-        for xapi_dispatcher in xapi_dispatchers:
-            xapi_dispatcher.wake()
-
     # Statements of the outbox's events (events.fanout), from whichever process fans out.
-    xapi_consumer.register_consumer(settings, wake=wake_xapi)
+    xapi_consumer.register_consumer(settings)
     grades_dispatchers: list[GradesDispatcher] = []
-
-    def wake_grades() -> None:
-        for grades_dispatcher in grades_dispatchers:
-            grades_dispatcher.wake()
-
     # Scores for the learning platforms' gradebooks (LTI AGS), from the same fan-out.
-    lti_grades_consumer.register_consumer(wake=wake_grades)
+    lti_grades_consumer.register_consumer()
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:

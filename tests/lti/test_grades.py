@@ -27,9 +27,15 @@ async def _deliver(settings: Settings, app_state: AppHarness) -> None:
     while await fanout.fan_out(app_state.db):
         pass
     dispatcher = GradesDispatcher(settings, app_state.db, app_state.state.signing_secret)
-    for _ in range(20):
-        if not await dispatcher.run_once():
-            break
+    try:
+        for _ in range(20):
+            more = await dispatcher.run_once()
+            started = dispatcher.in_flight
+            await dispatcher.settle()  # the pass starts the attempts; wait for them here
+            if not more and not started:
+                break
+    finally:
+        await dispatcher.close()
 
 
 async def test_progress_posts_each_members_score_in_the_disciplines_line_item(

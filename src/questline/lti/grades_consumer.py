@@ -14,12 +14,14 @@ nothing; committed → sent, across restarts, by ``grades_dispatcher``.
 
 from __future__ import annotations
 
+import functools
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from sqlalchemy import and_, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from questline import events
 from questline.disciplines.models import Discipline, Task
 from questline.events import fanout
 from questline.events.models import Event
@@ -31,9 +33,21 @@ from questline.storage.db import utcnow
 EVENT_TYPES = frozenset({"progress.completed", "progress.withdrawn"})
 
 
-def register_consumer(wake: Callable[[], None] | None = None) -> None:
-    """Make scores of the outbox's progress events (``events.fanout``)."""
-    fanout.register(fanout.Consumer(name="lti-ags", take=take_events, taken=wake))
+GRADES_TOPIC = "lti-grades"
+"""``events.on_committed``'s topic of a fan-out that made scores: it wakes this
+process's grades dispatcher."""
+
+
+def register_consumer() -> None:
+    """Make scores of the outbox's progress events (``events.fanout``); a fan-out that
+    committed scores announces ``GRADES_TOPIC`` (the dispatcher's wake-up)."""
+    fanout.register(
+        fanout.Consumer(
+            name="lti-ags",
+            take=take_events,
+            taken=functools.partial(events.announce_committed, GRADES_TOPIC),
+        )
+    )
 
 
 async def take_events(

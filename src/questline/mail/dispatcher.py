@@ -26,17 +26,16 @@ lifespan). A pass:
 
 A commit that queued mail wakes this process's sender (``questline.events``' commit
 signal); mail queued by other processes is found by polling every
-``QUESTLINE_MAIL_POLL_SECONDS``: the outbox dispatchers' one loop
-(``outbound.loop.PassLoop``), as webhooks, xAPI and grades run. Requests never wait for
-any of this.
+``QUESTLINE_MAIL_POLL_SECONDS``: the outbox dispatcher (``outbound.outbox``) that
+webhooks, xAPI and grades run too, with the mail kind (``Letters``). Requests never
+wait for any of this.
 """
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
+import functools
 import logging
-import random
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -57,20 +56,20 @@ from questline.mail.smtp import SmtpServer, is_permanent
 from questline.members.models import Member
 from questline.members.service import email_key
 from questline.organizations.models import Organization
-from questline.outbound.loop import PassLoop
+from questline.outbound import outbox, retry
+from questline.outbound.fairness import Slots
+from questline.outbound.outbox import Outbox, Slot
 from questline.storage.db import Database, utcnow
 from questline.web.identity import Role
 
 logger = logging.getLogger("questline.mail")
 
 LEASE_MARGIN = dt.timedelta(seconds=30)
-PURGE_EVERY = dt.timedelta(hours=1)
 
 
 def backoff(settings: Settings, attempts: int) -> dt.timedelta:
     """The wait after the ``attempts``-th failed attempt: base, 2 x base, 4 x base, ..."""
-    seconds = settings.mail_retry_base_seconds * 2 ** max(attempts - 1, 0)
-    return dt.timedelta(seconds=seconds * random.uniform(1.0, 1.25))
+    return retry.backoff(settings.mail_retry_base_seconds, attempts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +94,16 @@ def subject_of(member: Member) -> str:
     return member.email if len(member.email) <= 200 else f"member:{member.id}"
 
 
-class Postman:
+SMTP_HOST = "smtp"
+"""The one receiving host of mail (the configured SMTP server)."""
+
+
+class Letters:
+    """The mail kind of outbound work (``outbound.outbox.Kind``): queued messages, one
+    SMTP send an attempt."""
+
+    name = "mail"
+
     def __init__(self, settings: Settings, db: Database) -> None:
         server = SmtpServer.of(settings)
         public_url = configured_public_url(settings)
@@ -106,134 +114,67 @@ class Postman:
         self.server = server
         self.public_url = public_url
         self.sender = messages.sender_address(settings.mail_from)
-        self._remove_listener: Any = None
-        self._sending: set[asyncio.Task[None]] = set()
-        self._finished: list[Outcome] = []
-        self._last_purge: dt.datetime | None = None
-        # Every process sends (no lock): mail queued here is sent from here at once.
-        self.loop = PassLoop(
-            name="questline-mail",
-            run_once=self.run_once,
-            poll_seconds=settings.mail_poll_seconds,
-            lock_path=None,
-            logger=logger,
-        )
 
-    # Life cycle -------------------------------------------------------------------
+    async def prepare(self) -> bool:
+        return False
 
-    def start(self) -> None:
-        self._remove_listener = events.on_committed(
-            self.loop.wake_threadsafe(asyncio.get_running_loop()), MAIL_TOPIC
-        )
-        self.loop.start()
-        logger.info("sending e-mail through %s", self.server.describe())
+    def slot(self, outgoing: Outgoing) -> Slot:
+        return Slot(outgoing.organization_id, SMTP_HOST, outgoing.job_id)
 
-    async def stop(self) -> None:
-        if self._remove_listener is not None:
-            self._remove_listener()
-        await self.loop.stop()
-        await self.close()
-
-    async def close(self) -> None:
-        """Cancel the sends in flight (their leases bring them back)."""
-        sending = list(self._sending)
-        for task in sending:
-            task.cancel()
-        await asyncio.gather(*sending, return_exceptions=True)
-
-    def wake(self) -> None:
-        self.loop.wake()
-
-    # One pass -----------------------------------------------------------------------
-
-    async def run_once(self) -> bool:
-        """Record what finished, claim and start sending (without waiting for the
-        sends). True when there may be more work right now."""
-        await self.record_finished()
-        claimed = await self.claim()
-        for outgoing in claimed:
-            self._start(outgoing)
-        await self._purge_now_and_then()
-        return bool(claimed) and self.room() > 0
-
-    def room(self) -> int:
-        return self.settings.mail_concurrency - len(self._sending)
-
-    async def settle(self) -> None:
-        """Wait for every send in flight and record the outcomes (tests, tools)."""
-        while self._sending:
-            await asyncio.gather(*list(self._sending), return_exceptions=True)
-        await self.record_finished()
-
-    async def record_finished(self) -> None:
-        outcomes, self._finished = self._finished, []
-        if outcomes:
-            await self.record(outcomes)
-
-    def _start(self, outgoing: Outgoing) -> None:
-        task = asyncio.create_task(self._send(outgoing), name="questline-mail-send")
-        self._sending.add(task)
-        task.add_done_callback(self._sending.discard)
-
-    async def _send(self, outgoing: Outgoing) -> None:
+    async def send(self, outgoing: Outgoing) -> Outcome:
         try:
             await self.server.send(
                 outgoing.message, sender=self.sender, recipient=outgoing.recipient
             )
-            outcome = Outcome(outgoing, None)
         except (aiosmtplib.SMTPException, OSError, TimeoutError) as exc:
-            outcome = Outcome(outgoing, _describe(exc), is_permanent(exc))
-        except Exception as exc:  # a bug, not the server: the lease would hide it
-            logger.exception("mail send failed unexpectedly")
-            outcome = Outcome(outgoing, f"Internal error: {type(exc).__name__}")
-        self._finished.append(outcome)
-        self.loop.wake()
+            return Outcome(outgoing, _describe(exc), is_permanent(exc))
+        return Outcome(outgoing, None)
+
+    def crashed(self, outgoing: Outgoing, exc: Exception) -> Outcome:
+        return Outcome(outgoing, f"Internal error: {type(exc).__name__}")
+
+    async def close(self) -> None:
+        return None
 
     def _locking(self, query: Any) -> Any:
         return query if self.db.is_sqlite else query.with_for_update(skip_locked=True)
 
-    async def claim(self) -> list[Outgoing]:
-        room = self.room()
-        if room <= 0:
-            return []
-        now = utcnow()
+    async def has_due(self, session: AsyncSession, now: dt.datetime, slots: Slots) -> bool:
         due = (MailJob.status == MailStatus.PENDING, MailJob.next_attempt_at <= now)
-        # A cheap read first: an idle pass takes no write lock (SQLite has one).
-        async with self.db.session(write=False) as session:
-            if await session.scalar(select(MailJob.id).where(*due).limit(1)) is None:
-                return []
+        return await session.scalar(select(MailJob.id).where(*due).limit(1)) is not None
+
+    async def claim(
+        self, session: AsyncSession, now: dt.datetime, slots: Slots, claimed: list[Outgoing]
+    ) -> bool:
+        room = slots.room()
+        due = (MailJob.status == MailStatus.PENDING, MailJob.next_attempt_at <= now)
         lease = dt.timedelta(seconds=self.settings.smtp_timeout_seconds) + LEASE_MARGIN
-        claimed: list[Outgoing] = []
-        async with self.db.session(write=True) as session:
-            jobs = list(
-                (
-                    await session.scalars(
-                        self._locking(
-                            select(MailJob)
-                            .where(*due)
-                            .order_by(MailJob.next_attempt_at)
-                            .limit(room)
-                        )
+        jobs = list(
+            (
+                await session.scalars(
+                    self._locking(
+                        select(MailJob).where(*due).order_by(MailJob.next_attempt_at).limit(room)
                     )
-                ).all()
-            )
-            names = await _organization_names(session, {job.organization_id for job in jobs})
-            for job in jobs:
-                job.attempts += 1
-                job.last_attempt_at = now
-                job.next_attempt_at = now + lease
-                member = await _recipient(session, job)
-                if member is None or member.active is False:
-                    await self._nobody(session, job, deactivated=member is not None)
-                    continue
-                try:
-                    claimed.append(
-                        await self._prepare(session, job, member, names.get(job.organization_id))
-                    )
-                except ValueError as exc:  # an address or name no message can carry
-                    job.status = MailStatus.FAILED
-                    job.last_error = f"Cannot build the message: {exc}"[:500]
-        return claimed
+                )
+            ).all()
+        )
+        names = await _organization_names(session, {job.organization_id for job in jobs})
+        for job in jobs:
+            outbox.lease(job, now, lease)
+            job.last_attempt_at = now
+            member = await _recipient(session, job)
+            if member is None or member.active is False:
+                await self._nobody(session, job, deactivated=member is not None)
+                continue
+            try:
+                outgoing = await self._prepare(session, job, member, names.get(job.organization_id))
+            except ValueError as exc:  # an address or name no message can carry
+                job.status = MailStatus.FAILED
+                job.last_error = f"Cannot build the message: {exc}"[:500]
+                continue
+            slots.take(outgoing.organization_id, SMTP_HOST, outgoing.job_id)
+            claimed.append(outgoing)
+        return bool(jobs) and len(jobs) >= room
 
     async def _nobody(self, session: AsyncSession, job: MailJob, *, deactivated: bool) -> None:
         """No member to write to (none, or one who may not sign in). A sign-in link asked
@@ -280,26 +221,24 @@ class Postman:
         message = messages.build(letter, mail_from=self.settings.mail_from or "", now=utcnow())
         return Outgoing(job.organization_id, job.id, member.email, message)
 
-    async def record(self, outcomes: Sequence[Outcome]) -> None:
-        now = utcnow()
-        async with self.db.session(write=True) as session:
-            jobs = {
-                job.id: job
-                for job in (
-                    await session.scalars(
-                        select(MailJob).where(
-                            MailJob.organization_id.in_(
-                                {o.outgoing.organization_id for o in outcomes}
-                            ),
-                            MailJob.id.in_([o.outgoing.job_id for o in outcomes]),
-                        )
+    async def record(
+        self, session: AsyncSession, outcomes: Sequence[Outcome], now: dt.datetime
+    ) -> None:
+        jobs = {
+            job.id: job
+            for job in (
+                await session.scalars(
+                    select(MailJob).where(
+                        MailJob.organization_id.in_({o.outgoing.organization_id for o in outcomes}),
+                        MailJob.id.in_([o.outgoing.job_id for o in outcomes]),
                     )
-                ).all()
-            }
-            for outcome in outcomes:
-                job = jobs.get(outcome.outgoing.job_id)
-                if job is not None:
-                    self._apply(job, outcome, now)
+                )
+            ).all()
+        }
+        for outcome in outcomes:
+            job = jobs.get(outcome.outgoing.job_id)
+            if job is not None:
+                self._apply(job, outcome, now)
 
     def _apply(self, job: MailJob, outcome: Outcome, now: dt.datetime) -> None:
         if outcome.error is None:
@@ -319,18 +258,38 @@ class Postman:
         else:
             job.next_attempt_at = now + backoff(self.settings, job.attempts)
 
-    async def _purge_now_and_then(self) -> None:
-        now = utcnow()
-        if self._last_purge is not None and now - self._last_purge < PURGE_EVERY:
-            return
-        self._last_purge = now
+    async def purge(self, session: AsyncSession, now: dt.datetime) -> None:
         horizon = now - dt.timedelta(days=self.settings.events_retention_days)
-        async with self.db.session(write=True) as session:
-            await session.execute(
-                delete(MailJob).where(
-                    MailJob.created_at < horizon, MailJob.status != MailStatus.PENDING
-                )
+        await session.execute(
+            delete(MailJob).where(
+                MailJob.created_at < horizon, MailJob.status != MailStatus.PENDING
             )
+        )
+
+
+class Postman(Outbox[Outgoing, Outcome]):
+    """The mail outbox dispatcher (``outbound.outbox``), woken by the commits that
+    queued mail (``MAIL_TOPIC``). Every process sends (no lock): mail queued here is
+    sent from here at once."""
+
+    def __init__(self, settings: Settings, db: Database) -> None:
+        self.letters = Letters(settings, db)
+        concurrency = settings.mail_concurrency
+        super().__init__(
+            self.letters,
+            settings=settings,
+            db=db,
+            # One SMTP server, no organization's cap of its own: the sends in flight.
+            slots=Slots.of(concurrency, per_organization=concurrency, per_host=concurrency),
+            poll_seconds=settings.mail_poll_seconds,
+            lock_name=None,
+            logger=logger,
+            listen=functools.partial(events.on_committed, topic=MAIL_TOPIC),
+        )
+
+    def start(self) -> None:
+        super().start()
+        logger.info("sending e-mail through %s", self.letters.server.describe())
 
 
 def _describe(exc: BaseException) -> str:

@@ -57,6 +57,9 @@ class Slots:
             for target in self.host_targets.get(host, ())
         }
 
+    def targets_in_flight(self) -> set[uuid.UUID]:
+        return {target for targets in self.host_targets.values() for target in targets}
+
     def take(self, organization_id: uuid.UUID, host: str, target_id: uuid.UUID) -> None:
         self.in_flight += 1
         self.organizations[organization_id] += 1

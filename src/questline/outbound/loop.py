@@ -1,6 +1,11 @@
 """A dispatcher's life: passes run on a wake-up (a commit, a finished attempt) or by
 polling, one dispatcher of a kind per machine on SQLite (a file lock in the data
-directory: SQLite has one write lock, and two passes would only queue behind it)."""
+directory: SQLite has one write lock, and two passes would only queue behind it).
+
+Two kinds of wake-up: ``wake`` (new work was committed: let more gather for
+``COALESCE_SECONDS``, so that a burst of writes is handled in one pass) and ``hurry``
+(work is ready now: an attempt ended, its outcome is to be recorded and its slot
+filled; the pass starts at once, or right after the one running)."""
 
 from __future__ import annotations
 
@@ -34,6 +39,10 @@ class PassLoop:
         self._lock_path = lock_path
         self._logger = logger
         self._wake = asyncio.Event()
+        self._woken = True
+        """A ``wake`` (or the poll, or a busy pass) since the last pass started."""
+        self.only_hurried = False
+        """The running pass was started by ``hurry`` alone (nothing new committed)."""
         self._task: asyncio.Task[None] | None = None
         self._lock_file: IO[bytes] | None = None
 
@@ -41,13 +50,17 @@ class PassLoop:
         self._task = asyncio.create_task(self._run(), name=self.name)
 
     def wake(self) -> None:
+        self._woken = True
+        self._wake.set()
+
+    def hurry(self) -> None:
         self._wake.set()
 
     def wake_threadsafe(self, loop: asyncio.AbstractEventLoop) -> Callable[[], None]:
         """A listener that wakes this loop from any thread (commit listeners)."""
 
         def wake() -> None:
-            loop.call_soon_threadsafe(self._wake.set)
+            loop.call_soon_threadsafe(self.wake)
 
         return wake
 
@@ -67,6 +80,7 @@ class PassLoop:
         while True:
             # Cleared before the pass: a wake-up during the pass brings the next at once.
             self._wake.clear()
+            self.only_hurried, self._woken = not self._woken, False
             try:
                 busy = await self._run_once()
             except asyncio.CancelledError:
@@ -75,10 +89,15 @@ class PassLoop:
                 self._logger.exception("%s pass failed", self.name)
                 busy = False
             if busy:
+                self._woken = True
                 continue
-            with contextlib.suppress(TimeoutError):
+            try:
                 async with asyncio.timeout(self._poll_seconds):
                     await self._wake.wait()
+            except TimeoutError:
+                self._woken = True
+                continue
+            if self._woken:
                 await asyncio.sleep(COALESCE_SECONDS)
 
     def _may_run(self) -> bool:

@@ -1,6 +1,7 @@
 """The delivery dispatcher: outbox events → signed HTTP POSTs, at least once.
 
-Every server process runs one (``Dispatcher.start`` in the app's lifespan). A pass:
+Every server process runs one (``Dispatcher.start`` in the app's lifespan): the outbox
+dispatcher (``outbound.outbox``) with the webhooks' kind (``Deliveries``). A pass:
 
 1. **Fan out** pending events (``events.fanout``: for every consumer of the outbox,
    here one delivery row per subscribed, enabled webhook, and the xAPI statements of
@@ -21,8 +22,9 @@ Every server process runs one (``Dispatcher.start`` in the app's lifespan). A pa
    before. The pass does not wait for them: the next pass fans out and claims while
    slow attempts run, so a receiver that never answers holds its own slots, not the
    dispatcher.
-4. **Record** the outcomes of the attempts finished since the last pass (a finished
-   attempt wakes the dispatcher): 2xx succeeds; anything else waits
+4. **Record** the outcomes of the attempts finished since the last pass, in the
+   transaction that claims the next (an attempt's end starts a pass at once, without
+   the coalescing wait, and that pass does not fan out): 2xx succeeds; anything else waits
    ``base * 2^(attempts-1)`` (+0 to 25 % jitter) or fails for good after
    ``webhooks_max_attempts``; a webhook failing for ``webhooks_disable_after_seconds``
    is disabled, with the reason in ``DisabledReason``.
@@ -37,7 +39,6 @@ every write, and on SQLite a second turn of the one write lock: docs/performance
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import logging
 import uuid
@@ -51,9 +52,9 @@ from questline import events
 from questline.config import Settings
 from questline.events import fanout
 from questline.events.models import PLATFORM_ORG, Event
-from questline.outbound import retry
+from questline.outbound import outbox, retry
 from questline.outbound.fairness import Slots
-from questline.outbound.loop import PassLoop
+from questline.outbound.outbox import Outbox, Slot
 from questline.storage import sealing
 from questline.storage.db import Database, new_id, utcnow
 from questline.storage.many_rows import one_of
@@ -76,7 +77,6 @@ CLAIM_ROUNDS = 8
 """Claim queries in one pass at most: each round leaves out the organizations and
 hosts the rounds before it found full."""
 LEASE_MARGIN = dt.timedelta(seconds=30)
-PURGE_EVERY = dt.timedelta(hours=1)
 UNREADABLE_SECRET = (
     "The webhook's signing secret cannot be read (the service's signing secret changed): "
     "rotate it with POST /webhook/{id}/secret, then retry."
@@ -88,111 +88,35 @@ def backoff(settings: Settings, attempts: int) -> dt.timedelta:
     return retry.backoff(settings.webhooks_retry_base_seconds, attempts)
 
 
-class Dispatcher:
+class Deliveries:
+    """The webhooks' kind of outbound work (``outbound.outbox.Kind``): delivery rows,
+    one signed POST an attempt."""
+
+    name = "webhooks"
+
     def __init__(self, settings: Settings, db: Database) -> None:
         self.settings = settings
         self.db = db
-        self._remove_listener: Any = None
         self.sender = Sender(settings)
         self.sealer = secret_sealer(settings)
-        self.slots = Slots.of(
-            settings.webhooks_concurrency,
-            per_organization=settings.webhooks_concurrency_per_organization,
-            per_host=settings.webhooks_concurrency_per_host,
-        )
-        self._sending: set[asyncio.Task[None]] = set()
-        self._finished: list[Outcome] = []
-        self._cut_short = False
-        """The last claim ran out of rounds with slots still free."""
-        self._last_purge: dt.datetime | None = None
-        self.loop = PassLoop(
-            name="questline-webhooks",
-            run_once=self.run_once,
-            poll_seconds=settings.webhooks_poll_seconds,
-            # On SQLite, one dispatcher per database file (a lock beside it).
-            lock_path=(settings.ensure_data_dir() / "webhooks-dispatcher.lock")
-            if db.is_sqlite
-            else None,
-            logger=logger,
-        )
 
-    # Life cycle -------------------------------------------------------------------
+    async def prepare(self) -> bool:
+        return await self.fan_out() >= fanout.FANOUT_BATCH
 
-    def start(self) -> None:
-        self._remove_listener = events.on_committed(
-            self.loop.wake_threadsafe(asyncio.get_running_loop())
-        )
-        self.loop.start()
+    async def send(self, attempt: Attempt) -> Outcome:
+        return await self.sender.send(attempt)
 
-    async def stop(self) -> None:
-        if self._remove_listener is not None:
-            self._remove_listener()
-        await self.loop.stop()
-        await self.close()
+    def crashed(self, attempt: Attempt, exc: Exception) -> Outcome:
+        return Outcome(attempt, None, f"Internal error: {type(exc).__name__}")
+
+    def slot(self, attempt: Attempt) -> Slot:
+        return Slot(attempt.organization_id, attempt.host, attempt.webhook_id)
 
     async def close(self) -> None:
-        """Cancel the attempts in flight (their leases bring them back) and let go."""
-        sending = list(self._sending)
-        for task in sending:
-            task.cancel()
-        await asyncio.gather(*sending, return_exceptions=True)
         await self.sender.close()
-
-    def wake(self) -> None:
-        self.loop.wake()
-
-    # One pass -----------------------------------------------------------------------
-
-    async def run_once(self) -> bool:
-        """Record what finished, fan out, claim and start sending (without waiting for
-        the attempts). True when there may be more work right now."""
-        await self.record_finished()
-        fanned = await self.fan_out()
-        attempts = await self.claim()
-        for attempt in attempts:
-            self._start(attempt)
-        await self._purge_now_and_then()
-        return fanned >= fanout.FANOUT_BATCH or self._cut_short
-
-    @property
-    def in_flight(self) -> int:
-        """Attempts started and not finished."""
-        return len(self._sending)
-
-    async def settle(self) -> None:
-        """Wait for every attempt in flight and record the outcomes (tests, tools)."""
-        while self._sending:
-            await asyncio.gather(*list(self._sending), return_exceptions=True)
-        await self.record_finished()
-
-    async def record_finished(self) -> None:
-        outcomes, self._finished = self._finished, []
-        if outcomes:
-            await self.record(outcomes)
-
-    def _start(self, attempt: Attempt) -> None:
-        task = asyncio.create_task(self._send(attempt), name="questline-webhook-attempt")
-        self._sending.add(task)
-        task.add_done_callback(self._sending.discard)
-
-    async def _send(self, attempt: Attempt) -> None:
-        try:
-            outcome = await self.sender.send(attempt)
-        except Exception as exc:  # a bug, not the receiver: the lease would hide it
-            logger.exception("webhook attempt failed unexpectedly")
-            outcome = Outcome(attempt, None, f"Internal error: {type(exc).__name__}")
-        finally:
-            self.slots.give_back(attempt.organization_id, attempt.host, attempt.webhook_id)
-        self._finished.append(outcome)
-        self.loop.wake()
 
     def _locking(self, query: Any) -> Any:
         return query if self.db.is_sqlite else query.with_for_update(skip_locked=True)
-
-    async def _any(self, query: Any) -> bool:
-        """A cheap read first: an idle pass takes no write lock (SQLite has one)."""
-        async with self.db.session(write=False) as session:
-            return await session.scalar(query.limit(1)) is not None
 
     async def fan_out(self) -> int:
         """One pass of the outbox's fan-out (``events.fanout``): every consumer's rows,
@@ -220,83 +144,71 @@ class Dispatcher:
             query = query.where(not_(one_of(session, WebhookDelivery.webhook_id, list(webhooks))))
         return query
 
-    async def claim(self) -> list[Attempt]:
-        """Claim due deliveries into the free slots (``Slots``), oldest due first; the
-        slots are taken for the attempts returned, which the caller must start."""
-        self._cut_short = False
-        if self.slots.room() <= 0:
-            return []
-        now = utcnow()
+    async def has_due(self, session: AsyncSession, now: dt.datetime, slots: Slots) -> bool:
+        query = self._due(
+            session,
+            select(WebhookDelivery.id),
+            now,
+            slots.full_organizations(),
+            slots.targets_of_full_hosts(),
+        )
+        return await session.scalar(query.limit(1)) is not None
+
+    async def claim(
+        self, session: AsyncSession, now: dt.datetime, slots: Slots, claimed: list[Attempt]
+    ) -> bool:
+        """Due deliveries claimed into the free slots, oldest due first; True when the
+        rounds ran out with slots still free (there may be more right now)."""
         lease = dt.timedelta(seconds=self.settings.webhooks_timeout_seconds) + LEASE_MARGIN
-        full_organizations = self.slots.full_organizations()
-        full_host_webhooks = self.slots.targets_of_full_hosts()
-        async with self.db.session(write=False) as session:
-            # A cheap read first: an idle pass takes no write lock (SQLite has one).
-            if (
-                await session.scalar(
-                    self._due(
-                        session,
-                        select(WebhookDelivery.id),
-                        now,
-                        full_organizations,
-                        full_host_webhooks,
-                    ).limit(1)
-                )
-                is None
-            ):
-                return []
-        attempts: list[Attempt] = []
-        try:
-            async with self.db.session(write=True) as session:
-                for _ in range(CLAIM_ROUNDS):
-                    room = self.slots.room()
-                    if room <= 0:
-                        break
-                    # No more rows locked than one organization may take: rows locked
-                    # and left (their organization full) are skipped by the claims of
-                    # other processes until this transaction ends.
-                    limit = min(CLAIM_BATCH, room, self.slots.per_organization)
-                    due = list(
-                        (
-                            await session.scalars(
-                                self._locking(
-                                    self._due(
-                                        session,
-                                        select(WebhookDelivery),
-                                        now,
-                                        full_organizations,
-                                        full_host_webhooks,
-                                    )
-                                    .order_by(WebhookDelivery.next_attempt_at)
-                                    .limit(limit)
-                                )
+        full_organizations = slots.full_organizations()
+        full_host_webhooks = slots.targets_of_full_hosts()
+        for _ in range(CLAIM_ROUNDS):
+            room = slots.room()
+            if room <= 0:
+                break
+            # No more rows locked than one organization may take: rows locked and
+            # left (their organization full) are skipped by the claims of other
+            # processes until this transaction ends.
+            limit = min(CLAIM_BATCH, room, slots.per_organization)
+            due = list(
+                (
+                    await session.scalars(
+                        self._locking(
+                            self._due(
+                                session,
+                                select(WebhookDelivery),
+                                now,
+                                full_organizations,
+                                full_host_webhooks,
                             )
-                        ).all()
+                            .order_by(WebhookDelivery.next_attempt_at)
+                            .limit(limit)
+                        )
                     )
-                    if not due:
-                        break
-                    skipped = self._claim_rows(
-                        session_rows=due,
-                        hooks=await _webhooks(session, due),
-                        found=await _events(session, due),
-                        now=now,
-                        lease=lease,
-                        attempts=attempts,
-                        full_organizations=full_organizations,
-                        full_host_webhooks=full_host_webhooks,
-                    )
-                    if not skipped and len(due) < limit:
-                        break  # every due delivery was seen
-                else:
-                    self._cut_short = self.slots.room() > 0
-        except BaseException:
-            for attempt in attempts:
-                self.slots.give_back(attempt.organization_id, attempt.host, attempt.webhook_id)
-            raise
-        return attempts
+                ).all()
+            )
+            if not due:
+                break
+            skipped = self._claim_rows(
+                slots,
+                session_rows=due,
+                hooks=await _webhooks(session, due),
+                found=await _events(session, due),
+                now=now,
+                lease=lease,
+                attempts=claimed,
+                full_organizations=full_organizations,
+                full_host_webhooks=full_host_webhooks,
+            )
+            if not skipped and len(due) < limit:
+                break  # every due delivery was seen
+        else:
+            return slots.room() > 0
+        return False
 
     def _claim_rows(
         self,
+        slots: Slots,
         *,
         session_rows: Sequence[WebhookDelivery],
         hooks: dict[tuple[uuid.UUID, uuid.UUID], Webhook],
@@ -320,15 +232,15 @@ class Dispatcher:
                 )
                 continue
             host = receiving_host(hook.url)
-            if self.slots.organization_full(delivery.organization_id):
+            if slots.organization_full(delivery.organization_id):
                 full_organizations.add(delivery.organization_id)
                 skipped = True
                 continue
-            if self.slots.host_full(host):
+            if slots.host_full(host):
                 full_host_webhooks.add(hook.id)
                 skipped = True
                 continue
-            if self.slots.room() <= 0:
+            if slots.room() <= 0:
                 break
             try:
                 secrets = signing_secrets(self.sealer, hook, now)
@@ -336,10 +248,9 @@ class Dispatcher:
                 delivery.status = DeliveryStatus.FAILED
                 delivery.last_error = UNREADABLE_SECRET
                 continue
-            self.slots.take(delivery.organization_id, host, hook.id)
-            delivery.attempts += 1
+            slots.take(delivery.organization_id, host, hook.id)
+            outbox.lease(delivery, now, lease)
             delivery.last_attempt_at = now
-            delivery.next_attempt_at = now + lease
             attempts.append(
                 Attempt(
                     organization_id=delivery.organization_id,
@@ -355,60 +266,60 @@ class Dispatcher:
             )
         return skipped
 
-    async def record(self, outcomes: Sequence[Outcome]) -> None:
-        now = utcnow()
-        async with self.db.session(write=True) as session:
-            keys = sorted({(o.attempt.organization_id, o.attempt.webhook_id) for o in outcomes})
-            hooks = {
-                (h.organization_id, h.id): h
-                for h in (
-                    await session.scalars(
-                        _lock(
-                            select(Webhook).where(
-                                or_(
-                                    *(
-                                        and_(Webhook.organization_id == o, Webhook.id == i)
-                                        for o, i in keys
-                                    )
+    async def record(
+        self, session: AsyncSession, outcomes: Sequence[Outcome], now: dt.datetime
+    ) -> None:
+        keys = sorted({(o.attempt.organization_id, o.attempt.webhook_id) for o in outcomes})
+        hooks = {
+            (h.organization_id, h.id): h
+            for h in (
+                await session.scalars(
+                    _lock(
+                        select(Webhook).where(
+                            or_(
+                                *(
+                                    and_(Webhook.organization_id == o, Webhook.id == i)
+                                    for o, i in keys
                                 )
-                            ),
-                            self.db.is_sqlite,
-                        )
-                    )
-                ).all()
-            }
-            # Locked (PostgreSQL) so that a manual retry committing meanwhile either
-            # comes first, and its generation is seen here, or waits for this record.
-            deliveries = {
-                d.id: d
-                for d in (
-                    await session.scalars(
-                        _lock(
-                            select(WebhookDelivery)
-                            .where(
-                                WebhookDelivery.organization_id.in_(
-                                    {o.attempt.organization_id for o in outcomes}
-                                ),
-                                WebhookDelivery.id.in_([o.attempt.delivery_id for o in outcomes]),
                             )
-                            .execution_options(populate_existing=True),
-                            self.db.is_sqlite,
-                        )
+                        ),
+                        self.db.is_sqlite,
                     )
-                ).all()
-            }
-            for outcome in outcomes:
-                attempt = outcome.attempt
-                delivery = deliveries.get(attempt.delivery_id)
-                hook = hooks.get((attempt.organization_id, attempt.webhook_id))
-                if delivery is None or hook is None:
-                    continue  # deleted meanwhile
-                if delivery.generation != attempt.generation:
-                    # Retried since this attempt was claimed: the retry's attempt is
-                    # still owed, so the row stays due; only what was seen is noted.
-                    _note(delivery, outcome, now)
-                    continue
-                self._apply(delivery, hook, outcome, now)
+                )
+            ).all()
+        }
+        # Locked (PostgreSQL) so that a manual retry committing meanwhile either
+        # comes first, and its generation is seen here, or waits for this record.
+        deliveries = {
+            d.id: d
+            for d in (
+                await session.scalars(
+                    _lock(
+                        select(WebhookDelivery)
+                        .where(
+                            WebhookDelivery.organization_id.in_(
+                                {o.attempt.organization_id for o in outcomes}
+                            ),
+                            WebhookDelivery.id.in_([o.attempt.delivery_id for o in outcomes]),
+                        )
+                        .execution_options(populate_existing=True),
+                        self.db.is_sqlite,
+                    )
+                )
+            ).all()
+        }
+        for outcome in outcomes:
+            attempt = outcome.attempt
+            delivery = deliveries.get(attempt.delivery_id)
+            hook = hooks.get((attempt.organization_id, attempt.webhook_id))
+            if delivery is None or hook is None:
+                continue  # deleted meanwhile
+            if delivery.generation != attempt.generation:
+                # Retried since this attempt was claimed: the retry's attempt is
+                # still owed, so the row stays due; only what was seen is noted.
+                _note(delivery, outcome, now)
+                continue
+            self._apply(delivery, hook, outcome, now)
 
     def _apply(
         self, delivery: WebhookDelivery, hook: Webhook, outcome: Outcome, now: dt.datetime
@@ -438,22 +349,42 @@ class Dispatcher:
         else:
             delivery.next_attempt_at = now + backoff(self.settings, delivery.attempts)
 
-    async def _purge_now_and_then(self) -> None:
-        now = utcnow()
-        if self._last_purge is not None and now - self._last_purge < PURGE_EVERY:
-            return
-        self._last_purge = now
+    async def purge(self, session: AsyncSession, now: dt.datetime) -> None:
         horizon = now - dt.timedelta(days=self.settings.events_retention_days)
-        async with self.db.session(write=True) as session:
-            await session.execute(
-                delete(WebhookDelivery).where(
-                    WebhookDelivery.created_at < horizon,
-                    WebhookDelivery.status != DeliveryStatus.PENDING,
-                )
+        await session.execute(
+            delete(WebhookDelivery).where(
+                WebhookDelivery.created_at < horizon,
+                WebhookDelivery.status != DeliveryStatus.PENDING,
             )
-            await session.execute(
-                delete(Event).where(Event.created_at < horizon, Event.pending.is_(False))
-            )
+        )
+        await session.execute(
+            delete(Event).where(Event.created_at < horizon, Event.pending.is_(False))
+        )
+
+
+class Dispatcher(Outbox[Attempt, Outcome]):
+    """The webhooks' outbox dispatcher (``outbound.outbox``), woken by every commit
+    that recorded events (a manual retry notes one too)."""
+
+    def __init__(self, settings: Settings, db: Database) -> None:
+        self.deliveries = Deliveries(settings, db)
+        super().__init__(
+            self.deliveries,
+            settings=settings,
+            db=db,
+            slots=Slots.of(
+                settings.webhooks_concurrency,
+                per_organization=settings.webhooks_concurrency_per_organization,
+                per_host=settings.webhooks_concurrency_per_host,
+            ),
+            poll_seconds=settings.webhooks_poll_seconds,
+            lock_name="webhooks-dispatcher.lock",
+            logger=logger,
+            listen=events.on_committed,
+        )
+
+    async def fan_out(self) -> int:
+        return await self.deliveries.fan_out()
 
 
 def _note(delivery: WebhookDelivery, outcome: Outcome, now: dt.datetime) -> None:

@@ -4,13 +4,14 @@ transaction."""
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Sequence
-from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from questline import events
 from questline.config import Settings
 from questline.events import fanout
 from questline.events.models import Event
@@ -22,10 +23,15 @@ EVENT_TYPES = frozenset({"progress.completed", "progress.withdrawn"}) | ADJUSTME
 """The events that become statements (docs/platforms.md, "Statements")."""
 
 
-def register_consumer(settings: Settings, wake: Any = None) -> None:
+XAPI_TOPIC = "xapi"
+"""``events.on_committed``'s topic of a fan-out that made statements: it wakes this
+process's statement dispatcher."""
+
+
+def register_consumer(settings: Settings) -> None:
     """Make statements of the outbox's events (``events.fanout``), with the IRIs of
-    ``settings.public_url``. The application calls it once; ``wake`` is called after a
-    fan-out committed statements (the dispatcher's wake-up)."""
+    ``settings.public_url``. The application calls it once; a fan-out that committed
+    statements announces ``XAPI_TOPIC`` (the dispatcher's wake-up)."""
     if settings.public_url is None:  # no IRIs to give: PUT /organization/xapi says so
         return
     iris = Iris(settings.public_url)
@@ -33,7 +39,11 @@ def register_consumer(settings: Settings, wake: Any = None) -> None:
     async def take(session: AsyncSession, pending: Sequence[fanout.PendingEvent]) -> set[uuid.UUID]:
         return await take_events(session, pending, iris)
 
-    fanout.register(fanout.Consumer(name="xapi", take=take, taken=wake))
+    fanout.register(
+        fanout.Consumer(
+            name="xapi", take=take, taken=functools.partial(events.announce_committed, XAPI_TOPIC)
+        )
+    )
 
 
 async def take_events(

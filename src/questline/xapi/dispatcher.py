@@ -8,10 +8,10 @@ Statements are made by the outbox's fan-out (``events.fanout``; the consumer is
    of a team reach its LRS in order: a ``voided`` statement after its target), and only
    as many as ``outbound.fairness`` has slots for (in the process, per organization,
    per LRS host). ``FOR UPDATE SKIP LOCKED`` on PostgreSQL; on SQLite the one write
-   lock, and one dispatcher per machine (``outbound.loop``). Claiming counts the
-   attempt and moves ``next_attempt_at`` past the attempt's timeout (a lease: a
-   process that dies mid-send leaves the batch to be sent again — with the same
-   statement ids, which the LRS stores once).
+   lock, and one dispatcher per machine (``outbound.outbox``, the kind
+   ``Statements``). Claiming counts the attempt and moves ``next_attempt_at`` past
+   the attempt's timeout (a lease: a process that dies mid-send leaves the batch to be
+   sent again — with the same statement ids, which the LRS stores once).
 2. **Send** each batch in a task of its own, outside any transaction.
 3. **Record** the outcomes: 2xx → sent; a 4xx about the statements with more than
    one in the batch → each is marked to go alone, at once (isolating the bad one:
@@ -23,8 +23,8 @@ Statements are made by the outbox's fan-out (``events.fanout``; the consumer is
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
+import functools
 import logging
 import uuid
 from collections.abc import Sequence
@@ -34,13 +34,15 @@ from typing import Any
 from sqlalchemy import delete, not_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from questline import events
 from questline.config import Settings
-from questline.outbound import posting, retry
+from questline.outbound import outbox, posting, retry
 from questline.outbound.fairness import Slots
-from questline.outbound.loop import PassLoop
-from questline.storage.db import Database, utcnow
+from questline.outbound.outbox import Outbox, Slot
+from questline.storage.db import Database
 from questline.storage.many_rows import one_of
 from questline.xapi import sealing, sending
+from questline.xapi.consumer import XAPI_TOPIC
 from questline.xapi.models import LrsConnection, StatementStatus, XapiStatement
 
 logger = logging.getLogger("questline.xapi")
@@ -48,7 +50,6 @@ logger = logging.getLogger("questline.xapi")
 CLAIM_ROWS = 500
 """Due statements read per claim (then grouped into batches by organization)."""
 LEASE_MARGIN = dt.timedelta(seconds=30)
-PURGE_EVERY = dt.timedelta(hours=1)
 
 
 @dataclass(slots=True)
@@ -67,215 +68,140 @@ class Sent:
     answer: sending.Answer
 
 
-class Dispatcher:
+class Statements:
+    """The xAPI kind of outbound work (``outbound.outbox.Kind``): statement rows, one
+    batch of an organization's statements an attempt."""
+
+    name = "xapi"
+
     def __init__(self, settings: Settings, db: Database) -> None:
         self.settings = settings
         self.db = db
-        self.slots = Slots.of(
-            settings.xapi_concurrency,
-            per_organization=1,
-            per_host=settings.xapi_concurrency,
-        )
         self._http = posting.client(
             timeout=settings.xapi_timeout_seconds, max_connections=settings.xapi_concurrency
         )
-        self._sending: set[asyncio.Task[None]] = set()
-        self._finished: list[Sent] = []
-        self._last_purge: dt.datetime | None = None
-        self.loop = PassLoop(
-            name="questline-xapi",
-            run_once=self.run_once,
-            poll_seconds=settings.xapi_poll_seconds,
-            lock_path=(settings.ensure_data_dir() / "xapi-dispatcher.lock")
-            if db.is_sqlite
-            else None,
-            logger=logger,
+
+    async def prepare(self) -> bool:
+        return False
+
+    def slot(self, batch: Batch) -> Slot:
+        return Slot(batch.organization_id, batch.host, batch.organization_id)
+
+    async def send(self, batch: Batch) -> Sent:
+        answer = await sending.post_statements(
+            self._http,
+            endpoint=batch.endpoint,
+            authorization=batch.authorization,
+            statements=batch.statements,
+            seconds=self.settings.xapi_timeout_seconds,
+            allow_private=self.settings.xapi_allow_private_urls,
+        )
+        return Sent(batch, answer)
+
+    def crashed(self, batch: Batch, exc: Exception) -> Sent:
+        return Sent(
+            batch,
+            sending.Answer(sending.Verdict.RETRY, None, f"Internal error: {type(exc).__name__}"),
         )
 
-    # Life cycle -----------------------------------------------------------------------
-
-    def start(self) -> None:
-        # Woken only when this process's fan-out made statements (the consumer's
-        # ``taken``, see app.py), not by every commit: a progress write commits an event
-        # but makes no statement until the fan-out runs, and a pass per commit was a
-        # claim query per write for organizations without an LRS (docs/performance.md).
-        # Statements fanned out by another process arrive with the poll.
-        self.loop.start()
-
-    def wake(self) -> None:
-        self.loop.wake()
-
-    async def stop(self) -> None:
-        await self.loop.stop()
-        await self.close()
-
     async def close(self) -> None:
-        """Cancel the sends in flight (their leases bring them back) and let go."""
-        sending_now = list(self._sending)
-        for task in sending_now:
-            task.cancel()
-        await asyncio.gather(*sending_now, return_exceptions=True)
         await self._http.aclose()
 
-    @property
-    def in_flight(self) -> int:
-        return len(self._sending)
-
-    async def settle(self) -> None:
-        """Wait for every send in flight and record the outcomes (tests, tools)."""
-        while self._sending:
-            await asyncio.gather(*list(self._sending), return_exceptions=True)
-        await self.record_finished()
-
-    # One pass -------------------------------------------------------------------------
-
-    async def run_once(self) -> bool:
-        """Record what finished, claim and start sending. True when a full claim was
-        made (there may be more right now)."""
-        await self.record_finished()
-        batches, more = await self.claim()
-        for batch in batches:
-            self._start(batch)
-        await self._purge_now_and_then()
-        return more
-
-    async def record_finished(self) -> None:
-        finished, self._finished = self._finished, []
-        if finished:
-            await self.record(finished)
-
-    def _start(self, batch: Batch) -> None:
-        task = asyncio.create_task(self._send(batch), name="questline-xapi-batch")
-        self._sending.add(task)
-        task.add_done_callback(self._sending.discard)
-
-    async def _send(self, batch: Batch) -> None:
-        try:
-            answer = await sending.post_statements(
-                self._http,
-                endpoint=batch.endpoint,
-                authorization=batch.authorization,
-                statements=batch.statements,
-                seconds=self.settings.xapi_timeout_seconds,
-                allow_private=self.settings.xapi_allow_private_urls,
-            )
-        except Exception as exc:  # a bug, not the LRS: the lease would hide it
-            logger.exception("xAPI batch failed unexpectedly")
-            answer = sending.Answer(
-                sending.Verdict.RETRY, None, f"Internal error: {type(exc).__name__}"
-            )
-        finally:
-            self.slots.give_back(batch.organization_id, batch.host, batch.organization_id)
-        self._finished.append(Sent(batch, answer))
-        self.loop.wake()
-
-    def _due(self, session: AsyncSession, query: Any, now: dt.datetime) -> Any:
+    def _due(self, session: AsyncSession, query: Any, now: dt.datetime, slots: Slots) -> Any:
         query = query.where(
             XapiStatement.status == StatementStatus.PENDING,
             XapiStatement.next_attempt_at <= now,
         )
-        busy = self.slots.full_organizations()
+        busy = slots.full_organizations()
         if busy:
             query = query.where(not_(one_of(session, XapiStatement.organization_id, list(busy))))
         return query
 
-    async def claim(self) -> tuple[list[Batch], bool]:
-        if self.slots.room() <= 0:
-            return [], False
-        now = utcnow()
-        async with self.db.session(write=False) as session:
-            # A cheap read first: an idle pass takes no write lock (SQLite has one).
-            if (
-                await session.scalar(self._due(session, select(XapiStatement.id), now).limit(1))
-                is None
-            ):
-                return [], False
+    async def has_due(self, session: AsyncSession, now: dt.datetime, slots: Slots) -> bool:
+        query = self._due(session, select(XapiStatement.id), now, slots)
+        return await session.scalar(query.limit(1)) is not None
+
+    async def claim(
+        self, session: AsyncSession, now: dt.datetime, slots: Slots, claimed: list[Batch]
+    ) -> bool:
         lease = dt.timedelta(seconds=self.settings.xapi_timeout_seconds) + LEASE_MARGIN
-        batches: list[Batch] = []
-        try:
-            async with self.db.session(write=True) as session:
-                query = (
-                    self._due(session, select(XapiStatement), now)
-                    .order_by(XapiStatement.next_attempt_at, XapiStatement.id)
-                    .limit(CLAIM_ROWS)
+        query = (
+            self._due(session, select(XapiStatement), now, slots)
+            .order_by(XapiStatement.next_attempt_at, XapiStatement.id)
+            .limit(CLAIM_ROWS)
+        )
+        if not self.db.is_sqlite:
+            query = query.with_for_update(skip_locked=True)
+        due = list((await session.scalars(query)).all())
+        if not due:
+            return False
+        connections = await _connections(session, {r.organization_id for r in due})
+        by_org: dict[uuid.UUID, list[XapiStatement]] = {}
+        for row in due:
+            by_org.setdefault(row.organization_id, []).append(row)
+        for org_id, rows in by_org.items():
+            lrs = connections.get(org_id)
+            if lrs is None:
+                continue  # deleted meanwhile (its statements go with it)
+            host = posting.receiving_host(lrs.endpoint)
+            if slots.room() <= 0:
+                break
+            if slots.organization_full(org_id) or slots.host_full(host):
+                continue
+            chosen = _batch_of(rows, self.settings.xapi_batch_size)
+            try:
+                authorization = sending.authorization(self.settings, lrs)
+            except sealing.Unreadable as exc:
+                # Nothing can be sent until the admin gives the secret again.
+                lrs.failing_since = lrs.failing_since or now
+                lrs.last_error = str(exc)
+                for row in rows:
+                    row.next_attempt_at = now + lease
+                continue
+            slots.take(org_id, host, org_id)
+            for row in chosen:
+                outbox.lease(row, now, lease)
+                row.last_attempt_at = now
+            claimed.append(
+                Batch(
+                    organization_id=org_id,
+                    endpoint=lrs.endpoint,
+                    host=host,
+                    authorization=authorization,
+                    ids=[r.id for r in chosen],
+                    statements=[r.statement for r in chosen],
                 )
-                if not self.db.is_sqlite:
-                    query = query.with_for_update(skip_locked=True)
-                due = list((await session.scalars(query)).all())
-                if not due:
-                    return [], False
-                connections = await _connections(session, {r.organization_id for r in due})
-                by_org: dict[uuid.UUID, list[XapiStatement]] = {}
-                for row in due:
-                    by_org.setdefault(row.organization_id, []).append(row)
-                for org_id, rows in by_org.items():
-                    lrs = connections.get(org_id)
-                    if lrs is None:
-                        continue  # deleted meanwhile (its statements go with it)
-                    host = posting.receiving_host(lrs.endpoint)
-                    if self.slots.room() <= 0:
-                        break
-                    if self.slots.organization_full(org_id) or self.slots.host_full(host):
-                        continue
-                    chosen = _batch_of(rows, self.settings.xapi_batch_size)
-                    try:
-                        authorization = sending.authorization(self.settings, lrs)
-                    except sealing.Unreadable as exc:
-                        # Nothing can be sent until the admin gives the secret again.
-                        lrs.failing_since = lrs.failing_since or now
-                        lrs.last_error = str(exc)
-                        for row in rows:
-                            row.next_attempt_at = now + lease
-                        continue
-                    self.slots.take(org_id, host, org_id)
-                    for row in chosen:
-                        row.attempts += 1
-                        row.last_attempt_at = now
-                        row.next_attempt_at = now + lease
-                    batches.append(
-                        Batch(
-                            organization_id=org_id,
-                            endpoint=lrs.endpoint,
-                            host=host,
-                            authorization=authorization,
-                            ids=[r.id for r in chosen],
-                            statements=[r.statement for r in chosen],
+            )
+        return len(due) >= CLAIM_ROWS
+
+    async def record(
+        self, session: AsyncSession, finished: Sequence[Sent], now: dt.datetime
+    ) -> None:
+        connections = await _connections(
+            session, {s.batch.organization_id for s in finished}, lock=not self.db.is_sqlite
+        )
+        for sent in finished:
+            batch, answer = sent.batch, sent.answer
+            rows = list(
+                (
+                    await session.scalars(
+                        select(XapiStatement).where(
+                            XapiStatement.organization_id == batch.organization_id,
+                            one_of(session, XapiStatement.id, batch.ids),
                         )
                     )
-        except BaseException:
-            for batch in batches:
-                self.slots.give_back(batch.organization_id, batch.host, batch.organization_id)
-            raise
-        return batches, len(due) >= CLAIM_ROWS and self.slots.room() > 0
-
-    async def record(self, finished: Sequence[Sent]) -> None:
-        now = utcnow()
-        async with self.db.session(write=True) as session:
-            connections = await _connections(
-                session, {s.batch.organization_id for s in finished}, lock=not self.db.is_sqlite
+                ).all()
             )
-            for sent in finished:
-                batch, answer = sent.batch, sent.answer
-                rows = list(
-                    (
-                        await session.scalars(
-                            select(XapiStatement).where(
-                                XapiStatement.organization_id == batch.organization_id,
-                                one_of(session, XapiStatement.id, batch.ids),
-                            )
-                        )
-                    ).all()
-                )
-                lrs = connections.get(batch.organization_id)
-                for row in rows:
-                    self._apply(row, answer, alone=len(batch.ids) == 1, now=now)
-                if lrs is not None:
-                    if answer.verdict is sending.Verdict.RETRY:
-                        lrs.failing_since = lrs.failing_since or now
-                        lrs.last_error = _error_text(answer)
-                    else:
-                        lrs.failing_since = None
-                        lrs.last_error = None
+            lrs = connections.get(batch.organization_id)
+            for row in rows:
+                self._apply(row, answer, alone=len(batch.ids) == 1, now=now)
+            if lrs is not None:
+                if answer.verdict is sending.Verdict.RETRY:
+                    lrs.failing_since = lrs.failing_since or now
+                    lrs.last_error = _error_text(answer)
+                else:
+                    lrs.failing_since = None
+                    lrs.last_error = None
 
     def _apply(
         self, row: XapiStatement, answer: sending.Answer, *, alone: bool, now: dt.datetime
@@ -302,21 +228,39 @@ class Dispatcher:
                 self.settings.xapi_retry_base_seconds, row.attempts
             )
 
-    async def _purge_now_and_then(self) -> None:
-        now = utcnow()
-        if self._last_purge is not None and now - self._last_purge < PURGE_EVERY:
-            return
-        self._last_purge = now
+    async def purge(self, session: AsyncSession, now: dt.datetime) -> None:
         horizon = now - dt.timedelta(days=self.settings.events_retention_days)
-        async with self.db.session(write=True) as session:
-            # Sent statements are kept as long as events (a withdrawal voids by them);
-            # failures too, for the admin to read.
-            await session.execute(
-                delete(XapiStatement).where(
-                    XapiStatement.created_at < horizon,
-                    XapiStatement.status != StatementStatus.PENDING,
-                )
+        # Sent statements are kept as long as events (a withdrawal voids by them);
+        # failures too, for the admin to read.
+        await session.execute(
+            delete(XapiStatement).where(
+                XapiStatement.created_at < horizon,
+                XapiStatement.status != StatementStatus.PENDING,
             )
+        )
+
+
+class Dispatcher(Outbox[Batch, Sent]):
+    """The statements' outbox dispatcher (``outbound.outbox``), woken when this
+    process's fan-out made statements (``XAPI_TOPIC``), not by every commit: a progress
+    write commits an event but makes no statement until the fan-out runs, and a pass per
+    commit was a claim query per write for organizations without an LRS
+    (docs/performance.md). Statements fanned out by another process arrive with the
+    poll."""
+
+    def __init__(self, settings: Settings, db: Database) -> None:
+        super().__init__(
+            Statements(settings, db),
+            settings=settings,
+            db=db,
+            slots=Slots.of(
+                settings.xapi_concurrency, per_organization=1, per_host=settings.xapi_concurrency
+            ),
+            poll_seconds=settings.xapi_poll_seconds,
+            lock_name="xapi-dispatcher.lock",
+            logger=logger,
+            listen=functools.partial(events.on_committed, topic=XAPI_TOPIC),
+        )
 
 
 def _batch_of(rows: Sequence[XapiStatement], size: int) -> list[XapiStatement]:
