@@ -1,0 +1,249 @@
+"""Row-level security on PostgreSQL (docs/deploy.md, "Two database roles"): the service
+connects as a role that owns no table, every tenant table has the tenant policy, a
+statement that forgets its organization filter still sees only the caller's rows, a
+write into another organization is refused by the database, and the one narrow path
+across organizations (the marked look-ups) still finds what it must.
+
+These tests always run under row security, whatever ``QUESTLINE_TEST_ROW_SECURITY``
+says for the rest of the suite."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select, text, update
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.pool import NullPool
+
+from questline.auth import scim_tokens
+from questline.config import Settings
+from questline.models import Base
+from questline.storage import tenancy
+from questline.storage.db import Database, RowSecurityMisconfigured
+from questline.storage.migrate import upgrade
+from questline.teams.models import Team
+from tests.conftest import TEST_SETTINGS
+from tests.factories import Org, World
+from tests.support.harness import AppHarness
+from tests.support.postgres import PostgresServer, create_row_security_database
+
+pytestmark = [pytest.mark.anyio, pytest.mark.postgres_only]
+
+
+@pytest.fixture(scope="session")
+def row_security_settings(
+    backend: str, postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathFactory
+) -> Settings:
+    assert backend == "postgresql"
+    owner_url, service_url = create_row_security_database(postgres_server)
+    data_dir: Path = tmp_path_factory.mktemp("data-row-security")
+    settings = Settings(
+        data_dir=data_dir,
+        database_url=service_url,
+        database_owner_url=owner_url,
+        database_row_security=True,
+        **TEST_SETTINGS,
+    )
+    upgrade(settings)
+    return settings
+
+
+@pytest.fixture
+def settings(row_security_settings: Settings) -> Settings:
+    return row_security_settings
+
+
+async def two_organizations(world: World) -> tuple[Org, Org]:
+    a, b = world.org(), world.org()
+    for org in (a, b):
+        await org.create_team("Rockets")
+        await org.create_team(f"Only {org.id}")
+    return a, b
+
+
+async def test_the_service_connects_as_a_role_that_owns_no_table(app_state: AppHarness) -> None:
+    async with app_state.db.engine.connect() as connection:
+        user = await connection.scalar(text("SELECT current_user"))
+        owned = await connection.scalar(
+            text(
+                "SELECT count(*) FROM pg_class c JOIN pg_roles r ON r.oid = c.relowner "
+                "WHERE r.rolname = current_user AND c.relkind = 'r'"
+            )
+        )
+    assert user == "questline_service"
+    assert owned == 0
+    await app_state.db.check_row_security(app_state.settings)  # start-up accepts it
+
+
+async def test_every_table_with_an_organization_has_the_tenant_policy(
+    app_state: AppHarness,
+) -> None:
+    """A table a later migration adds with an ``organization_id`` fails here until it
+    has the policy (``migrations/env.py`` gives it one on every upgrade)."""
+    tenant_tables = {
+        table.name
+        for table in Base.metadata.sorted_tables
+        if "organization_id" in table.c and table.name not in tenancy.SHARED_TABLES
+    }
+    assert {"teams", "members", "scim_tokens", "webhooks"} <= tenant_tables
+    async with app_state.db.engine.connect() as connection:
+        unprotected = (await connection.execute(tenancy.UNPROTECTED_TABLES)).scalars().all()
+        protected = set(
+            (
+                await connection.execute(
+                    text(
+                        "SELECT c.relname FROM pg_policy p JOIN pg_class c ON c.oid = p.polrelid "
+                        "WHERE p.polname = :name AND c.relrowsecurity"
+                    ),
+                    {"name": tenancy.POLICY_NAME},
+                )
+            )
+            .scalars()
+            .all()
+        )
+    assert unprotected == []
+    assert tenant_tables <= protected
+
+
+async def test_a_statement_that_forgets_its_organization_sees_only_the_callers_rows(
+    world: World, app_state: AppHarness
+) -> None:
+    a, b = await two_organizations(world)
+    for org, other in ((a, b), (b, a)):
+        with tenancy.acting_for(org.id):
+            async with app_state.db.session(write=False) as session:
+                # No organization filter: the policy adds it.
+                seen = (await session.execute(select(Team.organization_id, Team.name))).all()
+                rockets = await session.scalar(
+                    select(func.count()).select_from(Team).where(Team.name == "Rockets")
+                )
+        assert {row.organization_id for row in seen} == {org.id}
+        assert f"Only {other.id}" not in {row.name for row in seen}
+        assert rockets == 1
+    # A transaction that set no organization sees no tenant row at all.
+    async with app_state.db.session(write=False) as session:
+        assert await session.scalar(select(func.count()).select_from(Team)) == 0
+
+
+async def test_the_api_still_answers_each_organization_its_own(world: World) -> None:
+    a, b = await two_organizations(world)
+    for org, other in ((a, b), (b, a)):
+        names = {team["Name"] for team in await org.teams()}
+        assert names == {"Rockets", f"Only {org.id}"}
+        assert f"Only {other.id}" not in names
+
+
+async def test_a_write_into_another_organization_is_refused(
+    world: World, app_state: AppHarness
+) -> None:
+    a, b = await two_organizations(world)
+    with tenancy.acting_for(a.id), pytest.raises(DBAPIError) as refused:
+        async with app_state.db.session(write=True) as session:
+            session.add(Team(organization_id=b.id, name="Intruders", name_key="intruders"))
+            await session.flush()
+    assert "row-level security" in str(refused.value.orig)
+    # An update or delete without its filter reaches only the caller's own rows.
+    with tenancy.acting_for(a.id):
+        async with app_state.db.session(write=True) as session:
+            renamed = await session.execute(update(Team).values(name="Renamed"))
+    assert renamed.rowcount == 2  # type: ignore[attr-defined]
+    assert {team["Name"] for team in await b.teams()} == {"Rockets", f"Only {b.id}"}
+
+
+async def test_an_update_cannot_move_a_row_into_another_organization(
+    world: World, app_state: AppHarness
+) -> None:
+    a, b = await two_organizations(world)
+    with tenancy.acting_for(a.id), pytest.raises(DBAPIError):
+        async with app_state.db.session(write=True) as session:
+            await session.execute(update(Team).values(organization_id=b.id))
+    assert len(await a.teams()) == 2
+
+
+async def test_the_pre_authentication_look_up_finds_the_organization(
+    world: World, app_state: AppHarness
+) -> None:
+    """A SCIM token names its organization: the look-up (``@finds_the_organization``)
+    reads across organizations, and the request then acts for the one it found."""
+    a, b = await two_organizations(world)
+    created = await a.client.post(
+        "/organization/scim-tokens", json={"Label": "Okta"}, headers=a.admin
+    )
+    assert created.status_code == 201, created.text
+    token = created.json()["Token"]
+    # Outside the marked look-up, a transaction that acts for no organization (or for
+    # another one) does not see the token's row.
+    for acting in (None, b.id):
+        with tenancy.acting_for(acting):
+            async with app_state.db.session(write=False) as session:
+                rows = await session.scalar(
+                    select(func.count()).select_from(scim_tokens.ScimTokenRecord)
+                )
+        assert rows == 0
+    async with app_state.db.session(write=False) as session:
+        found = await scim_tokens.find_live(session, token)
+        # The look-up left the every-organization role behind it.
+        assert await session.scalar(text("SELECT current_user")) == "questline_service"
+    assert found is not None and found.organization_id == a.id
+    users = await a.client.get(
+        "/scim/v2/Users", headers={"Authorization": f"Bearer {token}"}
+    )
+    assert users.status_code == 200, users.text
+
+
+async def test_the_lean_reads_and_progress_writes_act_for_the_caller(
+    world: World, app_state: AppHarness
+) -> None:
+    """The paths that skip the session (``Database.driver_transaction``) set the
+    organization too: a team read by id and a progress write succeed for its owner and
+    stay invisible to the other organization."""
+    a, b = await two_organizations(world)
+    team = await a.create_team("Lean")
+    mine = await a.client.get(f"/team/{team['Id']}", headers=a.admin)
+    theirs = await b.client.get(f"/team/{team['Id']}", headers=b.admin)
+    assert mine.status_code == 200, mine.text
+    assert theirs.status_code == 404, theirs.text
+
+
+async def test_start_up_refuses_a_role_that_bypasses_the_policies(settings: Settings) -> None:
+    """One role only (the owner) with row security on: the service refuses to start."""
+    assert settings.database_owner_url is not None
+    as_owner = settings.model_copy(update={"database_url": settings.database_owner_url})
+    db = Database(as_owner)
+    try:
+        with pytest.raises(RowSecurityMisconfigured, match="owns the tables"):
+            await db.check_row_security(as_owner)
+    finally:
+        await db.dispose()
+
+
+async def test_start_up_refuses_the_service_role_with_row_security_off(
+    settings: Settings,
+) -> None:
+    """The service's role under the policies but the setting off would see nothing."""
+    off = settings.model_copy(update={"database_row_security": False})
+    db = Database(off)
+    try:
+        with pytest.raises(RowSecurityMisconfigured, match="would see no"):
+            await db.check_row_security(off)
+    finally:
+        await db.dispose()
+
+
+async def test_the_owner_sees_every_organization(world: World, settings: Settings) -> None:
+    """Migrations and operators' maintenance run as the owner, whom the policies do not
+    bind (no FORCE ROW LEVEL SECURITY)."""
+    a, b = await two_organizations(world)
+    assert settings.database_owner_url is not None
+    engine = create_async_engine(settings.database_owner_url, poolclass=NullPool)
+    try:
+        async with engine.connect() as connection:
+            organizations = set(
+                (await connection.execute(select(Team.organization_id))).scalars().all()
+            )
+    finally:
+        await engine.dispose()
+    assert organizations == {a.id, b.id}
+
