@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import httpx
 import pytest
 from sqlalchemy import func, select, text, update
 from sqlalchemy.exc import DBAPIError
@@ -19,6 +20,7 @@ from sqlalchemy.pool import NullPool
 
 from questline.auth import scim_tokens
 from questline.config import Settings
+from questline.disciplines.models import Discipline
 from questline.models import Base
 from questline.storage import tenancy
 from questline.storage.db import Database, RowSecurityMisconfigured
@@ -26,6 +28,7 @@ from questline.storage.migrate import upgrade
 from questline.teams.models import Team
 from tests.conftest import TEST_SETTINGS
 from tests.factories import Org, World
+from tests.progress.factories import complete, make_discipline, score_of
 from tests.support.harness import AppHarness
 from tests.support.postgres import PostgresServer, create_row_security_database
 
@@ -139,10 +142,12 @@ async def test_a_write_into_another_organization_is_refused(
     world: World, app_state: AppHarness
 ) -> None:
     a, b = await two_organizations(world)
-    with tenancy.acting_for(a.id), pytest.raises(DBAPIError) as refused:
+    with tenancy.acting_for(a.id):
         async with app_state.db.session(write=True) as session:
             session.add(Team(organization_id=b.id, name="Intruders", name_key="intruders"))
-            await session.flush()
+            with pytest.raises(DBAPIError) as refused:
+                await session.flush()
+            await session.rollback()
     assert "row-level security" in str(refused.value.orig)
     # An update or delete without its filter reaches only the caller's own rows.
     with tenancy.acting_for(a.id):
@@ -186,25 +191,58 @@ async def test_the_pre_authentication_look_up_finds_the_organization(
         found = await scim_tokens.find_live(session, token)
         # The look-up left the every-organization role behind it.
         assert await session.scalar(text("SELECT current_user")) == "questline_service"
-    assert found is not None and found.organization_id == a.id
-    users = await a.client.get(
-        "/scim/v2/Users", headers={"Authorization": f"Bearer {token}"}
-    )
+    assert found is not None
+    assert found.organization_id == a.id
+    users = await a.client.get("/scim/v2/Users", headers={"Authorization": f"Bearer {token}"})
     assert users.status_code == 200, users.text
+    # The use is recorded on the token's row: the request acted for its organization.
+    listed = (await a.client.get("/organization/scim-tokens", headers=a.admin)).json()
+    assert listed[0]["LastUsedAt"] is not None
 
 
 async def test_the_lean_reads_and_progress_writes_act_for_the_caller(
     world: World, app_state: AppHarness
 ) -> None:
     """The paths that skip the session (``Database.driver_transaction``) set the
-    organization too: a team read by id and a progress write succeed for its owner and
-    stay invisible to the other organization."""
+    organization too: the group-committed progress write and the lean read of a team
+    succeed for its owner, and the team stays invisible to the other organization."""
     a, b = await two_organizations(world)
     team = await a.create_team("Lean")
-    mine = await a.client.get(f"/team/{team['Id']}", headers=a.admin)
+    with tenancy.acting_for(a.id):
+        tree = await make_discipline(app_state.db, org_id=a.id, shape=[[[3, 4]]])
+    writes = app_state.progress_writes
+    before = writes.writes
+    done = await complete(a, team["Id"], tree.tasks[0])
+    assert done.status_code == 201, done.text
+    assert writes.writes == before + 1  # the group commit wrote it, acting for a
+    lean: list[str] = []
+    app_state.readmodel.lean.listeners.append(lean.append)
+    assert await score_of(a, team["Id"]) == 3
+    assert lean  # read by the lean path, acting for a
     theirs = await b.client.get(f"/team/{team['Id']}", headers=b.admin)
-    assert mine.status_code == 200, mine.text
     assert theirs.status_code == 404, theirs.text
+    refused = await complete(b, team["Id"], tree.tasks[1])
+    assert refused.status_code == 404, refused.text
+    assert await score_of(a, team["Id"]) == 3
+
+
+async def test_global_disciplines_are_shared_and_written_by_no_organization(
+    world: World, app_state: AppHarness
+) -> None:
+    """A discipline without an organization is every organization's to read and no
+    organization's to write."""
+    a, _b = await two_organizations(world)
+    shared = await make_discipline(app_state.db, org_id=None, shape=[[[1]]])
+    with tenancy.acting_for(a.id):
+        async with app_state.db.session(write=False) as session:
+            seen = set((await session.execute(select(Discipline.id))).scalars().all())
+        assert shared.id in seen
+        async with app_state.db.session(write=True) as session:
+            rename = update(Discipline).where(Discipline.id == shared.id).values(title="Mine")
+            with pytest.raises(DBAPIError) as refused:
+                await session.execute(rename)
+            await session.rollback()
+    assert "row-level security" in str(refused.value.orig)
 
 
 async def test_start_up_refuses_a_role_that_bypasses_the_policies(settings: Settings) -> None:
@@ -247,3 +285,20 @@ async def test_the_owner_sees_every_organization(world: World, settings: Setting
         await engine.dispose()
     assert organizations == {a.id, b.id}
 
+
+async def test_a_dashboard_session_reads_its_own_organization(
+    world: World, client: httpx.AsyncClient
+) -> None:
+    """The session cookie is the other pre-authentication look-up: signing in, reading
+    the session and listing teams with the cookie all act for the cookie's
+    organization."""
+    a, b = await two_organizations(world)
+    made = await client.post("/auth/session", json={"IdToken": a.admin_token})
+    assert made.status_code == 201, made.text
+    assert made.json()["Role"] == "admin"
+    again = await client.get("/auth/session")
+    assert again.status_code == 200, again.text
+    teams = await client.get("/team")
+    assert teams.status_code == 200, teams.text
+    assert {team["Name"] for team in teams.json()} == {"Rockets", f"Only {a.id}"}
+    assert f"Only {b.id}" not in {team["Name"] for team in teams.json()}

@@ -46,6 +46,9 @@ EVERY_ORGANIZATION_ROLE = "questline_every_organization_role"
 """``session.info`` key: the quoted name of the every-organization role, present only
 when row-level security is on."""
 
+_ACROSS = "questline_across_organizations"
+"""``session.info`` key: a marked function runs now (one inside another keeps its role)."""
+
 SET_ORGANIZATION = text(f"SELECT set_config('{ORG_SETTING}', :org, true)")
 
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
@@ -81,16 +84,22 @@ def _across_organizations(function: F) -> F:
     @functools.wraps(function)
     async def across(session: AsyncSession, *args: Any, **kwargs: Any) -> Any:
         role = session.info.get(EVERY_ORGANIZATION_ROLE)
-        if role is None:
+        if role is None or session.info.get(_ACROSS):
+            # No row security, or inside another marked function (which leaves the
+            # role when it returns).
             return await function(session, *args, **kwargs)
         await session.execute(text(f"SET LOCAL ROLE {role}"))
+        session.info[_ACROSS] = True
         try:
             result = await function(session, *args, **kwargs)
         except DBAPIError:
-            raise  # the transaction is failed: it rolls back, and the role with it
+            session.info.pop(_ACROSS, None)
+            raise  # the transaction failed: it rolls back, and the role with it
         except BaseException:
+            session.info.pop(_ACROSS, None)
             await session.execute(text("SET LOCAL ROLE NONE"))
             raise
+        session.info.pop(_ACROSS, None)
         await session.execute(text("SET LOCAL ROLE NONE"))
         return result
 
@@ -133,7 +142,7 @@ TENANT_TABLES = text(
     """
 ).bindparams(shared=list(SHARED_TABLES))
 _UNPROTECTED = """
-    SELECT c.relname FROM pg_class c
+    SELECT c.relname, a.attnotnull FROM pg_class c
     JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = 'organization_id'
       AND NOT a.attisdropped
     WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p')
@@ -146,10 +155,18 @@ UNPROTECTED_TABLES = text(_UNPROTECTED + " ORDER BY c.relname").bindparams(
 )
 """The tables that have an ``organization_id`` and lack the enabled tenant policy."""
 
-POLICY_CONDITION = f"organization_id = NULLIF(current_setting('{ORG_SETTING}', true), '')::uuid"
+ACTING = f"NULLIF(current_setting('{ORG_SETTING}', true), '')::uuid"
+POLICY_CONDITION = f"organization_id = {ACTING}"
 """A transaction that set no organization (NULL, or '' once a session has used the
 setting) sees and writes no row. ``current_setting`` is stable: the comparison uses the
 tables' indexes on ``organization_id``."""
+SHARED_ROWS_CONDITION = f"organization_id IS NULL OR organization_id = {ACTING}"
+"""Where ``organization_id`` may be NULL (the global disciplines every organization
+sees, a learning platform's login not yet bound to one): every transaction sees the
+shared rows, and its organization's."""
+SHARED_ROWS_CHECK = f"organization_id IS NOT DISTINCT FROM {ACTING}"
+"""...but writes only its own: an organization's rows, or (setting none, an operator)
+the shared ones."""
 
 
 def protect_tenant_tables(connection: Connection) -> list[str]:
@@ -157,18 +174,20 @@ def protect_tenant_tables(connection: Connection) -> list[str]:
     schema) row-level security and the tenant policy, if it lacks them; the tables it
     changed. Run by the ``rls_0001`` migration and after every later upgrade
     (``migrations/env.py``), so a tenant table a later migration adds is covered too."""
-    names = [str(row[0]) for row in connection.execute(UNPROTECTED_TABLES)]
-    for name in names:
+    found = [(str(row[0]), bool(row[1])) for row in connection.execute(UNPROTECTED_TABLES)]
+    for name, required in found:
         table = connection.dialect.identifier_preparer.quote(name)
+        using, check = (
+            (POLICY_CONDITION, POLICY_CONDITION)
+            if required
+            else (SHARED_ROWS_CONDITION, SHARED_ROWS_CHECK)
+        )
         connection.execute(text(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY"))
         connection.execute(text(f"DROP POLICY IF EXISTS {POLICY_NAME} ON {table}"))
         connection.execute(
-            text(
-                f"CREATE POLICY {POLICY_NAME} ON {table} "
-                f"USING ({POLICY_CONDITION}) WITH CHECK ({POLICY_CONDITION})"
-            )
+            text(f"CREATE POLICY {POLICY_NAME} ON {table} USING ({using}) WITH CHECK ({check})")
         )
-    return names
+    return [name for name, _ in found]
 
 
 def unprotect_tenant_tables(connection: Connection) -> None:
