@@ -34,6 +34,7 @@ from questline.lti.models import (
 )
 from questline.outbound import retry
 from questline.outbound.loop import PassLoop
+from questline.storage import tenancy
 from questline.storage.db import Database, insert_ignoring_conflicts, utcnow
 from questline.timeformat import rfc3339
 
@@ -103,6 +104,7 @@ class GradesDispatcher:
     async def stop(self) -> None:
         await self.loop.stop()
 
+    @tenancy.serves_every_organization
     async def run_once(self) -> bool:
         groups, full = await self.claim()
         if not groups:

@@ -58,6 +58,7 @@ from questline.members.models import Member
 from questline.members.service import email_key
 from questline.organizations.models import Organization
 from questline.outbound.loop import PassLoop
+from questline.storage import tenancy
 from questline.storage.db import Database, utcnow
 from questline.web.identity import Role
 
@@ -146,6 +147,7 @@ class Postman:
 
     # One pass -----------------------------------------------------------------------
 
+    @tenancy.serves_every_organization
     async def run_once(self) -> bool:
         """Record what finished, claim and start sending (without waiting for the
         sends). True when there may be more work right now."""

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 import asyncpg
 import orjson
-from sqlalchemy import DateTime, Dialect, MetaData, event, insert
+from sqlalchemy import DateTime, Dialect, MetaData, event, insert, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import (
@@ -306,7 +306,12 @@ class RowSecurityMisconfigured(RuntimeError):
 
 
 def _set_organization(session: Session, _transaction: Any, connection: Connection) -> None:
-    """Row-level security: a transaction first sets the organization it acts for."""
+    """Row-level security: a transaction first sets the organization it acts for (or,
+    in the background work that serves every organization, takes that role)."""
+    if tenancy.serving_every_organization.get():
+        role = session.info[tenancy.EVERY_ORGANIZATION_ROLE]
+        connection.execute(text(f"SET LOCAL ROLE {role}"))
+        return
     organization_id = tenancy.acting_organization.get()
     if organization_id is not None:
         connection.execute(tenancy.SET_ORGANIZATION, {"org": str(organization_id)})

@@ -69,6 +69,38 @@ def acting_for(organization_id: uuid.UUID | None) -> Iterator[None]:
         acting_organization.reset(token)
 
 
+serving_every_organization: ContextVar[bool] = ContextVar(
+    "questline_serving_every_organization", default=False
+)
+"""This task serves every organization by design (``for_every_organization``)."""
+
+
+@contextmanager
+def for_every_organization() -> Iterator[None]:
+    """Transactions begun inside run as the every-organization role: the background
+    work that serves every organization by design (the outbox's fan-out and its
+    dispatchers, through ``outbound.loop``; the periodic purges). Each statement there
+    names the organizations it touches; the request path never enters this."""
+    token = serving_every_organization.set(True)
+    try:
+        yield
+    finally:
+        serving_every_organization.reset(token)
+
+
+def serves_every_organization(function: F) -> F:
+    """Mark background work that serves every organization by design (a dispatcher's
+    pass, the outbox's fan-out): with row-level security its transactions run as the
+    every-organization role (``for_every_organization``)."""
+
+    @functools.wraps(function)
+    async def serving(*args: Any, **kwargs: Any) -> Any:
+        with for_every_organization():
+            return await function(*args, **kwargs)
+
+    return cast(F, serving)
+
+
 def row_security_on(session: AsyncSession) -> bool:
     return EVERY_ORGANIZATION_ROLE in session.info
 
@@ -84,9 +116,9 @@ def _across_organizations(function: F) -> F:
     @functools.wraps(function)
     async def across(session: AsyncSession, *args: Any, **kwargs: Any) -> Any:
         role = session.info.get(EVERY_ORGANIZATION_ROLE)
-        if role is None or session.info.get(_ACROSS):
+        if role is None or session.info.get(_ACROSS) or serving_every_organization.get():
             # No row security, or inside another marked function (which leaves the
-            # role when it returns).
+            # role when it returns) or work that has the role throughout.
             return await function(session, *args, **kwargs)
         await session.execute(text(f"SET LOCAL ROLE {role}"))
         session.info[_ACROSS] = True

@@ -54,7 +54,7 @@ from questline.events.models import PLATFORM_ORG, Event
 from questline.outbound import retry
 from questline.outbound.fairness import Slots
 from questline.outbound.loop import PassLoop
-from questline.storage import sealing
+from questline.storage import sealing, tenancy
 from questline.storage.db import Database, new_id, utcnow
 from questline.storage.many_rows import one_of
 from questline.timeformat import rfc3339
@@ -143,6 +143,7 @@ class Dispatcher:
 
     # One pass -----------------------------------------------------------------------
 
+    @tenancy.serves_every_organization
     async def run_once(self) -> bool:
         """Record what finished, fan out, claim and start sending (without waiting for
         the attempts). True when there may be more work right now."""

@@ -38,6 +38,7 @@ from questline.config import Settings
 from questline.outbound import posting, retry
 from questline.outbound.fairness import Slots
 from questline.outbound.loop import PassLoop
+from questline.storage import tenancy
 from questline.storage.db import Database, utcnow
 from questline.storage.many_rows import one_of
 from questline.xapi import sealing, sending
@@ -129,6 +130,7 @@ class Dispatcher:
 
     # One pass -------------------------------------------------------------------------
 
+    @tenancy.serves_every_organization
     async def run_once(self) -> bool:
         """Record what finished, claim and start sending. True when a full claim was
         made (there may be more right now)."""
