@@ -25,7 +25,12 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from tests.support.postgres import PostgresServer, create_row_security_database, free_port
+from tests.support.postgres import (
+    OWNER_ROLE,
+    PostgresServer,
+    create_row_security_database,
+    free_port,
+)
 
 from bench.harness import cli_startup, markdown, report, statements
 from bench.harness.loadgen import LoadSettings, Service, ensure_wrk, wrk_version
@@ -122,7 +127,12 @@ def run_size(
     data_dir.mkdir(parents=True, exist_ok=True)
     settings = settings_for(data_dir, url, owner_url=owner_url)
     upgrade(settings)
-    seeded = asyncio.run(seed_database(settings.resolved_owner_url, teams))
+    # Seeding switches triggers off (a superuser's setting): under row security it runs
+    # as the server's superuser, on the same database.
+    seed_url = settings.resolved_database_url
+    if owner_url is not None:
+        seed_url = owner_url.replace(f"{OWNER_ROLE}@", f"{PostgresServer.user}@", 1)
+    seeded = asyncio.run(seed_database(seed_url, teams))
     history = "with" if seeded.history_seeded else "WITHOUT (no progress tables yet)"
     print(
         f"{backend}: seeded {teams:,} teams in {seeded.seconds:.1f} s, {history} history "
