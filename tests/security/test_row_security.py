@@ -9,6 +9,7 @@ says for the rest of the suite."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -26,11 +27,15 @@ from questline.storage import tenancy
 from questline.storage.db import Database, RowSecurityMisconfigured
 from questline.storage.migrate import upgrade
 from questline.teams.models import Team
+from questline.web.identity import Role
+from questline.webhooks.dispatcher import Dispatcher
 from tests.conftest import TEST_SETTINGS
 from tests.factories import Org, World
 from tests.progress.factories import complete, make_discipline, score_of
 from tests.support.harness import AppHarness
 from tests.support.postgres import PostgresServer, create_row_security_database
+from tests.webhooks.receiver import Receiver, receiver
+from tests.webhooks.support import subscribe
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres_only]
 
@@ -55,7 +60,16 @@ def row_security_settings(
 
 @pytest.fixture
 def settings(row_security_settings: Settings) -> Settings:
-    return row_security_settings
+    """Webhooks may reach the loopback receiver (as in tests/webhooks)."""
+    return row_security_settings.model_copy(
+        update={"webhooks_allow_private_urls": True, "webhooks_timeout_seconds": 5}
+    )
+
+
+@pytest.fixture
+def hook_receiver() -> Iterator[Receiver]:
+    with receiver() as found:
+        yield found
 
 
 async def two_organizations(world: World) -> tuple[Org, Org]:
@@ -302,3 +316,48 @@ async def test_a_dashboard_session_reads_its_own_organization(
     assert teams.status_code == 200, teams.text
     assert {team["Name"] for team in teams.json()} == {"Rockets", f"Only {a.id}"}
     assert f"Only {b.id}" not in {team["Name"] for team in teams.json()}
+
+
+async def test_a_signin_link_from_the_command_line_signs_in_to_its_organization(
+    world: World, client: httpx.AsyncClient, settings: Settings
+) -> None:
+    """``questline signin-link --org`` acts for the organization it is given, and
+    spending the code (a marked look-up by the code's digest) signs in to that one."""
+    from questline.cli.main import _mint_signin_link
+
+    a, b = await two_organizations(world)
+    link = await _mint_signin_link(
+        settings, org_id=a.id, role=Role.ADMIN, subject="cli", email=None
+    )
+    code = link.split("#code=", 1)[1]
+    made = await client.post("/auth/session", json={"Code": code})
+    assert made.status_code == 201, made.text
+    teams = await client.get("/team")
+    assert teams.status_code == 200, teams.text
+    assert {team["Name"] for team in teams.json()} == {"Rockets", f"Only {a.id}"}
+    assert f"Only {b.id}" not in {team["Name"] for team in teams.json()}
+    spent = await client.post("/auth/session", json={"Code": code})
+    assert spent.status_code == 401, spent.text
+
+
+async def test_the_webhook_dispatcher_serves_every_organization_its_own_events(
+    world: World, app_state: AppHarness, hook_receiver: Receiver
+) -> None:
+    """The outbox's fan-out and the dispatcher's pass run as the every-organization
+    role (``@serves_every_organization``): each organization's event reaches its own
+    webhook, and no other."""
+    a, b = world.org(), world.org()
+    await subscribe(a, f"{hook_receiver.url}?org=a", ["team.created"])
+    await subscribe(b, f"{hook_receiver.url}?org=b", ["team.created"])
+    made = {org.id: await org.create_team(f"Hooked {org.id}") for org in (a, b)}
+    dispatcher = Dispatcher(app_state.settings, app_state.db)
+    try:
+        for _ in range(50):
+            await dispatcher.run_once()
+            await dispatcher.settle()
+            if len(hook_receiver.requests) >= 2:
+                break
+    finally:
+        await dispatcher.stop()
+    got = sorted((r.path, r.json()["data"]["Name"]) for r in hook_receiver.requests)
+    assert got == [("/hook?org=a", made[a.id]["Name"]), ("/hook?org=b", made[b.id]["Name"])]
