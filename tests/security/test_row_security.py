@@ -9,11 +9,14 @@ says for the rest of the suite."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
+import asyncpg
 import httpx
 import pytest
+from alembic import command
 from sqlalchemy import func, select, text, update
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import create_async_engine
@@ -25,7 +28,7 @@ from questline.disciplines.models import Discipline
 from questline.models import Base
 from questline.storage import tenancy
 from questline.storage.db import Database, RowSecurityMisconfigured
-from questline.storage.migrate import upgrade
+from questline.storage.migrate import alembic_config, upgrade
 from questline.teams.models import Team
 from questline.web.identity import Role
 from questline.webhooks.dispatcher import Dispatcher
@@ -33,7 +36,7 @@ from tests.conftest import TEST_SETTINGS
 from tests.factories import Org, World
 from tests.progress.factories import complete, make_discipline, score_of
 from tests.support.harness import AppHarness
-from tests.support.postgres import PostgresServer, create_row_security_database
+from tests.support.postgres import PostgresServer, create_row_security_database, run_sql
 from tests.webhooks.receiver import Receiver, receiver
 from tests.webhooks.support import subscribe
 
@@ -361,3 +364,46 @@ async def test_the_webhook_dispatcher_serves_every_organization_its_own_events(
         await dispatcher.stop()
     got = sorted((r.path, r.json()["data"]["Name"]) for r in hook_receiver.requests)
     assert got == [("/hook?org=a", made[a.id]["Name"]), ("/hook?org=b", made[b.id]["Name"])]
+
+
+def test_upgrades_protect_a_tenant_table_a_later_migration_adds(
+    backend: str, postgres_server: PostgresServer, tmp_path: Path
+) -> None:
+    """Every upgrade gives a new table with an ``organization_id`` the policy (a
+    revision chained after ``rls_0001`` need not remember it), and ``rls_0001``'s
+    downgrade takes the policies away again."""
+    assert backend == "postgresql"  # postgres_only: SQLite has no row security
+    owner_url, service_url = create_row_security_database(postgres_server)
+    settings = Settings(
+        data_dir=tmp_path,
+        database_url=service_url,
+        database_owner_url=owner_url,
+        database_row_security=True,
+        **TEST_SETTINGS,
+    )
+    upgrade(settings)
+    run_sql(owner_url, "CREATE TABLE later_tenant (organization_id uuid NOT NULL, note text)")
+    upgrade(settings)  # at head already: only the environment's hook runs
+    assert policies(owner_url) >= {"later_tenant", "teams", "disciplines"}
+    command.downgrade(alembic_config(settings), "scim_0001")
+    assert policies(owner_url) == set()
+    upgrade(settings)
+    assert policies(owner_url) >= {"later_tenant", "teams", "disciplines"}
+
+
+def policies(url: str) -> set[str]:
+    """The tables that have row security on and the tenant policy."""
+
+    async def read() -> set[str]:
+        connection = await asyncpg.connect(url.replace("postgresql+asyncpg", "postgresql"))
+        try:
+            rows = await connection.fetch(
+                "SELECT c.relname FROM pg_policy p JOIN pg_class c ON c.oid = p.polrelid "
+                "WHERE p.polname = $1 AND c.relrowsecurity",
+                tenancy.POLICY_NAME,
+            )
+        finally:
+            await connection.close()
+        return {str(row["relname"]) for row in rows}
+
+    return asyncio.run(read())
