@@ -18,8 +18,11 @@ of the organization the transaction set (``questline.org_id``, ``SET LOCAL``: it
 with the transaction, so a transaction pooler hands no organization on). The request
 path sets it once, from the authenticated caller (``acting_for``, in the request
 boundary); a transaction that set none sees no tenant rows. The marked functions are the
-one narrow path across organizations: they run their statements as the
-every-organization role (``SET LOCAL ROLE``, BYPASSRLS) and leave it when they return.
+one narrow path across organizations for the request path: they run their statements
+as the every-organization role (``SET LOCAL ROLE``, BYPASSRLS) and leave it when they
+return; background work that serves every organization by design (the dispatchers, the
+outbox's fan-out, the purges) takes that role for its transactions
+(``@serves_every_organization``, ``for_every_organization``).
 """
 
 from __future__ import annotations
@@ -78,9 +81,10 @@ serving_every_organization: ContextVar[bool] = ContextVar(
 @contextmanager
 def for_every_organization() -> Iterator[None]:
     """Transactions begun inside run as the every-organization role: the background
-    work that serves every organization by design (the outbox's fan-out and its
-    dispatchers, through ``outbound.loop``; the periodic purges). Each statement there
-    names the organizations it touches; the request path never enters this."""
+    work that serves every organization by design (the outbox's fan-out and the
+    dispatchers' passes, marked ``@serves_every_organization``; the periodic purges).
+    Each statement there names the organizations it touches; the request path never
+    enters this."""
     token = serving_every_organization.set(True)
     try:
         yield
@@ -148,13 +152,6 @@ def sweeps_every_organization(function: F) -> F:
     """Mark housekeeping over every organization's rows (expired logins, codes,
     sessions): it deletes by time and returns nothing read. With row-level security its
     statements run as the every-organization role."""
-    return _across_organizations(function)
-
-
-def every_organization(function: F) -> F:
-    """Mark the work that serves every organization by design (the outbox dispatchers'
-    claims, the purges): with row-level security it runs as the every-organization
-    role. Each such function names its organizations in its own statements."""
     return _across_organizations(function)
 
 
