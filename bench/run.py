@@ -25,7 +25,12 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from tests.support.postgres import PostgresServer, free_port
+from tests.support.postgres import (
+    OWNER_ROLE,
+    PostgresServer,
+    create_row_security_database,
+    free_port,
+)
 
 from bench.harness import cli_startup, markdown, report, statements
 from bench.harness.loadgen import LoadSettings, Service, ensure_wrk, wrk_version
@@ -79,6 +84,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default=None,
         help=f"PostgreSQL: also measure 1 worker at {COMPARE_WORKERS_AT:,} teams (full default)",
     )
+    parser.add_argument(
+        "--row-security",
+        action="store_true",
+        help="PostgreSQL: the service connects as a role under row-level security",
+    )
     parser.add_argument("--no-markdown", action="store_true", help="leave BENCHMARKS.md alone")
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs)")
     args = parser.parse_args(argv)
@@ -105,6 +115,7 @@ def run_size(
     url: str | None,
     workdir: Path,
     rows: list[Row],
+    owner_url: str | None = None,
     load: LoadSettings,
     wrk: str,
     workers: list[int],
@@ -114,9 +125,14 @@ def run_size(
     same service, its result kept in the run as ``probe``."""
     data_dir = workdir / f"data-{backend}-{teams}"
     data_dir.mkdir(parents=True, exist_ok=True)
-    settings = settings_for(data_dir, url)
+    settings = settings_for(data_dir, url, owner_url=owner_url)
     upgrade(settings)
-    seeded = asyncio.run(seed_database(settings.resolved_database_url, teams))
+    # Seeding switches triggers off (a superuser's setting): under row security it runs
+    # as the server's superuser, on the same database.
+    seed_url = settings.resolved_database_url
+    if owner_url is not None:
+        seed_url = owner_url.replace(f"{OWNER_ROLE}@", f"{PostgresServer.user}@", 1)
+    seeded = asyncio.run(seed_database(seed_url, teams))
     history = "with" if seeded.history_seeded else "WITHOUT (no progress tables yet)"
     print(
         f"{backend}: seeded {teams:,} teams in {seeded.seconds:.1f} s, {history} history "
@@ -128,7 +144,7 @@ def run_size(
     counted = asyncio.run(statements.count(settings, tokens, seeded, at_size))
     runs = []
     for count in workers:
-        env = service_env(data_dir, url)
+        env = service_env(data_dir, url, owner_url=owner_url)
         with Service(env=env, workers=count, port=free_port(), workdir=workdir) as service:
             print(f"{backend}, {teams:,} teams, {count} worker(s):", flush=True)
             ctx = Context(service, seeded, tokens, workdir, wrk, load)
@@ -187,7 +203,11 @@ def run_backend(
             stack.callback(server.cleanup)
             machine["postgresql"] = server.version()
         for teams in args.sizes:
-            url = server.create_database(f"bench_{teams}") if server else None
+            owner_url = None
+            if server and args.row_security:
+                owner_url, url = create_row_security_database(server)
+            else:
+                url = server.create_database(f"bench_{teams}") if server else None
             workers = [WORKERS[backend]]
             if backend == "postgresql" and args.compare_workers and teams == COMPARE_WORKERS_AT:
                 workers.append(1)
@@ -195,6 +215,7 @@ def run_backend(
                 backend=backend,
                 teams=teams,
                 url=url,
+                owner_url=owner_url,
                 workdir=workdir,
                 rows=rows,
                 load=load,
@@ -203,7 +224,7 @@ def run_backend(
                 probe=probe,
             )
             if server:
-                server.drop_database(f"bench_{teams}")
+                server.drop_database((url or "").rsplit("/", 1)[-1])
             shutil.rmtree(workdir / f"data-{backend}-{teams}", ignore_errors=True)
     return report.build(
         backend=backend,

@@ -24,7 +24,11 @@ from questline.storage.migrate import upgrade
 from tests.factories import World
 from tests.support.database import empty_all_tables
 from tests.support.harness import AppHarness
-from tests.support.postgres import PostgresServer, unique_database_name
+from tests.support.postgres import (
+    PostgresServer,
+    create_row_security_database,
+    unique_database_name,
+)
 
 BACKENDS = [
     b.strip()
@@ -32,6 +36,9 @@ BACKENDS = [
     if b.strip()
 ]
 
+ROW_SECURITY = os.environ.get("QUESTLINE_TEST_ROW_SECURITY", "") not in ("", "0")
+"""PostgreSQL tests connect as a service role under row-level security (docs/deploy.md,
+"Two database roles"); tests/security/test_row_security.py always does."""
 
 TEST_SETTINGS: dict[str, Any] = {
     "_env_file": None,
@@ -108,8 +115,18 @@ def migrated_settings(
     data_dir: Path = tmp_path_factory.mktemp(f"data-{backend}")
     if backend == "postgresql":
         server: PostgresServer = request.getfixturevalue("postgres_server")
-        url = server.create_database(unique_database_name())
-        settings = Settings(data_dir=data_dir, database_url=url, **TEST_SETTINGS)
+        if ROW_SECURITY:
+            owner_url, url = create_row_security_database(server)
+            settings = Settings(
+                data_dir=data_dir,
+                database_url=url,
+                database_owner_url=owner_url,
+                database_row_security=True,
+                **TEST_SETTINGS,
+            )
+        else:
+            url = server.create_database(unique_database_name())
+            settings = Settings(data_dir=data_dir, database_url=url, **TEST_SETTINGS)
     else:
         settings = Settings(data_dir=data_dir, **TEST_SETTINGS)
     upgrade(settings)

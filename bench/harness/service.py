@@ -25,11 +25,19 @@ WORKERS = {"sqlite": 1, "postgresql": 2}
 """Worker processes of ``questline serve`` for each backend (SQLite serves from one)."""
 
 
-def settings_for(data_dir: Path, url: str | None) -> Settings:
-    return Settings(data_dir=data_dir, database_url=url, jwt_secret=JWT_SECRET, _env_file=None)
+def settings_for(data_dir: Path, url: str | None, *, owner_url: str | None = None) -> Settings:
+    """``owner_url``: row-level security, the service connecting as ``url``'s role."""
+    return Settings(
+        data_dir=data_dir,
+        database_url=url,
+        database_owner_url=owner_url,
+        database_row_security=owner_url is not None,
+        jwt_secret=JWT_SECRET,
+        _env_file=None,
+    )
 
 
-def service_env(data_dir: Path, url: str | None) -> dict[str, str]:
+def service_env(data_dir: Path, url: str | None, *, owner_url: str | None = None) -> dict[str, str]:
     """The environment of ``questline serve`` under test: rate limits off, quiet logs."""
     env = {
         "QUESTLINE_DATA_DIR": str(data_dir),
@@ -39,6 +47,9 @@ def service_env(data_dir: Path, url: str | None) -> dict[str, str]:
     }
     if url:
         env["QUESTLINE_DATABASE_URL"] = url
+    if owner_url:
+        env["QUESTLINE_DATABASE_OWNER_URL"] = owner_url
+        env["QUESTLINE_DATABASE_ROW_SECURITY"] = "true"
     return env
 
 

@@ -127,6 +127,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        # Before anything serves: the row-security setting must match the database's
+        # roles (``Database.check_row_security``; docs/deploy.md, "Two database roles").
+        await state.db.check_row_security(settings)
         dispatcher = (
             Dispatcher(settings, state.db) if settings.webhooks_dispatcher_enabled else None
         )

@@ -35,6 +35,21 @@ class Settings(BaseSettings):
     this process's commits (``storage.notify``); default: ``database_url``."""
     database_replica_urls: Annotated[list[str], NoDecode] = Field(default_factory=list)
     """Comma-separated read-only URLs of streaming replicas (hot standbys) for reads."""
+    database_owner_url: str | None = None
+    """PostgreSQL: the URL of the role that owns the tables, for migrations (``questline
+    db upgrade``, ``serve --migrate``); default: ``database_url``. With row-level
+    security the service's own ``database_url`` names a role that does not own them
+    (docs/deploy.md, "Two database roles")."""
+    database_row_security: bool = False
+    """PostgreSQL: act under the tenant tables' row-level security policies: every
+    transaction sets the organization it acts for, and the few look-ups across
+    organizations switch to ``database_every_organization_role``. The service refuses to
+    start when its role would bypass the policies (it owns the tables, is a superuser or
+    has BYPASSRLS) or cannot take that role."""
+    database_every_organization_role: str = "questline_every_organization"
+    """PostgreSQL, with ``database_row_security``: the role (NOLOGIN BYPASSRLS, granted to
+    the service's role) that the functions marked ``@finds_the_organization`` and
+    ``@sweeps_every_organization`` take for their statements only."""
     database_replica_max_lag_seconds: float = 5.0
     """A replica further behind the primary than this serves no reads (the primary does)."""
     database_replica_check_seconds: float = 0.2
@@ -347,6 +362,15 @@ class Settings(BaseSettings):
         if self.database_url:
             return self.database_url
         return f"sqlite+aiosqlite:///{(self.data_dir / 'questline.db').resolve()}"
+
+    @property
+    def resolved_owner_url(self) -> str:
+        return self.database_owner_url or self.resolved_database_url
+
+    @property
+    def row_security(self) -> bool:
+        """Row-level security is on (PostgreSQL only; SQLite has none)."""
+        return self.database_row_security and not self.is_sqlite
 
     @property
     def is_sqlite(self) -> bool:

@@ -18,6 +18,7 @@ import httpx
 from questline.disciplines.models import Color, Discipline, Level, Quest, Task
 from questline.disciplines.service import bump_for
 from questline.organizations.service import ensure_organization
+from questline.storage import tenancy
 from questline.storage.db import Database
 from tests.factories import Org, unique
 
@@ -52,6 +53,14 @@ async def make_discipline(
 ) -> Tree:
     """A discipline of the organization (``None``: global) with the given tree."""
     tree = Tree(id=uuid.uuid4(), title=title or unique("Discipline"))
+    # Row-level security (QUESTLINE_TEST_ROW_SECURITY): written as its organization.
+    with tenancy.acting_for(org_id):
+        return await _make(db, tree, org_id=org_id, shape=shape, color=color)
+
+
+async def _make(
+    db: Database, tree: Tree, *, org_id: uuid.UUID | None, shape: Shape, color: Color | None
+) -> Tree:
     async with db.session() as session:
         if org_id is not None:
             await ensure_organization(session, org_id)

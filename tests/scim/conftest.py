@@ -11,6 +11,7 @@ import pytest
 
 from questline.auth import scim_tokens
 from questline.config import Settings
+from questline.storage import tenancy
 from questline.storage.db import Database
 from tests.factories import Org, World
 from tests.scim.support import SCIM, Directory
@@ -25,8 +26,9 @@ async def issue_token(
     label: str = "directory",
     lifetime: dt.timedelta = dt.timedelta(days=30),
 ) -> scim_tokens.Issued:
-    async with db.session(write=True) as session:
-        return await scim_tokens.issue(session, org_id=org_id, label=label, lifetime=lifetime)
+    with tenancy.acting_for(org_id):  # row-level security (QUESTLINE_TEST_ROW_SECURITY)
+        async with db.session(write=True) as session:
+            return await scim_tokens.issue(session, org_id=org_id, label=label, lifetime=lifetime)
 
 
 def issue_token_sync(settings: Settings, org_id: uuid.UUID) -> str:

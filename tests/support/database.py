@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.pool import NullPool
 
 from questline.models import Base
 from tests.support.harness import AppHarness
@@ -11,11 +13,22 @@ from tests.support.harness import AppHarness
 async def empty_all_tables(state: AppHarness) -> None:
     """Delete every row of every table (the schema stays at head)."""
     tables = [t.name for t in Base.metadata.sorted_tables]
-    async with state.db.engine.begin() as connection:
-        if state.db.is_sqlite:
+    owner_url = state.settings.database_owner_url
+    # Under row-level security the service's role may not empty tables: the owner does.
+    engine = create_async_engine(owner_url, poolclass=NullPool) if owner_url else state.db.engine
+    try:
+        await _empty(engine, tables, sqlite=state.db.is_sqlite)
+    finally:
+        if owner_url:
+            await engine.dispose()
+    state.known_orgs.clear()
+
+
+async def _empty(engine: AsyncEngine, tables: list[str], *, sqlite: bool) -> None:
+    async with engine.begin() as connection:
+        if sqlite:
             for name in reversed(tables):
                 await connection.execute(text(f'DELETE FROM "{name}"'))
         else:
             joined = ", ".join(f'"{n}"' for n in tables)
             await connection.execute(text(f"TRUNCATE {joined} CASCADE"))
-    state.known_orgs.clear()

@@ -251,3 +251,46 @@ class PostgresServer:
                     return
             time.sleep(0.1)
         raise TimeoutError("PostgreSQL did not accept connections")
+
+
+SERVICE_ROLE = "questline_service"
+OWNER_ROLE = "questline_owner"
+EVERY_ORGANIZATION_ROLE = "questline_every_organization"
+
+
+def run_sql(url: str, *statements: str) -> None:
+    """Run ``statements`` on ``url`` (asyncpg, outside the application)."""
+    import asyncio
+
+    import asyncpg
+
+    async def run() -> None:
+        connection = await asyncpg.connect(url.replace("postgresql+asyncpg", "postgresql"))
+        try:
+            for statement in statements:
+                await connection.execute(statement)
+        finally:
+            await connection.close()
+
+    asyncio.run(run())
+
+
+def create_row_security_database(server: PostgresServer) -> tuple[str, str]:
+    """A database as docs/deploy.md describes it for row-level security: owned by the
+    owner role (migrations), used by a service role that owns nothing and may take the
+    every-organization role. The owner's URL and the service's."""
+    roles = [
+        f"CREATE ROLE {OWNER_ROLE} LOGIN",
+        f"CREATE ROLE {SERVICE_ROLE} LOGIN",
+        f"CREATE ROLE {EVERY_ORGANIZATION_ROLE} NOLOGIN BYPASSRLS",
+        f"GRANT {EVERY_ORGANIZATION_ROLE} TO {SERVICE_ROLE}",
+    ]
+    admin = server.url("postgres")
+    for statement in roles:  # once per server: another fixture may have made them
+        with contextlib.suppress(Exception):
+            run_sql(admin, statement)
+    name = unique_database_name("questline_rls")
+    run_sql(admin, f'CREATE DATABASE "{name}" OWNER {OWNER_ROLE}')
+    run_sql(server.url(name), f"ALTER SCHEMA public OWNER TO {OWNER_ROLE}")
+    base = f"postgresql+asyncpg://{{}}@127.0.0.1:{server.port}/{name}"
+    return base.format(OWNER_ROLE), base.format(SERVICE_ROLE)

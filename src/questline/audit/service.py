@@ -37,6 +37,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.audit.models import PLATFORM_ORG, AuditEntry
 from questline.config import Settings
+from questline.storage import tenancy
 from questline.storage.db import Database, new_id, utcnow
 from questline.storage.many_rows import write_rows
 from questline.timeformat import rfc3339
@@ -245,8 +246,9 @@ async def purge_periodically(db: Database, settings: Settings) -> None:
     while True:
         try:
             horizon = utcnow() - dt.timedelta(days=settings.audit_retention_days)
-            async with db.session(write=True) as session:
-                purged = await purge_expired(session, older_than=horizon)
+            with tenancy.for_every_organization():  # every organization's expired rows
+                async with db.session(write=True) as session:
+                    purged = await purge_expired(session, older_than=horizon)
             if purged:
                 log.info("purged %s audit entries past their retention", purged)
         except asyncio.CancelledError:

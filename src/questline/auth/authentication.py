@@ -16,6 +16,7 @@ from starlette.requests import HTTPConnection
 from questline.auth import scim_tokens, sessions
 from questline.auth.tokens import TokenService
 from questline.organizations.service import ensure_organization
+from questline.storage import tenancy
 from questline.storage.db import Database
 from questline.web.errors import Unauthorized
 from questline.web.identity import Caller, Role
@@ -64,8 +65,9 @@ class Identity:
         in its own short transaction)."""
         use = await self._scim_record(db, token)
         if scim_tokens.needs_touch(use.record):
-            async with db.session(write=True) as touching:
-                await scim_tokens.touch(touching, use.record)
+            with tenancy.acting_for(use.record.organization_id):
+                async with db.session(write=True) as touching:
+                    await scim_tokens.touch(touching, use.record)
         return use.caller
 
     async def authenticate(self, request: Request, token: str | None) -> Caller:

@@ -22,6 +22,7 @@ from questline.auth.schemas import SessionCreate, SessionInfo
 from questline.members.models import Member, TeamMembership
 from questline.members.service import email_key
 from questline.organizations.service import ensure_organization
+from questline.storage import tenancy
 from questline.web.bodies import CheckedBodyRoute
 from questline.web.errors import Unauthorized
 from questline.web.openapi import problem_responses
@@ -119,6 +120,8 @@ async def create_session(
             grant = await sessions.exchange_code(session, settings=state.settings, code=data.code)
         else:
             caller = identity_of(request).tokens.verify(data.id_token or "")
+            if caller.org_id is not None:
+                await tenancy.act_for(session, caller.org_id)
             grant = await sessions.session_for_caller(
                 session,
                 settings=state.settings,
@@ -126,6 +129,7 @@ async def create_session(
                 email=_email_claim(data.id_token or ""),
             )
         await ensure_organization(session, grant.row.organization_id)
+        await tenancy.act_for(session, grant.row.organization_id)
         info = await _info(session, grant.row)
     identity_of(request).known_orgs.add(grant.row.organization_id)
     response = _json(info, status.HTTP_201_CREATED)
@@ -146,6 +150,7 @@ async def read_session(request: Request) -> Response:
         row = await sessions.find_session(session, _cookie(request))
         if row is None:
             raise Unauthorized("Your dashboard session has expired or was ended. Sign in again.")
+        await tenancy.act_for(session, row.organization_id)
         return _json(await _info(session, row))
 
 

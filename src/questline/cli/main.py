@@ -197,24 +197,26 @@ async def _issue_scim_token(settings: Settings, *, org_id: uuid.UUID, label: str
 
     from questline import audit
     from questline.auth import scim_tokens
+    from questline.storage import tenancy
     from questline.storage.db import Database
 
     db = Database(settings)
     try:
-        async with db.session(write=True) as session:
-            issued = await scim_tokens.issue(
-                session, org_id=org_id, label=label, lifetime=dt.timedelta(days=days)
-            )
-            await audit.record(  # never the token itself
-                session,
-                organization_id=org_id,
-                action="scim_token.created",
-                target=("scim_token", issued.record.id),
-                after={
-                    "Label": issued.record.label,
-                    "ExpiresAt": issued.record.expires_at.isoformat(),
-                },
-            )
+        with tenancy.acting_for(org_id):  # row-level security: the --org given
+            async with db.session(write=True) as session:
+                issued = await scim_tokens.issue(
+                    session, org_id=org_id, label=label, lifetime=dt.timedelta(days=days)
+                )
+                await audit.record(  # never the token itself
+                    session,
+                    organization_id=org_id,
+                    action="scim_token.created",
+                    target=("scim_token", issued.record.id),
+                    after={
+                        "Label": issued.record.label,
+                        "ExpiresAt": issued.record.expires_at.isoformat(),
+                    },
+                )
     finally:
         await db.dispose()
     return issued.token
@@ -232,20 +234,22 @@ async def _mint_signin_link(
     import datetime as dt
 
     from questline.auth import sessions
+    from questline.storage import tenancy
     from questline.storage.db import Database
 
     db = Database(settings)
     try:
-        async with db.session(write=True) as session:
-            code = await sessions.mint_signin_code(
-                session,
-                settings=settings,
-                org_id=org_id,
-                role=role,
-                subject=subject,
-                email=email,
-                lifetime=dt.timedelta(minutes=minutes) if minutes else None,
-            )
+        with tenancy.acting_for(org_id):  # row-level security: the --org given
+            async with db.session(write=True) as session:
+                code = await sessions.mint_signin_code(
+                    session,
+                    settings=settings,
+                    org_id=org_id,
+                    role=role,
+                    subject=subject,
+                    email=email,
+                    lifetime=dt.timedelta(minutes=minutes) if minutes else None,
+                )
     finally:
         await db.dispose()
     return sessions.signin_link(settings, code)

@@ -20,6 +20,7 @@ from questline.disciplines import service as disciplines_service
 from questline.organizations.service import ensure_organization
 from questline.progress import schemas as progress_schemas
 from questline.progress import service as progress_service
+from questline.storage import tenancy
 from questline.storage.db import Database, utcnow
 from questline.teams import schemas as team_schemas
 from questline.teams import service as teams_service
@@ -41,6 +42,11 @@ SEED = 20261122
 
 async def load_demo(db: Database) -> bool:
     """Load the demo organization unless it has teams already. True when loaded."""
+    with tenancy.acting_for(DEMO_ORG_ID):  # row-level security: the demo's organization
+        return await _load(db)
+
+
+async def _load(db: Database) -> bool:
     async with db.session() as session:
         await ensure_organization(session, DEMO_ORG_ID)
         existing = await session.scalar(

@@ -26,6 +26,7 @@ from sqlalchemy import Delete, Update, delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.events.models import Event
+from questline.storage import tenancy
 from questline.storage.db import Database
 from questline.storage.many_rows import one_of
 
@@ -73,6 +74,7 @@ def consumers() -> list[Consumer]:
         return list(_consumers.values())
 
 
+@tenancy.serves_every_organization
 async def fan_out(db: Database) -> int:
     """One pass: the number of pending events handled (``FANOUT_BATCH`` at most)."""
     # On SQLite a cheap read first (an idle pass takes no write lock). Not on

@@ -41,6 +41,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from questline.config import Settings
 from questline.outbound.fairness import Slots
 from questline.outbound.loop import PassLoop
+from questline.storage import tenancy
 from questline.storage.db import Database, utcnow
 
 A = TypeVar("A")
@@ -198,6 +199,7 @@ class Outbox(Generic[A, R]):
         """Attempts started and not finished."""
         return len(self._sending)
 
+    @tenancy.serves_every_organization
     async def settle(self) -> None:
         """Wait for every attempt in flight and record the outcomes (tests, tools)."""
         while self._sending:
@@ -206,6 +208,7 @@ class Outbox(Generic[A, R]):
 
     # One pass -------------------------------------------------------------------------
 
+    @tenancy.serves_every_organization
     async def run_once(self) -> bool:
         """Prepare, record what finished and claim in one transaction, and start sending
         (without waiting for the attempts). True when there may be more work right

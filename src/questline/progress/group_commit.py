@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -50,8 +51,9 @@ from prometheus_client import Counter
 
 from questline import events
 from questline.progress import ledger_pg, record
-from questline.progress.ledger import Outcome, Write, Written
+from questline.progress.ledger import Outcome, Refused, Write, Written
 from questline.storage.db import Database
+from questline.web.errors import ServiceUnavailable
 from questline.web.metrics import (
     PROGRESS_BATCH_WRITES,
     PROGRESS_BATCHES,
@@ -66,6 +68,10 @@ BATCHES_GATHERED = Counter(
     "questline_progress_batches_gathered",
     "Progress batches that waited for the writers of the last round (the gather window)",
 )
+
+RUN_BY_ROUTE = ServiceUnavailable("This progress write is run again by its route.")
+"""The outcome of a write whose organization's part of a batch failed: not written, so
+its route runs it (``_commit`` answers it None)."""
 
 MAX_BATCH = 64
 """Writes per transaction at most: bounds a transaction's locks and the time its
@@ -185,14 +191,47 @@ class GroupCommit:
         statement its own transaction: no session, no BEGIN or COMMIT round trip, no
         SQLAlchemy per statement (those were most of a batch's time). What a session
         does after its commit is done here."""
-        async with self.db.driver_connection() as driver:
-            done = await ledger_pg.write_batch(self._fetcher(driver), writes, in_transaction=False)
+        if self.db.row_security:
+            done = await self._commit_per_organization(writes)
+        else:
+            async with self.db.driver_connection() as driver:
+                done = await ledger_pg.write_batch(
+                    self._fetcher(driver), writes, in_transaction=False
+                )
         if done.versions:
             self.db.committed(dict(done.versions))
             events.announce_committed()
             TASKS_COMPLETED.inc(done.completed)
             TASKS_WITHDRAWN.inc(done.withdrawn)
         return done
+
+    async def _commit_per_organization(self, writes: Sequence[Write]) -> Written:
+        """Row-level security: each organization's writes of the batch in a transaction
+        of their own that acts for it (the policies refuse a statement over several
+        organizations' rows). An organization whose part failed is answered by its
+        routes, one write at a time; the others' parts stay committed."""
+        positions: dict[uuid.UUID, list[int]] = {}
+        for position, write in enumerate(writes):
+            positions.setdefault(write.org_id, []).append(position)
+        outcomes: list[Outcome | Refused] = [RUN_BY_ROUTE] * len(writes)
+        versions: dict[uuid.UUID, int] = {}
+        completed = withdrawn = 0
+        for organization_id, mine in positions.items():
+            part = [writes[position] for position in mine]
+            try:
+                async with self.db.driver_transaction(organization_id) as driver:
+                    done = await ledger_pg.write_batch(
+                        self._fetcher(driver), part, in_transaction=True
+                    )
+            except Exception:
+                logger.info("an organization's part of a progress batch failed", exc_info=True)
+                continue
+            for position, outcome in zip(mine, done.outcomes, strict=True):
+                outcomes[position] = outcome
+            versions.update(done.versions)
+            completed += done.completed
+            withdrawn += done.withdrawn
+        return Written(outcomes, versions, completed, withdrawn)
 
     def _fetcher(self, driver: Any) -> ledger_pg.Fetch:
         async def fetch(sql: str, *args: Any) -> Sequence[Any]:

@@ -33,6 +33,7 @@ from sqlalchemy import make_url
 from sqlalchemy.sql import Select
 from starlette.requests import Request
 
+from questline.storage import tenancy
 from questline.storage.db import Database
 
 log = logging.getLogger(__name__)
@@ -156,6 +157,14 @@ class LeanReader:
             raise
 
     async def _fetch_postgres(self, sql: str, arguments: list[Any]) -> list[Any]:
+        if self.db.row_security:
+            # Row-level security: the statement runs in a transaction that acts for the
+            # caller's organization (none known: the route answers).
+            organization_id = tenancy.acting_organization.get()
+            if organization_id is None:
+                raise LeanUnavailable("no organization to act for")
+            async with self.db.driver_transaction(organization_id) as driver:
+                return list(await driver.fetch(sql, *arguments))
         async with self.db.driver_connection() as driver:
             return list(await driver.fetch(sql, *arguments))
 

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 import asyncpg
 import orjson
-from sqlalchemy import DateTime, Dialect, MetaData, event, insert
+from sqlalchemy import DateTime, Dialect, MetaData, event, insert, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import (
@@ -42,6 +42,7 @@ from sqlalchemy.util import await_
 from uuid_utils.compat import uuid7
 
 from questline.config import Settings
+from questline.storage import tenancy
 from questline.storage.internals import (
     on_driver_thread,
     runs_on_driver_thread,
@@ -167,8 +168,14 @@ class Database:
         session_class = type("QuestlineSession", (RoutingSession,), {})
         event.listen(session_class, "after_commit", self._after_commit)
         event.listen(session_class, "after_rollback", self._after_rollback)
+        self.row_security = settings.row_security
+        info: dict[str, Any] = {}
+        if self.row_security:
+            quote = self.engine.dialect.identifier_preparer.quote
+            info[tenancy.EVERY_ORGANIZATION_ROLE] = quote(settings.database_every_organization_role)
+            event.listen(session_class, "after_begin", _set_organization)
         self.sessionmaker = async_sessionmaker(
-            self.engine, expire_on_commit=False, sync_session_class=session_class
+            self.engine, expire_on_commit=False, sync_session_class=session_class, info=info
         )
 
     def on_commit(self, listener: Callable[[dict[Any, int]], None]) -> None:
@@ -230,6 +237,61 @@ class Database:
                 await connection.invalidate()
                 raise
 
+    @asynccontextmanager
+    async def driver_transaction(self, organization_id: uuid.UUID) -> AsyncIterator[Any]:
+        """PostgreSQL with row-level security: the asyncpg connection of a pooled
+        connection inside one transaction that acts for ``organization_id`` (the lean
+        reads and the progress group commit, whose statements otherwise run each on its
+        own). The setting and ``BEGIN`` go in one round trip (the id is a UUID, so it is
+        written into the text safely)."""
+        async with self.driver_connection() as driver:
+            org = str(uuid.UUID(str(organization_id)))
+            await driver.execute(
+                f"BEGIN; SELECT set_config('{tenancy.ORG_SETTING}', '{org}', true)"
+            )
+            try:
+                yield driver
+            except BaseException:
+                await driver.execute("ROLLBACK")
+                raise
+            await driver.execute("COMMIT")
+
+    async def check_row_security(self, settings: Settings) -> None:
+        """At start-up (PostgreSQL): refuse to serve when the setting and the database
+        disagree. Row security on, the service's role must be subject to the policies
+        (not the tables' owner, not a superuser, no BYPASSRLS), the policies must exist
+        (the migrations ran) and the every-organization role must be its to take. Off,
+        its role must not be subject to them (it would see no tenant rows)."""
+        if self.is_sqlite:
+            return
+        every = settings.database_every_organization_role
+        async with self.engine.connect() as connection:
+            facts = (await connection.execute(tenancy.ROLE_FACTS, {"every": every})).one()
+        role, bypasses, owns, unprotected, may_take, every_bypasses = facts
+        if not settings.database_row_security:
+            if not bypasses and not owns and unprotected == 0:
+                raise RowSecurityMisconfigured(
+                    f"The database role {role!r} owns no tables and is subject to their "
+                    "row-level security, but QUESTLINE_DATABASE_ROW_SECURITY is off: it "
+                    "would see no organization's rows. Turn it on (docs/deploy.md)."
+                )
+            return
+        problems = []
+        if bypasses:
+            problems.append(f"{role!r} is a superuser or has BYPASSRLS")
+        if owns:
+            problems.append(f"{role!r} owns the tables (connect as the service's role)")
+        if unprotected:
+            problems.append(f"{unprotected} tenant tables have no policy (run the migrations)")
+        if not may_take:
+            problems.append(f"{role!r} may not take the role {every!r}")
+        elif not every_bypasses:
+            problems.append(f"the role {every!r} lacks BYPASSRLS")
+        if problems:
+            raise RowSecurityMisconfigured(
+                "QUESTLINE_DATABASE_ROW_SECURITY is on, but " + "; ".join(problems) + "."
+            )
+
     async def dispose(self) -> None:
         if self.notifier is not None:
             await self.notifier.close()
@@ -237,6 +299,22 @@ class Database:
             await hook()
         await self.replicas.close()
         await self.engine.dispose()
+
+
+class RowSecurityMisconfigured(RuntimeError):
+    """The row-security setting and the database's roles disagree (start-up refuses)."""
+
+
+def _set_organization(session: Session, _transaction: Any, connection: Connection) -> None:
+    """Row-level security: a transaction first sets the organization it acts for (or,
+    in the background work that serves every organization, takes that role)."""
+    if tenancy.serving_every_organization.get():
+        role = session.info[tenancy.EVERY_ORGANIZATION_ROLE]
+        connection.execute(text(f"SET LOCAL ROLE {role}"))
+        return
+    organization_id = tenancy.acting_organization.get()
+    if organization_id is not None:
+        connection.execute(tenancy.SET_ORGANIZATION, {"org": str(organization_id)})
 
 
 def postgres_engine(

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import MetaData
+from sqlalchemy import MetaData, make_url
 
 from questline.config import Settings
 
@@ -25,8 +25,20 @@ def alembic_config(settings: Settings, *, metadata: MetaData | None = None) -> C
     # Revisions that re-seal stored secrets read the signing secrets from these.
     config.attributes["settings"] = settings
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
-    config.set_main_option("sqlalchemy.url", settings.resolved_database_url.replace("%", "%%"))
+    config.set_main_option("sqlalchemy.url", settings.resolved_owner_url.replace("%", "%%"))
+    config.attributes["grant_to"] = service_roles(settings)
     return config
+
+
+def service_roles(settings: Settings) -> list[str]:
+    """The roles an upgrade grants the tables to: with a separate owner URL
+    (``database_owner_url``), the service's role (the user of ``database_url``) and the
+    every-organization role; none when one role does everything."""
+    if settings.is_sqlite or settings.resolved_owner_url == settings.resolved_database_url:
+        return []
+    service = make_url(settings.resolved_database_url).username
+    roles = [settings.database_every_organization_role]
+    return [service, *roles] if service else roles
 
 
 def upgrade(settings: Settings, revision: str = "head", *, verbose: bool | None = None) -> None:

@@ -1,7 +1,7 @@
-"""The tenant rule's one marker: the look-ups that turn something from outside (a
-launch, a callback, a SCIM token, a sign-in code, an invitation, a session cookie) into
-an organization.
+"""The tenant rule: its markers, and on PostgreSQL its enforcement by row-level security.
 
+The markers name the look-ups that turn something from outside (a launch, a callback, a
+SCIM token, a sign-in code, an invitation, a session cookie) into an organization.
 Everywhere else a statement on a tenant table names its organization. The few functions
 that may read several organizations' rows to find the one are marked
 ``@finds_the_organization``: a row by the digest of a secret the caller holds (a session
@@ -11,26 +11,269 @@ verified the launch act. Housekeeping that deletes every organization's expired 
 reads nothing out is marked ``@sweeps_every_organization``.
 ``tests/security/test_tenant_rule.py`` reads the source of every way in and fails on a
 statement that is none of these.
+
+With row-level security (``QUESTLINE_DATABASE_ROW_SECURITY``, PostgreSQL) the database
+holds the rule too: every tenant table has a policy that shows and accepts only the rows
+of the organization the transaction set (``questline.org_id``, ``SET LOCAL``: it ends
+with the transaction, so a transaction pooler hands no organization on). The request
+path sets it once, from the authenticated caller (``acting_for``, in the request
+boundary); a transaction that set none sees no tenant rows. The marked functions are the
+one narrow path across organizations for the request path: they run their statements
+as the every-organization role (``SET LOCAL ROLE``, BYPASSRLS) and leave it when they
+return; background work that serves every organization by design (the dispatchers, the
+outbox's fan-out, the purges) takes that role for its transactions
+(``@serves_every_organization``, ``for_every_organization``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeVar
+import functools
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, TypeVar, cast
+
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncSession
 
 MARKER = "finds_the_organization"
 SWEEP_MARKER = "sweeps_every_organization"
 
-F = TypeVar("F", bound=Callable[..., object])
+ORG_SETTING = "questline.org_id"
+"""The setting the policies compare ``organization_id`` with."""
+POLICY_NAME = "questline_tenant"
+EVERY_ORGANIZATION_ROLE = "questline_every_organization_role"
+"""``session.info`` key: the quoted name of the every-organization role, present only
+when row-level security is on."""
+
+_ACROSS = "questline_across_organizations"
+"""``session.info`` key: a marked function runs now (one inside another keeps its role)."""
+
+SET_ORGANIZATION = text(f"SELECT set_config('{ORG_SETTING}', :org, true)")
+
+F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
+
+acting_organization: ContextVar[uuid.UUID | None] = ContextVar(
+    "questline_acting_organization", default=None
+)
+"""The organization this task acts for: each transaction it begins sets it first."""
+
+
+@contextmanager
+def acting_for(organization_id: uuid.UUID | None) -> Iterator[None]:
+    """Transactions begun inside act for ``organization_id`` (None: for none)."""
+    token = acting_organization.set(organization_id)
+    try:
+        yield
+    finally:
+        acting_organization.reset(token)
+
+
+serving_every_organization: ContextVar[bool] = ContextVar(
+    "questline_serving_every_organization", default=False
+)
+"""This task serves every organization by design (``for_every_organization``)."""
+
+
+@contextmanager
+def for_every_organization() -> Iterator[None]:
+    """Transactions begun inside run as the every-organization role: the background
+    work that serves every organization by design (the outbox's fan-out and the
+    dispatchers' passes, marked ``@serves_every_organization``; the periodic purges).
+    Each statement there names the organizations it touches; the request path never
+    enters this."""
+    token = serving_every_organization.set(True)
+    try:
+        yield
+    finally:
+        serving_every_organization.reset(token)
+
+
+def serves_every_organization(function: F) -> F:
+    """Mark background work that serves every organization by design (a dispatcher's
+    pass, the outbox's fan-out): with row-level security its transactions run as the
+    every-organization role (``for_every_organization``)."""
+
+    @functools.wraps(function)
+    async def serving(*args: Any, **kwargs: Any) -> Any:
+        with for_every_organization():
+            return await function(*args, **kwargs)
+
+    return cast(F, serving)
+
+
+def row_security_on(session: AsyncSession) -> bool:
+    return EVERY_ORGANIZATION_ROLE in session.info
+
+
+async def act_for(session: AsyncSession, organization_id: uuid.UUID) -> None:
+    """The rest of this transaction acts for ``organization_id`` (after a marked look-up
+    found it)."""
+    if row_security_on(session):
+        await session.execute(SET_ORGANIZATION, {"org": str(organization_id)})
+
+
+def _across_organizations(function: F) -> F:
+    @functools.wraps(function)
+    async def across(session: AsyncSession, *args: Any, **kwargs: Any) -> Any:
+        role = session.info.get(EVERY_ORGANIZATION_ROLE)
+        if role is None or session.info.get(_ACROSS) or serving_every_organization.get():
+            # No row security, or inside another marked function (which leaves the
+            # role when it returns) or work that has the role throughout.
+            return await function(session, *args, **kwargs)
+        await session.execute(text(f"SET LOCAL ROLE {role}"))
+        session.info[_ACROSS] = True
+        try:
+            result = await function(session, *args, **kwargs)
+        except DBAPIError:
+            session.info.pop(_ACROSS, None)
+            raise  # the transaction failed: it rolls back, and the role with it
+        except BaseException:
+            session.info.pop(_ACROSS, None)
+            await session.execute(text("SET LOCAL ROLE NONE"))
+            raise
+        session.info.pop(_ACROSS, None)
+        await session.execute(text("SET LOCAL ROLE NONE"))
+        return result
+
+    return cast(F, across)
 
 
 def finds_the_organization(function: F) -> F:
-    """Mark a pre-authentication look-up (the source is the record; nothing changes at
-    run time)."""
-    return function
+    """Mark a pre-authentication look-up; with row-level security its statements run as
+    the every-organization role."""
+    return _across_organizations(function)
 
 
 def sweeps_every_organization(function: F) -> F:
     """Mark housekeeping over every organization's rows (expired logins, codes,
-    sessions): it deletes by time and returns nothing read."""
-    return function
+    sessions): it deletes by time and returns nothing read. With row-level security its
+    statements run as the every-organization role."""
+    return _across_organizations(function)
+
+
+SHARED_TABLES = ("readmodel_versions",)
+"""Tables with an ``organization_id`` that carry no policy: the read model's version
+counters (a number per organization, nothing of its data), which every process reads
+for every organization on its own connections to keep its cache fresh."""
+
+TENANT_TABLES = text(
+    """
+    SELECT c.table_name FROM information_schema.columns c
+    JOIN information_schema.tables t
+      ON t.table_schema = c.table_schema AND t.table_name = c.table_name
+    WHERE c.table_schema = current_schema() AND c.column_name = 'organization_id'
+      AND t.table_type = 'BASE TABLE' AND c.table_name <> ALL(:shared)
+    ORDER BY c.table_name
+    """
+).bindparams(shared=list(SHARED_TABLES))
+_UNPROTECTED = """
+    SELECT c.relname, a.attnotnull FROM pg_class c
+    JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = 'organization_id'
+      AND NOT a.attisdropped
+    WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p')
+      AND c.relname <> ALL(:shared)
+      AND NOT (c.relrowsecurity AND EXISTS (
+        SELECT 1 FROM pg_policy p WHERE p.polrelid = c.oid AND p.polname = :policy))
+"""
+UNPROTECTED_TABLES = text(_UNPROTECTED + " ORDER BY c.relname").bindparams(
+    policy=POLICY_NAME, shared=list(SHARED_TABLES)
+)
+"""The tables that have an ``organization_id`` and lack the enabled tenant policy."""
+
+ACTING = f"NULLIF(current_setting('{ORG_SETTING}', true), '')::uuid"
+POLICY_CONDITION = f"organization_id = {ACTING}"
+"""A transaction that set no organization (NULL, or '' once a session has used the
+setting) sees and writes no row. ``current_setting`` is stable: the comparison uses the
+tables' indexes on ``organization_id``."""
+SHARED_ROWS_CONDITION = f"organization_id IS NULL OR organization_id = {ACTING}"
+"""Where ``organization_id`` may be NULL (the global disciplines every organization
+sees, a learning platform's login not yet bound to one): every transaction sees the
+shared rows, and its organization's."""
+SHARED_ROWS_CHECK = f"organization_id IS NOT DISTINCT FROM {ACTING}"
+"""...but writes only its own: an organization's rows, or (setting none, an operator)
+the shared ones."""
+
+
+def protect_tenant_tables(connection: Connection) -> list[str]:
+    """Give every table with an ``organization_id`` column (PostgreSQL, the current
+    schema) row-level security and the tenant policy, if it lacks them; the tables it
+    changed. Run by the ``rls_0001`` migration and after every later upgrade
+    (``migrations/env.py``), so a tenant table a later migration adds is covered too."""
+    found = [(str(row[0]), bool(row[1])) for row in connection.execute(UNPROTECTED_TABLES)]
+    for name, required in found:
+        table = connection.dialect.identifier_preparer.quote(name)
+        using, check = (
+            (POLICY_CONDITION, POLICY_CONDITION)
+            if required
+            else (SHARED_ROWS_CONDITION, SHARED_ROWS_CHECK)
+        )
+        connection.execute(text(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY"))
+        connection.execute(text(f"DROP POLICY IF EXISTS {POLICY_NAME} ON {table}"))
+        connection.execute(
+            text(f"CREATE POLICY {POLICY_NAME} ON {table} USING ({using}) WITH CHECK ({check})")
+        )
+    return [name for name, _ in found]
+
+
+def unprotect_tenant_tables(connection: Connection) -> None:
+    """Undo ``protect_tenant_tables`` (the ``rls_0001`` downgrade)."""
+    for row in connection.execute(TENANT_TABLES):
+        table = connection.dialect.identifier_preparer.quote(str(row[0]))
+        connection.execute(text(f"DROP POLICY IF EXISTS {POLICY_NAME} ON {table}"))
+        connection.execute(text(f"ALTER TABLE {table} DISABLE ROW LEVEL SECURITY"))
+
+
+def is_protected(connection: Connection) -> bool:
+    """The ``rls_0001`` migration ran (some table has the tenant policy)."""
+    found = connection.execute(
+        text("SELECT 1 FROM pg_policy WHERE polname = :policy LIMIT 1"), {"policy": POLICY_NAME}
+    )
+    return found.first() is not None
+
+
+def grant_service(connection: Connection, roles: list[str]) -> None:
+    """Let ``roles`` (the service's, the every-organization role) read and write every
+    table and sequence of the current schema, owning none. A role that does not exist is
+    skipped (no row security configured)."""
+    quote = connection.dialect.identifier_preparer.quote
+    existing = {
+        str(row[0])
+        for row in connection.execute(
+            text("SELECT rolname FROM pg_roles WHERE rolname = ANY(:names)"), {"names": roles}
+        )
+    }
+    schema = quote(str(connection.execute(text("SELECT current_schema()")).scalar_one()))
+    for role in roles:
+        if role not in existing:
+            continue
+        name = quote(role)
+        connection.execute(text(f"GRANT USAGE ON SCHEMA {schema} TO {name}"))
+        connection.execute(
+            text(f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} TO {name}")
+        )
+        connection.execute(
+            text(f"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA {schema} TO {name}")
+        )
+        connection.execute(text(f"REVOKE INSERT, UPDATE, DELETE ON alembic_version FROM {name}"))
+
+
+ROLE_FACTS = text(
+    f"""
+    SELECT r.rolname,
+      r.rolsuper OR r.rolbypassrls,
+      EXISTS (SELECT 1 FROM pg_class c WHERE c.relowner = r.oid AND c.relrowsecurity),
+      (SELECT count(*) FROM ({_UNPROTECTED}) AS unprotected),
+      EXISTS (SELECT 1 FROM pg_roles e
+              WHERE e.rolname = :every AND pg_has_role(r.oid, e.oid, 'MEMBER')),
+      EXISTS (SELECT 1 FROM pg_roles e WHERE e.rolname = :every AND e.rolbypassrls)
+    FROM pg_roles r WHERE r.rolname = current_user
+    """
+).bindparams(policy=POLICY_NAME, shared=list(SHARED_TABLES))
+"""What the start-up check needs of the connected role (``Database.check_row_security``):
+its name, whether it bypasses row security, whether it owns a protected table, how many
+tenant tables lack the policy, whether it may take the every-organization role and
+whether that role bypasses row security."""

@@ -33,6 +33,7 @@ from prometheus_client import Counter
 from starlette.routing import BaseRoute, Match, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from questline.storage import tenancy
 from questline.web.access import authorize
 from questline.web.errors import Problem
 from questline.web.routing import (
@@ -163,7 +164,8 @@ async def _early_response(
         if caller is None:
             return None
         refuse_unknown_query_parameters(request, lane.route.query_names)
-        return await lane.answer(request, caller)
+        with tenancy.acting_for(caller.org_id):
+            return await lane.answer(request, caller)
     except Problem:
         return None  # the route refuses it, with its own problem document
 

@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
 from questline.config import Settings
+from questline.storage import tenancy
 from questline.storage.db import Base, Database, UTCDateTime, utcnow
 from questline.web.errors import Unprocessable
 from questline.web.metrics import IDEMPOTENT_REPLAYS
@@ -152,8 +153,9 @@ async def purge_periodically(db: Database, settings: Settings) -> None:
     ttl = dt.timedelta(hours=settings.idempotency_ttl_hours)
     while True:
         try:
-            async with db.session(write=True) as session:
-                purged = await purge_expired(session, ttl=ttl)
+            with tenancy.for_every_organization():  # every organization's expired rows
+                async with db.session(write=True) as session:
+                    purged = await purge_expired(session, ttl=ttl)
             if purged:
                 logger.info("purged %s expired idempotency records", purged)
         except asyncio.CancelledError:

@@ -28,6 +28,7 @@ from starlette.datastructures import QueryParams
 from starlette.routing import BaseRoute, Match
 from starlette.types import Scope
 
+from questline.storage import tenancy
 from questline.web import idempotency, readafter
 from questline.web.access import WRITE_METHODS, access_of, authorize, get_caller
 from questline.web.bodies import read_checked_body
@@ -293,7 +294,10 @@ async def begin_snapshot(session: AsyncSession) -> None:
 
 async def _attempt(request: Request, original: Handler, caller: Caller | None) -> Response:
     """One run of the endpoint in its own transaction (retried whole on deadlocks)."""
-    response = await _in_transaction(request, original, caller)
+    # Row-level security (PostgreSQL): every transaction of the request acts for the
+    # authenticated caller's organization, set here once (storage.tenancy).
+    with tenancy.acting_for(caller.org_id if caller is not None else None):
+        response = await _in_transaction(request, original, caller)
     # Answered and the session closed: a response sent for long (an event stream) keeps
     # no reference to it. (A failed attempt keeps it: the retry reads ``committing``.)
     del request.state.questline

@@ -15,6 +15,8 @@ from sqlalchemy import pool
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from questline.storage import tenancy
+
 config = context.config
 target_metadata = config.attributes.get("target_metadata")
 
@@ -28,6 +30,12 @@ def _run(connection: Connection) -> None:
     )
     with context.begin_transaction():
         context.run_migrations()
+        # A tenant table added by a revision after rls_0001 gets the tenant policy too,
+        # whether or not that revision remembered it (storage.tenancy).
+        if connection.dialect.name == "postgresql" and tenancy.is_protected(connection):
+            tenancy.protect_tenant_tables(connection)
+        if connection.dialect.name == "postgresql" and config.attributes.get("grant_to"):
+            tenancy.grant_service(connection, list(config.attributes["grant_to"]))
 
 
 async def _run_async() -> None:

@@ -1,0 +1,409 @@
+"""Row-level security on PostgreSQL (docs/deploy.md, "Two database roles"): the service
+connects as a role that owns no table, every tenant table has the tenant policy, a
+statement that forgets its organization filter still sees only the caller's rows, a
+write into another organization is refused by the database, and the one narrow path
+across organizations (the marked look-ups) still finds what it must.
+
+These tests always run under row security, whatever ``QUESTLINE_TEST_ROW_SECURITY``
+says for the rest of the suite."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import asyncpg
+import httpx
+import pytest
+from alembic import command
+from sqlalchemy import func, select, text, update
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.pool import NullPool
+
+from questline.auth import scim_tokens
+from questline.config import Settings
+from questline.disciplines.models import Discipline
+from questline.models import Base
+from questline.storage import tenancy
+from questline.storage.db import Database, RowSecurityMisconfigured
+from questline.storage.migrate import alembic_config, upgrade
+from questline.teams.models import Team
+from questline.web.identity import Role
+from questline.webhooks.dispatcher import Dispatcher
+from tests.conftest import TEST_SETTINGS
+from tests.factories import Org, World
+from tests.progress.factories import complete, make_discipline, score_of
+from tests.support.harness import AppHarness
+from tests.support.postgres import PostgresServer, create_row_security_database, run_sql
+from tests.webhooks.receiver import Receiver, receiver
+from tests.webhooks.support import subscribe
+
+pytestmark = [pytest.mark.anyio, pytest.mark.postgres_only]
+
+
+@pytest.fixture(scope="session")
+def row_security_settings(
+    backend: str, postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathFactory
+) -> Settings:
+    assert backend == "postgresql"
+    owner_url, service_url = create_row_security_database(postgres_server)
+    data_dir: Path = tmp_path_factory.mktemp("data-row-security")
+    settings = Settings(
+        data_dir=data_dir,
+        database_url=service_url,
+        database_owner_url=owner_url,
+        database_row_security=True,
+        **TEST_SETTINGS,
+    )
+    upgrade(settings)
+    return settings
+
+
+@pytest.fixture
+def settings(row_security_settings: Settings) -> Settings:
+    """Webhooks may reach the loopback receiver (as in tests/webhooks)."""
+    return row_security_settings.model_copy(
+        update={"webhooks_allow_private_urls": True, "webhooks_timeout_seconds": 5}
+    )
+
+
+@pytest.fixture
+def hook_receiver() -> Iterator[Receiver]:
+    with receiver() as found:
+        yield found
+
+
+async def two_organizations(world: World) -> tuple[Org, Org]:
+    a, b = world.org(), world.org()
+    for org in (a, b):
+        await org.create_team("Rockets")
+        await org.create_team(f"Only {org.id}")
+    return a, b
+
+
+async def test_the_service_connects_as_a_role_that_owns_no_table(app_state: AppHarness) -> None:
+    async with app_state.db.engine.connect() as connection:
+        user = await connection.scalar(text("SELECT current_user"))
+        owned = await connection.scalar(
+            text(
+                "SELECT count(*) FROM pg_class c JOIN pg_roles r ON r.oid = c.relowner "
+                "WHERE r.rolname = current_user AND c.relkind = 'r'"
+            )
+        )
+    assert user == "questline_service"
+    assert owned == 0
+    await app_state.db.check_row_security(app_state.settings)  # start-up accepts it
+
+
+async def test_every_table_with_an_organization_has_the_tenant_policy(
+    app_state: AppHarness,
+) -> None:
+    """A table a later migration adds with an ``organization_id`` fails here until it
+    has the policy (``migrations/env.py`` gives it one on every upgrade)."""
+    tenant_tables = {
+        table.name
+        for table in Base.metadata.sorted_tables
+        if "organization_id" in table.c and table.name not in tenancy.SHARED_TABLES
+    }
+    assert {"teams", "members", "scim_tokens", "webhooks"} <= tenant_tables
+    async with app_state.db.engine.connect() as connection:
+        unprotected = (await connection.execute(tenancy.UNPROTECTED_TABLES)).scalars().all()
+        protected = set(
+            (
+                await connection.execute(
+                    text(
+                        "SELECT c.relname FROM pg_policy p JOIN pg_class c ON c.oid = p.polrelid "
+                        "WHERE p.polname = :name AND c.relrowsecurity"
+                    ),
+                    {"name": tenancy.POLICY_NAME},
+                )
+            )
+            .scalars()
+            .all()
+        )
+    assert unprotected == []
+    assert tenant_tables <= protected
+
+
+async def test_a_statement_that_forgets_its_organization_sees_only_the_callers_rows(
+    world: World, app_state: AppHarness
+) -> None:
+    a, b = await two_organizations(world)
+    for org, other in ((a, b), (b, a)):
+        with tenancy.acting_for(org.id):
+            async with app_state.db.session(write=False) as session:
+                # No organization filter: the policy adds it.
+                seen = (await session.execute(select(Team.organization_id, Team.name))).all()
+                rockets = await session.scalar(
+                    select(func.count()).select_from(Team).where(Team.name == "Rockets")
+                )
+        assert {row.organization_id for row in seen} == {org.id}
+        assert f"Only {other.id}" not in {row.name for row in seen}
+        assert rockets == 1
+    # A transaction that set no organization sees no tenant row at all.
+    async with app_state.db.session(write=False) as session:
+        assert await session.scalar(select(func.count()).select_from(Team)) == 0
+
+
+async def test_the_api_still_answers_each_organization_its_own(world: World) -> None:
+    a, b = await two_organizations(world)
+    for org, other in ((a, b), (b, a)):
+        names = {team["Name"] for team in await org.teams()}
+        assert names == {"Rockets", f"Only {org.id}"}
+        assert f"Only {other.id}" not in names
+
+
+async def test_a_write_into_another_organization_is_refused(
+    world: World, app_state: AppHarness
+) -> None:
+    a, b = await two_organizations(world)
+    with tenancy.acting_for(a.id):
+        async with app_state.db.session(write=True) as session:
+            session.add(Team(organization_id=b.id, name="Intruders", name_key="intruders"))
+            with pytest.raises(DBAPIError) as refused:
+                await session.flush()
+            await session.rollback()
+    assert "row-level security" in str(refused.value.orig)
+    # An update or delete without its filter reaches only the caller's own rows.
+    with tenancy.acting_for(a.id):
+        async with app_state.db.session(write=True) as session:
+            renamed = await session.execute(update(Team).values(name="Renamed"))
+    assert renamed.rowcount == 2  # type: ignore[attr-defined]
+    assert {team["Name"] for team in await b.teams()} == {"Rockets", f"Only {b.id}"}
+
+
+async def test_an_update_cannot_move_a_row_into_another_organization(
+    world: World, app_state: AppHarness
+) -> None:
+    a, b = await two_organizations(world)
+    with tenancy.acting_for(a.id), pytest.raises(DBAPIError):
+        async with app_state.db.session(write=True) as session:
+            await session.execute(update(Team).values(organization_id=b.id))
+    assert len(await a.teams()) == 2
+
+
+async def test_the_pre_authentication_look_up_finds_the_organization(
+    world: World, app_state: AppHarness
+) -> None:
+    """A SCIM token names its organization: the look-up (``@finds_the_organization``)
+    reads across organizations, and the request then acts for the one it found."""
+    a, b = await two_organizations(world)
+    created = await a.client.post(
+        "/organization/scim-tokens", json={"Label": "Okta"}, headers=a.admin
+    )
+    assert created.status_code == 201, created.text
+    token = created.json()["Token"]
+    # Outside the marked look-up, a transaction that acts for no organization (or for
+    # another one) does not see the token's row.
+    for acting in (None, b.id):
+        with tenancy.acting_for(acting):
+            async with app_state.db.session(write=False) as session:
+                rows = await session.scalar(
+                    select(func.count()).select_from(scim_tokens.ScimTokenRecord)
+                )
+        assert rows == 0
+    async with app_state.db.session(write=False) as session:
+        found = await scim_tokens.find_live(session, token)
+        # The look-up left the every-organization role behind it.
+        assert await session.scalar(text("SELECT current_user")) == "questline_service"
+    assert found is not None
+    assert found.organization_id == a.id
+    users = await a.client.get("/scim/v2/Users", headers={"Authorization": f"Bearer {token}"})
+    assert users.status_code == 200, users.text
+    # The use is recorded on the token's row: the request acted for its organization.
+    listed = (await a.client.get("/organization/scim-tokens", headers=a.admin)).json()
+    assert listed[0]["LastUsedAt"] is not None
+
+
+async def test_the_lean_reads_and_progress_writes_act_for_the_caller(
+    world: World, app_state: AppHarness
+) -> None:
+    """The paths that skip the session (``Database.driver_transaction``) set the
+    organization too: the group-committed progress write and the lean read of a team
+    succeed for its owner, and the team stays invisible to the other organization."""
+    a, b = await two_organizations(world)
+    team = await a.create_team("Lean")
+    with tenancy.acting_for(a.id):
+        tree = await make_discipline(app_state.db, org_id=a.id, shape=[[[3, 4]]])
+    writes = app_state.progress_writes
+    before = writes.writes
+    done = await complete(a, team["Id"], tree.tasks[0])
+    assert done.status_code == 201, done.text
+    assert writes.writes == before + 1  # the group commit wrote it, acting for a
+    lean: list[str] = []
+    app_state.readmodel.lean.listeners.append(lean.append)
+    assert await score_of(a, team["Id"]) == 3
+    assert lean  # read by the lean path, acting for a
+    theirs = await b.client.get(f"/team/{team['Id']}", headers=b.admin)
+    assert theirs.status_code == 404, theirs.text
+    refused = await complete(b, team["Id"], tree.tasks[1])
+    assert refused.status_code == 404, refused.text
+    assert await score_of(a, team["Id"]) == 3
+
+
+async def test_global_disciplines_are_shared_and_written_by_no_organization(
+    world: World, app_state: AppHarness
+) -> None:
+    """A discipline without an organization is every organization's to read and no
+    organization's to write."""
+    a, _b = await two_organizations(world)
+    shared = await make_discipline(app_state.db, org_id=None, shape=[[[1]]])
+    with tenancy.acting_for(a.id):
+        async with app_state.db.session(write=False) as session:
+            seen = set((await session.execute(select(Discipline.id))).scalars().all())
+        assert shared.id in seen
+        async with app_state.db.session(write=True) as session:
+            rename = update(Discipline).where(Discipline.id == shared.id).values(title="Mine")
+            with pytest.raises(DBAPIError) as refused:
+                await session.execute(rename)
+            await session.rollback()
+    assert "row-level security" in str(refused.value.orig)
+
+
+async def test_start_up_refuses_a_role_that_bypasses_the_policies(settings: Settings) -> None:
+    """One role only (the owner) with row security on: the service refuses to start."""
+    assert settings.database_owner_url is not None
+    as_owner = settings.model_copy(update={"database_url": settings.database_owner_url})
+    db = Database(as_owner)
+    try:
+        with pytest.raises(RowSecurityMisconfigured, match="owns the tables"):
+            await db.check_row_security(as_owner)
+    finally:
+        await db.dispose()
+
+
+async def test_start_up_refuses_the_service_role_with_row_security_off(
+    settings: Settings,
+) -> None:
+    """The service's role under the policies but the setting off would see nothing."""
+    off = settings.model_copy(update={"database_row_security": False})
+    db = Database(off)
+    try:
+        with pytest.raises(RowSecurityMisconfigured, match="would see no"):
+            await db.check_row_security(off)
+    finally:
+        await db.dispose()
+
+
+async def test_the_owner_sees_every_organization(world: World, settings: Settings) -> None:
+    """Migrations and operators' maintenance run as the owner, whom the policies do not
+    bind (no FORCE ROW LEVEL SECURITY)."""
+    a, b = await two_organizations(world)
+    assert settings.database_owner_url is not None
+    engine = create_async_engine(settings.database_owner_url, poolclass=NullPool)
+    try:
+        async with engine.connect() as connection:
+            organizations = set(
+                (await connection.execute(select(Team.organization_id))).scalars().all()
+            )
+    finally:
+        await engine.dispose()
+    assert organizations == {a.id, b.id}
+
+
+async def test_a_dashboard_session_reads_its_own_organization(
+    world: World, client: httpx.AsyncClient
+) -> None:
+    """The session cookie is the other pre-authentication look-up: signing in, reading
+    the session and listing teams with the cookie all act for the cookie's
+    organization."""
+    a, b = await two_organizations(world)
+    made = await client.post("/auth/session", json={"IdToken": a.admin_token})
+    assert made.status_code == 201, made.text
+    assert made.json()["Role"] == "admin"
+    again = await client.get("/auth/session")
+    assert again.status_code == 200, again.text
+    teams = await client.get("/team")
+    assert teams.status_code == 200, teams.text
+    assert {team["Name"] for team in teams.json()} == {"Rockets", f"Only {a.id}"}
+    assert f"Only {b.id}" not in {team["Name"] for team in teams.json()}
+
+
+async def test_a_signin_link_from_the_command_line_signs_in_to_its_organization(
+    world: World, client: httpx.AsyncClient, settings: Settings
+) -> None:
+    """``questline signin-link --org`` acts for the organization it is given, and
+    spending the code (a marked look-up by the code's digest) signs in to that one."""
+    from questline.cli.main import _mint_signin_link
+
+    a, b = await two_organizations(world)
+    link = await _mint_signin_link(
+        settings, org_id=a.id, role=Role.ADMIN, subject="cli", email=None
+    )
+    code = link.split("#code=", 1)[1]
+    made = await client.post("/auth/session", json={"Code": code})
+    assert made.status_code == 201, made.text
+    teams = await client.get("/team")
+    assert teams.status_code == 200, teams.text
+    assert {team["Name"] for team in teams.json()} == {"Rockets", f"Only {a.id}"}
+    assert f"Only {b.id}" not in {team["Name"] for team in teams.json()}
+    spent = await client.post("/auth/session", json={"Code": code})
+    assert spent.status_code == 401, spent.text
+
+
+async def test_the_webhook_dispatcher_serves_every_organization_its_own_events(
+    world: World, app_state: AppHarness, hook_receiver: Receiver
+) -> None:
+    """The outbox's fan-out and the dispatcher's pass run as the every-organization
+    role (``@serves_every_organization``): each organization's event reaches its own
+    webhook, and no other."""
+    a, b = world.org(), world.org()
+    await subscribe(a, f"{hook_receiver.url}?org=a", ["team.created"])
+    await subscribe(b, f"{hook_receiver.url}?org=b", ["team.created"])
+    made = {org.id: await org.create_team(f"Hooked {org.id}") for org in (a, b)}
+    dispatcher = Dispatcher(app_state.settings, app_state.db)
+    try:
+        for _ in range(50):
+            await dispatcher.run_once()
+            await dispatcher.settle()
+            if len(hook_receiver.requests) >= 2:
+                break
+    finally:
+        await dispatcher.stop()
+    got = sorted((r.path, r.json()["data"]["Name"]) for r in hook_receiver.requests)
+    assert got == [("/hook?org=a", made[a.id]["Name"]), ("/hook?org=b", made[b.id]["Name"])]
+
+
+def test_upgrades_protect_a_tenant_table_a_later_migration_adds(
+    backend: str, postgres_server: PostgresServer, tmp_path: Path
+) -> None:
+    """Every upgrade gives a new table with an ``organization_id`` the policy (a
+    revision chained after ``rls_0001`` need not remember it), and ``rls_0001``'s
+    downgrade takes the policies away again."""
+    assert backend == "postgresql"  # postgres_only: SQLite has no row security
+    owner_url, service_url = create_row_security_database(postgres_server)
+    settings = Settings(
+        data_dir=tmp_path,
+        database_url=service_url,
+        database_owner_url=owner_url,
+        database_row_security=True,
+        **TEST_SETTINGS,
+    )
+    upgrade(settings)
+    run_sql(owner_url, "CREATE TABLE later_tenant (organization_id uuid NOT NULL, note text)")
+    upgrade(settings)  # at head already: only the environment's hook runs
+    assert policies(owner_url) >= {"later_tenant", "teams", "disciplines"}
+    command.downgrade(alembic_config(settings), "platform_0001")
+    assert policies(owner_url) == set()
+    upgrade(settings)
+    assert policies(owner_url) >= {"later_tenant", "teams", "disciplines"}
+
+
+def policies(url: str) -> set[str]:
+    """The tables that have row security on and the tenant policy."""
+
+    async def read() -> set[str]:
+        connection = await asyncpg.connect(url.replace("postgresql+asyncpg", "postgresql"))
+        try:
+            rows = await connection.fetch(
+                "SELECT c.relname FROM pg_policy p JOIN pg_class c ON c.oid = p.polrelid "
+                "WHERE p.polname = $1 AND c.relrowsecurity",
+                tenancy.POLICY_NAME,
+            )
+        finally:
+            await connection.close()
+        return {str(row["relname"]) for row in rows}
+
+    return asyncio.run(read())
