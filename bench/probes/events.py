@@ -1,8 +1,10 @@
-"""Events benchmarks: the live leaderboard's latency at many open streams, and webhook
-deliveries per second to a local receiver.
+"""Events benchmarks: the live leaderboard's latency at many open streams, and one
+organization's deliveries per second to a local receiver, per kind (webhooks, xAPI).
 
     .venv/bin/python -m bench.probes.events [--backend sqlite|postgresql] [--streams 1000]
-        [--writes 20] [--deliveries 2000]
+        [--writes 20] [--deliveries 2000] [--kinds webhooks,xapi]
+
+``--streams 0`` measures the deliveries alone.
 
 Stream latency: ``--streams`` clients hold ``GET /leaderboard/stream?limit=10`` open
 on one server process (on PostgreSQL the writes go through a second process, so each
@@ -11,10 +13,15 @@ recorded, one every 0.5 s, and for each the time from sending the write to each
 stream's next event is taken (percentiles over every stream and write). The client
 holding the streams runs on the same machine and is part of what is measured.
 
-Webhook throughput: ``--deliveries`` teams are created through a server whose
-dispatcher is off (each records a ``team.created``); then a server with its
-dispatcher on starts, and the rate is the deliveries received (each answered 204 by a
-minimal asyncio HTTP receiver on loopback) per second from the first to the last.
+Delivery throughput, one organization per kind: its ``--deliveries`` items are
+written through a server whose dispatchers are off — webhooks: a webhook on
+``team.created`` and that many teams; xAPI: an LRS and that many completions (teams of
+50 tasks, so each team's last completion adds a level and a discipline statement) —
+then a server with its dispatchers on starts, and the rate is the items received
+(each request answered at once by a minimal asyncio HTTP receiver on loopback: 204 to
+a webhook, 200 to a batch of statements) per second from the first to the last. The
+sending process's CPU time over the same span (``/proc``), divided by the items, is
+``cpu_ms_per_delivery``: what a delivery costs whatever else the machine runs.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ import argparse
 import asyncio
 import datetime as dt
 import json
+import os
 import shutil
 import statistics
 import tempfile
@@ -40,6 +48,7 @@ from questline.config import Settings
 from questline.storage.migrate import upgrade
 from questline.web.identity import Role
 
+TASKS_PER_TEAM = 50
 JWT_SECRET = "questline-benchmark-secret-not-for-production-use-0123456789"
 
 
@@ -54,6 +63,9 @@ def env_for(data_dir: Path, url: str | None, **extra: str) -> dict[str, str]:
         "QUESTLINE_SERVER_MAX_CONNECTIONS": "5000",
         "QUESTLINE_WEBHOOKS_ALLOW_PRIVATE_URLS": "true",
         "QUESTLINE_WEBHOOKS_POLL_SECONDS": "0.2",
+        "QUESTLINE_PUBLIC_URL": "https://questline.bench",
+        "QUESTLINE_XAPI_ALLOW_PRIVATE_URLS": "true",
+        "QUESTLINE_XAPI_POLL_SECONDS": "0.2",
         **extra,
     }
     if url:
@@ -161,12 +173,25 @@ async def stream_latency(
     }
 
 
-class Receiver:
-    """A minimal HTTP/1.1 server answering 204 to every request (keep-alive)."""
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of a process so far (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-    def __init__(self) -> None:
-        self.times: list[float] = []
+
+class Receiver:
+    """A minimal HTTP/1.1 server answering every request at once (keep-alive): 204, or
+    200 to a batch of xAPI statements (each statement counts as a delivery)."""
+
+    def __init__(self, expected: int) -> None:
+        self.expected = expected
+        self.received = 0
+        self.first_items = 0
+        self.first: float | None = None
+        self.last = 0.0
         self.ids: set[str] = set()
+        self.pid: int | None = None
+        self.cpu: list[float] = []
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -179,55 +204,128 @@ class Receiver:
                         length = int(value)
                     elif name.lower() == b"webhook-id":
                         self.ids.add(value.strip().decode())
-                await reader.readexactly(length)
-                self.times.append(time.monotonic())
-                writer.write(b"HTTP/1.1 204 No Content\r\ncontent-length: 0\r\n\r\n")
+                body = await reader.readexactly(length)
+                batch = json.loads(body) if body.startswith(b"[") else None
+                if batch is not None:
+                    self.ids.update(str(statement["id"]) for statement in batch)
+                self.count(len(batch) if batch is not None else 1)
+                if batch is not None:
+                    answer = json.dumps([s["id"] for s in batch]).encode()
+                    writer.write(
+                        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                        + f"content-length: {len(answer)}\r\n\r\n".encode()
+                        + answer
+                    )
+                else:
+                    writer.write(b"HTTP/1.1 204 No Content\r\ncontent-length: 0\r\n\r\n")
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
             writer.close()
 
+    def count(self, items: int) -> None:
+        now = time.monotonic()
+        if self.first is None:
+            self.first = now
+            self.received = self.first_items = items
+            if self.pid is not None:
+                self.cpu.append(cpu_seconds(self.pid))
+            return
+        self.received += items
+        self.last = now
+        if self.received >= self.expected and self.pid is not None and len(self.cpu) == 1:
+            self.cpu.append(cpu_seconds(self.pid))
 
-async def webhook_throughput(
-    data_dir: Path, url: str | None, admin: str, deliveries: int, tmp: Path
+
+async def write_webhook_items(client: httpx.AsyncClient, port: int, items: int) -> int:
+    """A webhook on ``team.created`` and ``items`` teams: one delivery each."""
+    hook = await client.post(
+        "/webhook", json={"url": f"http://127.0.0.1:{port}/hook", "events": ["team.created"]}
+    )
+    assert hook.status_code == 201, hook.text
+    for index in range(items):
+        response = await client.post("/team", json={"name": f"W{index}"})
+        assert response.status_code == 201
+    return items
+
+
+async def write_xapi_items(client: httpx.AsyncClient, port: int, items: int) -> int:
+    """An LRS and ``items`` completions (rounded up to whole teams of ``TASKS_PER_TEAM``
+    tasks): one statement each, and a level and a discipline statement a team."""
+    lrs = await client.put(
+        "/organization/xapi",
+        json={"Endpoint": f"http://127.0.0.1:{port}/xapi", "Username": "b", "Password": "b"},
+    )
+    assert lrs.status_code == 201, lrs.text
+    created = await client.post(
+        "/discipline",
+        json={
+            "Title": "Bench",
+            "Description": "x",
+            "Levels": [{"Title": "L", "Quests": [{"Title": "Q", "Tasks": [
+                {"Title": f"T{i}", "Points": 1 + i} for i in range(TASKS_PER_TEAM)
+            ]}]}],
+        },
+    )  # fmt: skip
+    assert created.status_code == 201, created.text
+    tasks = [t["Id"] for t in created.json()["Levels"][0]["Quests"][0]["Tasks"]]
+    teams = -(-items // TASKS_PER_TEAM)
+    for index in range(teams):
+        team = (await client.post("/team", json={"name": f"X{index}"})).json()["Id"]
+        for task in tasks:
+            done = await client.post(f"/team/{team}/progress", json={"TaskId": task})
+            assert done.status_code == 201, done.text
+    return teams * (TASKS_PER_TEAM + 2)
+
+
+WRITERS = {"webhooks": write_webhook_items, "xapi": write_xapi_items}
+
+
+async def delivery_throughput(
+    kind: str, data_dir: Path, url: str | None, admin: str, items: int, tmp: Path
 ) -> dict[str, Any]:
-    receiver = Receiver()
+    """One organization's deliveries of ``kind`` per second (see the module's doc)."""
+    server = None
+    quiet = LiveServer(
+        env=env_for(
+            data_dir,
+            url,
+            QUESTLINE_WEBHOOKS_DISPATCHER_ENABLED="false",
+            QUESTLINE_XAPI_DISPATCHER_ENABLED="false",
+        ),
+        log_path=tmp / f"quiet-{kind}.log",
+    )
+    receiver = Receiver(0)
     server = await asyncio.start_server(receiver.handle, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
-    quiet = LiveServer(
-        env=env_for(data_dir, url, QUESTLINE_WEBHOOKS_DISPATCHER_ENABLED="false"),
-        log_path=tmp / "quiet.log",
-    )
     await asyncio.to_thread(quiet.start)
     headers = {"Authorization": f"Bearer {admin}"}
     try:
         async with httpx.AsyncClient(base_url=quiet.url, headers=headers, timeout=60) as client:
-            hook = await client.post(
-                "/webhook",
-                json={"url": f"http://127.0.0.1:{port}/hook", "events": ["team.created"]},
-            )
-            assert hook.status_code == 201, hook.text
-            for index in range(deliveries):
-                response = await client.post("/team", json={"name": f"W{index}"})
-                assert response.status_code == 201
+            receiver.expected = await WRITERS[kind](client, port, items)
     finally:
         quiet.stop()
-    sender = LiveServer(env=env_for(data_dir, url), log_path=tmp / "sender.log")
+    sender = LiveServer(env=env_for(data_dir, url), log_path=tmp / f"sender-{kind}.log")
     await asyncio.to_thread(sender.start)
+    assert sender.process is not None
+    receiver.pid = sender.process.pid
     try:
         deadline = time.monotonic() + 600
-        while len(receiver.times) < deliveries and time.monotonic() < deadline:  # noqa: ASYNC110
+        while receiver.received < receiver.expected and time.monotonic() < deadline:  # noqa: ASYNC110
             await asyncio.sleep(0.1)
     finally:
         sender.stop()
         server.close()
-    received = len(receiver.times)
-    span = receiver.times[-1] - receiver.times[0] if received > 1 else 0.0
+    span = receiver.last - receiver.first if receiver.first is not None else 0.0
+    cpu = receiver.cpu[1] - receiver.cpu[0] if len(receiver.cpu) == 2 else None
+    rest = receiver.received - receiver.first_items
     return {
-        "deliveries": deliveries,
-        "received": received,
+        "deliveries": receiver.expected,
+        "received": receiver.received,
         "distinct_ids": len(receiver.ids),
         "seconds": round(span, 2),
-        "per_second": round((received - 1) / span, 1) if span else None,
+        # The first request's items arrived at the span's start: the rate is of the rest.
+        "per_second": round(rest / span, 1) if span else None,
+        "cpu_ms_per_delivery": round(cpu * 1000 / rest, 2) if cpu is not None and rest else None,
     }
 
 
@@ -251,24 +349,26 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         admin = tokens.mint(role=Role.ADMIN, org_id=org, subject="bench", lifetime=life)
         member = tokens.mint(role=Role.MEMBER, org_id=org, subject="bench", lifetime=life)
         result: dict[str, Any] = {"backend": args.backend}
-        count = 2 if args.backend == "postgresql" else 1
+        count = (2 if args.backend == "postgresql" else 1) if args.streams else 0
         for index in range(count):
             server = LiveServer(
                 env=env_for(data_dir, url, QUESTLINE_WEBHOOKS_DISPATCHER_ENABLED="false"),
                 log_path=workdir / f"stream{index}.log",
             )
             servers.append(await asyncio.to_thread(server.start))
-        result["stream"] = await stream_latency(
-            servers[0].url, servers[-1].url, admin, member, args.streams, args.writes
-        )
+        if args.streams:
+            result["stream"] = await stream_latency(
+                servers[0].url, servers[-1].url, admin, member, args.streams, args.writes
+            )
         for server in servers:
             server.stop()
         servers.clear()
-        other = uuid.uuid4()
-        hook_admin = tokens.mint(role=Role.ADMIN, org_id=other, subject="bench", lifetime=life)
-        result["webhooks"] = await webhook_throughput(
-            data_dir, url, hook_admin, args.deliveries, workdir
-        )
+        for kind in args.kinds.split(","):
+            other = uuid.uuid4()  # one organization per kind
+            kind_admin = tokens.mint(role=Role.ADMIN, org_id=other, subject="bench", lifetime=life)
+            result[kind] = await delivery_throughput(
+                kind, data_dir, url, kind_admin, args.deliveries, workdir
+            )
         return result
     finally:
         for server in servers:
@@ -284,6 +384,7 @@ def main() -> None:
     parser.add_argument("--streams", type=int, default=1000)
     parser.add_argument("--writes", type=int, default=20)
     parser.add_argument("--deliveries", type=int, default=2000)
+    parser.add_argument("--kinds", default="webhooks,xapi", help="of: webhooks, xapi")
     args = parser.parse_args()
     print(json.dumps(asyncio.run(run(args)), indent=2))
 
