@@ -55,6 +55,7 @@ from questline.sso.endpoints import browser_router as sso_browser_router
 from questline.sso.endpoints import rate_limited as sso_rate_limited
 from questline.sso.endpoints import router as sso_router
 from questline.storage.db import Database
+from questline.submissions.endpoints import router as submissions_router
 from questline.teams.endpoints import router as teams_router
 from questline.web import idempotency
 from questline.web.application import Application
@@ -220,6 +221,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         scim_router,
         scim_token_router,
         adjustments_router,
+        submissions_router,
         audit_router,
         lti_router,
         lti_sync_router,

@@ -31,6 +31,7 @@ from questline.readmodel.models import ReadModelVersion
 from questline.seasons.models import Season
 from questline.sso.models import OidcLoginState, SsoConfiguration, SsoSession
 from questline.storage.db import Base
+from questline.submissions.models import Submission
 from questline.teams.models import Team
 from questline.web.idempotency import IdempotencyRecord
 from questline.webhooks.models import Webhook, WebhookDelivery
@@ -67,6 +68,7 @@ __all__ = [
     "SigninCode",
     "SsoConfiguration",
     "SsoSession",
+    "Submission",
     "Task",
     "TaskCompletion",
     "Team",

@@ -104,6 +104,7 @@ class TokenService:
         org_id: uuid.UUID | None,
         subject: str = "cli",
         lifetime: dt.timedelta | None = None,
+        email: str | None = None,
     ) -> str:
         if self._secret is None:
             raise RuntimeError("tokens are issued by the identity provider, not by Questline")
@@ -122,6 +123,8 @@ class TokenService:
         }
         if org_id is not None:
             claims[self.settings.jwt_org_claim] = str(org_id)
+        if email is not None:  # who the caller is among the organization's members
+            claims["email"] = email
         if self.settings.jwt_issuer:
             claims["iss"] = self.settings.jwt_issuer
         if self.settings.jwt_audience:
