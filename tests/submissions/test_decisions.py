@@ -12,6 +12,7 @@ from sqlalchemy import select
 
 from questline.events.models import Event
 from tests.factories import World
+from tests.mail.support import outbox
 from tests.submissions.support import (
     learner,
     review_discipline,
@@ -230,6 +231,7 @@ async def test_events_and_audit_entries(world: World) -> None:
     assert approved["Actor"] == "admin"
     assert approved["Changes"]["State"] == {"Before": "Pending", "After": "Approved"}
     assert decisions["submission.rejected"]["Changes"]["Comment"]["After"] == "Try again."
+    assert await outbox(world.db) == []  # this service sends no e-mail: none is queued
 
 
 async def test_a_removed_task_takes_its_submissions(world: World) -> None:

@@ -189,6 +189,31 @@ CATALOGUE: tuple[ProblemType, ...] = (
         "Ask the operator to make the setting named (docs/operations.md).",
     ),
     ProblemType(
+        "submission-pending",
+        409,
+        "A submission is pending",
+        "The team already has work waiting for review for this task (`detail` names the "
+        "submission); a team has at most one pending submission a task.",
+        "Wait for an admin to approve or reject it, then submit again if it was rejected.",
+    ),
+    ProblemType(
+        "submission-decided",
+        409,
+        "The submission was decided",
+        "The submission is approved or rejected already (perhaps by another admin a moment "
+        "ago); a decision is made once.",
+        "Read the submission (`GET /submission/{id}`) to see its state and comment.",
+    ),
+    ProblemType(
+        "already-completed",
+        409,
+        "The task is completed",
+        "The team has completed this task already: there is nothing left to answer, "
+        "submit or mark done.",
+        "Nothing to do; an admin may withdraw the completion (`DELETE "
+        "/team/{id}/progress/{taskId}`) if it was recorded by mistake.",
+    ),
+    ProblemType(
         "public-url-required",
         409,
         "The service's public address is not set",
