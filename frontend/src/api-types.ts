@@ -1445,6 +1445,122 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/team/{team_id}/submissions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List team submissions
+         * @description The team's submissions, oldest first, decided ones too; opt-in paging (`limit`,
+         *     `after`; the next page in the `Link` header). Admins and the team's members.
+         */
+        get: operations["listTeamSubmissions"];
+        put?: never;
+        /**
+         * Submit work
+         * @description Submit work for a `Review` task of the team: `Text`, a `Url` or both. Only a
+         *     member of the team (the caller's e-mail names one) submits; an admin reviews it.
+         *
+         *     409 when the team already has a pending submission of the task, has completed it,
+         *     is archived, or the task's level is closed (a sequential discipline); 422 when the
+         *     task is not checked by review.
+         */
+        post: operations["submitWork"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/submission": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List submissions
+         * @description The organization's submissions, oldest first: `?state=Pending` is the review
+         *     queue. Opt-in paging (`limit`, `after`; the next page in the `Link` header).
+         */
+        get: operations["listSubmissions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/submission/{submission_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get submission
+         * @description One submission: admins, and the members of its team.
+         */
+        get: operations["getSubmission"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/submission/{submission_id}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve submission
+         * @description Approve the work: the team completes the task, as `POST /team/{id}/progress`
+         *     records it, with `CompletedAt` the time it was submitted, `MemberId` the submitter
+         *     and `RecordedBy` you. The submitter is e-mailed (when the service sends e-mail).
+         *     409 when it is not pending (decided already, by you or another admin) or the team
+         *     is archived.
+         */
+        post: operations["approveSubmission"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/submission/{submission_id}/reject": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reject submission
+         * @description Send the work back with a `Comment` (required): the team may submit again. The
+         *     submitter is e-mailed (when the service sends e-mail). 409 when it is not pending.
+         */
+        post: operations["rejectSubmission"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/audit": {
         parameters: {
             query?: never;
@@ -1782,6 +1898,20 @@ export interface components {
         AdminFlag: {
             /** Isadminteam */
             IsAdminTeam: boolean;
+        };
+        /**
+         * Approval
+         * @description ``POST /submission/{id}/approve``.
+         * @example {
+         *       "Comment": "Neat wiring."
+         *     }
+         */
+        Approval: {
+            /**
+             * Comment
+             * @description A word for the team (1 to 2,000 characters, trimmed).
+             */
+            Comment?: string | null;
         };
         /**
          * AuditEntry
@@ -3244,6 +3374,20 @@ export interface components {
          * @enum {string}
          */
         RankBy: "score" | "perMember";
+        /**
+         * Rejection
+         * @description ``POST /submission/{id}/reject``: the reason is required.
+         * @example {
+         *       "Comment": "The link is private: make it public and resubmit."
+         *     }
+         */
+        Rejection: {
+            /**
+             * Comment
+             * @description Why, so the team can do better (1 to 2,000 characters, trimmed).
+             */
+            Comment: string;
+        };
         /** Resource */
         Resource: {
             /**
@@ -3868,6 +4012,104 @@ export interface components {
          */
         StatementKind: "task" | "level" | "discipline" | "voided" | "adjusted";
         /**
+         * Submission
+         * @description Work a member submitted for a `Review` task, and its review.
+         * @example {
+         *       "Id": "0193a6fa-8b92-7da4-9ebf-2a3b4c5d6e71",
+         *       "TeamId": "0193a6f3-1a2b-7c3d-8e4f-5a6b7c8d9e01",
+         *       "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+         *       "MemberId": "0193a6f4-2b3c-7d4e-9f5a-6b7c8d9e0f11",
+         *       "Text": "The arm picks the cube up in 3 s.",
+         *       "Url": "https://github.com/rockets/robot-arm/pull/12",
+         *       "State": "Approved",
+         *       "SubmittedAt": "2026-11-20T09:30:00Z",
+         *       "DecidedAt": "2026-11-21T14:05:00Z",
+         *       "DecidedBy": "admin@example.org",
+         *       "Comment": "Neat wiring."
+         *     }
+         */
+        Submission: {
+            /**
+             * Id
+             * Format: uuid
+             */
+            Id: string;
+            /**
+             * Teamid
+             * Format: uuid
+             */
+            TeamId: string;
+            /**
+             * Taskid
+             * Format: uuid
+             */
+            TaskId: string;
+            /**
+             * Memberid
+             * Format: uuid
+             * @description The member who submitted it.
+             */
+            MemberId: string;
+            /** Text */
+            Text: string | null;
+            /** Url */
+            Url: string | null;
+            /** @description `Pending`, `Approved` or `Rejected`. */
+            State: components["schemas"]["SubmissionState"];
+            /**
+             * Submittedat
+             * Format: date-time
+             */
+            SubmittedAt: string;
+            /**
+             * Decidedat
+             * @description When it was approved or rejected.
+             */
+            DecidedAt: string | null;
+            /**
+             * Decidedby
+             * @description The subject of the admin who decided.
+             */
+            DecidedBy: string | null;
+            /**
+             * Comment
+             * @description The reviewer's comment.
+             */
+            Comment: string | null;
+        };
+        /**
+         * SubmissionCreate
+         * @description ``POST /team/{id}/submissions``: the work, as text, a link, or both.
+         * @example {
+         *       "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+         *       "Text": "The arm picks the cube up in 3 s.",
+         *       "Url": "https://github.com/rockets/robot-arm/pull/12"
+         *     }
+         */
+        SubmissionCreate: {
+            /**
+             * Taskid
+             * Format: uuid
+             * @description A task whose check is `Review`.
+             */
+            TaskId: string;
+            /**
+             * Text
+             * @description The work or a note on it (1 to 10,000 characters, trimmed; line breaks kept).
+             */
+            Text?: string | null;
+            /**
+             * Url
+             * @description A link to the work (absolute http or https).
+             */
+            Url?: string | null;
+        };
+        /**
+         * SubmissionState
+         * @enum {string}
+         */
+        SubmissionState: "Pending" | "Approved" | "Rejected";
+        /**
          * SurveyFlag
          * @example {
          *       "IsSurveyCompleted": true
@@ -4229,7 +4471,7 @@ export interface components {
              * Events
              * @description The event types to send.
              */
-            events: ("team.created" | "team.updated" | "team.deleted" | "team.admin_changed" | "member.added" | "member.removed" | "progress.completed" | "progress.withdrawn" | "discipline.created" | "discipline.updated" | "discipline.deleted" | "bulk.completed" | "team.adjusted" | "team.adjustment_withdrawn")[];
+            events: ("team.created" | "team.updated" | "team.deleted" | "team.admin_changed" | "member.added" | "member.removed" | "progress.completed" | "progress.withdrawn" | "discipline.created" | "discipline.updated" | "discipline.deleted" | "bulk.completed" | "team.adjusted" | "team.adjustment_withdrawn" | "submission.created" | "submission.approved" | "submission.rejected")[];
             /** Description */
             description?: string | null;
         };
@@ -4244,7 +4486,7 @@ export interface components {
             /** Url */
             Url?: string | null;
             /** Events */
-            Events?: ("team.created" | "team.updated" | "team.deleted" | "team.admin_changed" | "member.added" | "member.removed" | "progress.completed" | "progress.withdrawn" | "discipline.created" | "discipline.updated" | "discipline.deleted" | "bulk.completed" | "team.adjusted" | "team.adjustment_withdrawn")[] | null;
+            Events?: ("team.created" | "team.updated" | "team.deleted" | "team.admin_changed" | "member.added" | "member.removed" | "progress.completed" | "progress.withdrawn" | "discipline.created" | "discipline.updated" | "discipline.deleted" | "bulk.completed" | "team.adjusted" | "team.adjustment_withdrawn" | "submission.created" | "submission.approved" | "submission.rejected")[] | null;
             /**
              * Enabled
              * @description `true` re-enables a disabled webhook.
@@ -5340,7 +5582,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5862,7 +6104,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6676,7 +6918,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7264,7 +7506,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9670,7 +9912,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9975,7 +10217,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -10522,7 +10764,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -11043,7 +11285,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -14312,7 +14554,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -16930,7 +17172,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17147,7 +17389,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17438,7 +17680,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -24017,7 +24259,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -24540,7 +24782,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -24658,6 +24900,1644 @@ export interface operations {
                      *       "status": 503,
                      *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/team/{team_id}/adjustments/{adjustment_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    listTeamSubmissions: {
+        parameters: {
+            query?: {
+                /** @description Page size; omit for every item. */
+                limit?: number | null;
+                /** @description Cursor from the previous page's `Link` header (opaque, signed). */
+                after?: string | null;
+            };
+            header?: never;
+            path: {
+                /** @description Id of the team */
+                team_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "Id": "0193a6fa-8b92-7da4-9ebf-2a3b4c5d6e71",
+                     *         "TeamId": "0193a6f3-1a2b-7c3d-8e4f-5a6b7c8d9e01",
+                     *         "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+                     *         "MemberId": "0193a6f4-2b3c-7d4e-9f5a-6b7c8d9e0f11",
+                     *         "Text": "The arm picks the cube up in 3 s.",
+                     *         "Url": "https://github.com/rockets/robot-arm/pull/12",
+                     *         "State": "Approved",
+                     *         "SubmittedAt": "2026-11-20T09:30:00Z",
+                     *         "DecidedAt": "2026-11-21T14:05:00Z",
+                     *         "DecidedBy": "admin@example.org",
+                     *         "Comment": "Neat wiring."
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["Submission"][];
+                };
+            };
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "No such resource in the caller's organization.",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    submitWork: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the team */
+                team_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+                 *       "Text": "The arm picks the cube up in 3 s.",
+                 *       "Url": "https://github.com/rockets/robot-arm/pull/12"
+                 *     }
+                 */
+                "application/json": components["schemas"]["SubmissionCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "Id": "0193a6fa-8b92-7da4-9ebf-2a3b4c5d6e71",
+                     *       "TeamId": "0193a6f3-1a2b-7c3d-8e4f-5a6b7c8d9e01",
+                     *       "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+                     *       "MemberId": "0193a6f4-2b3c-7d4e-9f5a-6b7c8d9e0f11",
+                     *       "Text": "The arm picks the cube up in 3 s.",
+                     *       "Url": "https://github.com/rockets/robot-arm/pull/12",
+                     *       "State": "Approved",
+                     *       "SubmittedAt": "2026-11-20T09:30:00Z",
+                     *       "DecidedAt": "2026-11-21T14:05:00Z",
+                     *       "DecidedBy": "admin@example.org",
+                     *       "Comment": "Neat wiring."
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Submission"];
+                };
+            };
+            /** @description Malformed JSON, or JSON nested too deeply; or a `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "No such resource in the caller's organization.",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/conflict",
+                     *       "title": "Conflict",
+                     *       "status": 409,
+                     *       "detail": "The request conflicts with the current state.",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](/problems/payload-too-large). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/payload-too-large",
+                     *       "title": "Payload too large",
+                     *       "status": 413,
+                     *       "detail": "The body is over the limit (5 MiB; 32 MiB for `/team/bulk`), or a bulk request has more teams than allowed.",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](/problems/unsupported-media-type). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "The body was sent with a media type this operation does not read.",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    listSubmissions: {
+        parameters: {
+            query?: {
+                /** @description Only those in this state. */
+                state?: components["schemas"]["SubmissionState"] | null;
+                /** @description Only this team's. */
+                team?: string | null;
+                /** @description Only those of this task. */
+                task?: string | null;
+                /** @description Page size; omit for every item. */
+                limit?: number | null;
+                /** @description Cursor from the previous page's `Link` header (opaque, signed). */
+                after?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "Id": "0193a6fa-8b92-7da4-9ebf-2a3b4c5d6e71",
+                     *         "TeamId": "0193a6f3-1a2b-7c3d-8e4f-5a6b7c8d9e01",
+                     *         "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+                     *         "MemberId": "0193a6f4-2b3c-7d4e-9f5a-6b7c8d9e0f11",
+                     *         "Text": "The arm picks the cube up in 3 s.",
+                     *         "Url": "https://github.com/rockets/robot-arm/pull/12",
+                     *         "State": "Approved",
+                     *         "SubmittedAt": "2026-11-20T09:30:00Z",
+                     *         "DecidedAt": "2026-11-21T14:05:00Z",
+                     *         "DecidedBy": "admin@example.org",
+                     *         "Comment": "Neat wiring."
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["Submission"][];
+                };
+            };
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/submission",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/submission",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/submission",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/submission",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/submission",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/submission",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/submission",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/submission",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/submission",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    getSubmission: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the submission */
+                submission_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "Id": "0193a6fa-8b92-7da4-9ebf-2a3b4c5d6e71",
+                     *       "TeamId": "0193a6f3-1a2b-7c3d-8e4f-5a6b7c8d9e01",
+                     *       "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+                     *       "MemberId": "0193a6f4-2b3c-7d4e-9f5a-6b7c8d9e0f11",
+                     *       "Text": "The arm picks the cube up in 3 s.",
+                     *       "Url": "https://github.com/rockets/robot-arm/pull/12",
+                     *       "State": "Approved",
+                     *       "SubmittedAt": "2026-11-20T09:30:00Z",
+                     *       "DecidedAt": "2026-11-21T14:05:00Z",
+                     *       "DecidedBy": "admin@example.org",
+                     *       "Comment": "Neat wiring."
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Submission"];
+                };
+            };
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/submission/{submission_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/submission/{submission_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/submission/{submission_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "No such resource in the caller's organization.",
+                     *       "instance": "/submission/{submission_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/submission/{submission_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/submission/{submission_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/submission/{submission_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/submission/{submission_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/submission/{submission_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/submission/{submission_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    approveSubmission: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the submission */
+                submission_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "Comment": "Neat wiring."
+                 *     }
+                 */
+                "application/json": components["schemas"]["Approval"] | null;
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "Id": "0193a6fa-8b92-7da4-9ebf-2a3b4c5d6e71",
+                     *       "TeamId": "0193a6f3-1a2b-7c3d-8e4f-5a6b7c8d9e01",
+                     *       "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+                     *       "MemberId": "0193a6f4-2b3c-7d4e-9f5a-6b7c8d9e0f11",
+                     *       "Text": "The arm picks the cube up in 3 s.",
+                     *       "Url": "https://github.com/rockets/robot-arm/pull/12",
+                     *       "State": "Approved",
+                     *       "SubmittedAt": "2026-11-20T09:30:00Z",
+                     *       "DecidedAt": "2026-11-21T14:05:00Z",
+                     *       "DecidedBy": "admin@example.org",
+                     *       "Comment": "Neat wiring."
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Submission"];
+                };
+            };
+            /** @description Malformed JSON, or JSON nested too deeply; or a `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/submission/{submission_id}/approve",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/submission/{submission_id}/approve",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/submission/{submission_id}/approve",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "No such resource in the caller's organization.",
+                     *       "instance": "/submission/{submission_id}/approve",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/submission/{submission_id}/approve",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/conflict",
+                     *       "title": "Conflict",
+                     *       "status": 409,
+                     *       "detail": "The request conflicts with the current state.",
+                     *       "instance": "/submission/{submission_id}/approve",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](/problems/payload-too-large). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/payload-too-large",
+                     *       "title": "Payload too large",
+                     *       "status": 413,
+                     *       "detail": "The body is over the limit (5 MiB; 32 MiB for `/team/bulk`), or a bulk request has more teams than allowed.",
+                     *       "instance": "/submission/{submission_id}/approve",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/submission/{submission_id}/approve",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](/problems/unsupported-media-type). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "The body was sent with a media type this operation does not read.",
+                     *       "instance": "/submission/{submission_id}/approve",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/submission/{submission_id}/approve",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/submission/{submission_id}/approve",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/submission/{submission_id}/approve",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/submission/{submission_id}/approve",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    rejectSubmission: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the submission */
+                submission_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "Comment": "The link is private: make it public and resubmit."
+                 *     }
+                 */
+                "application/json": components["schemas"]["Rejection"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "Id": "0193a6fa-8b92-7da4-9ebf-2a3b4c5d6e71",
+                     *       "TeamId": "0193a6f3-1a2b-7c3d-8e4f-5a6b7c8d9e01",
+                     *       "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+                     *       "MemberId": "0193a6f4-2b3c-7d4e-9f5a-6b7c8d9e0f11",
+                     *       "Text": "The arm picks the cube up in 3 s.",
+                     *       "Url": "https://github.com/rockets/robot-arm/pull/12",
+                     *       "State": "Approved",
+                     *       "SubmittedAt": "2026-11-20T09:30:00Z",
+                     *       "DecidedAt": "2026-11-21T14:05:00Z",
+                     *       "DecidedBy": "admin@example.org",
+                     *       "Comment": "Neat wiring."
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Submission"];
+                };
+            };
+            /** @description Malformed JSON, or JSON nested too deeply; or a `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/submission/{submission_id}/reject",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/submission/{submission_id}/reject",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/submission/{submission_id}/reject",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "No such resource in the caller's organization.",
+                     *       "instance": "/submission/{submission_id}/reject",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/submission/{submission_id}/reject",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/conflict",
+                     *       "title": "Conflict",
+                     *       "status": 409,
+                     *       "detail": "The request conflicts with the current state.",
+                     *       "instance": "/submission/{submission_id}/reject",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](/problems/payload-too-large). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/payload-too-large",
+                     *       "title": "Payload too large",
+                     *       "status": 413,
+                     *       "detail": "The body is over the limit (5 MiB; 32 MiB for `/team/bulk`), or a bulk request has more teams than allowed.",
+                     *       "instance": "/submission/{submission_id}/reject",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/submission/{submission_id}/reject",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](/problems/unsupported-media-type). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "The body was sent with a media type this operation does not read.",
+                     *       "instance": "/submission/{submission_id}/reject",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/submission/{submission_id}/reject",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/submission/{submission_id}/reject",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/submission/{submission_id}/reject",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/submission/{submission_id}/reject",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
                      */
@@ -25251,7 +27131,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -26045,7 +27925,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -26335,7 +28215,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
