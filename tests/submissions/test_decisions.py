@@ -248,3 +248,30 @@ async def test_a_removed_task_takes_its_submissions(world: World) -> None:
     assert (await world.client.get("/submission", headers=org.admin)).json() == []
     unknown = await world.client.post(f"/submission/{uuid.uuid4()}/approve", headers=org.admin)
     assert unknown.status_code == 404
+
+
+async def test_a_webhook_subscribes_to_every_event_and_gets_the_submissions(
+    world: World,
+) -> None:
+    from questline.config import Settings
+    from questline.events.service import EVENT_TYPES
+    from questline.webhooks.dispatcher import Dispatcher
+
+    org = world.org()
+    hook = await world.client.post(
+        "/webhook",
+        json={"url": "https://93.184.215.14/hook", "events": list(EVENT_TYPES)},
+        headers=org.admin,
+    )
+    assert hook.status_code == 201, hook.text
+    _, tasks = await review_discipline(org)
+    team = await org.create_team()
+    ada = await learner(world, org, team["Id"])
+    made = await submitted(world.client, team["Id"], ada, tasks[0])
+    await world.client.post(decide(made, "approve"), headers=org.admin)
+    await Dispatcher(Settings(_env_file=None), world.db).fan_out()  # type: ignore[call-arg]
+    deliveries = await world.client.get(
+        f"/webhook/{hook.json()['Id']}/deliveries", headers=org.admin
+    )
+    types = {d["Event"] for d in deliveries.json()}
+    assert {"submission.created", "submission.approved", "progress.completed"} <= types
