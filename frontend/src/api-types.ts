@@ -4068,7 +4068,7 @@ export interface components {
             DecidedAt: string | null;
             /**
              * Decidedby
-             * @description The subject of the admin who decided.
+             * @description The subject of the admin who decided (admins' reads; null for members).
              */
             DecidedBy: string | null;
             /**

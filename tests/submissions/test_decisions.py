@@ -57,7 +57,9 @@ async def test_approval_completes_the_task_for_the_submitter(world: World) -> No
     board = (await world.client.get("/leaderboard", headers=ada.headers)).json()
     assert [(row["TeamId"], row["Score"]) for row in board] == [(team["Id"], 20)]
     seen = await world.client.get(f"/submission/{made['Id']}", headers=ada.headers)
-    assert seen.json() == approved
+    assert seen.json() == {**approved, "DecidedBy": None}  # members: not who reviewed
+    listed = await world.client.get(f"/team/{team['Id']}/submissions", headers=ada.headers)
+    assert listed.json() == [{**approved, "DecidedBy": None}]
     # Decided: neither decision applies again, and the completed task takes no more work.
     for verb in ("approve", "reject"):
         again = await world.client.post(

@@ -91,7 +91,7 @@ async def list_team_submissions(
         page,
     )
     announce_next_page(request, response, page, service.cursor_of(rows[-1]) if more else None)
-    return [service.to_schema(row) for row in rows]
+    return [service.to_schema(row, show_who=tenant.is_admin) for row in rows]
 
 
 @router.get(
@@ -135,7 +135,7 @@ async def get_submission(
     """One submission: admins, and the members of its team."""
     row = await service.get_submission(session, org_id=tenant.org_id, submission_id=submission_id)
     await service.ensure_sees_team(session, tenant=tenant, team_id=row.team_id)
-    return service.to_schema(row)
+    return service.to_schema(row, show_who=tenant.is_admin)
 
 
 @router.post(

@@ -93,5 +93,7 @@ class Submission(OutputModel):
     state: SubmissionState = Field(description="`Pending`, `Approved` or `Rejected`.")
     submitted_at: UtcDateTime
     decided_at: UtcDateTime | None = Field(description="When it was approved or rejected.")
-    decided_by: str | None = Field(description="The subject of the admin who decided.")
+    decided_by: str | None = Field(
+        description="The subject of the admin who decided (admins' reads; null for members)."
+    )
     comment: str | None = Field(description="The reviewer's comment.")

@@ -55,8 +55,11 @@ class TaskCompleted(Conflict):
     slug, title = "already-completed", "The task is completed"
 
 
-def to_schema(row: Submission) -> schemas.Submission:
-    return schemas.Submission.model_validate(row)
+def to_schema(row: Submission, *, show_who: bool = True) -> schemas.Submission:
+    """The submission as the API shows it; members get it without the reviewer's
+    subject (``DecidedBy``), as they get adjustments without who made them."""
+    shown = schemas.Submission.model_validate(row)
+    return shown if show_who else shown.model_copy(update={"decided_by": None})
 
 
 @dataclass(frozen=True, slots=True)
