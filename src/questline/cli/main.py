@@ -296,7 +296,7 @@ def demo() -> None:
     async def _load() -> bool:
         db = Database(settings)
         try:
-            return await load_demo(db)
+            return await load_demo(db, settings)
         finally:
             await db.dispose()
 
