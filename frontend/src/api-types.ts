@@ -363,13 +363,18 @@ export interface paths {
          * Get discipline
          * @description The whole discipline: levels, quests, tasks and resources, each with its `Id` and
          *     `Order`. Keep the `ETag` to send as `If-Match` on `PUT`.
+         *
+         *     Members read each task's `Check` as its `Kind` and `MaxAttempts` only and each hint's
+         *     `Cost` only: never an answer or a hint's text (`POST /team/{id}/hints` unlocks it).
          */
         get: operations["getDiscipline"];
         /**
          * Replace discipline
          * @description Replace the document. Nodes sent with their `Id` keep it (and the teams' progress
          *     on them); nodes without `Id` are new; nodes left out are deleted. What `GET` returned
-         *     can be edited and sent back as is.
+         *     can be edited and sent back as is: a stored `Exact` or `IgnoreCase` answer is sent
+         *     back by its `Digest`, and a task sent with its `Id` and without `Answers` keeps its
+         *     stored ones.
          *
          *     Removing tasks that teams completed is 409 unless `?force=true`.
          */
@@ -1900,6 +1905,43 @@ export interface components {
             IsAdminTeam: boolean;
         };
         /**
+         * Answer
+         * @description An accepted answer as admins read it: a `Regex` as written, the others by their
+         *     keyed digest (never the value).
+         */
+        Answer: {
+            Match: components["schemas"]["Match"];
+            /**
+             * Value
+             * @description Regex only.
+             */
+            Value?: string | null;
+            /**
+             * Digest
+             * @description Exact and IgnoreCase only.
+             */
+            Digest?: string | null;
+        };
+        /**
+         * AnswerInput
+         * @description One accepted answer: a new `Value`, or the `Digest` `GET` showed for a stored one
+         *     (`Exact` and `IgnoreCase` answers are kept only as keyed digests).
+         */
+        AnswerInput: {
+            /** Value */
+            Value?: string | null;
+            /**
+             * @description `Exact` (as written), `IgnoreCase` (case and surrounding spaces ignored) or `Regex` (a full match, RE2 syntax).
+             * @default Exact
+             */
+            Match: components["schemas"]["Match"];
+            /**
+             * Digest
+             * @description On PUT: keeps the stored answer `GET` showed with this digest (instead of `Value`).
+             */
+            Digest?: string | null;
+        };
+        /**
          * Approval
          * @description ``POST /submission/{id}/approve``.
          * @example {
@@ -1991,6 +2033,50 @@ export interface components {
                 };
             };
         };
+        /**
+         * Check
+         * @description How the task is completed. Members read `Kind` and `MaxAttempts` only.
+         */
+        Check: {
+            Kind: components["schemas"]["CheckKind"];
+            /**
+             * Maxattempts
+             * @description Answer only; null: unlimited.
+             */
+            MaxAttempts?: number | null;
+            /**
+             * Answers
+             * @description Admins only, Answer tasks only.
+             */
+            Answers?: components["schemas"]["Answer"][] | null;
+        };
+        /**
+         * CheckInput
+         * @description How the task is completed (docs/learners.md).
+         */
+        CheckInput: {
+            /**
+             * @description `Admin` (an admin records it), `Self` (a member marks it done), `Answer` (a member submits an answer), `Review` (an admin approves submitted work).
+             * @default Admin
+             */
+            Kind: components["schemas"]["CheckKind"];
+            /**
+             * Answers
+             * @description `Answer` only: 1 to 20 accepted answers; one match completes the task. Left out on PUT of a task sent with its `Id`: the stored ones are kept.
+             */
+            Answers?: components["schemas"]["AnswerInput"][] | null;
+            /**
+             * Maxattempts
+             * @description `Answer` only: the attempts a team has (all its members together); null or left out for unlimited.
+             */
+            MaxAttempts?: number | null;
+        };
+        /**
+         * CheckKind
+         * @description How a task is completed (docs/learners.md).
+         * @enum {string}
+         */
+        CheckKind: "Admin" | "Self" | "Answer" | "Review";
         /**
          * Color
          * @enum {string}
@@ -2149,6 +2235,7 @@ export interface components {
          *       "Description": "From headers to a content security policy.",
          *       "OrganizationId": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10",
          *       "Color": "Purple",
+         *       "Sequential": false,
          *       "CreatedAt": "2026-11-20T09:30:00Z",
          *       "UpdatedAt": "2026-11-21T14:05:00Z",
          *       "Resources": [
@@ -2182,7 +2269,27 @@ export interface components {
          *                   "Title": "Send HSTS",
          *                   "Description": "Strict-Transport-Security on every response.",
          *                   "Points": 10,
-         *                   "Resources": []
+         *                   "Resources": [],
+         *                   "Check": {
+         *                     "Kind": "Answer",
+         *                     "MaxAttempts": 3,
+         *                     "Answers": [
+         *                       {
+         *                         "Match": "Regex",
+         *                         "Value": "max-age=[0-9]+"
+         *                       },
+         *                       {
+         *                         "Match": "Exact",
+         *                         "Digest": "qd1:5f1c2a9b:3333333333333333333333333333333333333333333333333333333333333333"
+         *                       }
+         *                     ]
+         *                   },
+         *                   "Hints": [
+         *                     {
+         *                       "Text": "Look at the response headers.",
+         *                       "Cost": 2
+         *                     }
+         *                   ]
          *                 }
          *               ]
          *             }
@@ -2207,6 +2314,8 @@ export interface components {
              */
             OrganizationId: string | null;
             Color: components["schemas"]["Color"] | null;
+            /** Sequential */
+            Sequential: boolean;
             /**
              * Createdat
              * Format: date-time
@@ -2263,7 +2372,35 @@ export interface components {
          *                 },
          *                 {
          *                   "Title": "Install the CLI",
-         *                   "Points": 20
+         *                   "Points": 20,
+         *                   "Check": {
+         *                     "Kind": "Self"
+         *                   }
+         *                 },
+         *                 {
+         *                   "Title": "Find the region",
+         *                   "Description": "Which region does the team deploy to?",
+         *                   "Points": 20,
+         *                   "Check": {
+         *                     "Kind": "Answer",
+         *                     "Answers": [
+         *                       {
+         *                         "Value": "eu-west-1",
+         *                         "Match": "IgnoreCase"
+         *                       },
+         *                       {
+         *                         "Value": "eu-west-[0-9]",
+         *                         "Match": "Regex"
+         *                       }
+         *                     ],
+         *                     "MaxAttempts": 5
+         *                   },
+         *                   "Hints": [
+         *                     {
+         *                       "Text": "Look at the deploy pipeline.",
+         *                       "Cost": 5
+         *                     }
+         *                   ]
          *                 }
          *               ]
          *             }
@@ -2276,7 +2413,10 @@ export interface components {
          *               "Title": "First deploy",
          *               "Tasks": [
          *                 {
-         *                   "Title": "Deploy hello-world"
+         *                   "Title": "Deploy hello-world",
+         *                   "Check": {
+         *                     "Kind": "Review"
+         *                   }
          *                 }
          *               ]
          *             }
@@ -2292,6 +2432,12 @@ export interface components {
             Description: string;
             /** @description One of Purple, Green, Red, matched case-insensitively; null for none. */
             Color?: components["schemas"]["Color"] | null;
+            /**
+             * Sequential
+             * @description Levels open for a team in order: each when the team completed every task of the previous one.
+             * @default false
+             */
+            Sequential: boolean;
             /**
              * Levels
              * @description At most 100, in order.
@@ -2383,7 +2529,35 @@ export interface components {
          *                 },
          *                 {
          *                   "Title": "Install the CLI",
-         *                   "Points": 20
+         *                   "Points": 20,
+         *                   "Check": {
+         *                     "Kind": "Self"
+         *                   }
+         *                 },
+         *                 {
+         *                   "Title": "Find the region",
+         *                   "Description": "Which region does the team deploy to?",
+         *                   "Points": 20,
+         *                   "Check": {
+         *                     "Kind": "Answer",
+         *                     "Answers": [
+         *                       {
+         *                         "Value": "eu-west-1",
+         *                         "Match": "IgnoreCase"
+         *                       },
+         *                       {
+         *                         "Value": "eu-west-[0-9]",
+         *                         "Match": "Regex"
+         *                       }
+         *                     ],
+         *                     "MaxAttempts": 5
+         *                   },
+         *                   "Hints": [
+         *                     {
+         *                       "Text": "Look at the deploy pipeline.",
+         *                       "Cost": 5
+         *                     }
+         *                   ]
          *                 }
          *               ]
          *             }
@@ -2396,7 +2570,10 @@ export interface components {
          *               "Title": "First deploy",
          *               "Tasks": [
          *                 {
-         *                   "Title": "Deploy hello-world"
+         *                   "Title": "Deploy hello-world",
+         *                   "Check": {
+         *                     "Kind": "Review"
+         *                   }
          *                 }
          *               ]
          *             }
@@ -2412,6 +2589,12 @@ export interface components {
             Description: string;
             /** @description One of Purple, Green, Red, matched case-insensitively; null for none. */
             Color?: components["schemas"]["Color"] | null;
+            /**
+             * Sequential
+             * @description Levels open for a team in order: each when the team completed every task of the previous one.
+             * @default false
+             */
+            Sequential: boolean;
             /**
              * Levels
              * @description At most 100, in order.
@@ -2452,6 +2635,7 @@ export interface components {
          *       "Description": "From headers to a content security policy.",
          *       "OrganizationId": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10",
          *       "Color": "Purple",
+         *       "Sequential": false,
          *       "CreatedAt": "2026-11-20T09:30:00Z",
          *       "UpdatedAt": "2026-11-21T14:05:00Z",
          *       "LevelCount": 1,
@@ -2476,6 +2660,8 @@ export interface components {
              */
             OrganizationId: string | null;
             Color: components["schemas"]["Color"] | null;
+            /** Sequential */
+            Sequential: boolean;
             /**
              * Createdat
              * Format: date-time
@@ -2572,6 +2758,30 @@ export interface components {
         Health: {
             /** Status */
             status: string;
+        };
+        /**
+         * Hint
+         * @description A hint. Members read its `Cost` only (`POST /team/{id}/hints` unlocks its text).
+         */
+        Hint: {
+            /**
+             * Text
+             * @description Admins only.
+             */
+            Text?: string | null;
+            /** Cost */
+            Cost: number;
+        };
+        /** HintInput */
+        HintInput: {
+            /** Text */
+            Text: string;
+            /**
+             * Cost
+             * @description Points taken from the team's score when it unlocks the hint (0 to 1,000,000).
+             * @default 0
+             */
+            Cost: number;
         };
         /**
          * Invitation
@@ -2857,6 +3067,11 @@ export interface components {
              */
             StatementId: string;
         };
+        /**
+         * Match
+         * @enum {string}
+         */
+        Match: "Exact" | "IgnoreCase" | "Regex";
         /**
          * Member
          * @example {
@@ -4139,6 +4354,9 @@ export interface components {
             Points: number;
             /** Resources */
             Resources: components["schemas"]["Resource"][];
+            Check: components["schemas"]["Check"];
+            /** Hints */
+            Hints: components["schemas"]["Hint"][];
         };
         /** TaskInput */
         TaskInput: {
@@ -4170,6 +4388,13 @@ export interface components {
              * @description At most 50, in order.
              */
             Resources?: components["schemas"]["ResourceInput"][];
+            /** @description How the task is completed; default Admin. */
+            Check?: components["schemas"]["CheckInput"];
+            /**
+             * Hints
+             * @description At most 10, in order.
+             */
+            Hints?: components["schemas"]["HintInput"][];
         };
         /**
          * Team
@@ -8960,6 +9185,7 @@ export interface operations {
                      *         "Description": "From headers to a content security policy.",
                      *         "OrganizationId": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10",
                      *         "Color": "Purple",
+                     *         "Sequential": false,
                      *         "CreatedAt": "2026-11-20T09:30:00Z",
                      *         "UpdatedAt": "2026-11-21T14:05:00Z",
                      *         "LevelCount": 1,
@@ -9183,6 +9409,7 @@ export interface operations {
                      *       "Description": "From headers to a content security policy.",
                      *       "OrganizationId": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10",
                      *       "Color": "Purple",
+                     *       "Sequential": false,
                      *       "CreatedAt": "2026-11-20T09:30:00Z",
                      *       "UpdatedAt": "2026-11-21T14:05:00Z",
                      *       "Resources": [
@@ -9216,7 +9443,27 @@ export interface operations {
                      *                   "Title": "Send HSTS",
                      *                   "Description": "Strict-Transport-Security on every response.",
                      *                   "Points": 10,
-                     *                   "Resources": []
+                     *                   "Resources": [],
+                     *                   "Check": {
+                     *                     "Kind": "Answer",
+                     *                     "MaxAttempts": 3,
+                     *                     "Answers": [
+                     *                       {
+                     *                         "Match": "Regex",
+                     *                         "Value": "max-age=[0-9]+"
+                     *                       },
+                     *                       {
+                     *                         "Match": "Exact",
+                     *                         "Digest": "qd1:5f1c2a9b:3333333333333333333333333333333333333333333333333333333333333333"
+                     *                       }
+                     *                     ]
+                     *                   },
+                     *                   "Hints": [
+                     *                     {
+                     *                       "Text": "Look at the response headers.",
+                     *                       "Cost": 2
+                     *                     }
+                     *                   ]
                      *                 }
                      *               ]
                      *             }
@@ -9479,6 +9726,7 @@ export interface operations {
                      *       "Description": "From headers to a content security policy.",
                      *       "OrganizationId": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10",
                      *       "Color": "Purple",
+                     *       "Sequential": false,
                      *       "CreatedAt": "2026-11-20T09:30:00Z",
                      *       "UpdatedAt": "2026-11-21T14:05:00Z",
                      *       "Resources": [
@@ -9512,7 +9760,27 @@ export interface operations {
                      *                   "Title": "Send HSTS",
                      *                   "Description": "Strict-Transport-Security on every response.",
                      *                   "Points": 10,
-                     *                   "Resources": []
+                     *                   "Resources": [],
+                     *                   "Check": {
+                     *                     "Kind": "Answer",
+                     *                     "MaxAttempts": 3,
+                     *                     "Answers": [
+                     *                       {
+                     *                         "Match": "Regex",
+                     *                         "Value": "max-age=[0-9]+"
+                     *                       },
+                     *                       {
+                     *                         "Match": "Exact",
+                     *                         "Digest": "qd1:5f1c2a9b:3333333333333333333333333333333333333333333333333333333333333333"
+                     *                       }
+                     *                     ]
+                     *                   },
+                     *                   "Hints": [
+                     *                     {
+                     *                       "Text": "Look at the response headers.",
+                     *                       "Cost": 2
+                     *                     }
+                     *                   ]
                      *                 }
                      *               ]
                      *             }
@@ -9770,6 +10038,7 @@ export interface operations {
                      *       "Description": "From headers to a content security policy.",
                      *       "OrganizationId": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10",
                      *       "Color": "Purple",
+                     *       "Sequential": false,
                      *       "CreatedAt": "2026-11-20T09:30:00Z",
                      *       "UpdatedAt": "2026-11-21T14:05:00Z",
                      *       "Resources": [
@@ -9803,7 +10072,27 @@ export interface operations {
                      *                   "Title": "Send HSTS",
                      *                   "Description": "Strict-Transport-Security on every response.",
                      *                   "Points": 10,
-                     *                   "Resources": []
+                     *                   "Resources": [],
+                     *                   "Check": {
+                     *                     "Kind": "Answer",
+                     *                     "MaxAttempts": 3,
+                     *                     "Answers": [
+                     *                       {
+                     *                         "Match": "Regex",
+                     *                         "Value": "max-age=[0-9]+"
+                     *                       },
+                     *                       {
+                     *                         "Match": "Exact",
+                     *                         "Digest": "qd1:5f1c2a9b:3333333333333333333333333333333333333333333333333333333333333333"
+                     *                       }
+                     *                     ]
+                     *                   },
+                     *                   "Hints": [
+                     *                     {
+                     *                       "Text": "Look at the response headers.",
+                     *                       "Cost": 2
+                     *                     }
+                     *                   ]
                      *                 }
                      *               ]
                      *             }

@@ -17,8 +17,8 @@ pytestmark = pytest.mark.anyio
 async def test_demo_has_teams_disciplines_and_a_week_of_progress(
     world: World, app_state: AppHarness
 ) -> None:
-    assert await load_demo(app_state.db) is True
-    assert await load_demo(app_state.db) is False  # loads once
+    assert await load_demo(app_state.db, app_state.settings) is True
+    assert await load_demo(app_state.db, app_state.settings) is False  # loads once
     headers = bearer(world.tokens.mint(role=Role.MEMBER, org_id=DEMO_ORG_ID, subject="newcomer"))
     client = world.client
 

@@ -106,6 +106,8 @@ class TokenService:
         lifetime: dt.timedelta | None = None,
         email: str | None = None,
     ) -> str:
+        """A signed token; ``email`` (the ``email`` claim) names the organization's member
+        the caller is (``members.callers``)."""
         if self._secret is None:
             raise RuntimeError("tokens are issued by the identity provider, not by Questline")
         if role is Role.OPERATOR and org_id is not None:
@@ -123,7 +125,7 @@ class TokenService:
         }
         if org_id is not None:
             claims[self.settings.jwt_org_claim] = str(org_id)
-        if email is not None:  # who the caller is among the organization's members
+        if email is not None:
             claims["email"] = email
         if self.settings.jwt_issuer:
             claims["iss"] = self.settings.jwt_issuer

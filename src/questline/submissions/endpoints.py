@@ -59,8 +59,8 @@ async def submit_work(
     team = await teams_service.get_team(
         session, org_id=tenant.org_id, team_id=team_id, for_update=True
     )
-    member = await service.submitter(session, tenant=tenant, team_id=team.id)
-    row = await service.submit(session, team=team, member=member, data=data)
+    member_id = await service.submitter(session, tenant=tenant, team_id=team.id)
+    row = await service.submit(session, team=team, member_id=member_id, data=data)
     response.headers["Location"] = url_of(request, "get_submission", submission_id=str(row.id))
     return service.to_schema(row)
 

@@ -24,9 +24,10 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline import audit, events
-from questline.disciplines.models import Discipline, Task
-from questline.disciplines.service import visible_to
-from questline.members.models import Member
+from questline.disciplines import checks
+from questline.disciplines.models import CheckKind
+from questline.members import callers
+from questline.members.models import TeamMembership
 from questline.progress import record
 from questline.progress.models import TaskCompletion
 from questline.progress.schemas import ProgressCreate
@@ -39,8 +40,6 @@ from questline.teams.service import ensure_active, get_team
 from questline.web.access import Tenant
 from questline.web.errors import Conflict, FieldError, Forbidden, Unprocessable, not_found
 from questline.web.pagination import PageRequest, cursor_parts
-
-REVIEW = "Review"
 
 
 class SubmissionPending(Conflict):
@@ -66,51 +65,56 @@ def to_schema(row: Submission, *, show_who: bool = True) -> schemas.Submission:
 class ReviewedTask:
     id: uuid.UUID
     discipline_id: uuid.UUID
-    title: str
 
 
-async def _task(session: AsyncSession, *, org_id: uuid.UUID, task_id: uuid.UUID) -> ReviewedTask:
-    """The task when the organization sees its discipline (global or its own), else 404."""
-    row = (
-        await session.execute(
-            select(Task.id, Task.discipline_id, Task.title)
-            .join(Discipline, Discipline.id == Task.discipline_id)
-            .where(Task.id == task_id, visible_to(org_id))
-        )
-    ).one_or_none()
-    if row is None:
+async def _review_task(
+    session: AsyncSession, *, org_id: uuid.UUID, task_id: uuid.UUID
+) -> ReviewedTask:
+    """The task when the organization sees it (404) and it is checked by review (422)."""
+    check = await checks.task_check(session, org_id=org_id, task_id=task_id)
+    if check is None:
         raise not_found("task")
-    return ReviewedTask(row[0], row[1], row[2])
+    if check.kind is not CheckKind.REVIEW:
+        raise Unprocessable(
+            f"This task's check is {check.kind.value}, not Review: there is no work to submit.",
+            errors=[FieldError(field="TaskId", message="Name a task whose Check is Review.")],
+        )
+    return ReviewedTask(check.task_id, check.discipline_id)
 
 
 # Who may act ----------------------------------------------------------------------
 
 
-async def submitter(session: AsyncSession, *, tenant: Tenant, team_id: uuid.UUID) -> Member:
-    """The caller's member, when it belongs to the team: only a team's own members
-    submit its work (403 for anyone else, admins without such a member included)."""
-    member = await learners.caller_member(session, org_id=tenant.org_id, caller=tenant.caller)
-    if member is None:
+async def submitter(session: AsyncSession, *, tenant: Tenant, team_id: uuid.UUID) -> uuid.UUID:
+    """The caller's member, when it belongs to the team (``members.callers``: 403 for a
+    member caller without one). Only a team's members submit its work: an admin whose
+    e-mail names none of the team's members is refused too (403)."""
+    member_id = await callers.acting_member(session, caller=tenant.caller, team_id=team_id)
+    if member_id is None:
         raise Forbidden(
-            "Only a member of the team submits its work: your sign-in (its e-mail) names "
-            "no member of this organization."
+            "Only a member of the team submits its work; an admin reviews it. Your "
+            "sign-in (its e-mail) names no member of this team."
         )
-    if not await learners.is_member_of(
-        session, org_id=tenant.org_id, team_id=team_id, member_id=member.id
-    ):
-        raise Forbidden("Only a member of the team submits its work; you are not one.")
-    return member
+    return member_id
 
 
 async def ensure_sees_team(session: AsyncSession, *, tenant: Tenant, team_id: uuid.UUID) -> None:
     """Admins see every team's submissions; a member only its own teams' (else 403)."""
-    if tenant.is_admin:
-        return
-    member = await learners.caller_member(session, org_id=tenant.org_id, caller=tenant.caller)
-    if member is None or not await learners.is_member_of(
-        session, org_id=tenant.org_id, team_id=team_id, member_id=member.id
-    ):
-        raise Forbidden("Only admins and the team's own members see its submissions.")
+    if not tenant.is_admin:
+        await callers.acting_member(session, caller=tenant.caller, team_id=team_id)
+
+
+async def _is_member_of(
+    session: AsyncSession, *, org_id: uuid.UUID, team_id: uuid.UUID, member_id: uuid.UUID
+) -> bool:
+    found = await session.scalar(
+        select(TeamMembership.member_id).where(
+            TeamMembership.organization_id == org_id,
+            TeamMembership.team_id == team_id,
+            TeamMembership.member_id == member_id,
+        )
+    )
+    return found is not None
 
 
 # Submitting -----------------------------------------------------------------------
@@ -145,7 +149,7 @@ async def submit(
     session: AsyncSession,
     *,
     team: Team,
-    member: Member,
+    member_id: uuid.UUID,
     data: schemas.SubmissionCreate,
 ) -> Submission:
     """A new pending submission. ``team`` is locked by the caller. Refusals, in order:
@@ -153,13 +157,7 @@ async def submit(
     completed, 409 one pending already."""
     ensure_active(team, "submissions")
     org_id = team.organization_id
-    task = await _task(session, org_id=org_id, task_id=data.task_id)
-    kind = await learners.check_kind(session, task_id=task.id)
-    if kind != REVIEW:
-        raise Unprocessable(
-            f"This task is checked by {kind!r}, not by review: nothing to submit.",
-            errors=[FieldError(field="TaskId", message="Name a task whose Check is Review.")],
-        )
+    task = await _review_task(session, org_id=org_id, task_id=data.task_id)
     await learners.ensure_open(session, org_id=org_id, team_id=team.id, task_id=task.id)
     if await _is_completed(session, team=team, task_id=task.id):
         raise TaskCompleted("The team has completed this task already.")
@@ -174,7 +172,7 @@ async def submit(
         team_id=team.id,
         task_id=task.id,
         discipline_id=task.discipline_id,
-        member_id=member.id,
+        member_id=member_id,
         text=data.text,
         url=data.url,
         state=SubmissionState.PENDING,
@@ -290,7 +288,7 @@ async def decide(
         raise AlreadyDecided("This submission was decided already: it is not pending.")
     await session.refresh(found)
     if approve:
-        credited = await learners.is_member_of(
+        credited = await _is_member_of(
             session, org_id=org_id, team_id=team.id, member_id=found.member_id
         )
         await record.complete(

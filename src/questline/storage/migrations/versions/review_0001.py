@@ -2,7 +2,7 @@
 the mail outbox's notices (their content)
 
 Revision ID: review_0001
-Revises: scim_0001
+Revises: learners_0001
 """
 
 from collections.abc import Sequence
@@ -13,7 +13,7 @@ from alembic import op
 from questline.storage import db as storage
 
 revision: str = "review_0001"
-down_revision: str | None = "scim_0001"
+down_revision: str | None = "learners_0001"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
