@@ -31,6 +31,8 @@ EventType = Literal[
     "bulk.completed",
     "team.adjusted",
     "team.adjustment_withdrawn",
+    "attempt.created",
+    "hint.unlocked",
     "submission.created",
     "submission.approved",
     "submission.rejected",
