@@ -363,13 +363,18 @@ export interface paths {
          * Get discipline
          * @description The whole discipline: levels, quests, tasks and resources, each with its `Id` and
          *     `Order`. Keep the `ETag` to send as `If-Match` on `PUT`.
+         *
+         *     Members read each task's `Check` as its `Kind` and `MaxAttempts` only and each hint's
+         *     `Cost` only: never an answer or a hint's text (`POST /team/{id}/hints` unlocks it).
          */
         get: operations["getDiscipline"];
         /**
          * Replace discipline
          * @description Replace the document. Nodes sent with their `Id` keep it (and the teams' progress
          *     on them); nodes without `Id` are new; nodes left out are deleted. What `GET` returned
-         *     can be edited and sent back as is.
+         *     can be edited and sent back as is: a stored `Exact` or `IgnoreCase` answer is sent
+         *     back by its `Digest`, and a task sent with its `Id` and without `Answers` keeps its
+         *     stored ones.
          *
          *     Removing tasks that teams completed is 409 unless `?force=true`.
          */
@@ -408,6 +413,11 @@ export interface paths {
          *
          *     201 when this completes it (the team's `Score` grows by the task's points), 200 when
          *     it was already completed (nothing changes). Archived teams refuse progress (409).
+         *
+         *     Admins record any task. A member of the team marks a task of `Check.Kind` `Self`
+         *     complete (its `MemberId` is then the caller's member; `CompletedAt` and `MemberId`
+         *     are not sent); any other kind is 403 to a member, as is another team; 409 while the
+         *     task's level of a sequential discipline is locked.
          */
         post: operations["completeTask"];
         delete?: never;
@@ -466,6 +476,66 @@ export interface paths {
         get: operations["getTeamOverview"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/team/{team_id}/attempts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List attempts
+         * @description The team's counted attempts, oldest first (opt-in paging: `limit`, `after`): the
+         *     team's members and admins; admins also read each submitted `Answer`.
+         */
+        get: operations["listAttempts"];
+        put?: never;
+        /**
+         * Submit attempt
+         * @description Answer an `Answer` task as a member of the team (or an admin).
+         *
+         *     Right: 201 `{"Correct": true, "AttemptsLeft", "Completion"}` (the completion names the
+         *     caller's member). Wrong: 200 `{"Correct": false, "AttemptsLeft"}`. 409 when the team
+         *     already completed the task (`already-completed`), used every attempt
+         *     (`no-attempts-left`), the team is archived, or the task's level is still locked
+         *     (`locked`); 422 when the task is not an `Answer` task; 403 for a member of another
+         *     team; 429 (with `Retry-After`) past `QUESTLINE_ATTEMPTS_PER_MINUTE` answers a minute
+         *     by one member. A refused attempt is not counted.
+         */
+        post: operations["submitAttempt"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/team/{team_id}/hints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List hints
+         * @description The hints the team unlocked, with their texts, in the order unlocked.
+         */
+        get: operations["listHints"];
+        put?: never;
+        /**
+         * Unlock hint
+         * @description Unlock a task's hint (`TaskId`, `Index`) for the team: 201 with its `Text`, and the
+         *     team's score drops by its `Cost` (a step of the score history); 200 with the same
+         *     body when the team had unlocked it already (no second charge). Members of the team
+         *     and admins; 409 while the task's level is locked.
+         */
+        post: operations["unlockHint"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1445,6 +1515,122 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/team/{team_id}/submissions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List team submissions
+         * @description The team's submissions, oldest first, decided ones too; opt-in paging (`limit`,
+         *     `after`; the next page in the `Link` header). Admins and the team's members.
+         */
+        get: operations["listTeamSubmissions"];
+        put?: never;
+        /**
+         * Submit work
+         * @description Submit work for a `Review` task of the team: `Text`, a `Url` or both. Only a
+         *     member of the team (the caller's e-mail names one) submits; an admin reviews it.
+         *
+         *     409 when the team already has a pending submission of the task, has completed it,
+         *     is archived, or the task's level is closed (a sequential discipline); 422 when the
+         *     task is not checked by review.
+         */
+        post: operations["submitWork"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/submission": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List submissions
+         * @description The organization's submissions, oldest first: `?state=Pending` is the review
+         *     queue. Opt-in paging (`limit`, `after`; the next page in the `Link` header).
+         */
+        get: operations["listSubmissions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/submission/{submission_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get submission
+         * @description One submission: admins, and the members of its team.
+         */
+        get: operations["getSubmission"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/submission/{submission_id}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve submission
+         * @description Approve the work: the team completes the task, as `POST /team/{id}/progress`
+         *     records it, with `CompletedAt` the time it was submitted, `MemberId` the submitter
+         *     and `RecordedBy` you. The submitter is e-mailed (when the service sends e-mail).
+         *     409 when it is not pending (decided already, by you or another admin) or the team
+         *     is archived.
+         */
+        post: operations["approveSubmission"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/submission/{submission_id}/reject": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reject submission
+         * @description Send the work back with a `Comment` (required): the team may submit again. The
+         *     submitter is e-mailed (when the service sends e-mail). 409 when it is not pending.
+         */
+        post: operations["rejectSubmission"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/audit": {
         parameters: {
             query?: never;
@@ -1784,6 +1970,128 @@ export interface components {
             IsAdminTeam: boolean;
         };
         /**
+         * Answer
+         * @description An accepted answer as admins read it: a `Regex` as written, the others by their
+         *     keyed digest (never the value).
+         */
+        Answer: {
+            Match: components["schemas"]["Match"];
+            /**
+             * Value
+             * @description Regex only.
+             */
+            Value?: string | null;
+            /**
+             * Digest
+             * @description Exact and IgnoreCase only.
+             */
+            Digest?: string | null;
+        };
+        /**
+         * AnswerInput
+         * @description One accepted answer: a new `Value`, or the `Digest` `GET` showed for a stored one
+         *     (`Exact` and `IgnoreCase` answers are kept only as keyed digests).
+         */
+        AnswerInput: {
+            /** Value */
+            Value?: string | null;
+            /**
+             * @description `Exact` (as written), `IgnoreCase` (case and surrounding spaces ignored) or `Regex` (a full match, RE2 syntax).
+             * @default Exact
+             */
+            Match: components["schemas"]["Match"];
+            /**
+             * Digest
+             * @description On PUT: keeps the stored answer `GET` showed with this digest (instead of `Value`).
+             */
+            Digest?: string | null;
+        };
+        /**
+         * Approval
+         * @description ``POST /submission/{id}/approve``.
+         * @example {
+         *       "Comment": "Neat wiring."
+         *     }
+         */
+        Approval: {
+            /**
+             * Comment
+             * @description A word for the team (1 to 2,000 characters, trimmed).
+             */
+            Comment?: string | null;
+        };
+        /**
+         * Attempt
+         * @description A counted attempt. `Answer` is shown to admins only.
+         * @example {
+         *       "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+         *       "MemberId": "0193a6f4-2b3c-7d4e-9f5a-6b7c8d9e0f11",
+         *       "At": "2026-11-20T09:30:00Z",
+         *       "Correct": false,
+         *       "Answer": "eu-west-2"
+         *     }
+         */
+        Attempt: {
+            /**
+             * Taskid
+             * Format: uuid
+             */
+            TaskId: string;
+            /** Memberid */
+            MemberId: string | null;
+            /**
+             * At
+             * Format: date-time
+             */
+            At: string;
+            /** Correct */
+            Correct: boolean;
+            /**
+             * Answer
+             * @description Admins only: what was submitted.
+             */
+            Answer?: string | null;
+        };
+        /**
+         * AttemptCreate
+         * @description `POST /team/{id}/attempts`.
+         * @example {
+         *       "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+         *       "Answer": "eu-west-1"
+         *     }
+         */
+        AttemptCreate: {
+            /**
+             * Taskid
+             * Format: uuid
+             */
+            TaskId: string;
+            /**
+             * Answer
+             * @description 1 to 1,000 characters, compared as written (`IgnoreCase` answers ignore case and surrounding spaces).
+             */
+            Answer: string;
+        };
+        /**
+         * AttemptResult
+         * @description What an attempt did: 201 with the completion when right, 200 when wrong.
+         * @example {
+         *       "Correct": false,
+         *       "AttemptsLeft": 2
+         *     }
+         */
+        AttemptResult: {
+            /** Correct */
+            Correct: boolean;
+            /**
+             * Attemptsleft
+             * @description null: unlimited.
+             */
+            AttemptsLeft: number | null;
+            /** @description When right: the completion, with the caller's member as `MemberId`. */
+            Completion?: components["schemas"]["Completion"] | null;
+        };
+        /**
          * AuditEntry
          * @description One change made in the organization.
          * @example {
@@ -1861,6 +2169,50 @@ export interface components {
                 };
             };
         };
+        /**
+         * Check
+         * @description How the task is completed. Members read `Kind` and `MaxAttempts` only.
+         */
+        Check: {
+            Kind: components["schemas"]["CheckKind"];
+            /**
+             * Maxattempts
+             * @description Answer only; null: unlimited.
+             */
+            MaxAttempts?: number | null;
+            /**
+             * Answers
+             * @description Admins only, Answer tasks only.
+             */
+            Answers?: components["schemas"]["Answer"][] | null;
+        };
+        /**
+         * CheckInput
+         * @description How the task is completed (docs/learners.md).
+         */
+        CheckInput: {
+            /**
+             * @description `Admin` (an admin records it), `Self` (a member marks it done), `Answer` (a member submits an answer), `Review` (an admin approves submitted work).
+             * @default Admin
+             */
+            Kind: components["schemas"]["CheckKind"];
+            /**
+             * Answers
+             * @description `Answer` only: 1 to 20 accepted answers; one match completes the task. Left out on PUT of a task sent with its `Id`: the stored ones are kept.
+             */
+            Answers?: components["schemas"]["AnswerInput"][] | null;
+            /**
+             * Maxattempts
+             * @description `Answer` only: the attempts a team has (all its members together); null or left out for unlimited.
+             */
+            MaxAttempts?: number | null;
+        };
+        /**
+         * CheckKind
+         * @description How a task is completed (docs/learners.md).
+         * @enum {string}
+         */
+        CheckKind: "Admin" | "Self" | "Answer" | "Review";
         /**
          * Color
          * @enum {string}
@@ -2019,6 +2371,7 @@ export interface components {
          *       "Description": "From headers to a content security policy.",
          *       "OrganizationId": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10",
          *       "Color": "Purple",
+         *       "Sequential": false,
          *       "CreatedAt": "2026-11-20T09:30:00Z",
          *       "UpdatedAt": "2026-11-21T14:05:00Z",
          *       "Resources": [
@@ -2052,7 +2405,27 @@ export interface components {
          *                   "Title": "Send HSTS",
          *                   "Description": "Strict-Transport-Security on every response.",
          *                   "Points": 10,
-         *                   "Resources": []
+         *                   "Resources": [],
+         *                   "Check": {
+         *                     "Kind": "Answer",
+         *                     "MaxAttempts": 3,
+         *                     "Answers": [
+         *                       {
+         *                         "Match": "Regex",
+         *                         "Value": "max-age=[0-9]+"
+         *                       },
+         *                       {
+         *                         "Match": "Exact",
+         *                         "Digest": "qd1:5f1c2a9b:3333333333333333333333333333333333333333333333333333333333333333"
+         *                       }
+         *                     ]
+         *                   },
+         *                   "Hints": [
+         *                     {
+         *                       "Text": "Look at the response headers.",
+         *                       "Cost": 2
+         *                     }
+         *                   ]
          *                 }
          *               ]
          *             }
@@ -2077,6 +2450,8 @@ export interface components {
              */
             OrganizationId: string | null;
             Color: components["schemas"]["Color"] | null;
+            /** Sequential */
+            Sequential: boolean;
             /**
              * Createdat
              * Format: date-time
@@ -2133,7 +2508,35 @@ export interface components {
          *                 },
          *                 {
          *                   "Title": "Install the CLI",
-         *                   "Points": 20
+         *                   "Points": 20,
+         *                   "Check": {
+         *                     "Kind": "Self"
+         *                   }
+         *                 },
+         *                 {
+         *                   "Title": "Find the region",
+         *                   "Description": "Which region does the team deploy to?",
+         *                   "Points": 20,
+         *                   "Check": {
+         *                     "Kind": "Answer",
+         *                     "Answers": [
+         *                       {
+         *                         "Value": "eu-west-1",
+         *                         "Match": "IgnoreCase"
+         *                       },
+         *                       {
+         *                         "Value": "eu-west-[0-9]",
+         *                         "Match": "Regex"
+         *                       }
+         *                     ],
+         *                     "MaxAttempts": 5
+         *                   },
+         *                   "Hints": [
+         *                     {
+         *                       "Text": "Look at the deploy pipeline.",
+         *                       "Cost": 5
+         *                     }
+         *                   ]
          *                 }
          *               ]
          *             }
@@ -2146,7 +2549,10 @@ export interface components {
          *               "Title": "First deploy",
          *               "Tasks": [
          *                 {
-         *                   "Title": "Deploy hello-world"
+         *                   "Title": "Deploy hello-world",
+         *                   "Check": {
+         *                     "Kind": "Review"
+         *                   }
          *                 }
          *               ]
          *             }
@@ -2162,6 +2568,12 @@ export interface components {
             Description: string;
             /** @description One of Purple, Green, Red, matched case-insensitively; null for none. */
             Color?: components["schemas"]["Color"] | null;
+            /**
+             * Sequential
+             * @description Levels open for a team in order: each when the team completed every task of the previous one.
+             * @default false
+             */
+            Sequential: boolean;
             /**
              * Levels
              * @description At most 100, in order.
@@ -2253,7 +2665,35 @@ export interface components {
          *                 },
          *                 {
          *                   "Title": "Install the CLI",
-         *                   "Points": 20
+         *                   "Points": 20,
+         *                   "Check": {
+         *                     "Kind": "Self"
+         *                   }
+         *                 },
+         *                 {
+         *                   "Title": "Find the region",
+         *                   "Description": "Which region does the team deploy to?",
+         *                   "Points": 20,
+         *                   "Check": {
+         *                     "Kind": "Answer",
+         *                     "Answers": [
+         *                       {
+         *                         "Value": "eu-west-1",
+         *                         "Match": "IgnoreCase"
+         *                       },
+         *                       {
+         *                         "Value": "eu-west-[0-9]",
+         *                         "Match": "Regex"
+         *                       }
+         *                     ],
+         *                     "MaxAttempts": 5
+         *                   },
+         *                   "Hints": [
+         *                     {
+         *                       "Text": "Look at the deploy pipeline.",
+         *                       "Cost": 5
+         *                     }
+         *                   ]
          *                 }
          *               ]
          *             }
@@ -2266,7 +2706,10 @@ export interface components {
          *               "Title": "First deploy",
          *               "Tasks": [
          *                 {
-         *                   "Title": "Deploy hello-world"
+         *                   "Title": "Deploy hello-world",
+         *                   "Check": {
+         *                     "Kind": "Review"
+         *                   }
          *                 }
          *               ]
          *             }
@@ -2282,6 +2725,12 @@ export interface components {
             Description: string;
             /** @description One of Purple, Green, Red, matched case-insensitively; null for none. */
             Color?: components["schemas"]["Color"] | null;
+            /**
+             * Sequential
+             * @description Levels open for a team in order: each when the team completed every task of the previous one.
+             * @default false
+             */
+            Sequential: boolean;
             /**
              * Levels
              * @description At most 100, in order.
@@ -2322,6 +2771,7 @@ export interface components {
          *       "Description": "From headers to a content security policy.",
          *       "OrganizationId": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10",
          *       "Color": "Purple",
+         *       "Sequential": false,
          *       "CreatedAt": "2026-11-20T09:30:00Z",
          *       "UpdatedAt": "2026-11-21T14:05:00Z",
          *       "LevelCount": 1,
@@ -2346,6 +2796,8 @@ export interface components {
              */
             OrganizationId: string | null;
             Color: components["schemas"]["Color"] | null;
+            /** Sequential */
+            Sequential: boolean;
             /**
              * Createdat
              * Format: date-time
@@ -2442,6 +2894,50 @@ export interface components {
         Health: {
             /** Status */
             status: string;
+        };
+        /**
+         * Hint
+         * @description A hint. Members read its `Cost` only (`POST /team/{id}/hints` unlocks its text).
+         */
+        Hint: {
+            /**
+             * Text
+             * @description Admins only.
+             */
+            Text?: string | null;
+            /** Cost */
+            Cost: number;
+        };
+        /** HintInput */
+        HintInput: {
+            /** Text */
+            Text: string;
+            /**
+             * Cost
+             * @description Points taken from the team's score when it unlocks the hint (0 to 1,000,000).
+             * @default 0
+             */
+            Cost: number;
+        };
+        /**
+         * HintUnlockCreate
+         * @description `POST /team/{id}/hints`.
+         * @example {
+         *       "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+         *       "Index": 0
+         *     }
+         */
+        HintUnlockCreate: {
+            /**
+             * Taskid
+             * Format: uuid
+             */
+            TaskId: string;
+            /**
+             * Index
+             * @description The hint's place in the task's `Hints` (0-based).
+             */
+            Index: number;
         };
         /**
          * Invitation
@@ -2728,6 +3224,11 @@ export interface components {
             StatementId: string;
         };
         /**
+         * Match
+         * @enum {string}
+         */
+        Match: "Exact" | "IgnoreCase" | "Regex";
+        /**
          * Member
          * @example {
          *       "Id": "0193a6f4-2b3c-7d4e-9f5a-6b7c8d9e0f11",
@@ -2869,7 +3370,23 @@ export interface components {
          *                   "TasksTotal": 1,
          *                   "PointsEarned": 10,
          *                   "PointsTotal": 10,
-         *                   "Percent": 100
+         *                   "Percent": 100,
+         *                   "Tasks": [
+         *                     {
+         *                       "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+         *                       "Title": "Send HSTS",
+         *                       "Order": 0,
+         *                       "Points": 10,
+         *                       "Check": "Answer",
+         *                       "Completed": true,
+         *                       "Locked": false,
+         *                       "AttemptsLeft": 2,
+         *                       "PendingSubmission": null,
+         *                       "UnlockedHints": [
+         *                         0
+         *                       ]
+         *                     }
+         *                   ]
          *                 }
          *               ]
          *             }
@@ -3238,12 +3755,28 @@ export interface components {
             Title: string;
             /** Order */
             Order: number;
+            /** Tasks */
+            Tasks: components["schemas"]["TaskState"][];
         };
         /**
          * RankBy
          * @enum {string}
          */
         RankBy: "score" | "perMember";
+        /**
+         * Rejection
+         * @description ``POST /submission/{id}/reject``: the reason is required.
+         * @example {
+         *       "Comment": "The link is private: make it public and resubmit."
+         *     }
+         */
+        Rejection: {
+            /**
+             * Comment
+             * @description Why, so the team can do better (1 to 2,000 characters, trimmed).
+             */
+            Comment: string;
+        };
         /** Resource */
         Resource: {
             /**
@@ -3868,6 +4401,104 @@ export interface components {
          */
         StatementKind: "task" | "level" | "discipline" | "voided" | "adjusted";
         /**
+         * Submission
+         * @description Work a member submitted for a `Review` task, and its review.
+         * @example {
+         *       "Id": "0193a6fa-8b92-7da4-9ebf-2a3b4c5d6e71",
+         *       "TeamId": "0193a6f3-1a2b-7c3d-8e4f-5a6b7c8d9e01",
+         *       "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+         *       "MemberId": "0193a6f4-2b3c-7d4e-9f5a-6b7c8d9e0f11",
+         *       "Text": "The arm picks the cube up in 3 s.",
+         *       "Url": "https://github.com/rockets/robot-arm/pull/12",
+         *       "State": "Approved",
+         *       "SubmittedAt": "2026-11-20T09:30:00Z",
+         *       "DecidedAt": "2026-11-21T14:05:00Z",
+         *       "DecidedBy": "admin@example.org",
+         *       "Comment": "Neat wiring."
+         *     }
+         */
+        Submission: {
+            /**
+             * Id
+             * Format: uuid
+             */
+            Id: string;
+            /**
+             * Teamid
+             * Format: uuid
+             */
+            TeamId: string;
+            /**
+             * Taskid
+             * Format: uuid
+             */
+            TaskId: string;
+            /**
+             * Memberid
+             * Format: uuid
+             * @description The member who submitted it.
+             */
+            MemberId: string;
+            /** Text */
+            Text: string | null;
+            /** Url */
+            Url: string | null;
+            /** @description `Pending`, `Approved` or `Rejected`. */
+            State: components["schemas"]["SubmissionState"];
+            /**
+             * Submittedat
+             * Format: date-time
+             */
+            SubmittedAt: string;
+            /**
+             * Decidedat
+             * @description When it was approved or rejected.
+             */
+            DecidedAt: string | null;
+            /**
+             * Decidedby
+             * @description The subject of the admin who decided (admins' reads; null for members).
+             */
+            DecidedBy: string | null;
+            /**
+             * Comment
+             * @description The reviewer's comment.
+             */
+            Comment: string | null;
+        };
+        /**
+         * SubmissionCreate
+         * @description ``POST /team/{id}/submissions``: the work, as text, a link, or both.
+         * @example {
+         *       "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+         *       "Text": "The arm picks the cube up in 3 s.",
+         *       "Url": "https://github.com/rockets/robot-arm/pull/12"
+         *     }
+         */
+        SubmissionCreate: {
+            /**
+             * Taskid
+             * Format: uuid
+             * @description A task whose check is `Review`.
+             */
+            TaskId: string;
+            /**
+             * Text
+             * @description The work or a note on it (1 to 10,000 characters, trimmed; line breaks kept).
+             */
+            Text?: string | null;
+            /**
+             * Url
+             * @description A link to the work (absolute http or https).
+             */
+            Url?: string | null;
+        };
+        /**
+         * SubmissionState
+         * @enum {string}
+         */
+        SubmissionState: "Pending" | "Approved" | "Rejected";
+        /**
          * SurveyFlag
          * @example {
          *       "IsSurveyCompleted": true
@@ -3897,6 +4528,9 @@ export interface components {
             Points: number;
             /** Resources */
             Resources: components["schemas"]["Resource"][];
+            Check: components["schemas"]["Check"];
+            /** Hints */
+            Hints: components["schemas"]["Hint"][];
         };
         /** TaskInput */
         TaskInput: {
@@ -3928,6 +4562,54 @@ export interface components {
              * @description At most 50, in order.
              */
             Resources?: components["schemas"]["ResourceInput"][];
+            /** @description How the task is completed; default Admin. */
+            Check?: components["schemas"]["CheckInput"];
+            /**
+             * Hints
+             * @description At most 10, in order.
+             */
+            Hints?: components["schemas"]["HintInput"][];
+        };
+        /**
+         * TaskState
+         * @description The team's state of one task: what a learner may do with it now.
+         */
+        TaskState: {
+            /**
+             * Taskid
+             * Format: uuid
+             */
+            TaskId: string;
+            /** Title */
+            Title: string;
+            /** Order */
+            Order: number;
+            /** Points */
+            Points: number;
+            /** @description How the task is completed (its `Check.Kind`). */
+            Check: components["schemas"]["CheckKind"];
+            /** Completed */
+            Completed: boolean;
+            /**
+             * Locked
+             * @description A sequential discipline's level the team has not opened yet (every task of the previous level completes it).
+             */
+            Locked: boolean;
+            /**
+             * Attemptsleft
+             * @description Answer tasks with `MaxAttempts`: what the team has left; else null.
+             */
+            AttemptsLeft: number | null;
+            /**
+             * Pendingsubmission
+             * @description Review tasks: the team's submission waiting for review, else null.
+             */
+            PendingSubmission: string | null;
+            /**
+             * Unlockedhints
+             * @description The indexes of the hints the team unlocked.
+             */
+            UnlockedHints: number[];
         };
         /**
          * Team
@@ -4131,6 +4813,53 @@ export interface components {
              */
             TargetLinkUri: string;
         };
+        /**
+         * UnlockedHint
+         * @description A hint the team unlocked, with its text.
+         * @example {
+         *       "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+         *       "Index": 0,
+         *       "Text": "Look at the deploy pipeline.",
+         *       "Cost": 5,
+         *       "UnlockedAt": "2026-11-20T09:30:00Z",
+         *       "UnlockedBy": "ada@example.org",
+         *       "MemberId": "0193a6f4-2b3c-7d4e-9f5a-6b7c8d9e0f11",
+         *       "Score": 55
+         *     }
+         */
+        UnlockedHint: {
+            /**
+             * Taskid
+             * Format: uuid
+             */
+            TaskId: string;
+            /** Index */
+            Index: number;
+            /** Text */
+            Text: string;
+            /** Cost */
+            Cost: number;
+            /**
+             * Unlockedat
+             * Format: date-time
+             */
+            UnlockedAt: string;
+            /**
+             * Unlockedby
+             * @description The caller's subject (token `sub` or session).
+             */
+            UnlockedBy: string;
+            /**
+             * Memberid
+             * @description The team's member who unlocked it.
+             */
+            MemberId: string | null;
+            /**
+             * Score
+             * @description On `POST`: the team's score after it.
+             */
+            Score?: number | null;
+        };
         /** ValidationError */
         ValidationError: {
             /** Location */
@@ -4229,7 +4958,7 @@ export interface components {
              * Events
              * @description The event types to send.
              */
-            events: ("team.created" | "team.updated" | "team.deleted" | "team.admin_changed" | "member.added" | "member.removed" | "progress.completed" | "progress.withdrawn" | "discipline.created" | "discipline.updated" | "discipline.deleted" | "bulk.completed" | "team.adjusted" | "team.adjustment_withdrawn")[];
+            events: ("team.created" | "team.updated" | "team.deleted" | "team.admin_changed" | "member.added" | "member.removed" | "progress.completed" | "progress.withdrawn" | "discipline.created" | "discipline.updated" | "discipline.deleted" | "bulk.completed" | "team.adjusted" | "team.adjustment_withdrawn" | "attempt.created" | "hint.unlocked" | "submission.created" | "submission.approved" | "submission.rejected")[];
             /** Description */
             description?: string | null;
         };
@@ -4244,7 +4973,7 @@ export interface components {
             /** Url */
             Url?: string | null;
             /** Events */
-            Events?: ("team.created" | "team.updated" | "team.deleted" | "team.admin_changed" | "member.added" | "member.removed" | "progress.completed" | "progress.withdrawn" | "discipline.created" | "discipline.updated" | "discipline.deleted" | "bulk.completed" | "team.adjusted" | "team.adjustment_withdrawn")[] | null;
+            Events?: ("team.created" | "team.updated" | "team.deleted" | "team.admin_changed" | "member.added" | "member.removed" | "progress.completed" | "progress.withdrawn" | "discipline.created" | "discipline.updated" | "discipline.deleted" | "bulk.completed" | "team.adjusted" | "team.adjustment_withdrawn" | "attempt.created" | "hint.unlocked" | "submission.created" | "submission.approved" | "submission.rejected")[] | null;
             /**
              * Enabled
              * @description `true` re-enables a disabled webhook.
@@ -5340,7 +6069,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5862,7 +6591,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6676,7 +7405,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7264,7 +7993,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -8718,6 +9447,7 @@ export interface operations {
                      *         "Description": "From headers to a content security policy.",
                      *         "OrganizationId": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10",
                      *         "Color": "Purple",
+                     *         "Sequential": false,
                      *         "CreatedAt": "2026-11-20T09:30:00Z",
                      *         "UpdatedAt": "2026-11-21T14:05:00Z",
                      *         "LevelCount": 1,
@@ -8941,6 +9671,7 @@ export interface operations {
                      *       "Description": "From headers to a content security policy.",
                      *       "OrganizationId": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10",
                      *       "Color": "Purple",
+                     *       "Sequential": false,
                      *       "CreatedAt": "2026-11-20T09:30:00Z",
                      *       "UpdatedAt": "2026-11-21T14:05:00Z",
                      *       "Resources": [
@@ -8974,7 +9705,27 @@ export interface operations {
                      *                   "Title": "Send HSTS",
                      *                   "Description": "Strict-Transport-Security on every response.",
                      *                   "Points": 10,
-                     *                   "Resources": []
+                     *                   "Resources": [],
+                     *                   "Check": {
+                     *                     "Kind": "Answer",
+                     *                     "MaxAttempts": 3,
+                     *                     "Answers": [
+                     *                       {
+                     *                         "Match": "Regex",
+                     *                         "Value": "max-age=[0-9]+"
+                     *                       },
+                     *                       {
+                     *                         "Match": "Exact",
+                     *                         "Digest": "qd1:5f1c2a9b:3333333333333333333333333333333333333333333333333333333333333333"
+                     *                       }
+                     *                     ]
+                     *                   },
+                     *                   "Hints": [
+                     *                     {
+                     *                       "Text": "Look at the response headers.",
+                     *                       "Cost": 2
+                     *                     }
+                     *                   ]
                      *                 }
                      *               ]
                      *             }
@@ -9237,6 +9988,7 @@ export interface operations {
                      *       "Description": "From headers to a content security policy.",
                      *       "OrganizationId": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10",
                      *       "Color": "Purple",
+                     *       "Sequential": false,
                      *       "CreatedAt": "2026-11-20T09:30:00Z",
                      *       "UpdatedAt": "2026-11-21T14:05:00Z",
                      *       "Resources": [
@@ -9270,7 +10022,27 @@ export interface operations {
                      *                   "Title": "Send HSTS",
                      *                   "Description": "Strict-Transport-Security on every response.",
                      *                   "Points": 10,
-                     *                   "Resources": []
+                     *                   "Resources": [],
+                     *                   "Check": {
+                     *                     "Kind": "Answer",
+                     *                     "MaxAttempts": 3,
+                     *                     "Answers": [
+                     *                       {
+                     *                         "Match": "Regex",
+                     *                         "Value": "max-age=[0-9]+"
+                     *                       },
+                     *                       {
+                     *                         "Match": "Exact",
+                     *                         "Digest": "qd1:5f1c2a9b:3333333333333333333333333333333333333333333333333333333333333333"
+                     *                       }
+                     *                     ]
+                     *                   },
+                     *                   "Hints": [
+                     *                     {
+                     *                       "Text": "Look at the response headers.",
+                     *                       "Cost": 2
+                     *                     }
+                     *                   ]
                      *                 }
                      *               ]
                      *             }
@@ -9528,6 +10300,7 @@ export interface operations {
                      *       "Description": "From headers to a content security policy.",
                      *       "OrganizationId": "0193a6f2-7c1e-7a52-9d3b-5e2f1a7c4b10",
                      *       "Color": "Purple",
+                     *       "Sequential": false,
                      *       "CreatedAt": "2026-11-20T09:30:00Z",
                      *       "UpdatedAt": "2026-11-21T14:05:00Z",
                      *       "Resources": [
@@ -9561,7 +10334,27 @@ export interface operations {
                      *                   "Title": "Send HSTS",
                      *                   "Description": "Strict-Transport-Security on every response.",
                      *                   "Points": 10,
-                     *                   "Resources": []
+                     *                   "Resources": [],
+                     *                   "Check": {
+                     *                     "Kind": "Answer",
+                     *                     "MaxAttempts": 3,
+                     *                     "Answers": [
+                     *                       {
+                     *                         "Match": "Regex",
+                     *                         "Value": "max-age=[0-9]+"
+                     *                       },
+                     *                       {
+                     *                         "Match": "Exact",
+                     *                         "Digest": "qd1:5f1c2a9b:3333333333333333333333333333333333333333333333333333333333333333"
+                     *                       }
+                     *                     ]
+                     *                   },
+                     *                   "Hints": [
+                     *                     {
+                     *                       "Text": "Look at the response headers.",
+                     *                       "Cost": 2
+                     *                     }
+                     *                   ]
                      *                 }
                      *               ]
                      *             }
@@ -9670,7 +10463,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -9975,7 +10768,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -10522,7 +11315,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -11043,7 +11836,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -11232,7 +12025,23 @@ export interface operations {
                      *                   "TasksTotal": 1,
                      *                   "PointsEarned": 10,
                      *                   "PointsTotal": 10,
-                     *                   "Percent": 100
+                     *                   "Percent": 100,
+                     *                   "Tasks": [
+                     *                     {
+                     *                       "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+                     *                       "Title": "Send HSTS",
+                     *                       "Order": 0,
+                     *                       "Points": 10,
+                     *                       "Check": "Answer",
+                     *                       "Completed": true,
+                     *                       "Locked": false,
+                     *                       "AttemptsLeft": 2,
+                     *                       "PendingSubmission": null,
+                     *                       "UnlockedHints": [
+                     *                         0
+                     *                       ]
+                     *                     }
+                     *                   ]
                      *                 }
                      *               ]
                      *             }
@@ -11440,6 +12249,1124 @@ export interface operations {
                      *       "status": 503,
                      *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/team/{team_id}/overview",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    listAttempts: {
+        parameters: {
+            query?: {
+                /** @description Page size; omit for every item. */
+                limit?: number | null;
+                /** @description Cursor from the previous page's `Link` header (opaque, signed). */
+                after?: string | null;
+            };
+            header?: never;
+            path: {
+                /** @description Id of the team */
+                team_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+                     *         "MemberId": "0193a6f4-2b3c-7d4e-9f5a-6b7c8d9e0f11",
+                     *         "At": "2026-11-20T09:30:00Z",
+                     *         "Correct": false,
+                     *         "Answer": "eu-west-2"
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["Attempt"][];
+                };
+            };
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "No such resource in the caller's organization.",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    submitAttempt: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the team */
+                team_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+                 *       "Answer": "eu-west-1"
+                 *     }
+                 */
+                "application/json": components["schemas"]["AttemptCreate"];
+            };
+        };
+        responses: {
+            /** @description A wrong answer (counted). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "Correct": false,
+                     *       "AttemptsLeft": 2
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AttemptResult"];
+                };
+            };
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "Correct": false,
+                     *       "AttemptsLeft": 2
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AttemptResult"];
+                };
+            };
+            /** @description Malformed JSON, or JSON nested too deeply; or a `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "No such resource in the caller's organization.",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/conflict",
+                     *       "title": "Conflict",
+                     *       "status": 409,
+                     *       "detail": "The request conflicts with the current state.",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](/problems/payload-too-large). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/payload-too-large",
+                     *       "title": "Payload too large",
+                     *       "status": 413,
+                     *       "detail": "The body is over the limit (5 MiB; 32 MiB for `/team/bulk`), or a bulk request has more teams than allowed.",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](/problems/unsupported-media-type). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "The body was sent with a media type this operation does not read.",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    listHints: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the team */
+                team_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+                     *         "Index": 0,
+                     *         "Text": "Look at the deploy pipeline.",
+                     *         "Cost": 5,
+                     *         "UnlockedAt": "2026-11-20T09:30:00Z",
+                     *         "UnlockedBy": "ada@example.org",
+                     *         "MemberId": "0193a6f4-2b3c-7d4e-9f5a-6b7c8d9e0f11",
+                     *         "Score": 55
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["UnlockedHint"][];
+                };
+            };
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "No such resource in the caller's organization.",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    unlockHint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the team */
+                team_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+                 *       "Index": 0
+                 *     }
+                 */
+                "application/json": components["schemas"]["HintUnlockCreate"];
+            };
+        };
+        responses: {
+            /** @description Unlocked before: the same hint, no second charge. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+                     *       "Index": 0,
+                     *       "Text": "Look at the deploy pipeline.",
+                     *       "Cost": 5,
+                     *       "UnlockedAt": "2026-11-20T09:30:00Z",
+                     *       "UnlockedBy": "ada@example.org",
+                     *       "MemberId": "0193a6f4-2b3c-7d4e-9f5a-6b7c8d9e0f11",
+                     *       "Score": 55
+                     *     }
+                     */
+                    "application/json": components["schemas"]["UnlockedHint"];
+                };
+            };
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+                     *       "Index": 0,
+                     *       "Text": "Look at the deploy pipeline.",
+                     *       "Cost": 5,
+                     *       "UnlockedAt": "2026-11-20T09:30:00Z",
+                     *       "UnlockedBy": "ada@example.org",
+                     *       "MemberId": "0193a6f4-2b3c-7d4e-9f5a-6b7c8d9e0f11",
+                     *       "Score": 55
+                     *     }
+                     */
+                    "application/json": components["schemas"]["UnlockedHint"];
+                };
+            };
+            /** @description Malformed JSON, or JSON nested too deeply; or a `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "No such resource in the caller's organization.",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/conflict",
+                     *       "title": "Conflict",
+                     *       "status": 409,
+                     *       "detail": "The request conflicts with the current state.",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](/problems/payload-too-large). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/payload-too-large",
+                     *       "title": "Payload too large",
+                     *       "status": 413,
+                     *       "detail": "The body is over the limit (5 MiB; 32 MiB for `/team/bulk`), or a bulk request has more teams than allowed.",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](/problems/unsupported-media-type). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "The body was sent with a media type this operation does not read.",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/team/{team_id}/hints",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
                      */
@@ -14312,7 +16239,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -16930,7 +18857,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17147,7 +19074,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17438,7 +19365,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -24017,7 +25944,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -24540,7 +26467,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -24658,6 +26585,1644 @@ export interface operations {
                      *       "status": 503,
                      *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/team/{team_id}/adjustments/{adjustment_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    listTeamSubmissions: {
+        parameters: {
+            query?: {
+                /** @description Page size; omit for every item. */
+                limit?: number | null;
+                /** @description Cursor from the previous page's `Link` header (opaque, signed). */
+                after?: string | null;
+            };
+            header?: never;
+            path: {
+                /** @description Id of the team */
+                team_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "Id": "0193a6fa-8b92-7da4-9ebf-2a3b4c5d6e71",
+                     *         "TeamId": "0193a6f3-1a2b-7c3d-8e4f-5a6b7c8d9e01",
+                     *         "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+                     *         "MemberId": "0193a6f4-2b3c-7d4e-9f5a-6b7c8d9e0f11",
+                     *         "Text": "The arm picks the cube up in 3 s.",
+                     *         "Url": "https://github.com/rockets/robot-arm/pull/12",
+                     *         "State": "Approved",
+                     *         "SubmittedAt": "2026-11-20T09:30:00Z",
+                     *         "DecidedAt": "2026-11-21T14:05:00Z",
+                     *         "DecidedBy": "admin@example.org",
+                     *         "Comment": "Neat wiring."
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["Submission"][];
+                };
+            };
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "No such resource in the caller's organization.",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    submitWork: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the team */
+                team_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+                 *       "Text": "The arm picks the cube up in 3 s.",
+                 *       "Url": "https://github.com/rockets/robot-arm/pull/12"
+                 *     }
+                 */
+                "application/json": components["schemas"]["SubmissionCreate"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "Id": "0193a6fa-8b92-7da4-9ebf-2a3b4c5d6e71",
+                     *       "TeamId": "0193a6f3-1a2b-7c3d-8e4f-5a6b7c8d9e01",
+                     *       "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+                     *       "MemberId": "0193a6f4-2b3c-7d4e-9f5a-6b7c8d9e0f11",
+                     *       "Text": "The arm picks the cube up in 3 s.",
+                     *       "Url": "https://github.com/rockets/robot-arm/pull/12",
+                     *       "State": "Approved",
+                     *       "SubmittedAt": "2026-11-20T09:30:00Z",
+                     *       "DecidedAt": "2026-11-21T14:05:00Z",
+                     *       "DecidedBy": "admin@example.org",
+                     *       "Comment": "Neat wiring."
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Submission"];
+                };
+            };
+            /** @description Malformed JSON, or JSON nested too deeply; or a `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "No such resource in the caller's organization.",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/conflict",
+                     *       "title": "Conflict",
+                     *       "status": 409,
+                     *       "detail": "The request conflicts with the current state.",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](/problems/payload-too-large). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/payload-too-large",
+                     *       "title": "Payload too large",
+                     *       "status": 413,
+                     *       "detail": "The body is over the limit (5 MiB; 32 MiB for `/team/bulk`), or a bulk request has more teams than allowed.",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](/problems/unsupported-media-type). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "The body was sent with a media type this operation does not read.",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/team/{team_id}/submissions",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    listSubmissions: {
+        parameters: {
+            query?: {
+                /** @description Only those in this state. */
+                state?: components["schemas"]["SubmissionState"] | null;
+                /** @description Only this team's. */
+                team?: string | null;
+                /** @description Only those of this task. */
+                task?: string | null;
+                /** @description Page size; omit for every item. */
+                limit?: number | null;
+                /** @description Cursor from the previous page's `Link` header (opaque, signed). */
+                after?: string | null;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "Id": "0193a6fa-8b92-7da4-9ebf-2a3b4c5d6e71",
+                     *         "TeamId": "0193a6f3-1a2b-7c3d-8e4f-5a6b7c8d9e01",
+                     *         "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+                     *         "MemberId": "0193a6f4-2b3c-7d4e-9f5a-6b7c8d9e0f11",
+                     *         "Text": "The arm picks the cube up in 3 s.",
+                     *         "Url": "https://github.com/rockets/robot-arm/pull/12",
+                     *         "State": "Approved",
+                     *         "SubmittedAt": "2026-11-20T09:30:00Z",
+                     *         "DecidedAt": "2026-11-21T14:05:00Z",
+                     *         "DecidedBy": "admin@example.org",
+                     *         "Comment": "Neat wiring."
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["Submission"][];
+                };
+            };
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/submission",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/submission",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/submission",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/submission",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/submission",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/submission",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/submission",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/submission",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/submission",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    getSubmission: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the submission */
+                submission_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "Id": "0193a6fa-8b92-7da4-9ebf-2a3b4c5d6e71",
+                     *       "TeamId": "0193a6f3-1a2b-7c3d-8e4f-5a6b7c8d9e01",
+                     *       "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+                     *       "MemberId": "0193a6f4-2b3c-7d4e-9f5a-6b7c8d9e0f11",
+                     *       "Text": "The arm picks the cube up in 3 s.",
+                     *       "Url": "https://github.com/rockets/robot-arm/pull/12",
+                     *       "State": "Approved",
+                     *       "SubmittedAt": "2026-11-20T09:30:00Z",
+                     *       "DecidedAt": "2026-11-21T14:05:00Z",
+                     *       "DecidedBy": "admin@example.org",
+                     *       "Comment": "Neat wiring."
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Submission"];
+                };
+            };
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/submission/{submission_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/submission/{submission_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/submission/{submission_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "No such resource in the caller's organization.",
+                     *       "instance": "/submission/{submission_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/submission/{submission_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/submission/{submission_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/submission/{submission_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/submission/{submission_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/submission/{submission_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/submission/{submission_id}",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    approveSubmission: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the submission */
+                submission_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "Comment": "Neat wiring."
+                 *     }
+                 */
+                "application/json": components["schemas"]["Approval"] | null;
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "Id": "0193a6fa-8b92-7da4-9ebf-2a3b4c5d6e71",
+                     *       "TeamId": "0193a6f3-1a2b-7c3d-8e4f-5a6b7c8d9e01",
+                     *       "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+                     *       "MemberId": "0193a6f4-2b3c-7d4e-9f5a-6b7c8d9e0f11",
+                     *       "Text": "The arm picks the cube up in 3 s.",
+                     *       "Url": "https://github.com/rockets/robot-arm/pull/12",
+                     *       "State": "Approved",
+                     *       "SubmittedAt": "2026-11-20T09:30:00Z",
+                     *       "DecidedAt": "2026-11-21T14:05:00Z",
+                     *       "DecidedBy": "admin@example.org",
+                     *       "Comment": "Neat wiring."
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Submission"];
+                };
+            };
+            /** @description Malformed JSON, or JSON nested too deeply; or a `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/submission/{submission_id}/approve",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/submission/{submission_id}/approve",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/submission/{submission_id}/approve",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "No such resource in the caller's organization.",
+                     *       "instance": "/submission/{submission_id}/approve",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/submission/{submission_id}/approve",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/conflict",
+                     *       "title": "Conflict",
+                     *       "status": 409,
+                     *       "detail": "The request conflicts with the current state.",
+                     *       "instance": "/submission/{submission_id}/approve",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](/problems/payload-too-large). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/payload-too-large",
+                     *       "title": "Payload too large",
+                     *       "status": 413,
+                     *       "detail": "The body is over the limit (5 MiB; 32 MiB for `/team/bulk`), or a bulk request has more teams than allowed.",
+                     *       "instance": "/submission/{submission_id}/approve",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/submission/{submission_id}/approve",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](/problems/unsupported-media-type). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "The body was sent with a media type this operation does not read.",
+                     *       "instance": "/submission/{submission_id}/approve",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/submission/{submission_id}/approve",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/submission/{submission_id}/approve",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/submission/{submission_id}/approve",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/submission/{submission_id}/approve",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    rejectSubmission: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the submission */
+                submission_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "Comment": "The link is private: make it public and resubmit."
+                 *     }
+                 */
+                "application/json": components["schemas"]["Rejection"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "Id": "0193a6fa-8b92-7da4-9ebf-2a3b4c5d6e71",
+                     *       "TeamId": "0193a6f3-1a2b-7c3d-8e4f-5a6b7c8d9e01",
+                     *       "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+                     *       "MemberId": "0193a6f4-2b3c-7d4e-9f5a-6b7c8d9e0f11",
+                     *       "Text": "The arm picks the cube up in 3 s.",
+                     *       "Url": "https://github.com/rockets/robot-arm/pull/12",
+                     *       "State": "Approved",
+                     *       "SubmittedAt": "2026-11-20T09:30:00Z",
+                     *       "DecidedAt": "2026-11-21T14:05:00Z",
+                     *       "DecidedBy": "admin@example.org",
+                     *       "Comment": "Neat wiring."
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Submission"];
+                };
+            };
+            /** @description Malformed JSON, or JSON nested too deeply; or a `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/submission/{submission_id}/reject",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/submission/{submission_id}/reject",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/submission/{submission_id}/reject",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "No such resource in the caller's organization.",
+                     *       "instance": "/submission/{submission_id}/reject",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/submission/{submission_id}/reject",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/conflict",
+                     *       "title": "Conflict",
+                     *       "status": 409,
+                     *       "detail": "The request conflicts with the current state.",
+                     *       "instance": "/submission/{submission_id}/reject",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](/problems/payload-too-large). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/payload-too-large",
+                     *       "title": "Payload too large",
+                     *       "status": 413,
+                     *       "detail": "The body is over the limit (5 MiB; 32 MiB for `/team/bulk`), or a bulk request has more teams than allowed.",
+                     *       "instance": "/submission/{submission_id}/reject",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/submission/{submission_id}/reject",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](/problems/unsupported-media-type). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "The body was sent with a media type this operation does not read.",
+                     *       "instance": "/submission/{submission_id}/reject",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/submission/{submission_id}/reject",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/submission/{submission_id}/reject",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/submission/{submission_id}/reject",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/submission/{submission_id}/reject",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
                      */
@@ -25251,7 +28816,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -26045,7 +29610,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -26335,7 +29900,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;

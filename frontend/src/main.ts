@@ -8,6 +8,7 @@ import { describeProblem } from './format';
 import { parseRoute, type RouteName } from './router';
 import type { SessionInfo } from './types';
 import { renderAudit } from './views/audit';
+import { renderReview } from './views/review';
 import { renderSeasons } from './views/seasons';
 import { renderDiscipline, renderDisciplines } from './views/disciplines';
 import { renderDisciplineEditor } from './views/editor';
@@ -37,8 +38,9 @@ const TITLES: Record<RouteName, string> = {
   sso: 'Single sign-on',
   seasons: 'Seasons',
   audit: 'Audit log',
+  review: 'Review',
 };
-const ADMIN_ONLY: ReadonlySet<RouteName> = new Set(['onboarding', 'discipline-edit', 'discipline-new', 'sso', 'seasons', 'audit']);
+const ADMIN_ONLY: ReadonlySet<RouteName> = new Set(['onboarding', 'discipline-edit', 'discipline-new', 'sso', 'seasons', 'audit', 'review']);
 
 const view = document.getElementById('view') as HTMLElement;
 const sessionBox = document.getElementById('session') as HTMLElement;
@@ -223,6 +225,9 @@ function render(signInMessage: string | null = null): void {
         break;
       case 'audit':
         renderAudit(ctx);
+        break;
+      case 'review':
+        renderReview(ctx);
         break;
       case 'notfound':
         view.replaceChildren(

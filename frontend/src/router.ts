@@ -15,7 +15,8 @@ export type RouteName =
   | 'notfound'
   | 'sso'
   | 'seasons'
-  | 'audit';
+  | 'audit'
+  | 'review';
 
 export interface Route {
   name: RouteName;
@@ -34,6 +35,7 @@ const SIMPLE: Record<string, RouteName> = {
   sso: 'sso',
   seasons: 'seasons',
   audit: 'audit',
+  review: 'review',
 };
 
 export function parseRoute(hash: string): Route {

@@ -28,6 +28,7 @@ from questline.disciplines.endpoints import router as disciplines_router
 from questline.health.endpoints import router as health_router
 from questline.leaderboard.choice import season_rank
 from questline.leaderboard.endpoints import router as leaderboard_router
+from questline.learners.endpoints import router as learners_router
 from questline.lti import grades_consumer as lti_grades_consumer
 from questline.lti.browser import browser_router as lti_browser_router
 from questline.lti.endpoints import keys_router as lti_keys_router
@@ -55,6 +56,7 @@ from questline.sso.endpoints import browser_router as sso_browser_router
 from questline.sso.endpoints import rate_limited as sso_rate_limited
 from questline.sso.endpoints import router as sso_router
 from questline.storage.db import Database
+from questline.submissions.endpoints import router as submissions_router
 from questline.teams.endpoints import router as teams_router
 from questline.web import idempotency
 from questline.web.application import Application
@@ -201,6 +203,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         members_router,
         disciplines_router,
         progress_router,
+        learners_router,
         leaderboard_router,
         webhooks_router,
         xapi_router,
@@ -214,6 +217,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         scim_router,
         scim_token_router,
         adjustments_router,
+        submissions_router,
         audit_router,
         lti_router,
         lti_sync_router,

@@ -13,6 +13,7 @@ from questline.auth.models import DashboardSession, SigninCode
 from questline.auth.scim_tokens import ScimTokenRecord
 from questline.disciplines.models import Discipline, Level, Quest, Resource, Task
 from questline.events.models import Event
+from questline.learners.models import HintUnlock, TaskAttempt
 from questline.lti.models import (
     LtiDeepLink,
     LtiDeployment,
@@ -31,6 +32,7 @@ from questline.readmodel.models import ReadModelVersion
 from questline.seasons.models import Season
 from questline.sso.models import OidcLoginState, SsoConfiguration, SsoSession
 from questline.storage.db import Base
+from questline.submissions.models import Submission
 from questline.teams.models import Team
 from questline.web.idempotency import IdempotencyRecord
 from questline.webhooks.models import Webhook, WebhookDelivery
@@ -42,6 +44,7 @@ __all__ = [
     "DashboardSession",
     "Discipline",
     "Event",
+    "HintUnlock",
     "IdempotencyRecord",
     "Level",
     "LrsConnection",
@@ -67,7 +70,9 @@ __all__ = [
     "SigninCode",
     "SsoConfiguration",
     "SsoSession",
+    "Submission",
     "Task",
+    "TaskAttempt",
     "TaskCompletion",
     "Team",
     "TeamMembership",

@@ -392,6 +392,7 @@ def test_every_page_renders_fits_the_screen_and_passes_axe(
         "discipline": (f"/discipline/{org.discipline['Id']}", DISCIPLINE_READY),
         "editor": (f"/discipline/{org.discipline['Id']}/edit", EDITOR_READY),
         "seasons": ("/seasons", "#seasons-table[data-loaded]"),
+        "review": ("/review", "#review-table[data-loaded]"),
     }
     for name, (route, ready) in routes.items():
         visit(page, live, route, ready)

@@ -11,10 +11,14 @@ from tests.factories import World
 
 pytestmark = pytest.mark.anyio
 
+ADMIN = {"Check": {"Kind": "Admin", "MaxAttempts": None}, "Hints": []}
+"""What a task without a check or hints reads as."""
+
 FULL = {
     "Title": "Cloud",
     "Description": "Cloud basics",
     "Color": "Red",
+    "Sequential": False,
     "Resources": [
         {"Title": "Book", "Description": "Read it", "Url": "https://example.org/b", "Kind": "Book"}
     ],
@@ -36,9 +40,15 @@ FULL = {
                         }
                     ],
                     "Tasks": [
-                        {"Title": "T0", "Description": "d", "Points": 0, "Resources": []},
-                        {"Title": "T1", "Description": "", "Points": 1_000_000, "Resources": []},
-                        {"Title": "T2", "Description": "", "Points": 7, "Resources": []},
+                        {"Title": "T0", "Description": "d", "Points": 0, "Resources": [], **ADMIN},
+                        {
+                            "Title": "T1",
+                            "Description": "",
+                            "Points": 1_000_000,
+                            "Resources": [],
+                            **ADMIN,
+                        },
+                        {"Title": "T2", "Description": "", "Points": 7, "Resources": [], **ADMIN},
                     ],
                 },
                 {"Title": "Q1", "Description": "", "Resources": [], "Tasks": []},

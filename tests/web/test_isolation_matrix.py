@@ -157,6 +157,16 @@ _ADMIN_OWN_LRS = {
 """The owner's LRS is seeded (``_seed_lrs``); the stranger has none when it reads."""
 
 
+_LEARNERS = {
+    "anonymous": 401,
+    "forged": 401,
+    "stranger": 404,
+    "member": 403,
+    "operator": 403,
+}
+"""A team's members act on it; a member token that names none of them is refused."""
+
+
 def _new_member(_: Resolved) -> dict[str, str]:
     return {"email": f"{unique('iso')}@example.org", "givenName": "Iso"}
 
@@ -264,6 +274,16 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     ("GET", "/team/{team_id}/progress/{task_id}"): read(scoped=True),
     ("DELETE", "/team/{team_id}/progress/{task_id}"): write(204, scoped=True),
     ("GET", "/team/{team_id}/overview"): read(scoped=True),
+    # Learners acting (tests/learners): the matrix's member token names no member (403);
+    # the seeded tasks are Admin tasks without hints (422 to the owner's admin).
+    ("POST", "/team/{team_id}/attempts"): Expect(
+        {**_LEARNERS, "admin": 422}, body=lambda r: {"TaskId": r.open_task_id, "Answer": "x"}
+    ),
+    ("GET", "/team/{team_id}/attempts"): Expect({**_LEARNERS, "admin": 200}, snapshot=True),
+    ("POST", "/team/{team_id}/hints"): Expect(
+        {**_LEARNERS, "admin": 422}, body=lambda r: {"TaskId": r.open_task_id, "Index": 0}
+    ),
+    ("GET", "/team/{team_id}/hints"): Expect({**_LEARNERS, "admin": 200}, snapshot=True),
     # Leaderboard and graphs.
     ("GET", "/leaderboard"): read(scoped=False),
     ("GET", "/leaderboard/graph"): read(scoped=False),
@@ -382,6 +402,28 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     ("GET", "/team/{team_id}/adjustments"): read(scoped=True),
     ("GET", "/team/{team_id}/adjustments/{adjustment_id}"): read(scoped=True),
     ("DELETE", "/team/{team_id}/adjustments/{adjustment_id}"): write(204, scoped=True),
+    # Submissions: a team's own members submit and read (the matrix's member token names
+    # no member, nor does the admin's: 403), admins read and decide; tests/submissions
+    # covers a member of the team. The approval goes first: the rejection then finds
+    # the submission decided (409).
+    ("POST", "/team/{team_id}/submissions"): Expect(
+        {
+            "anonymous": 401,
+            "forged": 401,
+            "stranger": 404,
+            "member": 403,
+            "operator": 403,
+            "admin": 403,
+        },
+        body=lambda resolved: {"TaskId": resolved.ids["review_task_id"], "Text": "iso"},
+    ),
+    ("GET", "/team/{team_id}/submissions"): admin_read(scoped=True),
+    ("GET", "/submission"): admin_read(scoped=False),
+    ("GET", "/submission/{submission_id}"): admin_read(scoped=True),
+    ("POST", "/submission/{submission_id}/approve"): write(200, scoped=True),
+    ("POST", "/submission/{submission_id}/reject"): write(
+        409, scoped=True, body=lambda _: {"Comment": "iso"}
+    ),
     # The audit log (admin only; each organization sees its own). Its words
     # ("team.created", also a webhook's event) are every organization's, so its text is
     # not compared; tests/audit checks another organization's log shows none of these.
@@ -487,7 +529,38 @@ async def _resolve(
         )
         assert made.status_code == 201, made.text
         resolved.ids["adjustment_id"] = made.json()["Id"]
+    if "post" in paths.get("/team/{team_id}/submissions", {}) and settings is not None:
+        await _seed_submission(org, resolved, settings)
     return resolved
+
+
+async def _seed_submission(org: Org, resolved: Resolved, settings: Settings) -> None:
+    """A review task and a pending submission of the first team, by one of its members."""
+    from questline.auth.tokens import TokenService
+    from questline.web.identity import Role
+
+    task = {"Title": "Show your build", "Points": 5, "Check": {"Kind": "Review"}}
+    document = {
+        "Title": unique("Iso review"),
+        "Description": "x",
+        "Levels": [{"Title": "L", "Quests": [{"Title": "Q", "Tasks": [task]}]}],
+    }
+    made = await org.client.post("/discipline", json=document, headers=org.admin)
+    assert made.status_code == 201, made.text
+    [[[review_task]]] = [[q["Tasks"] for q in level["Quests"]] for level in made.json()["Levels"]]
+    resolved.ids["review_task_id"] = review_task["Id"]
+    email = f"{unique('iso-learner')}@example.org"
+    team_id = resolved.ids["team_id"]
+    added = await org.add_member(team_id, email=email)
+    assert added.status_code == 201, added.text
+    token = TokenService(settings).mint(role=Role.MEMBER, org_id=org.id, subject=email, email=email)
+    submitted = await org.client.post(
+        f"/team/{team_id}/submissions",
+        json={"TaskId": review_task["Id"], "Url": "https://example.org/iso"},
+        headers=bearer(token),
+    )
+    assert submitted.status_code == 201, submitted.text
+    resolved.ids["submission_id"] = submitted.json()["Id"]
 
 
 async def _seed_lrs(org: Org, db: Database, settings: Settings) -> None:

@@ -13,12 +13,14 @@ import type { Discipline } from '../types';
 export const COLORS = ['Purple', 'Green', 'Red'] as const;
 
 export interface EResource { Id?: string; Title: string; Description: string; Url: string; Kind: string }
-export interface ETask { Id?: string; Title: string; Description: string; Points: number; Resources: EResource[] }
+/** `Check` and `Hints` are carried through as read (a save keeps a task's answers). */
+export interface ETask { Id?: string; Title: string; Description: string; Points: number; Resources: EResource[]; Check?: Json; Hints?: Json[] }
 export interface EQuest { Id?: string; Title: string; Description: string; Tasks: ETask[]; Resources: EResource[] }
 export interface ELevel { Id?: string; Title: string; Description: string; Quests: EQuest[]; Resources: EResource[] }
-export interface EDoc { Title: string; Description: string; Color: string | null; Levels: ELevel[]; Resources: EResource[] }
+export interface EDoc { Title: string; Description: string; Color: string | null; Levels: ELevel[]; Resources: EResource[]; Sequential?: boolean }
 
 type Json = Record<string, unknown>;
+const kept = (o: Json, name: string): Json => (pick(o, name) !== undefined ? { [name]: pick(o, name) } : {});
 const str = (v: unknown, fallback = ''): string => (typeof v === 'string' ? v : fallback);
 const list = (v: unknown): Json[] => (Array.isArray(v) ? v.filter((x): x is Json => !!x && typeof x === 'object') : []);
 const byOrder = (items: Json[]): Json[] => [...items].sort((a, b) => Number(a['Order'] ?? 0) - Number(b['Order'] ?? 0));
@@ -34,6 +36,7 @@ export function toEditable(doc: Json, keepIds: boolean): EDoc {
     Title: str(pick(doc, 'Title')),
     Description: str(pick(doc, 'Description')),
     Color: typeof pick(doc, 'Color') === 'string' ? (pick(doc, 'Color') as string) : null,
+    ...kept(doc, 'Sequential'),
     Resources: res(doc),
     Levels: byOrder(list(pick(doc, 'Levels'))).map((l) => ({
       ...id(l),
@@ -51,6 +54,8 @@ export function toEditable(doc: Json, keepIds: boolean): EDoc {
           Description: str(pick(t, 'Description')),
           Points: Number(pick(t, 'Points') ?? 0),
           Resources: res(t),
+          ...kept(t, 'Check'),
+          ...kept(t, 'Hints'),
         })),
       })),
     })),

@@ -104,7 +104,10 @@ class TokenService:
         org_id: uuid.UUID | None,
         subject: str = "cli",
         lifetime: dt.timedelta | None = None,
+        email: str | None = None,
     ) -> str:
+        """A signed token; ``email`` (the ``email`` claim) names the organization's member
+        the caller is (``members.callers``)."""
         if self._secret is None:
             raise RuntimeError("tokens are issued by the identity provider, not by Questline")
         if role is Role.OPERATOR and org_id is not None:
@@ -122,6 +125,8 @@ class TokenService:
         }
         if org_id is not None:
             claims[self.settings.jwt_org_claim] = str(org_id)
+        if email is not None:
+            claims["email"] = email
         if self.settings.jwt_issuer:
             claims["iss"] = self.settings.jwt_issuer
         if self.settings.jwt_audience:

@@ -155,6 +155,13 @@ def token_create(
     org: Annotated[str | None, typer.Option(help="Organization UUID (not for operators).")] = None,
     subject: Annotated[str, typer.Option(help="The `sub` claim.")] = "cli",
     days: Annotated[int, typer.Option(help="Lifetime in days.")] = 30,
+    email: Annotated[
+        str | None,
+        typer.Option(
+            help="The `email` claim: the organization's member the token acts as (a "
+            "learner answering, marking done, unlocking hints)."
+        ),
+    ] = None,
 ) -> None:
     """Mint a token with the embedded HS256 secret; the token is the last line printed.
     A scim token is stored instead (revocable through /organization/scim-tokens)."""
@@ -166,6 +173,10 @@ def token_create(
         )
     if role is Role.OPERATOR and org is not None:
         raise typer.BadParameter("operator tokens carry no organization", param_hint="--org")
+    if email is not None and (role in (Role.OPERATOR, Role.SCIM) or "@" not in email):
+        raise typer.BadParameter(
+            "an e-mail address, for member and admin tokens only", param_hint="--email"
+        )
     try:
         org_id = uuid.UUID(org) if org else None
     except ValueError as exc:
@@ -187,7 +198,13 @@ def token_create(
         return
     tokens = _tokens(settings)
     typer.echo(
-        tokens.mint(role=role, org_id=org_id, subject=subject, lifetime=dt.timedelta(days=days))
+        tokens.mint(
+            role=role,
+            org_id=org_id,
+            subject=subject,
+            lifetime=dt.timedelta(days=days),
+            email=email,
+        )
     )
 
 
@@ -300,7 +317,7 @@ def demo() -> None:
     async def _load() -> bool:
         db = Database(settings)
         try:
-            return await load_demo(db)
+            return await load_demo(db, settings)
         finally:
             await db.dispose()
 

@@ -14,6 +14,7 @@ import uuid
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from questline.config import Settings
 from questline.demo import content as demo_content
 from questline.disciplines import schemas as discipline_schemas
 from questline.disciplines import service as disciplines_service
@@ -40,13 +41,13 @@ SEED = 20261122
 """Fixed, so that every demo tells the same story."""
 
 
-async def load_demo(db: Database) -> bool:
+async def load_demo(db: Database, settings: Settings) -> bool:
     """Load the demo organization unless it has teams already. True when loaded."""
     with tenancy.acting_for(DEMO_ORG_ID):  # row-level security: the demo's organization
-        return await _load(db)
+        return await _load(db, settings)
 
 
-async def _load(db: Database) -> bool:
+async def _load(db: Database, settings: Settings) -> bool:
     async with db.session() as session:
         await ensure_organization(session, DEMO_ORG_ID)
         existing = await session.scalar(
@@ -56,7 +57,7 @@ async def _load(db: Database) -> bool:
             return False
         now = utcnow()
         teams = await _load_teams(session, created_at=now - WEEK - dt.timedelta(days=1))
-        disciplines = await _load_disciplines(session)
+        disciplines = await _load_disciplines(session, settings)
         await _load_progress(session, teams=teams, disciplines=disciplines, now=now)
     return True
 
@@ -89,13 +90,15 @@ async def _load_teams(session: AsyncSession, *, created_at: dt.datetime) -> list
     return teams
 
 
-async def _load_disciplines(session: AsyncSession) -> list[list[uuid.UUID]]:
+async def _load_disciplines(session: AsyncSession, settings: Settings) -> list[list[uuid.UUID]]:
     """The three disciplines; for each, its task ids in reading order."""
     caller = Caller(subject="demo", role=Role.ADMIN, org_id=DEMO_ORG_ID)
     found = []
     for color in COLORS:
         data = discipline_schemas.DisciplineCreate.model_validate(demo_content.document(color))
-        written = await disciplines_service.create_discipline(session, caller=caller, data=data)
+        written = await disciplines_service.create_discipline(
+            session, caller=caller, data=data, settings=settings
+        )
         found.append(
             [
                 task.id

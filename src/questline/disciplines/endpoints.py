@@ -19,6 +19,7 @@ from questline.web.paths import DisciplineId
 from questline.web.preconditions import IF_MATCH_SCHEMA, if_match_header
 from questline.web.routing import SessionDep, TransactionalRoute, answers_early, url_of
 from questline.web.schemas import QueryBoolean
+from questline.web.state import app_state
 
 router = APIRouter(prefix="/discipline", tags=["disciplines"], route_class=TransactionalRoute)
 
@@ -97,7 +98,9 @@ async def create_discipline(
     5 MiB a document. Send an `Idempotency-Key` to make a retry safe.
     """
     with service.paused_gc_if_large(data):
-        created = await service.create_discipline(session, caller=caller, data=data)
+        created = await service.create_discipline(
+            session, caller=caller, data=data, settings=app_state(request).settings
+        )
     headers = {
         "Location": _location(request, created.discipline.id),
         "ETag": service.etag_of(created.discipline),
@@ -134,14 +137,19 @@ async def get_discipline(
     ] = None,
 ) -> Response:
     """The whole discipline: levels, quests, tasks and resources, each with its `Id` and
-    `Order`. Keep the `ETag` to send as `If-Match` on `PUT`."""
+    `Order`. Keep the `ETag` to send as `If-Match` on `PUT`.
+
+    Members read each task's `Check` as its `Kind` and `MaxAttempts` only and each hint's
+    `Cost` only: never an answer or a hint's text (`POST /team/{id}/hints` unlocks it)."""
     if caller.org_id is not None:
 
         async def build(_version: int) -> tuple[bytes, dict[str, str]]:
             discipline = await service.get_discipline(
                 session, caller=caller, discipline_id=discipline_id
             )
-            body = await service.document_body(session, readmodel_of(request), discipline)
+            body = await service.document_body(
+                session, readmodel_of(request), discipline, service.audience_of(caller)
+            )
             return body, {"ETag": service.etag_of(discipline)}
 
         async def current_etag() -> str | None:
@@ -154,7 +162,7 @@ async def get_discipline(
             status_code=status.HTTP_304_NOT_MODIFIED,
             headers={"ETag": service.etag_of(discipline)},
         )
-    document = await service.read_tree(session, discipline)
+    document = await service.read_tree(session, discipline, service.audience_of(caller))
     return _json(document, headers={"ETag": service.etag_of(discipline)})
 
 
@@ -165,6 +173,7 @@ async def get_discipline(
 )
 async def replace_discipline(
     discipline_id: DisciplineId,
+    request: Request,
     caller: CallerDep,
     session: SessionDep,
     data: Annotated[schemas.DisciplineReplace, Body(openapi_examples={"full": EXAMPLES["full"]})],
@@ -173,14 +182,21 @@ async def replace_discipline(
 ) -> Response:
     """Replace the document. Nodes sent with their `Id` keep it (and the teams' progress
     on them); nodes without `Id` are new; nodes left out are deleted. What `GET` returned
-    can be edited and sent back as is.
+    can be edited and sent back as is: a stored `Exact` or `IgnoreCase` answer is sent
+    back by its `Digest`, and a task sent with its `Id` and without `Answers` keeps its
+    stored ones.
 
     Removing tasks that teams completed is 409 unless `?force=true`.
     """
     discipline = await service.get_for_change(session, caller=caller, discipline_id=discipline_id)
     with service.paused_gc_if_large(data):
         written = await service.replace_discipline(
-            session, discipline=discipline, data=data, if_match=if_match, force=force
+            session,
+            discipline=discipline,
+            data=data,
+            if_match=if_match,
+            force=force,
+            settings=app_state(request).settings,
         )
     return Response(
         content=written.body,

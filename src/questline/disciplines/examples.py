@@ -7,6 +7,9 @@ from typing import Any
 
 from questline.web.example_ids import AT, DISCIPLINE, LATER, LEVEL, ORG, QUEST, RESOURCE, TASK
 
+DIGEST = "qd1:5f1c2a9b:" + "3" * 64
+"""An ``Exact`` answer as admins read it: its keyed digest, never its value."""
+
 BASIC_DOCUMENT: dict[str, Any] = {
     "Title": "Cloud basics",
     "Description": "Everything a new engineer needs before the first deploy.",
@@ -48,14 +51,37 @@ FULL_DOCUMENT: dict[str, Any] = {
                                 }
                             ],
                         },
-                        {"Title": "Install the CLI", "Points": 20},
+                        {
+                            "Title": "Install the CLI",
+                            "Points": 20,
+                            "Check": {"Kind": "Self"},
+                        },
+                        {
+                            "Title": "Find the region",
+                            "Description": "Which region does the team deploy to?",
+                            "Points": 20,
+                            "Check": {
+                                "Kind": "Answer",
+                                "Answers": [
+                                    {"Value": "eu-west-1", "Match": "IgnoreCase"},
+                                    {"Value": "eu-west-[0-9]", "Match": "Regex"},
+                                ],
+                                "MaxAttempts": 5,
+                            },
+                            "Hints": [{"Text": "Look at the deploy pipeline.", "Cost": 5}],
+                        },
                     ],
                 }
             ],
         },
         {
             "Title": "Shipping",
-            "Quests": [{"Title": "First deploy", "Tasks": [{"Title": "Deploy hello-world"}]}],
+            "Quests": [
+                {
+                    "Title": "First deploy",
+                    "Tasks": [{"Title": "Deploy hello-world", "Check": {"Kind": "Review"}}],
+                }
+            ],
         },
     ],
 }
@@ -74,6 +100,7 @@ _BASE: dict[str, Any] = {
     "Description": "From headers to a content security policy.",
     "OrganizationId": ORG,
     "Color": "Purple",
+    "Sequential": False,
     "CreatedAt": AT,
     "UpdatedAt": LATER,
 }
@@ -102,6 +129,15 @@ DISCIPLINE_OUT: dict[str, Any] = {
                             "Description": "Strict-Transport-Security on every response.",
                             "Points": 10,
                             "Resources": [],
+                            "Check": {
+                                "Kind": "Answer",
+                                "MaxAttempts": 3,
+                                "Answers": [
+                                    {"Match": "Regex", "Value": "max-age=[0-9]+"},
+                                    {"Match": "Exact", "Digest": DIGEST},
+                                ],
+                            },
+                            "Hints": [{"Text": "Look at the response headers.", "Cost": 2}],
                         }
                     ],
                 }
@@ -109,7 +145,8 @@ DISCIPLINE_OUT: dict[str, Any] = {
         }
     ],
 }
-"""A discipline as ``GET /discipline/{id}`` writes it."""
+"""A discipline as ``GET /discipline/{id}`` writes it for an admin (a member reads each
+``Check`` as ``Kind`` and ``MaxAttempts`` and each hint's ``Cost`` only)."""
 
 SUMMARY_OUT: dict[str, Any] = {
     **_BASE,

@@ -12,8 +12,9 @@ from __future__ import annotations
 import datetime as dt
 import enum
 import uuid
+from typing import Any
 
-from sqlalchemy import Enum, ForeignKey, Index, String, Text
+from sqlalchemy import JSON, Enum, ForeignKey, Index, String, Text, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from questline.storage.db import Base, UTCDateTime, new_id, utcnow
@@ -23,6 +24,27 @@ class Color(enum.StrEnum):
     PURPLE = "Purple"
     GREEN = "Green"
     RED = "Red"
+
+
+class CheckKind(enum.StrEnum):
+    """How a task is completed (docs/learners.md)."""
+
+    ADMIN = "Admin"
+    """An admin records it (the only way before learners acted themselves)."""
+    SELF = "Self"
+    """Any member of the team marks it complete."""
+    ANSWER = "Answer"
+    """A member submits an answer; one that matches completes it."""
+    REVIEW = "Review"
+    """A member submits work; an admin approves (completes) or rejects it."""
+
+
+class Match(enum.StrEnum):
+    EXACT = "Exact"
+    IGNORE_CASE = "IgnoreCase"
+    """Case-folded, surrounding spaces ignored."""
+    REGEX = "Regex"
+    """A full match in RE2 syntax (linear time)."""
 
 
 class ResourceOwner(enum.StrEnum):
@@ -49,6 +71,8 @@ class Discipline(Base):
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     version: Mapped[int] = mapped_column(default=1)
+    sequential: Mapped[bool] = mapped_column(default=False, server_default=false())
+    """Levels open for a team one after the other (each when the previous is complete)."""
 
     __mapper_args__ = {"version_id_col": version}
 
@@ -100,6 +124,16 @@ class Task(Base):
     title: Mapped[str] = mapped_column(String(200))
     description: Mapped[str] = mapped_column(Text, default="")
     points: Mapped[int] = mapped_column(default=10)
+    check_kind: Mapped[CheckKind] = mapped_column(
+        _enum(CheckKind), default=CheckKind.ADMIN, server_default=CheckKind.ADMIN.value
+    )
+    max_attempts: Mapped[int | None]
+    """``Answer`` tasks: the attempts a team has (null: unlimited)."""
+    answers: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON(none_as_null=True))
+    """``Answer`` tasks: ``[{"Match", "Digest"}]`` (Exact, IgnoreCase: a keyed digest,
+    never the value) or ``[{"Match": "Regex", "Value"}]`` (the pattern as written)."""
+    hints: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON(none_as_null=True))
+    """``[{"Text", "Cost"}]`` in order; null for none."""
 
 
 class Resource(Base):

@@ -17,11 +17,12 @@ from pydantic import (
     HttpUrl,
     TypeAdapter,
     ValidationError,
+    model_validator,
 )
 from pydantic.alias_generators import to_pascal
 
 from questline.disciplines.examples import DISCIPLINE_OUT, FULL_DOCUMENT, SUMMARY_OUT
-from questline.disciplines.models import Color
+from questline.disciplines.models import CheckKind, Color, Match
 from questline.web.schemas import (
     PRINTABLE,
     InputModel,
@@ -43,6 +44,13 @@ DESCRIPTION_MAX = 20_000
 URL_MAX = 2048
 KIND_MAX = 50
 DEFAULT_KIND = "Link"
+MAX_ANSWERS = 20
+ANSWER_MAX = 1000
+MAX_ATTEMPTS = 1_000_000
+MAX_HINTS = 10
+HINT_TEXT_MAX = 5000
+MAX_COST = 1_000_000
+DIGEST_MAX = 100
 
 COLORS = ", ".join(c.value for c in Color)
 
@@ -131,6 +139,104 @@ class NodeInput(InputModel):
     model_config = ConfigDict(alias_generator=to_pascal)
 
 
+def _canonical(kind: type[CheckKind] | type[Match], what: str) -> BeforeValidator:
+    """A value of ``kind`` in any case (``self`` → ``Self``), else refused naming the values."""
+    names = ", ".join(member.value for member in kind)
+
+    def canonical(value: Any) -> Any:
+        if isinstance(value, str):
+            for member in kind:
+                if member.value.casefold() == value.strip().casefold():
+                    return member
+        raise ValueError(f"{what} must be one of {names} (any case).")
+
+    return BeforeValidator(canonical)
+
+
+AnswerValue = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=ANSWER_MAX,
+        pattern=PRINTABLE,
+        description="1 to 1,000 characters, kept as written.",
+    ),
+]
+
+
+class AnswerInput(NodeInput):
+    """One accepted answer: a new `Value`, or the `Digest` `GET` showed for a stored one
+    (`Exact` and `IgnoreCase` answers are kept only as keyed digests)."""
+
+    value: AnswerValue | None = None
+    match: Annotated[Match, _canonical(Match, "Match")] = Field(
+        default=Match.EXACT,
+        description="`Exact` (as written), `IgnoreCase` (case and surrounding spaces "
+        "ignored) or `Regex` (a full match, RE2 syntax).",
+    )
+    digest: str | None = Field(
+        default=None,
+        max_length=DIGEST_MAX,
+        description="On PUT: keeps the stored answer `GET` showed with this digest "
+        "(instead of `Value`).",
+    )
+
+    @model_validator(mode="after")
+    def _value_or_digest(self) -> AnswerInput:
+        if (self.value is None) == (self.digest is None):
+            raise ValueError("Send Value (a new answer) or Digest (a stored one), not both.")
+        if self.digest is not None and self.match is Match.REGEX:
+            raise ValueError("A Regex answer is sent back with its Value.")
+        return self
+
+
+class CheckInput(NodeInput):
+    """How the task is completed (docs/learners.md)."""
+
+    kind: Annotated[CheckKind, _canonical(CheckKind, "Kind")] = Field(
+        default=CheckKind.ADMIN,
+        description="`Admin` (an admin records it), `Self` (a member marks it done), "
+        "`Answer` (a member submits an answer), `Review` (an admin approves submitted work).",
+    )
+    answers: Annotated[
+        list[AnswerInput] | None,
+        Field(
+            min_length=1,
+            max_length=MAX_ANSWERS,
+            description="`Answer` only: 1 to 20 accepted answers; one match completes the "
+            "task. Left out on PUT of a task sent with its `Id`: the stored ones are kept.",
+        ),
+        _at_most(MAX_ANSWERS, "answers"),
+    ] = None
+    max_attempts: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_ATTEMPTS,
+        strict=True,
+        description="`Answer` only: the attempts a team has (all its members together); "
+        "null or left out for unlimited.",
+    )
+
+    @model_validator(mode="after")
+    def _answers_for_answer_tasks(self) -> CheckInput:
+        if self.kind is not CheckKind.ANSWER and (
+            self.answers is not None or self.max_attempts is not None
+        ):
+            raise ValueError("Answers and MaxAttempts belong to a check of Kind Answer only.")
+        return self
+
+
+class HintInput(NodeInput):
+    text: Annotated[str, text(HINT_TEXT_MAX)]
+    cost: int = Field(
+        default=0,
+        ge=0,
+        le=MAX_COST,
+        strict=True,
+        description="Points taken from the team's score when it unlocks the hint (0 to 1,000,000).",
+    )
+
+
 class ResourceInput(NodeInput):
     id: NodeId = None
     order: NodeOrder = None
@@ -154,6 +260,14 @@ class TaskInput(NodeInput):
     description: OptionalDescription = ""
     points: Points = DEFAULT_POINTS
     resources: Resources = Field(default_factory=list)
+    check: CheckInput = Field(
+        default_factory=CheckInput, description="How the task is completed; default Admin."
+    )
+    hints: Annotated[
+        list[HintInput],
+        Field(max_length=MAX_HINTS, description=f"At most {MAX_HINTS}, in order."),
+        _at_most(MAX_HINTS, "hints on one task"),
+    ] = Field(default_factory=list)
 
 
 class QuestInput(NodeInput):
@@ -195,6 +309,12 @@ class DisciplineDocument(NodeInput):
     title: Title
     description: RequiredDescription
     color: ColorInput = None
+    sequential: bool = Field(
+        default=False,
+        strict=True,
+        description="Levels open for a team in order: each when the team completed every "
+        "task of the previous one.",
+    )
     levels: Levels = Field(default_factory=list)
     resources: Resources = Field(default_factory=list)
 
@@ -241,6 +361,38 @@ class Resource(OutputModel):
     kind: str
 
 
+def _absent(value: Any) -> bool:
+    return value is None
+
+
+class Answer(OutputModel):
+    """An accepted answer as admins read it: a `Regex` as written, the others by their
+    keyed digest (never the value)."""
+
+    match: Match
+    value: str | None = Field(default=None, exclude_if=_absent, description="Regex only.")
+    digest: str | None = Field(
+        default=None, exclude_if=_absent, description="Exact and IgnoreCase only."
+    )
+
+
+class Check(OutputModel):
+    """How the task is completed. Members read `Kind` and `MaxAttempts` only."""
+
+    kind: CheckKind
+    max_attempts: int | None = Field(default=None, description="Answer only; null: unlimited.")
+    answers: list[Answer] | None = Field(
+        default=None, exclude_if=_absent, description="Admins only, Answer tasks only."
+    )
+
+
+class Hint(OutputModel):
+    """A hint. Members read its `Cost` only (`POST /team/{id}/hints` unlocks its text)."""
+
+    text: str | None = Field(default=None, exclude_if=_absent, description="Admins only.")
+    cost: int
+
+
 class Task(OutputModel):
     id: uuid.UUID
     order: int
@@ -248,6 +400,8 @@ class Task(OutputModel):
     description: str
     points: int
     resources: list[Resource]
+    check: Check
+    hints: list[Hint]
 
 
 class Quest(OutputModel):
@@ -274,6 +428,7 @@ class DisciplineBase(OutputModel):
     description: str
     organization_id: uuid.UUID | None = Field(description="null for a global discipline.")
     color: Color | None
+    sequential: bool
     created_at: UtcDateTime
     updated_at: UtcDateTime
 

@@ -8,19 +8,23 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 import anyio
+import orjson
 from pydantic import TypeAdapter
 from sqlalchemy import ColumnElement, Select, bindparam, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline import audit, events
+from questline.config import Settings
 from questline.disciplines import schemas, tree
-from questline.disciplines.models import Discipline, Level, Quest, Task
+from questline.disciplines.checks import Audience, answer_keys
+from questline.disciplines.models import CheckKind, Discipline, Level, Quest, Task
 from questline.readmodel import versions
 from questline.readmodel.lean import LeanRequest
 from questline.readmodel.service import ReadModel
@@ -105,9 +109,21 @@ async def _cpu(large: bool, work: Callable[[], T]) -> T:
 
 def _document_and_body(
     discipline: Discipline, rows: tree.TreeRows
-) -> tuple[schemas.Discipline, bytes]:
+) -> tuple[schemas.Discipline, bytes, dict[str, Any]]:
+    """The document as its author reads it (and its JSON), and as events carry it (no
+    answers)."""
     document = tree.assemble(discipline, rows)
-    return document, document.model_dump_json(by_alias=True).encode()
+    outside = tree.assemble(discipline, rows, Audience.OUTSIDE)
+    return (
+        document,
+        document.model_dump_json(by_alias=True).encode(),
+        outside.model_dump(mode="json", by_alias=True),
+    )
+
+
+def audience_of(caller: Caller) -> Audience:
+    """Members read a document without answers or hint texts; admins and operators, whole."""
+    return Audience.LEARNER if caller.role is Role.MEMBER else Audience.AUTHOR
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,19 +189,27 @@ kept once, by the discipline's own version; who may read it is the organization'
 version check (``_version_query``), made before it is looked up."""
 
 
-def document_memo(discipline_id: uuid.UUID) -> str:
-    return f"discipline:{discipline_id.hex}"
+def document_memo(discipline_id: uuid.UUID, audience: Audience = Audience.AUTHOR) -> str:
+    """The memo's name: one document a discipline for its authors, one for members."""
+    suffix = "" if audience is Audience.AUTHOR else f":{audience.value}"
+    return f"discipline:{discipline_id.hex}{suffix}"
 
 
-async def document_body(session: AsyncSession, memos: ReadModel, discipline: Discipline) -> bytes:
-    """The discipline's document as JSON, from the read model's memo of this version of
-    the discipline, or read and kept there."""
+async def document_body(
+    session: AsyncSession,
+    memos: ReadModel,
+    discipline: Discipline,
+    audience: Audience = Audience.AUTHOR,
+) -> bytes:
+    """The discipline's document as JSON for ``audience``, from the read model's memo of
+    this version of the discipline, or read and kept there."""
 
     async def read() -> bytes:
-        return (await read_tree(session, discipline)).model_dump_json(by_alias=True).encode()
+        document = await read_tree(session, discipline, audience)
+        return document.model_dump_json(by_alias=True).encode()
 
     body: bytes = await memos.memo(
-        DOCUMENTS, document_memo(discipline.id), discipline.version, read
+        DOCUMENTS, document_memo(discipline.id, audience), discipline.version, read
     )
     return body
 
@@ -198,7 +222,9 @@ async def lean_document(request: LeanRequest) -> tuple[bytes, dict[str, str]] | 
     version = await _lean_version(request)
     if version is None or request.resource_id is None:
         return None
-    body = request.memos.memo_at(DOCUMENTS, document_memo(request.resource_id), version)
+    audience = Audience.LEARNER if request.role == Role.MEMBER.value else Audience.AUTHOR
+    memo = document_memo(request.resource_id, audience)
+    body = request.memos.memo_at(DOCUMENTS, memo, version)
     return None if body is None else (body, {"ETag": _etag(request.resource_id, version)})
 
 
@@ -332,6 +358,7 @@ def to_summary(counted: DisciplineCounts) -> schemas.DisciplineSummary:
         description=d.description,
         organization_id=d.organization_id,
         color=d.color,
+        sequential=d.sequential,
         created_at=d.created_at,
         updated_at=d.updated_at,
         level_count=counted.level_count,
@@ -370,19 +397,55 @@ async def get_for_change(
     return discipline
 
 
-async def read_tree(session: AsyncSession, discipline: Discipline) -> schemas.Discipline:
-    return tree.assemble(discipline, await tree.load_rows(session, discipline.id))
+async def read_tree(
+    session: AsyncSession, discipline: Discipline, audience: Audience = Audience.AUTHOR
+) -> schemas.Discipline:
+    return tree.assemble(discipline, await tree.load_rows(session, discipline.id), audience)
 
 
-def audited(discipline: Discipline, levels: int, tasks: int) -> dict[str, object]:
-    """The fields of a discipline the audit log compares (its tree by counts)."""
-    return {
+def audited(
+    discipline: Discipline, levels: int, tasks: int, checks: dict[str, object] | None = None
+) -> dict[str, object]:
+    """The fields of a discipline the audit log compares (its tree by counts, and the
+    checks of the tasks that are not completed by an admin: never an answer)."""
+    fields: dict[str, object] = {
         "Title": discipline.title,
         "Description": discipline.description,
         "Color": discipline.color,
+        "Sequential": discipline.sequential,
         "Levels": levels,
         "Tasks": tasks,
     }
+    if checks:
+        fields["Checks"] = checks
+    return fields
+
+
+def audited_checks(tasks: Sequence[tree.Row]) -> dict[str, object]:
+    """Each task's check that is not `Admin`, by task id: its kind, attempts, how many
+    answers (and a fingerprint of them that changes when they do: the stored digests
+    and patterns hashed once more, so no answer can be read from it) and hints."""
+    checks: dict[str, object] = {}
+    for task in tasks:
+        kind = task["check_kind"]
+        hints = task["hints"] or ()
+        if kind is CheckKind.ADMIN and not hints:
+            continue
+        entry: dict[str, object] = {"Kind": kind.value}
+        if kind is CheckKind.ANSWER:
+            answers = task["answers"] or ()
+            entry["MaxAttempts"] = task["max_attempts"]
+            entry["Answers"] = len(answers)
+            entry["AnswersVersion"] = _fingerprint(answers)
+        if hints:
+            entry["HintCosts"] = [h["Cost"] for h in hints]
+        checks[str(task["id"])] = entry
+    return checks
+
+
+def _fingerprint(answers: Sequence[dict[str, Any]]) -> str:
+    canonical = orjson.dumps(list(answers), option=orjson.OPT_SORT_KEYS)
+    return hashlib.sha256(b"questline answers audit" + canonical).hexdigest()[:12]
 
 
 def _counts(rows: tree.TreeRows) -> tuple[int, int]:
@@ -417,13 +480,16 @@ async def bump_for(session: AsyncSession, org_id: uuid.UUID | None) -> None:
 
 
 async def create_discipline(
-    session: AsyncSession, *, caller: Caller, data: schemas.DisciplineCreate
+    session: AsyncSession, *, caller: Caller, data: schemas.DisciplineCreate, settings: Settings
 ) -> Written:
     """Create the discipline and its whole tree (set-based inserts, one per table)."""
     org_id = owner_for_new(caller, data)
     discipline_id = new_id()
     large = node_count(data) > LARGE_TREE_NODES
-    rows = await _cpu(large, lambda: tree.flatten(data, discipline_id=discipline_id, known=None))
+    keys = answer_keys(settings, org_id)
+    rows = await _cpu(
+        large, lambda: tree.flatten(data, discipline_id=discipline_id, known=None, keys=keys)
+    )
     now = utcnow()
     discipline = Discipline(
         id=discipline_id,
@@ -431,20 +497,18 @@ async def create_discipline(
         title=data.title,
         description=data.description,
         color=data.color,
+        sequential=data.sequential,
         created_at=now,
         updated_at=now,
     )
     session.add(discipline)
     await session.flush()
     await tree.insert_rows(session, rows)
-    document, body = await _cpu(large, lambda: _document_and_body(discipline, rows))
+    document, body, outside = await _cpu(large, lambda: _document_and_body(discipline, rows))
     written = Written(discipline, document, body)
-    await events.record(
-        session, organization_id=org_id, type="discipline.created", data=written.document
-    )
-    await _audit(
-        session, discipline, "discipline.created", None, audited(discipline, *_counts(rows))
-    )
+    await events.record(session, organization_id=org_id, type="discipline.created", data=outside)
+    after = audited(discipline, *_counts(rows), audited_checks(rows.tasks))
+    await _audit(session, discipline, "discipline.created", None, after)
     await bump_for(session, org_id)
     return written
 
@@ -474,6 +538,7 @@ async def replace_discipline(
     data: schemas.DisciplineReplace,
     if_match: str | None,
     force: bool,
+    settings: Settings,
 ) -> Written:
     """Replace the document; nodes sent with their ``Id`` keep their identity.
 
@@ -483,9 +548,18 @@ async def replace_discipline(
     check_if_match(discipline, if_match)
     _check_read_only_fields(discipline, data)
     known = await tree.known_ids(session, discipline.id)
+    checks_before = await tree.task_checks(session, discipline.id)
+    stored = tree.stored_answers(checks_before)
     large = node_count(data) > LARGE_TREE_NODES
-    rows = await _cpu(large, lambda: tree.flatten(data, discipline_id=discipline.id, known=known))
-    before = audited(discipline, len(known.of(Level)), len(known.of(Task)))
+    keys = answer_keys(settings, discipline.organization_id)
+    rows = await _cpu(
+        large,
+        lambda: tree.flatten(
+            data, discipline_id=discipline.id, known=known, keys=keys, stored=stored
+        ),
+    )
+    before_checks = audited_checks(checks_before)
+    before = audited(discipline, len(known.of(Level)), len(known.of(Task)), before_checks)
     removed_tasks = tree.removed_ids(rows, known, Task)
     if removed_tasks:
         await _before_tasks_removed(
@@ -495,16 +569,17 @@ async def replace_discipline(
     discipline.title = data.title
     discipline.description = data.description
     discipline.color = data.color
+    discipline.sequential = data.sequential
     discipline.updated_at = utcnow()
     await session.flush()  # bumps the version (the ETag)
-    document, body = await _cpu(large, lambda: _document_and_body(discipline, rows))
+    document, body, outside = await _cpu(large, lambda: _document_and_body(discipline, rows))
     await events.record(
         session,
         organization_id=discipline.organization_id,
         type="discipline.updated",
-        data=document,
+        data=outside,
     )
-    after = audited(discipline, *_counts(rows))
+    after = audited(discipline, *_counts(rows), audited_checks(rows.tasks))
     await _audit(session, discipline, "discipline.replaced", before, after)
     await bump_for(session, discipline.organization_id)
     return Written(discipline, document, body)
@@ -514,7 +589,7 @@ async def delete_discipline(
     session: AsyncSession, *, discipline: Discipline, if_match: str | None, force: bool
 ) -> None:
     check_if_match(discipline, if_match)
-    document = await read_tree(session, discipline)
+    document = await read_tree(session, discipline, Audience.OUTSIDE)
     await events.record(
         session,
         organization_id=discipline.organization_id,

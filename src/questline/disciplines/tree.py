@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import (
+    JSON,
     Integer,
     String,
     Table,
@@ -31,7 +32,17 @@ from sqlalchemy import (
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.disciplines import schemas
-from questline.disciplines.models import Discipline, Level, Quest, Resource, ResourceOwner, Task
+from questline.disciplines.checks import AnswerKeys, Audience, valid_pattern
+from questline.disciplines.models import (
+    CheckKind,
+    Discipline,
+    Level,
+    Match,
+    Quest,
+    Resource,
+    ResourceOwner,
+    Task,
+)
 from questline.storage.db import new_id
 from questline.storage.many_rows import chunked
 from questline.web.errors import FieldError, Unprocessable
@@ -71,12 +82,24 @@ class KnownIds:
         ]
 
 
+StoredAnswers = Mapping[uuid.UUID, Sequence[dict[str, Any]]]
+"""The stored answers of a discipline's ``Answer`` tasks, by task id."""
+
+
 class _Flattener:
     """Turns a validated document into rows, checking every node ``Id`` it names."""
 
-    def __init__(self, discipline_id: uuid.UUID, known: KnownIds | None) -> None:
+    def __init__(
+        self,
+        discipline_id: uuid.UUID,
+        known: KnownIds | None,
+        keys: AnswerKeys,
+        stored: StoredAnswers,
+    ) -> None:
         self.discipline_id = discipline_id
         self.known = known
+        self.keys = keys
+        self.stored = stored
         self.rows = TreeRows()
         self.errors: list[FieldError] = []
         self.seen: set[uuid.UUID] = set()
@@ -171,7 +194,14 @@ class _Flattener:
             task_id = self.node_id(task.id, "task", task_path)
             task_row = self._node(task_id, task_position, task.title, task.description)
             self.rows.tasks.append(
-                {**task_row, "level_id": level_id, "quest_id": quest_id, "points": task.points}
+                {
+                    **task_row,
+                    "level_id": level_id,
+                    "quest_id": quest_id,
+                    "points": task.points,
+                    **self.check(task, task_id, kept=task.id is not None, path=task_path),
+                    "hints": [{"Text": h.text, "Cost": h.cost} for h in task.hints] or None,
+                }
             )
             self.resources(
                 task.resources,
@@ -179,6 +209,54 @@ class _Flattener:
                 owner_id=task_id,
                 prefix=f"{task_path}.",
             )
+
+    def check(
+        self, task: schemas.TaskInput, task_id: uuid.UUID, *, kept: bool, path: str
+    ) -> dict[str, Any]:
+        """The task's check columns: new answers digested (or, as RE2 patterns, compiled
+        to refuse an invalid one), answers sent by digest or left out taken from the
+        stored ones. No message names an answer."""
+        check = task.check
+        row: dict[str, Any] = {"check_kind": check.kind, "max_attempts": None, "answers": None}
+        if check.kind is not CheckKind.ANSWER:
+            return row
+        stored = self.stored.get(task_id, ()) if kept else ()
+        row["max_attempts"] = check.max_attempts
+        if check.answers is None:
+            if not stored:
+                message = "A task of Kind Answer needs 1 to 20 Answers."
+                self.errors.append(FieldError(field=f"{path}.Check.Answers", message=message))
+            row["answers"] = list(stored)
+            return row
+        answers: list[dict[str, Any]] = []
+        for position, answer in enumerate(check.answers):
+            where = f"{path}.Check.Answers[{position}]"
+            if answer.digest is not None:
+                if not any(
+                    s.get("Digest") == answer.digest and s["Match"] == answer.match.value
+                    for s in stored
+                ):
+                    message = (
+                        "Digest names no stored answer of this task (with this Match); "
+                        "send Value for a new answer."
+                    )
+                    self.errors.append(FieldError(field=f"{where}.Digest", message=message))
+                answers.append({"Match": answer.match.value, "Digest": answer.digest})
+            elif answer.match is Match.REGEX:
+                assert answer.value is not None
+                if not valid_pattern(answer.value):
+                    message = (
+                        "Not a valid regular expression in RE2 syntax (no backreferences "
+                        "or lookaround)."
+                    )
+                    self.errors.append(FieldError(field=f"{where}.Value", message=message))
+                answers.append({"Match": Match.REGEX.value, "Value": answer.value})
+            else:
+                assert answer.value is not None
+                digest = self.keys.digest(answer.value, answer.match)
+                answers.append({"Match": answer.match.value, "Digest": digest})
+        row["answers"] = answers
+        return row
 
     def _node(self, node_id: uuid.UUID, position: int, title: str, description: str) -> Row:
         return {
@@ -191,14 +269,50 @@ class _Flattener:
 
 
 def flatten(
-    doc: schemas.DisciplineDocument, *, discipline_id: uuid.UUID, known: KnownIds | None
+    doc: schemas.DisciplineDocument,
+    *,
+    discipline_id: uuid.UUID,
+    known: KnownIds | None,
+    keys: AnswerKeys,
+    stored: StoredAnswers | None = None,
 ) -> TreeRows:
     """The rows of ``doc``; ``known=None`` when creating (then no node may name an ``Id``).
 
     Raises 422 naming the path of every ``Id`` that is not a node of the same kind of this
-    discipline, or that is given twice.
+    discipline, or that is given twice, of every invalid pattern, and of every answer
+    digest that names no stored answer of its task.
     """
-    return _Flattener(discipline_id, known).document(doc)
+    return _Flattener(discipline_id, known, keys, stored or {}).document(doc)
+
+
+async def task_checks(session: AsyncSession, discipline_id: uuid.UUID) -> list[Row]:
+    """The check columns of the discipline's tasks that have more than the default (a
+    check other than ``Admin``, or hints): what a PUT keeps and the audit log compares."""
+    rows = await session.execute(
+        select(Task.id, Task.check_kind, Task.max_attempts, Task.answers, Task.hints).where(
+            Task.discipline_id == discipline_id,
+            (Task.check_kind != CheckKind.ADMIN) | Task.hints.is_not(None),
+        )
+    )
+    return [
+        {
+            "id": row[0],
+            "check_kind": CheckKind(row[1]),
+            "max_attempts": row[2],
+            "answers": row[3],
+            "hints": row[4],
+        }
+        for row in rows
+    ]
+
+
+def stored_answers(checks: Sequence[Row]) -> StoredAnswers:
+    """The stored answers of the ``Answer`` tasks among ``task_checks``, by task id."""
+    return {
+        row["id"]: list(row["answers"] or ())
+        for row in checks
+        if row["check_kind"] is CheckKind.ANSWER
+    }
 
 
 ROWS_PER_STATEMENT = 1000
@@ -293,6 +407,10 @@ def _tree_part(kind: int, model: type[Level | Quest | Task | Resource], discipli
         (columns.points if model is Task else cast(null(), Integer)).label("points"),
         (columns.url if model is Resource else cast(null(), String)).label("url"),
         (columns.kind if model is Resource else cast(null(), String)).label("resource_kind"),
+        (columns.check_kind if model is Task else cast(null(), String)).label("check_kind"),
+        (columns.max_attempts if model is Task else cast(null(), Integer)).label("max_attempts"),
+        (columns.answers if model is Task else cast(null(), JSON)).label("answers"),
+        (columns.hints if model is Task else cast(null(), JSON)).label("hints"),
     ).where(columns.discipline_id == discipline_id)
 
 
@@ -308,6 +426,10 @@ def _as_row(model: type[Level | Quest | Task | Resource], found: Any) -> Row:
         row[parent] = found.parent
     if model is Task:
         row["points"] = found.points
+        row["check_kind"] = CheckKind(found.check_kind)
+        row["max_attempts"] = found.max_attempts
+        row["answers"] = found.answers
+        row["hints"] = found.hints
     elif model is Resource:
         row["url"] = found.url
         row["kind"] = found.resource_kind
@@ -327,8 +449,35 @@ async def load_rows(session: AsyncSession, discipline_id: uuid.UUID) -> TreeRows
     return rows
 
 
-def assemble(discipline: Discipline, rows: TreeRows) -> schemas.Discipline:
-    """The nested document of a discipline from its rows.
+def _check(task: Row, audience: Audience) -> schemas.Check:
+    kind = task["check_kind"]
+    if kind is not CheckKind.ANSWER:
+        return schemas.Check.model_construct(kind=kind, max_attempts=None)
+    if audience is not Audience.AUTHOR:
+        return schemas.Check.model_construct(kind=kind, max_attempts=task["max_attempts"])
+    answers = [
+        schemas.Answer.model_construct(
+            match=Match(a["Match"]), value=a.get("Value"), digest=a.get("Digest")
+        )
+        for a in task["answers"] or ()
+    ]
+    return schemas.Check.model_construct(
+        kind=kind, max_attempts=task["max_attempts"], answers=answers
+    )
+
+
+def _hints(task: Row, audience: Audience) -> list[schemas.Hint]:
+    shown = audience is not Audience.LEARNER
+    return [
+        schemas.Hint.model_construct(text=h["Text"] if shown else None, cost=h["Cost"])
+        for h in task["hints"] or ()
+    ]
+
+
+def assemble(
+    discipline: Discipline, rows: TreeRows, audience: Audience = Audience.AUTHOR
+) -> schemas.Discipline:
+    """The nested document of a discipline from its rows, as ``audience`` reads it.
 
     Every list of rows holds each parent's children in ``position`` order (the queries
     sort by it; a flattened document is in that order already), so grouping keeps it.
@@ -358,6 +507,8 @@ def assemble(discipline: Discipline, rows: TreeRows) -> schemas.Discipline:
                 description=t["description"],
                 points=t["points"],
                 resources=resources.get(t["id"], []),
+                check=_check(t, audience),
+                hints=_hints(t, audience),
             )
         )
     quests: dict[uuid.UUID, list[schemas.Quest]] = defaultdict(list)
@@ -389,6 +540,7 @@ def assemble(discipline: Discipline, rows: TreeRows) -> schemas.Discipline:
         description=discipline.description,
         organization_id=discipline.organization_id,
         color=discipline.color,
+        sequential=discipline.sequential,
         created_at=discipline.created_at,
         updated_at=discipline.updated_at,
         resources=resources.get(discipline.id, []),

@@ -31,6 +31,11 @@ EventType = Literal[
     "bulk.completed",
     "team.adjusted",
     "team.adjustment_withdrawn",
+    "attempt.created",
+    "hint.unlocked",
+    "submission.created",
+    "submission.approved",
+    "submission.rejected",
 ]
 EVENT_TYPES: tuple[str, ...] = get_args(EventType)
 _SESSION_TOPICS = "questline_committed_topics"

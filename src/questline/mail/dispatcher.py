@@ -194,6 +194,8 @@ class Letters:
     async def _prepare(
         self, session: AsyncSession, job: MailJob, member: Member, organization: str | None
     ) -> Outgoing:
+        if job.kind is MailKind.NOTICE:
+            return self._notice(job, member, organization)
         invite = job.kind is MailKind.INVITE
         lifetime = (
             dt.timedelta(hours=self.settings.mail_invite_link_hours)
@@ -219,6 +221,23 @@ class Letters:
             signin_page=f"{self.public_url}/ui/#/signin",
         )
         message = messages.build(letter, mail_from=self.settings.mail_from or "", now=utcnow())
+        return Outgoing(job.organization_id, job.id, member.email, message)
+
+    def _notice(self, job: MailJob, member: Member, organization: str | None) -> Outgoing:
+        """News with a plain link to the dashboard: it mints no sign-in code."""
+        content = job.content or {}
+        path = str(content.get("Path") or "")
+        notice = messages.Notice(
+            to_email=member.email,
+            to_name=member.given_name,
+            organization_name=organization,
+            subject=str(content.get("Subject") or "News"),
+            text=str(content.get("Text") or ""),
+            link=f"{self.public_url}/ui/{path}",
+        )
+        message = messages.build_notice(
+            notice, mail_from=self.settings.mail_from or "", now=utcnow()
+        )
         return Outgoing(job.organization_id, job.id, member.email, message)
 
     async def record(

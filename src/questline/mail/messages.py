@@ -128,3 +128,43 @@ def build(letter: Letter, *, mail_from: str, now: dt.datetime) -> EmailMessage:
 
 def _link_label(letter: Letter) -> str:
     return "Accept the invitation and sign in" if letter.kind is MailKind.INVITE else "Sign in"
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """News for a member: a subject, plain text and a link to the dashboard."""
+
+    to_email: str
+    to_name: str
+    organization_name: str | None
+    subject: str
+    text: str
+    link: str
+
+
+def build_notice(notice: Notice, *, mail_from: str, now: dt.datetime) -> EmailMessage:
+    """The message for ``notice``; the same header safety as ``build``."""
+    name = one_line(notice.to_name, limit=100)
+    organization = one_line(notice.organization_name or "", limit=100) or "your organization"
+    sender = sender_address(mail_from)
+    message = EmailMessage(policy=policy.SMTP)
+    message["From"] = one_line(mail_from, limit=500)
+    message["To"] = Address(display_name=name, addr_spec=notice.to_email)
+    message["Subject"] = one_line(f"{notice.subject} ({organization})", limit=250)
+    message["Date"] = format_datetime(now)
+    message["Message-ID"] = make_msgid(domain=sender.rpartition("@")[2] or None)
+    message["Auto-Submitted"] = "auto-generated"
+    greeting = f"Hello {name}," if name else "Hello,"
+    message.set_content(
+        f"{greeting}\n\n{notice.text}\n\n{notice.link}\n\n-- \n{PRODUCT} ({organization})\n"
+    )
+    e = html.escape
+    paragraphs = "".join(f"<p>{e(part)}</p>\n" for part in notice.text.split("\n\n"))
+    message.add_alternative(
+        "<!doctype html>\n<html><body>\n"
+        f"<p>{e(greeting)}</p>\n{paragraphs}"
+        f'<p><a href="{e(notice.link)}">{e("Open " + PRODUCT)}</a></p>\n'
+        f"<p>{e(PRODUCT)}</p>\n</body></html>\n",
+        subtype="html",
+    )
+    return message

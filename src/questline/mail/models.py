@@ -11,8 +11,9 @@ from __future__ import annotations
 import datetime as dt
 import enum
 import uuid
+from typing import Any
 
-from sqlalchemy import Enum, Index, String
+from sqlalchemy import JSON, Enum, Index, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from questline.storage.db import Base, UTCDateTime, new_id, utcnow
@@ -23,6 +24,9 @@ class MailKind(enum.StrEnum):
     """Asked for at ``POST /auth/signin-link``: sent only when the address is a member's."""
     INVITE = "invite"
     """An admin's invitation of a member (``POST /member/{id}/invite``, ``Invite: true``)."""
+    NOTICE = "notice"
+    """News for a member (a submission decided): ``content`` holds what it says; it
+    carries no sign-in link."""
 
 
 class MailStatus(enum.StrEnum):
@@ -53,7 +57,10 @@ class MailJob(Base):
     email: Mapped[str] = mapped_column(String(320))
     """Sign-in link: the address as asked for; invitation: the member's at queueing."""
     member_id: Mapped[uuid.UUID | None]
-    """Invitation: the member invited."""
+    """Invitation: the member invited; notice: the member told."""
+    content: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
+    """A notice's ``Subject``, ``Text`` and ``Path`` (the dashboard page its link opens):
+    what the domain that queued it wants said, nothing secret."""
     status: Mapped[MailStatus] = mapped_column(
         Enum(
             MailStatus,

@@ -129,10 +129,38 @@ async def queue_invites(
     return {member_id: mail_id for member_id, (_, mail_id) in invited.items()}
 
 
+def is_configured(settings: Settings) -> bool:
+    """Whether this service sends e-mail (a notice is then queued; else it is not)."""
+    return not missing_settings(settings)
+
+
+async def queue_notice(
+    session: AsyncSession,
+    *,
+    org_id: uuid.UUID,
+    member: Member,
+    subject: str,
+    text: str,
+    path: str,
+) -> uuid.UUID:
+    """Queue news for ``member`` (``subject``, plain ``text``, and a link to the
+    dashboard's ``path``, e.g. ``#/my-team``); it is sent when the member is still
+    active then. The caller decides whether mail is configured (``is_configured``)."""
+    [(_, mail_id)] = await _queue(
+        session,
+        org_id,
+        [(MailKind.NOTICE, member.email, member.id)],
+        content={"Subject": subject, "Text": text, "Path": path},
+    )
+    return mail_id
+
+
 async def _queue(
     session: AsyncSession,
     org_id: uuid.UUID,
     items: Sequence[tuple[MailKind, str, uuid.UUID | None]],
+    *,
+    content: dict[str, str] | None = None,
 ) -> list[tuple[tuple[MailKind, str, uuid.UUID | None], uuid.UUID]]:
     """Insert the rows (one statement); each item with its message's id."""
     if not items:
@@ -150,6 +178,7 @@ async def _queue(
             "attempts": 0,
             "next_attempt_at": now,
             "created_at": now,
+            "content": content,
         }
         for (kind, email, member_id), mail_id in zip(items, ids, strict=True)
     ]

@@ -14,9 +14,10 @@ import uuid
 from typing import Any
 
 from fastapi import Request
-from sqlalchemy import ColumnElement, func, or_, select
+from sqlalchemy import func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from questline.members.callers import identity_matches
 from questline.members.models import Member, TeamMembership
 from questline.progress.models import TaskCompletion
 from questline.readmodel.service import ReadModel
@@ -32,12 +33,7 @@ def _memo_name(caller: Caller) -> str:
 
 
 async def teams_of(session: AsyncSession, *, org_id: uuid.UUID, caller: Caller) -> frozenset[Any]:
-    """The ids of the teams whose members include the caller."""
-    keys = {value.strip().lower() for value in (caller.email, caller.subject) if value}
-    names: list[ColumnElement[bool]] = [Member.email_key.in_(sorted(keys))]
-    as_id = _as_uuid(caller.subject)
-    if as_id is not None:
-        names.append(Member.id == as_id)
+    """The ids of the teams whose members include the caller (``members.callers``)."""
     rows = await session.scalars(
         select(TeamMembership.team_id)
         .join(
@@ -45,16 +41,9 @@ async def teams_of(session: AsyncSession, *, org_id: uuid.UUID, caller: Caller) 
             (Member.organization_id == TeamMembership.organization_id)
             & (Member.id == TeamMembership.member_id),
         )
-        .where(TeamMembership.organization_id == org_id, or_(*names))
+        .where(TeamMembership.organization_id == org_id, identity_matches(caller))
     )
     return frozenset(uuid.UUID(str(team_id)) for team_id in rows.all())
-
-
-def _as_uuid(value: str) -> uuid.UUID | None:
-    try:
-        return uuid.UUID(value)
-    except ValueError:
-        return None
 
 
 async def variant_in_route(

@@ -17,6 +17,13 @@
   on their next write (``is_current``), so the previous secret can be dropped once
   everything was rewritten.
 
+**Keyed digests** (``digest``, ``digest_matches``): for a value that must be recognized
+but never read back (a task's expected answer), HMAC-SHA256 under a key derived like the
+cipher's (the signing secret, the organization, the purpose). A copy of the database
+holds digests that cannot be tested offline without the signing secret; comparing is in
+constant time. The digest names its signing secret as a sealed value does, so a digest
+made under the previous secret still matches while that secret is configured.
+
 Plumbing only: the callers hand in the secrets; nothing here imports a domain.
 """
 
@@ -36,6 +43,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 PREFIX = "qs1:"
+DIGEST_PREFIX = "qd1:"
 """The format's version; a value without it was not sealed by this module."""
 _SALT = b"questline sealing v1"
 _NONCE_BYTES = 12
@@ -111,3 +119,38 @@ class Sealer:
         """Sealed under the current signing secret (else: seal it anew on the next
         write)."""
         return is_sealed(value) and value[len(PREFIX) :].startswith(key_id(self.current) + ":")
+
+    def _digest_key(self, signing_secret: str, organization: uuid.UUID, purpose: str) -> bytes:
+        info = b"digest:" + organization.bytes + b":" + purpose.encode()
+        return HKDF(algorithm=hashes.SHA256(), length=32, salt=_SALT, info=info).derive(
+            signing_secret.encode()
+        )
+
+    def _digest_under(
+        self, signing_secret: str, value: str, organization: uuid.UUID, purpose: str
+    ) -> str:
+        key = self._digest_key(signing_secret, organization, purpose)
+        mac = hmac.new(key, value.encode(), hashlib.sha256).hexdigest()
+        return f"{DIGEST_PREFIX}{key_id(signing_secret)}:{mac}"
+
+    def digest(self, value: str, *, organization: uuid.UUID, purpose: str) -> str:
+        """The keyed digest of ``value`` under the current signing secret."""
+        return self._digest_under(self.current, value, organization, purpose)
+
+    def digest_matches(
+        self, value: str, stored: str, *, organization: uuid.UUID, purpose: str
+    ) -> bool:
+        """Whether ``stored`` (a ``digest``) is the digest of ``value``, under the secret
+        it names (the current or the previous one); compared in constant time."""
+        kid = stored[len(DIGEST_PREFIX) :].partition(":")[0]
+        secrets = [self.current] + ([self.previous] if self.previous else [])
+        signing_secret = next((s for s in secrets if key_id(s) == kid), None)
+        if signing_secret is None or not stored.startswith(DIGEST_PREFIX):
+            return False
+        expected = self._digest_under(signing_secret, value, organization, purpose)
+        return hmac.compare_digest(expected.encode(), stored.encode())
+
+    def digest_is_current(self, stored: str) -> bool:
+        """Made under the current signing secret (else: digest anew when the value is
+        known again)."""
+        return stored.startswith(f"{DIGEST_PREFIX}{key_id(self.current)}:")

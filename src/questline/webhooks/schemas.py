@@ -5,7 +5,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field
 
-from questline.events.service import EventType
+from questline.events.service import EVENT_TYPES, EventType
 from questline.web.example_ids import AT, DELIVERY, EVENT, LATER, ORG, WEBHOOK
 from questline.web.schemas import InputModel, OutputModel, UtcDateTime, examples, text
 from questline.webhooks.models import DeliveryStatus
@@ -15,7 +15,12 @@ def _dedupe(values: list[str]) -> list[str]:
     return list(dict.fromkeys(values))
 
 
-EventTypes = Annotated[list[EventType], Field(min_length=1, max_length=12), AfterValidator(_dedupe)]
+EventTypes = Annotated[
+    list[EventType],
+    # As many as there are: one webhook may subscribe to every event.
+    Field(min_length=1, max_length=len(EVENT_TYPES)),
+    AfterValidator(_dedupe),
+]
 Url = Annotated[str, text(2048)]
 Description = Annotated[str, text(500)]
 

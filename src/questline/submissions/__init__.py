@@ -1,0 +1,1 @@
+"""Work a team's member submits for review, and the admin's decision on it."""
