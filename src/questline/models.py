@@ -13,7 +13,6 @@ from questline.auth.models import DashboardSession, SigninCode
 from questline.auth.scim_tokens import ScimTokenRecord
 from questline.disciplines.models import Discipline, Level, Quest, Resource, Task
 from questline.events.models import Event
-from questline.learners.models import HintUnlock, TaskAttempt
 from questline.lti.models import (
     LtiDeepLink,
     LtiDeployment,
@@ -27,6 +26,7 @@ from questline.lti.models import (
 from questline.mail.models import MailJob
 from questline.members.models import Member, TeamMembership
 from questline.organizations.models import Organization
+from questline.progress.learner_records import HintUnlock, TaskAttempt
 from questline.progress.models import ScoreEvent, TaskCompletion
 from questline.readmodel.models import ReadModelVersion
 from questline.seasons.models import Season

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import select
 
 from questline.events.models import Event
-from questline.learners.models import TaskAttempt
+from questline.progress.learner_records import TaskAttempt
 from questline.web.identity import Role
 from tests.factories import World, bearer
 from tests.learners.factories import ANSWER, learners_game

@@ -59,7 +59,7 @@ async def test_the_overview_shows_the_pending_submission(world: World) -> None:
 
 
 def test_the_overview_reads_the_pending_state_as_stored() -> None:
-    from questline.learners.pending import PENDING
+    from questline.progress.pending import PENDING
     from questline.submissions.models import SubmissionState
 
     assert SubmissionState.PENDING.value == PENDING

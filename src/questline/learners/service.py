@@ -23,14 +23,15 @@ from questline.config import Settings
 from questline.disciplines.checks import TaskCheck, answer_keys, any_matches, task_check
 from questline.disciplines.models import CheckKind
 from questline.learners import schemas
-from questline.learners.locks import ensure_open
-from questline.learners.models import HintUnlock, TaskAttempt
 from questline.members.callers import acting_member
 from questline.progress import record
 from questline.progress import schemas as progress_schemas
+from questline.progress.learner_records import HintUnlock, TaskAttempt
 from questline.progress.ledger import Recorded
+from questline.progress.locks import ensure_open
 from questline.progress.models import ScoreChange, TaskCompletion
 from questline.progress.scores import Step, apply_steps
+from questline.progress.self_check import learner_completion
 from questline.readmodel.versions import bump
 from questline.storage.db import utcnow
 from questline.teams.models import Team
@@ -39,7 +40,6 @@ from questline.web.access import Tenant
 from questline.web.errors import (
     AlreadyCompleted,
     FieldError,
-    Forbidden,
     NoAttemptsLeft,
     TooManyRequests,
     Unprocessable,
@@ -137,13 +137,6 @@ async def _check_rate(
     )
 
 
-def _progress(task_id: uuid.UUID, member_id: uuid.UUID | None) -> progress_schemas.ProgressCreate:
-    """The completion a learner's action records: now, by the caller's member."""
-    return progress_schemas.ProgressCreate.model_validate(
-        {"TaskId": task_id, "MemberId": member_id}
-    )
-
-
 @dataclass(frozen=True, slots=True)
 class AttemptOutcome:
     result: schemas.AttemptResult
@@ -192,7 +185,7 @@ async def submit_attempt(
             session,
             org_id=org_id,
             team_id=team_id,
-            data=_progress(task.task_id, acting.member_id),
+            data=learner_completion(task.task_id, acting.member_id),
             recorded_by=tenant.caller.subject,
         )
         if not recorded.created:
@@ -272,43 +265,6 @@ async def list_attempts(
         for row in rows
     ]
     return items, (_attempt_cursor(rows[-1]) if more and rows else None)
-
-
-async def complete_self(
-    session: AsyncSession,
-    *,
-    tenant: Tenant,
-    team_id: uuid.UUID,
-    data: progress_schemas.ProgressCreate,
-) -> Recorded:
-    """A member marks a ``Self`` task complete (``POST /team/{id}/progress``): the
-    completion names the caller's member; any other kind is 403 to a member."""
-    if data.completed_at is not None or data.member_id is not None:
-        errors = [
-            FieldError(field=name, message="Set by admins only.")
-            for name, value in (("CompletedAt", data.completed_at), ("MemberId", data.member_id))
-            if value is not None
-        ]
-        raise Unprocessable("A member's completion is now and names the member.", errors=errors)
-    team = await get_team(session, org_id=tenant.org_id, team_id=team_id, for_update=True)
-    member_id = await acting_member(session, caller=tenant.caller, team_id=team_id)
-    ensure_active(team, "progress")
-    task = await task_check(session, org_id=tenant.org_id, task_id=data.task_id)
-    if task is None:
-        raise not_found("task")
-    if task.kind is not CheckKind.SELF:
-        raise Forbidden(
-            f"The task is completed by {task.kind.value}: a member marks only Self tasks "
-            "complete (answers: POST /team/{id}/attempts)."
-        )
-    await ensure_open(session, org_id=tenant.org_id, team_id=team_id, task=task)
-    return await record.complete(
-        session,
-        org_id=tenant.org_id,
-        team_id=team_id,
-        data=_progress(task.task_id, member_id),
-        recorded_by=tenant.caller.subject,
-    )
 
 
 def _unlocked(row: HintUnlock, text: str, score: int | None) -> schemas.UnlockedHint:

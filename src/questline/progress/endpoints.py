@@ -4,8 +4,15 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response, status
 
-from questline.learners import service as learners
-from questline.progress import contributions, overview, rank_memo, record, schemas, service
+from questline.progress import (
+    contributions,
+    overview,
+    rank_memo,
+    record,
+    schemas,
+    self_check,
+    service,
+)
 from questline.progress.early_write import GroupCommittedWrite, completion_response
 from questline.readmodel.http import CachedRead, dumps, serve
 from questline.readmodel.service import readmodel_of
@@ -54,7 +61,7 @@ async def complete_task(
     task's level of a sequential discipline is locked.
     """
     if not tenant.is_admin:
-        done = await learners.complete_self(session, tenant=tenant, team_id=team_id, data=data)
+        done = await self_check.complete_self(session, tenant=tenant, team_id=team_id, data=data)
         return completion_response(request, done)
     result = await record.complete(
         session,

@@ -24,9 +24,9 @@ from sqlalchemy.orm import aliased
 
 from questline.disciplines.models import Discipline, Level, Quest, Task
 from questline.disciplines.service import DOCUMENTS, visible_to, visible_versions
-from questline.learners.models import HintUnlock, TaskAttempt
-from questline.learners.pending import pending_submissions
+from questline.progress.learner_records import HintUnlock, TaskAttempt
 from questline.progress.models import ScoreEvent, TaskCompletion
+from questline.progress.pending import pending_submissions
 from questline.progress.rank_memo import Ranks
 from questline.readmodel.http import dumps
 from questline.readmodel.lean import LeanRequest
@@ -406,7 +406,7 @@ def _assemble(
         d_totals = [0, 0, 0, 0]
         current = None
         # Whether the team completed every task of the previous level: a sequential
-        # discipline opens a level then (learners.locks, the actions' rule).
+        # discipline opens a level then (progress.locks, the actions' rule).
         previous_done = True
         for level in discipline.levels:
             quests = []

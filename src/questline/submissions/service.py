@@ -26,10 +26,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from questline import audit, events
 from questline.disciplines import checks
 from questline.disciplines.models import CheckKind
-from questline.learners import locks
 from questline.members import callers
 from questline.members.models import TeamMembership
-from questline.progress import record
+from questline.progress import locks, record
 from questline.progress.models import TaskCompletion
 from questline.progress.schemas import ProgressCreate
 from questline.readmodel.versions import bump

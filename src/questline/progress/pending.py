@@ -2,8 +2,8 @@
 review, as one JSON column of ``progress.overview.overview_query`` (an array of
 ``[task_id, submission_id]``). The one place that answers it, from the review domain's
 table (``submissions``: at most one pending a team and task), named here as a table
-clause: the submissions package imports this one's locks, so this one imports none of
-it (no cycle between packages)."""
+clause: the submissions package builds on progress, so progress imports none of it (no
+cycle between packages)."""
 
 from __future__ import annotations
 
