@@ -5,32 +5,21 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path, Request, Response, status
+from fastapi import APIRouter, Depends, Request, Response, status
 
 from questline.adjustments import schemas, service
 from questline.teams import service as teams_service
 from questline.web import csvexport
 from questline.web.access import AdminOf, MemberOf
-from questline.web.errors import not_found
 from questline.web.openapi import problem_responses
 from questline.web.pagination import PageDep, announce_next_page, split_page
-from questline.web.paths import TeamId
+from questline.web.paths import TeamId, id_parser
 from questline.web.routing import SessionDep, TransactionalRoute, url_of
 
 router = APIRouter(prefix="/team", tags=["progress"], route_class=TransactionalRoute)
 
 
-async def _adjustment_id(
-    raw: Annotated[str, Path(alias="adjustment_id", description="Id of the adjustment")],
-) -> uuid.UUID:
-    """A malformed id names no adjustment: 404, like an unknown one."""
-    try:
-        return uuid.UUID(raw)
-    except ValueError:
-        raise not_found("adjustment") from None
-
-
-AdjustmentId = Annotated[uuid.UUID, Depends(_adjustment_id)]
+AdjustmentId = Annotated[uuid.UUID, Depends(id_parser("adjustment", "adjustment_id"))]
 
 
 @router.post(

@@ -6,34 +6,23 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Depends, Path, Query, Request, Response, status
+from fastapi import APIRouter, Body, Depends, Query, Request, Response, status
 
 from questline.mail import service as mail
 from questline.submissions import schemas, service
 from questline.submissions.models import SubmissionState
 from questline.teams import service as teams_service
 from questline.web.access import AdminOf, MemberOf
-from questline.web.errors import not_found
 from questline.web.openapi import problem_responses
 from questline.web.pagination import PageDep, announce_next_page, split_page
-from questline.web.paths import TeamId
+from questline.web.paths import TeamId, id_parser
 from questline.web.routing import SessionDep, TransactionalRoute, url_of
 from questline.web.state import app_state
 
 router = APIRouter(tags=["submissions"], route_class=TransactionalRoute)
 
 
-async def _submission_id(
-    raw: Annotated[str, Path(alias="submission_id", description="Id of the submission")],
-) -> uuid.UUID:
-    """A malformed id names no submission: 404, like an unknown one."""
-    try:
-        return uuid.UUID(raw)
-    except ValueError:
-        raise not_found("submission") from None
-
-
-SubmissionId = Annotated[uuid.UUID, Depends(_submission_id)]
+SubmissionId = Annotated[uuid.UUID, Depends(id_parser("submission", "submission_id"))]
 
 
 @router.post(

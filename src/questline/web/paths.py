@@ -8,7 +8,10 @@ from fastapi import Depends, Path
 from questline.web.errors import not_found
 
 
-def _parser(kind: str, name: str):  # type: ignore[no-untyped-def]
+def id_parser(kind: str, name: str):  # type: ignore[no-untyped-def]
+    """The dependency that reads the path id ``name`` (``Depends(id_parser(...))`` in a
+    domain's ``Annotated`` id type): a malformed one is 404 naming ``kind``."""
+
     # async: FastAPI runs a plain ``def`` dependency in its thread pool, a hand-off per
     # request that queues under load (docs/reliability.md).
     async def parse(
@@ -35,11 +38,11 @@ def canonical_uuid(text: str) -> uuid.UUID | None:
     return parsed if str(parsed) == text else None
 
 
-TeamId = Annotated[uuid.UUID, Depends(_parser("team", "team_id"))]
-MemberId = Annotated[uuid.UUID, Depends(_parser("member", "member_id"))]
-DisciplineId = Annotated[uuid.UUID, Depends(_parser("discipline", "discipline_id"))]
-TaskId = Annotated[uuid.UUID, Depends(_parser("task", "task_id"))]
-WebhookId = Annotated[uuid.UUID, Depends(_parser("webhook", "webhook_id"))]
-DeliveryId = Annotated[uuid.UUID, Depends(_parser("delivery", "delivery_id"))]
-SeasonId = Annotated[uuid.UUID, Depends(_parser("season", "season_id"))]
-PlatformId = Annotated[uuid.UUID, Depends(_parser("LTI platform", "platform_id"))]
+TeamId = Annotated[uuid.UUID, Depends(id_parser("team", "team_id"))]
+MemberId = Annotated[uuid.UUID, Depends(id_parser("member", "member_id"))]
+DisciplineId = Annotated[uuid.UUID, Depends(id_parser("discipline", "discipline_id"))]
+TaskId = Annotated[uuid.UUID, Depends(id_parser("task", "task_id"))]
+WebhookId = Annotated[uuid.UUID, Depends(id_parser("webhook", "webhook_id"))]
+DeliveryId = Annotated[uuid.UUID, Depends(id_parser("delivery", "delivery_id"))]
+SeasonId = Annotated[uuid.UUID, Depends(id_parser("season", "season_id"))]
+PlatformId = Annotated[uuid.UUID, Depends(id_parser("LTI platform", "platform_id"))]
