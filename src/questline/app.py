@@ -27,6 +27,7 @@ from questline.disciplines.endpoints import router as disciplines_router
 from questline.health.endpoints import router as health_router
 from questline.leaderboard.choice import season_rank
 from questline.leaderboard.endpoints import router as leaderboard_router
+from questline.learners.endpoints import router as learners_router
 from questline.lti import grades_consumer as lti_grades_consumer
 from questline.lti.browser import FORM_PATHS as LTI_FORM_PATHS
 from questline.lti.browser import browser_router as lti_browser_router
@@ -208,6 +209,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         members_router,
         disciplines_router,
         progress_router,
+        learners_router,
         leaderboard_router,
         webhooks_router,
         xapi_router,

@@ -135,6 +135,12 @@ class Settings(BaseSettings):
     this only bounds it: when fewer come back than last time (a client stopped). A write
     with nobody else around never waits (docs/performance.md, "Writes")."""
 
+    attempts_per_minute: int = Field(default=10, ge=1, le=10_000)
+    """Answers one member may submit in any 60 seconds (``POST /team/{id}/attempts``;
+    more is 429 with ``Retry-After``), counted from the stored attempts, so every process
+    agrees (docs/learners.md). Not switched off by ``rate_limit_enabled``: it is a rule
+    of the game (it stops guessing), not a guard of the service."""
+
     # Rate limits per caller (token sub+org, else client address) and class of route.
     rate_limit_enabled: bool = True
     rate_limit_storage: str = "memory://"

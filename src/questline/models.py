@@ -13,6 +13,7 @@ from questline.auth.models import DashboardSession, SigninCode
 from questline.auth.scim_tokens import ScimTokenRecord
 from questline.disciplines.models import Discipline, Level, Quest, Resource, Task
 from questline.events.models import Event
+from questline.learners.models import HintUnlock, TaskAttempt
 from questline.lti.models import (
     LtiDeepLink,
     LtiDeployment,
@@ -43,6 +44,7 @@ __all__ = [
     "DashboardSession",
     "Discipline",
     "Event",
+    "HintUnlock",
     "IdempotencyRecord",
     "Level",
     "LrsConnection",
@@ -70,6 +72,7 @@ __all__ = [
     "SsoSession",
     "Submission",
     "Task",
+    "TaskAttempt",
     "TaskCompletion",
     "Team",
     "TeamMembership",

@@ -157,6 +157,16 @@ _ADMIN_OWN_LRS = {
 """The owner's LRS is seeded (``_seed_lrs``); the stranger has none when it reads."""
 
 
+_LEARNERS = {
+    "anonymous": 401,
+    "forged": 401,
+    "stranger": 404,
+    "member": 403,
+    "operator": 403,
+}
+"""A team's members act on it; a member token that names none of them is refused."""
+
+
 def _new_member(_: Resolved) -> dict[str, str]:
     return {"email": f"{unique('iso')}@example.org", "givenName": "Iso"}
 
@@ -264,6 +274,16 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     ("GET", "/team/{team_id}/progress/{task_id}"): read(scoped=True),
     ("DELETE", "/team/{team_id}/progress/{task_id}"): write(204, scoped=True),
     ("GET", "/team/{team_id}/overview"): read(scoped=True),
+    # Learners acting (tests/learners): the matrix's member token names no member (403);
+    # the seeded tasks are Admin tasks without hints (422 to the owner's admin).
+    ("POST", "/team/{team_id}/attempts"): Expect(
+        {**_LEARNERS, "admin": 422}, body=lambda r: {"TaskId": r.open_task_id, "Answer": "x"}
+    ),
+    ("GET", "/team/{team_id}/attempts"): Expect({**_LEARNERS, "admin": 200}, snapshot=True),
+    ("POST", "/team/{team_id}/hints"): Expect(
+        {**_LEARNERS, "admin": 422}, body=lambda r: {"TaskId": r.open_task_id, "Index": 0}
+    ),
+    ("GET", "/team/{team_id}/hints"): Expect({**_LEARNERS, "admin": 200}, snapshot=True),
     # Leaderboard and graphs.
     ("GET", "/leaderboard"): read(scoped=False),
     ("GET", "/leaderboard/graph"): read(scoped=False),

@@ -34,6 +34,8 @@ EventType = Literal[
     "submission.created",
     "submission.approved",
     "submission.rejected",
+    "attempt.created",
+    "hint.unlocked",
 ]
 EVENT_TYPES: tuple[str, ...] = get_args(EventType)
 _SESSION_TOPICS = "questline_committed_topics"

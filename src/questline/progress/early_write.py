@@ -2,7 +2,8 @@
 ``DELETE /team/{id}/progress/{taskId}`` group-committed by the fast lane.
 
 The routes declare ``GroupCommittedWrite`` (``answers_early``); the fast lane has by then
-matched the route and applied its access rule (an organization admin) and query check.
+matched the route and applied its access rule and query check; only an admin's writes
+are answered here (a member's self-check takes the route).
 This answer takes the plain, well-formed case and leaves everything else to the route:
 
 * the ids in their canonical form;
@@ -30,7 +31,7 @@ from questline.progress.group_commit import GroupCommit
 from questline.progress.ledger import Completing, Recorded, Withdrawing
 from questline.web.bodies import check_json_text, is_json_media
 from questline.web.errors import Problem
-from questline.web.identity import Caller
+from questline.web.identity import Caller, Role
 from questline.web.paths import canonical_uuid
 from questline.web.routing import url_of
 from questline.web.state import app_state
@@ -71,6 +72,8 @@ class GroupCommittedWrite:
         org_id = caller.org_id
         if org_id is None or not state.settings.progress_fast_path_enabled:
             return None
+        if caller.role is not Role.ADMIN:
+            return None  # a member's self-check: the route's rules (learners.service)
         if state.db.replicas.enabled:
             return None
         team_id = canonical_uuid(str(request.path_params.get("team_id", "")))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response, status
 
+from questline.learners import service as learners
 from questline.progress import contributions, overview, rank_memo, record, schemas, service
 from questline.progress.early_write import GroupCommittedWrite, completion_response
 from questline.readmodel.http import CachedRead, dumps, serve
@@ -35,7 +36,7 @@ router = APIRouter(prefix="/team", tags=["progress"], route_class=TransactionalR
 async def complete_task(
     team_id: TeamId,
     request: Request,
-    tenant: AdminOf,
+    tenant: MemberOf,
     session: SessionDep,
     data: schemas.ProgressCreate,
 ) -> Response:
@@ -46,7 +47,15 @@ async def complete_task(
 
     201 when this completes it (the team's `Score` grows by the task's points), 200 when
     it was already completed (nothing changes). Archived teams refuse progress (409).
+
+    Admins record any task. A member of the team marks a task of `Check.Kind` `Self`
+    complete (its `MemberId` is then the caller's member; `CompletedAt` and `MemberId`
+    are not sent); any other kind is 403 to a member, as is another team; 409 while the
+    task's level of a sequential discipline is locked.
     """
+    if not tenant.is_admin:
+        done = await learners.complete_self(session, tenant=tenant, team_id=team_id, data=data)
+        return completion_response(request, done)
     result = await record.complete(
         session,
         org_id=tenant.org_id,

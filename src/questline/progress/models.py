@@ -31,6 +31,8 @@ class ScoreChange(enum.StrEnum):
     ADJUSTMENT_WITHDRAWN = "AdjustWithdrawn"
     """An admin withdrew an adjustment: minus its Points (16 characters at most: the
     column's length)."""
+    HINT_UNLOCKED = "HintUnlocked"
+    """The team unlocked a hint (``questline.learners``): minus its Cost."""
 
 
 COMPLETIONS_STEP = {
@@ -39,6 +41,7 @@ COMPLETIONS_STEP = {
     ScoreChange.TASK_REMOVED: -1,
     ScoreChange.ADJUSTED: 0,
     ScoreChange.ADJUSTMENT_WITHDRAWN: 0,
+    ScoreChange.HINT_UNLOCKED: 0,
 }
 """How each kind of change moves a team's count of completed tasks."""
 

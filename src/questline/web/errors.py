@@ -109,6 +109,18 @@ class Conflict(Problem):
     status, slug, title = 409, "conflict", "Conflict"
 
 
+class AlreadyCompleted(Conflict):
+    slug, title = "already-completed", "The team already completed the task"
+
+
+class NoAttemptsLeft(Conflict):
+    slug, title = "no-attempts-left", "No attempts left"
+
+
+class Locked(Conflict):
+    slug, title = "locked", "The level is locked"
+
+
 class PreconditionFailed(Problem):
     status, slug, title = 412, "precondition-failed", "Precondition failed"
 

@@ -181,6 +181,31 @@ CATALOGUE: tuple[ProblemType, ...] = (
         "Retry after the seconds given in `Retry-After`.",
     ),
     ProblemType(
+        "already-completed",
+        409,
+        "The team already completed the task",
+        "The task is complete for this team (maybe a teammate's answer arrived first); "
+        "nothing was counted.",
+        "Nothing to do: the completion is in `GET /team/{id}/progress`.",
+    ),
+    ProblemType(
+        "no-attempts-left",
+        409,
+        "No attempts left",
+        "The team used every attempt the task allows (`MaxAttempts`, counted for all its "
+        "members together); this one was not counted.",
+        "Ask an admin: they can record the task, or raise `MaxAttempts`.",
+    ),
+    ProblemType(
+        "locked",
+        409,
+        "The level is locked",
+        "The discipline is sequential and the task's level opens only once the team has "
+        "completed every task of the previous level; `detail` names it. Nothing was "
+        "changed.",
+        "Complete the level named in `detail` first.",
+    ),
+    ProblemType(
         "not-configured",
         409,
         "Not configured on this service",

@@ -1,0 +1,1 @@
+"""Learners act themselves: answers, self-check, hints, sequential levels."""

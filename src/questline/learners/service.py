@@ -1,0 +1,464 @@
+"""What a team's members do themselves: answer (``Answer`` tasks), mark done (``Self``),
+unlock hints. Every completion goes through the progress ledger (``progress.record``),
+as an admin's does; a hint's cost is a step of the score history (``scores.apply_steps``).
+
+The refusals come in one order for every action: 404 team, 403 not the team's member,
+409 archived team, 404 task, the task's kind (422, or 403 for a member's self-check of
+another kind), 409 locked level, then the action's own (409 done, 409 no attempts left,
+429 too fast). A refused attempt is neither stored nor counted.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import uuid
+from dataclasses import dataclass
+
+from sqlalchemy import exists, func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from questline import audit, events
+from questline.config import Settings
+from questline.disciplines.checks import TaskCheck, answer_keys, any_matches, task_check
+from questline.disciplines.models import CheckKind
+from questline.learners import schemas
+from questline.learners.locks import ensure_open
+from questline.learners.models import HintUnlock, TaskAttempt
+from questline.members.callers import acting_member
+from questline.progress import record
+from questline.progress import schemas as progress_schemas
+from questline.progress.ledger import Recorded
+from questline.progress.models import ScoreChange, TaskCompletion
+from questline.progress.scores import Step, apply_steps
+from questline.readmodel.versions import bump
+from questline.storage.db import utcnow
+from questline.teams.models import Team
+from questline.teams.service import ensure_active, get_team
+from questline.web.access import Tenant
+from questline.web.errors import (
+    AlreadyCompleted,
+    FieldError,
+    Forbidden,
+    NoAttemptsLeft,
+    TooManyRequests,
+    Unprocessable,
+    not_found,
+)
+from questline.web.pagination import PageRequest, cursor_parts
+
+SEALED_AS = "submitted answer"
+RATE_WINDOW = dt.timedelta(seconds=60)
+
+
+@dataclass(frozen=True, slots=True)
+class Acting:
+    """A learner action's team, task and member, every refusal before its own passed."""
+
+    team: Team
+    task: TaskCheck
+    member_id: uuid.UUID | None
+
+
+async def _acting(
+    session: AsyncSession,
+    *,
+    tenant: Tenant,
+    team_id: uuid.UUID,
+    task_id: uuid.UUID,
+    kind: CheckKind | None,
+    action: str,
+) -> Acting:
+    """The team (locked: one team's learner actions run one at a time), the caller's
+    member, the task, with the refusals every action shares."""
+    team = await get_team(session, org_id=tenant.org_id, team_id=team_id, for_update=True)
+    member_id = await acting_member(session, caller=tenant.caller, team_id=team_id)
+    ensure_active(team, action)
+    task = await task_check(session, org_id=tenant.org_id, task_id=task_id)
+    if task is None:
+        raise not_found("task")
+    if kind is not None and task.kind is not kind:
+        raise Unprocessable(
+            f"The task is completed by {task.kind.value}, not by {kind.value}.",
+            errors=[FieldError(field="TaskId", message=f"Name a task of Kind {kind.value}.")],
+        )
+    await ensure_open(session, org_id=tenant.org_id, team_id=team_id, task=task)
+    return Acting(team, task, member_id)
+
+
+async def _is_completed(
+    session: AsyncSession, org_id: uuid.UUID, team_id: uuid.UUID, task_id: uuid.UUID
+) -> bool:
+    found = await session.scalar(
+        select(
+            exists().where(
+                TaskCompletion.organization_id == org_id,
+                TaskCompletion.team_id == team_id,
+                TaskCompletion.task_id == task_id,
+            )
+        )
+    )
+    return bool(found)
+
+
+async def attempts_used(
+    session: AsyncSession, *, org_id: uuid.UUID, team_id: uuid.UUID, task_id: uuid.UUID
+) -> int:
+    used = await session.scalar(
+        select(func.count()).where(
+            TaskAttempt.organization_id == org_id,
+            TaskAttempt.team_id == team_id,
+            TaskAttempt.task_id == task_id,
+        )
+    )
+    return int(used or 0)
+
+
+async def _check_rate(
+    session: AsyncSession, *, org_id: uuid.UUID, actor: str, now: dt.datetime, limit: int
+) -> None:
+    """429 with ``Retry-After`` when the actor made ``limit`` attempts in the last minute
+    (counted from the stored ones, so every process agrees)."""
+    recent = (
+        await session.scalars(
+            select(TaskAttempt.at)
+            .where(
+                TaskAttempt.organization_id == org_id,
+                TaskAttempt.actor == actor,
+                TaskAttempt.at > now - RATE_WINDOW,
+            )
+            .order_by(TaskAttempt.at.desc())
+            .limit(limit)
+        )
+    ).all()
+    if len(recent) < limit:
+        return
+    oldest = min(recent)
+    wait = max(1, math.ceil((oldest + RATE_WINDOW - now).total_seconds()))
+    raise TooManyRequests(
+        f"At most {limit} answers a minute from one member; retry in {wait} seconds.",
+        headers={"Retry-After": str(wait)},
+    )
+
+
+def _progress(task_id: uuid.UUID, member_id: uuid.UUID | None) -> progress_schemas.ProgressCreate:
+    """The completion a learner's action records: now, by the caller's member."""
+    return progress_schemas.ProgressCreate.model_validate(
+        {"TaskId": task_id, "MemberId": member_id}
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptOutcome:
+    result: schemas.AttemptResult
+    created: bool
+    """A right answer that completed the task (201)."""
+
+
+async def submit_attempt(
+    session: AsyncSession,
+    *,
+    tenant: Tenant,
+    team_id: uuid.UUID,
+    data: schemas.AttemptCreate,
+    settings: Settings,
+) -> AttemptOutcome:
+    """Check the answer; a right one completes the task through the progress ledger
+    (with the caller's member as ``MemberId``)."""
+    acting = await _acting(
+        session,
+        tenant=tenant,
+        team_id=team_id,
+        task_id=data.task_id,
+        kind=CheckKind.ANSWER,
+        action="answers",
+    )
+    org_id, task = tenant.org_id, acting.task
+    if await _is_completed(session, org_id, team_id, task.task_id):
+        raise AlreadyCompleted("The team already completed this task; nothing was counted.")
+    used = await attempts_used(session, org_id=org_id, team_id=team_id, task_id=task.task_id)
+    if task.max_attempts is not None and used >= task.max_attempts:
+        raise NoAttemptsLeft(
+            f"The team used all {task.max_attempts} attempts at this task; this one was "
+            "not counted."
+        )
+    now = utcnow()
+    actor = str(acting.member_id) if acting.member_id else tenant.caller.subject
+    await _check_rate(
+        session, org_id=org_id, actor=actor, now=now, limit=settings.attempts_per_minute
+    )
+    keys = answer_keys(settings, task.owner)
+    correct = any_matches(keys, data.answer, task.answers)
+    left = None if task.max_attempts is None else task.max_attempts - used - 1
+    completion: progress_schemas.Completion | None = None
+    if correct:
+        recorded: Recorded = await record.complete(
+            session,
+            org_id=org_id,
+            team_id=team_id,
+            data=_progress(task.task_id, acting.member_id),
+            recorded_by=tenant.caller.subject,
+        )
+        if not recorded.created:
+            raise AlreadyCompleted("The team already completed this task; nothing was counted.")
+        completion = recorded.completion
+    session.add(
+        TaskAttempt(
+            organization_id=org_id,
+            team_id=team_id,
+            task_id=task.task_id,
+            member_id=acting.member_id,
+            actor=actor,
+            at=now,
+            correct=correct,
+            answer=keys.sealer.seal(data.answer, organization=org_id, purpose=SEALED_AS),
+        )
+    )
+    # Never the answer: who tried which task, when, and whether it was right.
+    await events.record(
+        session,
+        organization_id=org_id,
+        type="attempt.created",
+        data={
+            "TeamId": team_id,
+            "TaskId": task.task_id,
+            "DisciplineId": task.discipline_id,
+            "MemberId": acting.member_id,
+            "At": now.isoformat().replace("+00:00", "Z"),
+            "Correct": correct,
+            "AttemptsLeft": left,
+        },
+    )
+    if not correct:
+        await bump(session, org_id)  # the overview's AttemptsLeft
+    result = schemas.AttemptResult(correct=correct, attempts_left=left, completion=completion)
+    return AttemptOutcome(result, correct)
+
+
+def _attempt_cursor(row: TaskAttempt) -> list[str]:
+    return [str(row.id)]
+
+
+async def list_attempts(
+    session: AsyncSession,
+    *,
+    tenant: Tenant,
+    team_id: uuid.UUID,
+    page: PageRequest,
+    settings: Settings,
+) -> tuple[list[schemas.Attempt], list[str] | None]:
+    """The team's counted attempts, oldest first; admins also read each answer."""
+    await get_team(session, org_id=tenant.org_id, team_id=team_id)
+    await acting_member(session, caller=tenant.caller, team_id=team_id)
+    query = select(TaskAttempt).where(
+        TaskAttempt.organization_id == tenant.org_id, TaskAttempt.team_id == team_id
+    )
+    if page.after is not None:
+        (after,) = cursor_parts(page.after, uuid.UUID)
+        query = query.where(TaskAttempt.id > after)
+    query = query.order_by(TaskAttempt.id)
+    if page.fetch_size is not None:
+        query = query.limit(page.fetch_size)
+    rows = list((await session.scalars(query)).all())
+    more = page.limit is not None and len(rows) > page.limit
+    rows = rows[: page.limit] if page.limit is not None else rows
+    sealer = answer_keys(settings, tenant.org_id).sealer if tenant.is_admin else None
+    items = [
+        schemas.Attempt(
+            task_id=row.task_id,
+            member_id=row.member_id,
+            at=row.at,
+            correct=row.correct,
+            answer=None
+            if sealer is None
+            else sealer.unseal(row.answer, organization=tenant.org_id, purpose=SEALED_AS),
+        )
+        for row in rows
+    ]
+    return items, (_attempt_cursor(rows[-1]) if more and rows else None)
+
+
+async def complete_self(
+    session: AsyncSession,
+    *,
+    tenant: Tenant,
+    team_id: uuid.UUID,
+    data: progress_schemas.ProgressCreate,
+) -> Recorded:
+    """A member marks a ``Self`` task complete (``POST /team/{id}/progress``): the
+    completion names the caller's member; any other kind is 403 to a member."""
+    if data.completed_at is not None or data.member_id is not None:
+        errors = [
+            FieldError(field=name, message="Set by admins only.")
+            for name, value in (("CompletedAt", data.completed_at), ("MemberId", data.member_id))
+            if value is not None
+        ]
+        raise Unprocessable("A member's completion is now and names the member.", errors=errors)
+    team = await get_team(session, org_id=tenant.org_id, team_id=team_id, for_update=True)
+    member_id = await acting_member(session, caller=tenant.caller, team_id=team_id)
+    ensure_active(team, "progress")
+    task = await task_check(session, org_id=tenant.org_id, task_id=data.task_id)
+    if task is None:
+        raise not_found("task")
+    if task.kind is not CheckKind.SELF:
+        raise Forbidden(
+            f"The task is completed by {task.kind.value}: a member marks only Self tasks "
+            "complete (answers: POST /team/{id}/attempts)."
+        )
+    await ensure_open(session, org_id=tenant.org_id, team_id=team_id, task=task)
+    return await record.complete(
+        session,
+        org_id=tenant.org_id,
+        team_id=team_id,
+        data=_progress(task.task_id, member_id),
+        recorded_by=tenant.caller.subject,
+    )
+
+
+def _unlocked(row: HintUnlock, text: str, score: int | None) -> schemas.UnlockedHint:
+    return schemas.UnlockedHint(
+        task_id=row.task_id,
+        index=row.hint_index,
+        text=text,
+        cost=row.cost,
+        unlocked_at=row.unlocked_at,
+        unlocked_by=row.unlocked_by,
+        member_id=row.member_id,
+        score=score,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class HintOutcome:
+    hint: schemas.UnlockedHint
+    created: bool
+
+
+async def unlock_hint(
+    session: AsyncSession, *, tenant: Tenant, team_id: uuid.UUID, data: schemas.HintUnlockCreate
+) -> HintOutcome:
+    """Show the hint to the team; the first unlock costs its ``Cost`` (a step of the
+    score history), a repeat nothing."""
+    acting = await _acting(
+        session, tenant=tenant, team_id=team_id, task_id=data.task_id, kind=None, action="hints"
+    )
+    task = acting.task
+    if data.index >= len(task.hints):
+        raise Unprocessable(
+            f"The task has {len(task.hints)} hints.",
+            errors=[FieldError(field="Index", message="Name one of the task's hints (0-based).")],
+        )
+    hint = task.hints[data.index]
+    existing = await session.get(HintUnlock, (tenant.org_id, team_id, task.task_id, data.index))
+    if existing is not None:
+        return HintOutcome(_unlocked(existing, hint["Text"], acting.team.score), False)
+    now = utcnow()
+    row = HintUnlock(
+        organization_id=tenant.org_id,
+        team_id=team_id,
+        task_id=task.task_id,
+        hint_index=data.index,
+        cost=int(hint["Cost"]),
+        unlocked_at=now,
+        unlocked_by=tenant.caller.subject,
+        member_id=acting.member_id,
+    )
+    session.add(row)
+    await session.flush()
+    score = acting.team.score
+    if row.cost:
+        [score] = await apply_steps(
+            session,
+            steps=[
+                Step(
+                    organization_id=tenant.org_id,
+                    team_id=team_id,
+                    task_id=task.task_id,
+                    discipline_id=task.discipline_id,
+                    kind=ScoreChange.HINT_UNLOCKED,
+                    delta=-row.cost,
+                    at=now,
+                )
+            ],
+        )
+    unlocked = _unlocked(row, hint["Text"], score)
+    # The hint's text stays with the team: events and the audit log name the hint.
+    summary = {
+        "TeamId": team_id,
+        "TaskId": task.task_id,
+        "Index": data.index,
+        "Cost": row.cost,
+        "UnlockedAt": now.isoformat().replace("+00:00", "Z"),
+        "UnlockedBy": row.unlocked_by,
+        "MemberId": acting.member_id,
+        "Score": score,
+    }
+    await events.record(session, organization_id=tenant.org_id, type="hint.unlocked", data=summary)
+    await audit.record(
+        session,
+        organization_id=tenant.org_id,
+        action="hint.unlocked",
+        target=("team", team_id),
+        after={"TaskId": task.task_id, "Index": data.index, "Cost": row.cost, "Score": score},
+    )
+    await bump(session, tenant.org_id)
+    return HintOutcome(unlocked, True)
+
+
+async def list_hints(
+    session: AsyncSession, *, tenant: Tenant, team_id: uuid.UUID
+) -> list[schemas.UnlockedHint]:
+    """The team's unlocked hints with their texts, in the order unlocked."""
+    await get_team(session, org_id=tenant.org_id, team_id=team_id)
+    await acting_member(session, caller=tenant.caller, team_id=team_id)
+    rows = (
+        await session.scalars(
+            select(HintUnlock)
+            .where(HintUnlock.organization_id == tenant.org_id, HintUnlock.team_id == team_id)
+            .order_by(HintUnlock.unlocked_at, HintUnlock.task_id, HintUnlock.hint_index)
+        )
+    ).all()
+    texts = await _hint_texts(session, tenant.org_id, {row.task_id for row in rows})
+    return [_unlocked(row, texts.get((row.task_id, row.hint_index), ""), None) for row in rows]
+
+
+async def _hint_texts(
+    session: AsyncSession, org_id: uuid.UUID, task_ids: set[uuid.UUID]
+) -> dict[tuple[uuid.UUID, int], str]:
+    """The current texts of the tasks' hints (a hint edited since reads as it is now;
+    a removed one as empty)."""
+    texts: dict[tuple[uuid.UUID, int], str] = {}
+    for task_id in task_ids:
+        task = await task_check(session, org_id=org_id, task_id=task_id)
+        for index, hint in enumerate(task.hints if task else ()):
+            texts[(task_id, index)] = str(hint["Text"])
+    return texts
+
+
+async def unlocked_indexes(
+    session: AsyncSession, *, org_id: uuid.UUID, team_id: uuid.UUID
+) -> dict[uuid.UUID, list[int]]:
+    rows = await session.execute(
+        select(HintUnlock.task_id, HintUnlock.hint_index)
+        .where(HintUnlock.organization_id == org_id, HintUnlock.team_id == team_id)
+        .order_by(HintUnlock.task_id, HintUnlock.hint_index)
+    )
+    found: dict[uuid.UUID, list[int]] = {}
+    for task_id, index in rows:
+        found.setdefault(task_id, []).append(int(index))
+    return found
+
+
+async def attempts_by_task(
+    session: AsyncSession, *, org_id: uuid.UUID, team_id: uuid.UUID
+) -> dict[uuid.UUID, int]:
+    rows = await session.execute(
+        select(TaskAttempt.task_id, func.count())
+        .where(TaskAttempt.organization_id == org_id, TaskAttempt.team_id == team_id)
+        .group_by(TaskAttempt.task_id)
+    )
+    return {row[0]: int(row[1]) for row in rows}
+
+
+def attempts_left(max_attempts: int | None, used: int) -> int | None:
+    return None if max_attempts is None else max(0, max_attempts - used)
