@@ -413,6 +413,11 @@ export interface paths {
          *
          *     201 when this completes it (the team's `Score` grows by the task's points), 200 when
          *     it was already completed (nothing changes). Archived teams refuse progress (409).
+         *
+         *     Admins record any task. A member of the team marks a task of `Check.Kind` `Self`
+         *     complete (its `MemberId` is then the caller's member; `CompletedAt` and `MemberId`
+         *     are not sent); any other kind is 403 to a member, as is another team; 409 while the
+         *     task's level of a sequential discipline is locked.
          */
         post: operations["completeTask"];
         delete?: never;
@@ -471,6 +476,66 @@ export interface paths {
         get: operations["getTeamOverview"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/team/{team_id}/attempts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List attempts
+         * @description The team's counted attempts, oldest first (opt-in paging: `limit`, `after`): the
+         *     team's members and admins; admins also read each submitted `Answer`.
+         */
+        get: operations["listAttempts"];
+        put?: never;
+        /**
+         * Submit attempt
+         * @description Answer an `Answer` task as a member of the team (or an admin).
+         *
+         *     Right: 201 `{"Correct": true, "AttemptsLeft", "Completion"}` (the completion names the
+         *     caller's member). Wrong: 200 `{"Correct": false, "AttemptsLeft"}`. 409 when the team
+         *     already completed the task (`already-completed`), used every attempt
+         *     (`no-attempts-left`), the team is archived, or the task's level is still locked
+         *     (`locked`); 422 when the task is not an `Answer` task; 403 for a member of another
+         *     team; 429 (with `Retry-After`) past `QUESTLINE_ATTEMPTS_PER_MINUTE` answers a minute
+         *     by one member. A refused attempt is not counted.
+         */
+        post: operations["submitAttempt"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/team/{team_id}/hints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List hints
+         * @description The hints the team unlocked, with their texts, in the order unlocked.
+         */
+        get: operations["listHints"];
+        put?: never;
+        /**
+         * Unlock hint
+         * @description Unlock a task's hint (`TaskId`, `Index`) for the team: 201 with its `Text`, and the
+         *     team's score drops by its `Cost` (a step of the score history); 200 with the same
+         *     body when the team had unlocked it already (no second charge). Members of the team
+         *     and admins; 409 while the task's level is locked.
+         */
+        post: operations["unlockHint"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1956,6 +2021,77 @@ export interface components {
             Comment?: string | null;
         };
         /**
+         * Attempt
+         * @description A counted attempt. `Answer` is shown to admins only.
+         * @example {
+         *       "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+         *       "MemberId": "0193a6f4-2b3c-7d4e-9f5a-6b7c8d9e0f11",
+         *       "At": "2026-11-20T09:30:00Z",
+         *       "Correct": false,
+         *       "Answer": "eu-west-2"
+         *     }
+         */
+        Attempt: {
+            /**
+             * Taskid
+             * Format: uuid
+             */
+            TaskId: string;
+            /** Memberid */
+            MemberId: string | null;
+            /**
+             * At
+             * Format: date-time
+             */
+            At: string;
+            /** Correct */
+            Correct: boolean;
+            /**
+             * Answer
+             * @description Admins only: what was submitted.
+             */
+            Answer?: string | null;
+        };
+        /**
+         * AttemptCreate
+         * @description `POST /team/{id}/attempts`.
+         * @example {
+         *       "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+         *       "Answer": "eu-west-1"
+         *     }
+         */
+        AttemptCreate: {
+            /**
+             * Taskid
+             * Format: uuid
+             */
+            TaskId: string;
+            /**
+             * Answer
+             * @description 1 to 1,000 characters, compared as written (`IgnoreCase` answers ignore case and surrounding spaces).
+             */
+            Answer: string;
+        };
+        /**
+         * AttemptResult
+         * @description What an attempt did: 201 with the completion when right, 200 when wrong.
+         * @example {
+         *       "Correct": false,
+         *       "AttemptsLeft": 2
+         *     }
+         */
+        AttemptResult: {
+            /** Correct */
+            Correct: boolean;
+            /**
+             * Attemptsleft
+             * @description null: unlimited.
+             */
+            AttemptsLeft: number | null;
+            /** @description When right: the completion, with the caller's member as `MemberId`. */
+            Completion?: components["schemas"]["Completion"] | null;
+        };
+        /**
          * AuditEntry
          * @description One change made in the organization.
          * @example {
@@ -2782,6 +2918,26 @@ export interface components {
              * @default 0
              */
             Cost: number;
+        };
+        /**
+         * HintUnlockCreate
+         * @description `POST /team/{id}/hints`.
+         * @example {
+         *       "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+         *       "Index": 0
+         *     }
+         */
+        HintUnlockCreate: {
+            /**
+             * Taskid
+             * Format: uuid
+             */
+            TaskId: string;
+            /**
+             * Index
+             * @description The hint's place in the task's `Hints` (0-based).
+             */
+            Index: number;
         };
         /**
          * Invitation
@@ -4598,6 +4754,53 @@ export interface components {
              */
             TargetLinkUri: string;
         };
+        /**
+         * UnlockedHint
+         * @description A hint the team unlocked, with its text.
+         * @example {
+         *       "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+         *       "Index": 0,
+         *       "Text": "Look at the deploy pipeline.",
+         *       "Cost": 5,
+         *       "UnlockedAt": "2026-11-20T09:30:00Z",
+         *       "UnlockedBy": "ada@example.org",
+         *       "MemberId": "0193a6f4-2b3c-7d4e-9f5a-6b7c8d9e0f11",
+         *       "Score": 55
+         *     }
+         */
+        UnlockedHint: {
+            /**
+             * Taskid
+             * Format: uuid
+             */
+            TaskId: string;
+            /** Index */
+            Index: number;
+            /** Text */
+            Text: string;
+            /** Cost */
+            Cost: number;
+            /**
+             * Unlockedat
+             * Format: date-time
+             */
+            UnlockedAt: string;
+            /**
+             * Unlockedby
+             * @description The caller's subject (token `sub` or session).
+             */
+            UnlockedBy: string;
+            /**
+             * Memberid
+             * @description The team's member who unlocked it.
+             */
+            MemberId: string | null;
+            /**
+             * Score
+             * @description On `POST`: the team's score after it.
+             */
+            Score?: number | null;
+        };
         /** ValidationError */
         ValidationError: {
             /** Location */
@@ -4696,7 +4899,7 @@ export interface components {
              * Events
              * @description The event types to send.
              */
-            events: ("team.created" | "team.updated" | "team.deleted" | "team.admin_changed" | "member.added" | "member.removed" | "progress.completed" | "progress.withdrawn" | "discipline.created" | "discipline.updated" | "discipline.deleted" | "bulk.completed" | "team.adjusted" | "team.adjustment_withdrawn" | "submission.created" | "submission.approved" | "submission.rejected")[];
+            events: ("team.created" | "team.updated" | "team.deleted" | "team.admin_changed" | "member.added" | "member.removed" | "progress.completed" | "progress.withdrawn" | "discipline.created" | "discipline.updated" | "discipline.deleted" | "bulk.completed" | "team.adjusted" | "team.adjustment_withdrawn" | "submission.created" | "submission.approved" | "submission.rejected" | "attempt.created" | "hint.unlocked")[];
             /** Description */
             description?: string | null;
         };
@@ -4711,7 +4914,7 @@ export interface components {
             /** Url */
             Url?: string | null;
             /** Events */
-            Events?: ("team.created" | "team.updated" | "team.deleted" | "team.admin_changed" | "member.added" | "member.removed" | "progress.completed" | "progress.withdrawn" | "discipline.created" | "discipline.updated" | "discipline.deleted" | "bulk.completed" | "team.adjusted" | "team.adjustment_withdrawn" | "submission.created" | "submission.approved" | "submission.rejected")[] | null;
+            Events?: ("team.created" | "team.updated" | "team.deleted" | "team.admin_changed" | "member.added" | "member.removed" | "progress.completed" | "progress.withdrawn" | "discipline.created" | "discipline.updated" | "discipline.deleted" | "bulk.completed" | "team.adjusted" | "team.adjustment_withdrawn" | "submission.created" | "submission.approved" | "submission.rejected" | "attempt.created" | "hint.unlocked")[] | null;
             /**
              * Enabled
              * @description `true` re-enables a disabled webhook.
@@ -5807,7 +6010,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6329,7 +6532,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7143,7 +7346,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7731,7 +7934,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -10201,7 +10404,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -10506,7 +10709,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -11053,7 +11256,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -11574,7 +11777,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -11971,6 +12174,1124 @@ export interface operations {
                      *       "status": 503,
                      *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
                      *       "instance": "/team/{team_id}/overview",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    listAttempts: {
+        parameters: {
+            query?: {
+                /** @description Page size; omit for every item. */
+                limit?: number | null;
+                /** @description Cursor from the previous page's `Link` header (opaque, signed). */
+                after?: string | null;
+            };
+            header?: never;
+            path: {
+                /** @description Id of the team */
+                team_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+                     *         "MemberId": "0193a6f4-2b3c-7d4e-9f5a-6b7c8d9e0f11",
+                     *         "At": "2026-11-20T09:30:00Z",
+                     *         "Correct": false,
+                     *         "Answer": "eu-west-2"
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["Attempt"][];
+                };
+            };
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "No such resource in the caller's organization.",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    submitAttempt: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the team */
+                team_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+                 *       "Answer": "eu-west-1"
+                 *     }
+                 */
+                "application/json": components["schemas"]["AttemptCreate"];
+            };
+        };
+        responses: {
+            /** @description A wrong answer (counted). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "Correct": false,
+                     *       "AttemptsLeft": 2
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AttemptResult"];
+                };
+            };
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "Correct": false,
+                     *       "AttemptsLeft": 2
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AttemptResult"];
+                };
+            };
+            /** @description Malformed JSON, or JSON nested too deeply; or a `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "No such resource in the caller's organization.",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/conflict",
+                     *       "title": "Conflict",
+                     *       "status": 409,
+                     *       "detail": "The request conflicts with the current state.",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](/problems/payload-too-large). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/payload-too-large",
+                     *       "title": "Payload too large",
+                     *       "status": 413,
+                     *       "detail": "The body is over the limit (5 MiB; 32 MiB for `/team/bulk`), or a bulk request has more teams than allowed.",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](/problems/unsupported-media-type). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "The body was sent with a media type this operation does not read.",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/team/{team_id}/attempts",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    listHints: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the team */
+                team_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+                     *         "Index": 0,
+                     *         "Text": "Look at the deploy pipeline.",
+                     *         "Cost": 5,
+                     *         "UnlockedAt": "2026-11-20T09:30:00Z",
+                     *         "UnlockedBy": "ada@example.org",
+                     *         "MemberId": "0193a6f4-2b3c-7d4e-9f5a-6b7c8d9e0f11",
+                     *         "Score": 55
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["UnlockedHint"][];
+                };
+            };
+            /** @description A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "No such resource in the caller's organization.",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+        };
+    };
+    unlockHint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Id of the team */
+                team_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+                 *       "Index": 0
+                 *     }
+                 */
+                "application/json": components["schemas"]["HintUnlockCreate"];
+            };
+        };
+        responses: {
+            /** @description Unlocked before: the same hint, no second charge. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+                     *       "Index": 0,
+                     *       "Text": "Look at the deploy pipeline.",
+                     *       "Cost": 5,
+                     *       "UnlockedAt": "2026-11-20T09:30:00Z",
+                     *       "UnlockedBy": "ada@example.org",
+                     *       "MemberId": "0193a6f4-2b3c-7d4e-9f5a-6b7c8d9e0f11",
+                     *       "Score": 55
+                     *     }
+                     */
+                    "application/json": components["schemas"]["UnlockedHint"];
+                };
+            };
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+                     *       "Index": 0,
+                     *       "Text": "Look at the deploy pipeline.",
+                     *       "Cost": 5,
+                     *       "UnlockedAt": "2026-11-20T09:30:00Z",
+                     *       "UnlockedBy": "ada@example.org",
+                     *       "MemberId": "0193a6f4-2b3c-7d4e-9f5a-6b7c8d9e0f11",
+                     *       "Score": 55
+                     *     }
+                     */
+                    "application/json": components["schemas"]["UnlockedHint"];
+                };
+            };
+            /** @description Malformed JSON, or JSON nested too deeply; or a `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`). Problem types: [`malformed-request`](/problems/malformed-request). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/malformed-request",
+                     *       "title": "Malformed request",
+                     *       "status": 400,
+                     *       "detail": "The body could not be read.",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Missing, expired or invalid bearer token. Problem types: [`unauthorized`](/problems/unauthorized). */
+            401: {
+                headers: {
+                    /** @description `Bearer`. */
+                    "WWW-Authenticate"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unauthorized",
+                     *       "title": "Authentication required",
+                     *       "status": 401,
+                     *       "detail": "No valid credential came with the request.",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The token's role may not do this. Problem types: [`forbidden`](/problems/forbidden). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/forbidden",
+                     *       "title": "Not allowed",
+                     *       "status": 403,
+                     *       "detail": "The caller is known but may not do this.",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description No such resource in the caller's organization. Problem types: [`not-found`](/problems/not-found), [`http-404`](/problems/http-404). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/not-found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "No such resource in the caller's organization.",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request's headers (or its body) did not arrive in time; the connection is closed. Problem types: [`request-timeout`](/problems/request-timeout), [`http-408`](/problems/http-408). */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/request-timeout",
+                     *       "title": "Request timeout",
+                     *       "status": 408,
+                     *       "detail": "The body did not arrive within the server's deadline (`QUESTLINE_SERVER_BODY_TIMEOUT_SECONDS`).",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/conflict",
+                     *       "title": "Conflict",
+                     *       "status": 409,
+                     *       "detail": "The request conflicts with the current state.",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is larger than allowed. Problem types: [`payload-too-large`](/problems/payload-too-large). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/payload-too-large",
+                     *       "title": "Payload too large",
+                     *       "status": 413,
+                     *       "detail": "The body is over the limit (5 MiB; 32 MiB for `/team/bulk`), or a bulk request has more teams than allowed.",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the connection is closed. Problem types: [`http-414`](/problems/http-414). */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-414",
+                     *       "title": "URI too long",
+                     *       "status": 414,
+                     *       "detail": "The request line or the query string is longer than the server takes (`QUESTLINE_SERVER_MAX_REQUEST_LINE_BYTES`, `QUESTLINE_SERVER_MAX_QUERY_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The body is not JSON. Problem types: [`unsupported-media-type`](/problems/unsupported-media-type). */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/unsupported-media-type",
+                     *       "title": "Unsupported media type",
+                     *       "status": 415,
+                     *       "detail": "The body was sent with a media type this operation does not read.",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Invalid input; `errors` names each field. Problem types: [`validation-error`](/problems/validation-error). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/validation-error",
+                     *       "title": "Invalid input",
+                     *       "status": 422,
+                     *       "detail": "The input was read but is not valid.",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80",
+                     *       "errors": [
+                     *         {
+                     *           "field": "name",
+                     *           "message": "String should have at least 1 character"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description Too many requests; see `Retry-After` and the `RateLimit-*` headers. Problem types: [`rate-limited`](/problems/rate-limited). */
+            429: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/rate-limited",
+                     *       "title": "Too many requests",
+                     *       "status": 429,
+                     *       "detail": "The caller sent more requests than its share in the current window.",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the connection is closed. Problem types: [`http-431`](/problems/http-431). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/http-431",
+                     *       "title": "Request header fields too large",
+                     *       "status": 431,
+                     *       "detail": "A header line, or the headers together, are larger than the server takes (`QUESTLINE_SERVER_MAX_HEADER_LINE_BYTES`, `QUESTLINE_SERVER_MAX_HEADER_BYTES`); the server closed the connection.",
+                     *       "instance": "/team/{team_id}/hints",
+                     *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["ProblemDocument"];
+                };
+            };
+            /** @description The database is unreachable, the request timed out, or this server handles as many connections or requests as it takes; see `Retry-After` (absent when the server refused the connection itself). Problem types: [`service-unavailable`](/problems/service-unavailable), [`http-503`](/problems/http-503). */
+            503: {
+                headers: {
+                    /** @description Seconds to wait. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "/problems/service-unavailable",
+                     *       "title": "Service unavailable",
+                     *       "status": 503,
+                     *       "detail": "The database is unreachable, the request ran out of time, or this server handles as many requests as it takes.",
+                     *       "instance": "/team/{team_id}/hints",
                      *       "requestId": "5f0c6c1e9a8b4d2f8e1a7b3c2d4e6f80"
                      *     }
                      */
@@ -14843,7 +16164,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17461,7 +18782,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17678,7 +18999,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -17969,7 +19290,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -24548,7 +25869,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -25071,7 +26392,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -25588,7 +26909,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -26365,7 +27686,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -26671,7 +27992,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -27420,7 +28741,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -28214,7 +29535,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -28504,7 +29825,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
