@@ -1,0 +1,236 @@
+"""End-to-end: a learner on the dashboard's My team page in Chromium against a live
+server — signing in lands there; a wrong answer then a right one (the attempts left,
+the score and the leaderboard change); Mark done; a hint unlocked after a confirmation
+(its text shown, its cost taken); a submission rejected then resubmitted and approved,
+with the reviewer's comment; a sequential discipline's closed level opening. Each step
+is checked through the API too; axe finds no serious violation on the page."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from playwright.sync_api import Page, expect
+
+from questline.web.identity import Role
+from tests.dashboard.browser import Pages, check_accessibility
+from tests.dashboard.live import LiveServer
+from tests.dashboard.seed import SeededOrg
+from tests.dashboard.test_e2e import LEADERBOARD_READY, visit
+from tests.factories import unique
+
+READY = '#view[data-route="myteam"] #myteam-paths[data-loaded]'
+
+
+def task(title: str, points: int, check: dict[str, Any], hints: list[Any] | None = None) -> Any:
+    return {"Title": title, "Points": points, "Check": check, "Hints": hints or []}
+
+
+def learner(live: LiveServer, org: SeededOrg, discipline: dict[str, Any]) -> tuple[str, Any]:
+    """The discipline, and Ada, a member of Wolves (score 0) signed in by a link."""
+    with live.client(org.admin_token) as api:
+        made = api.post("/discipline", json={"Description": "x", **discipline})
+        assert made.status_code == 201, made.text
+        email = f"{unique('ada')}@example.org"
+        added = api.post(
+            f"/team/{org.teams['Wolves']}/members", json={"email": email, "givenName": "Ada"}
+        )
+        assert added.status_code == 201, added.text
+    return email, made.json()
+
+
+def tasks_of(doc: dict[str, Any]) -> list[str]:
+    return [t["Id"] for lv in doc["Levels"] for q in lv["Quests"] for t in q["Tasks"]]
+
+
+def open_my_team(page: Page, live: LiveServer, org: SeededOrg, email: str) -> None:
+    page.goto(live.signin_link(org.id, Role.MEMBER, subject=email, email=email))
+    page.locator(READY).wait_for(state="attached")
+    assert page.url == f"{live.origin}/ui/#/myteam"  # a learner lands on My team
+
+
+def item(page: Page, task_id: str) -> Any:
+    return page.locator(f"li[data-testid=myteam-task][data-task-id='{task_id}']")
+
+
+def score(live: LiveServer, org: SeededOrg) -> int:
+    with live.client(org.admin_token) as api:
+        return int(api.get(f"/team/{org.teams['Wolves']}/overview").json()["Score"])
+
+
+def test_a_learner_answers_marks_done_and_unlocks_a_hint(
+    pages: Pages, live: LiveServer, org: SeededOrg
+) -> None:
+    email, doc = learner(
+        live,
+        org,
+        {
+            "Title": unique("Learner e2e"),
+            "Levels": [
+                {
+                    "Title": "Start",
+                    "Quests": [
+                        {
+                            "Title": "Cloud",
+                            "Tasks": [
+                                task(
+                                    "Name the region",
+                                    40,
+                                    {
+                                        "Kind": "Answer",
+                                        "Answers": [{"Value": "eu-west-1"}],
+                                        "MaxAttempts": 3,
+                                    },
+                                    [{"Text": "It is in Ireland.", "Cost": 5}],
+                                ),
+                                task("Read the guide", 10, {"Kind": "Self"}),
+                            ],
+                        }
+                    ],
+                }
+            ],
+        },
+    )
+    answer_task, self_task = tasks_of(doc)
+    page = pages.open()
+    pages.guard.allow_console(r"status of 4\d\d")
+    open_my_team(page, live, org, email)
+    expect(page.locator("[data-testid=myteam-score]")).to_have_text("0")
+    answer = item(page, answer_task)
+    expect(answer.locator("[data-testid=myteam-attempts-left]")).to_have_text("3 attempts left.")
+    check_accessibility(page, "my team")
+
+    # A hint: asked first (Cancel keeps the points), then paid.
+    answer.locator("[data-testid=myteam-hint-unlock]").click()
+    confirmation = answer.locator("[data-testid=myteam-hint-confirmation]")
+    expect(confirmation).to_be_visible()
+    expect(confirmation).to_contain_text("goes down by 5 points")
+    expect(answer.locator("[data-testid=myteam-hint-confirm]")).to_be_focused()
+    answer.locator("[data-testid=myteam-hint-cancel]").click()
+    expect(confirmation).to_be_hidden()
+    assert score(live, org) == 0
+    answer.locator("[data-testid=myteam-hint-unlock]").click()
+    answer.locator("[data-testid=myteam-hint-confirm]").click()
+    expect(answer.locator("[data-testid=myteam-hint-text]")).to_have_text("It is in Ireland.")
+    expect(page.locator("[data-testid=myteam-score]")).to_have_text("-5")
+    assert score(live, org) == -5
+
+    # Wrong, then right: the attempts left go down, then the task is done.
+    answer.locator("[data-testid=myteam-answer]").fill("us-east-1")
+    answer.locator("[data-testid=myteam-answer]").press("Enter")
+    expect(page.locator("#notice")).to_contain_text("Not right. 2 attempts left.")
+    expect(answer.locator("[data-testid=myteam-attempts-left]")).to_have_text("2 attempts left.")
+    assert score(live, org) == -5
+    answer.locator("[data-testid=myteam-answer]").fill("eu-west-1")
+    answer.locator("[data-testid=myteam-answer-submit]").click()
+    expect(page.locator("#notice")).to_contain_text("Right!")
+    expect(answer).to_have_attribute("data-state", "done")
+    expect(page.locator("[data-testid=myteam-score]")).to_have_text("35")
+    assert score(live, org) == 35
+
+    # Self-check.
+    item(page, self_task).locator("[data-testid=myteam-mark-done]").click()
+    expect(item(page, self_task)).to_have_attribute("data-state", "done")
+    expect(page.locator("[data-testid=myteam-score]")).to_have_text("45")
+    with live.client(org.admin_token) as api:
+        done = api.get(f"/team/{org.teams['Wolves']}/progress/{self_task}")
+        members = api.get(f"/team/{org.teams['Wolves']}/members").json()
+    assert done.status_code == 200, done.text
+    ada = next(m for m in members if m["Email"].lower() == email.lower())
+    assert done.json()["MemberId"] == ada["Id"]
+    check_accessibility(page, "my team (done)")
+
+    # The leaderboard shows the new score.
+    visit(page, live, "/leaderboard", LEADERBOARD_READY)
+    row = page.locator(f"tr[data-testid=leaderboard-row][data-team-id='{org.teams['Wolves']}']")
+    expect(row.locator("[data-testid=leaderboard-score]")).to_have_text("45")
+    expect(row).to_have_attribute("data-mine", "true")
+
+
+def test_a_submission_rejected_resubmitted_and_a_sequential_level_opening(
+    pages: Pages, live: LiveServer, org: SeededOrg
+) -> None:
+    email, doc = learner(
+        live,
+        org,
+        {
+            "Title": unique("Sequential e2e"),
+            "Sequential": True,
+            "Levels": [
+                {
+                    "Title": "Build",
+                    "Quests": [
+                        {"Title": "Robot", "Tasks": [task("Film the robot", 20, {"Kind": "Review"})]}
+                    ],
+                },
+                {
+                    "Title": "Race",
+                    "Quests": [{"Title": "Track", "Tasks": [task("Race it", 5, {"Kind": "Self"})]}],
+                },
+            ],
+        },
+    )
+    review_task, self_task = tasks_of(doc)
+    page = pages.open()
+    pages.guard.allow_console(r"status of 4\d\d")
+    open_my_team(page, live, org, email)
+    section = page.locator(f"[data-testid=myteam-discipline][data-discipline-id='{doc['Id']}']")
+    levels = section.locator("[data-testid=myteam-level]")
+    expect(levels.nth(1)).to_have_attribute("data-open", "false")
+    expect(levels.nth(1).locator("[data-testid=myteam-opens]")).to_contain_text("level 1: Build")
+    expect(item(page, self_task)).to_have_attribute("data-state", "closed")
+    expect(item(page, self_task).locator("[data-testid=myteam-mark-done]")).to_have_count(0)
+
+    work = item(page, review_task)
+    work.locator("[data-testid=myteam-work-url]").fill("https://example.org/video/1")
+    work.locator("[data-testid=myteam-work-submit]").click()
+    submission = work.locator("[data-testid=myteam-submission]")
+    expect(submission).to_have_attribute("data-state", "Pending")
+    expect(work.locator("[data-testid=myteam-work-submit]")).to_have_count(0)
+    with live.client(org.admin_token) as api:
+        sent = api.get(f"/team/{org.teams['Wolves']}/submissions").json()
+        assert [s["State"] for s in sent] == ["Pending"]
+        rejected = api.post(
+            f"/submission/{sent[0]['Id']}/reject", json={"Comment": "The video is private."}
+        )
+        assert rejected.status_code == 200, rejected.text
+
+    page.reload()
+    page.locator(READY).wait_for(state="attached")
+    work = item(page, review_task)
+    expect(work.locator("[data-testid=myteam-submission]")).to_have_attribute(
+        "data-state", "Rejected"
+    )
+    expect(work.locator("[data-testid=myteam-review-comment]")).to_contain_text(
+        "The video is private."
+    )
+    check_accessibility(page, "my team (sent back)")
+    work.locator("[data-testid=myteam-work-text]").fill("Now public.")
+    work.locator("[data-testid=myteam-work-url]").fill("https://example.org/video/2")
+    work.locator("[data-testid=myteam-work-submit]").click()
+    expect(work.locator("[data-testid=myteam-submission]")).to_have_attribute(
+        "data-state", "Pending"
+    )
+    with live.client(org.admin_token) as api:
+        sent = api.get(f"/team/{org.teams['Wolves']}/submissions").json()
+        assert [s["State"] for s in sent] == ["Rejected", "Pending"]
+        approved = api.post(f"/submission/{sent[1]['Id']}/approve", json={"Comment": "Great."})
+        assert approved.status_code == 200, approved.text
+
+    # Approved: the task is done and the next level opens.
+    page.reload()
+    page.locator(READY).wait_for(state="attached")
+    expect(item(page, review_task)).to_have_attribute("data-state", "done")
+    expect(levels.nth(1)).to_have_attribute("data-open", "true")
+    item(page, self_task).locator("[data-testid=myteam-mark-done]").click()
+    expect(item(page, self_task)).to_have_attribute("data-state", "done")
+    expect(page.locator("[data-testid=myteam-score]")).to_have_text("25")
+    check_accessibility(page, "my team (sequential)")
+
+
+def test_a_member_of_no_team_is_told_so(pages: Pages, live: LiveServer, org: SeededOrg) -> None:
+    page = pages.open()
+    page.goto(live.signin_link(org.id, Role.MEMBER, subject="nobody"))
+    page.locator(LEADERBOARD_READY).wait_for(state="attached")  # no team: the leaderboard
+    expect(page.locator("a[data-route=myteam]")).to_be_hidden()
+    visit(page, live, "/myteam", "[data-testid=myteam-none]")
+    check_accessibility(page, "my team (none)")
