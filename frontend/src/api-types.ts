@@ -3370,7 +3370,23 @@ export interface components {
          *                   "TasksTotal": 1,
          *                   "PointsEarned": 10,
          *                   "PointsTotal": 10,
-         *                   "Percent": 100
+         *                   "Percent": 100,
+         *                   "Tasks": [
+         *                     {
+         *                       "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+         *                       "Title": "Send HSTS",
+         *                       "Order": 0,
+         *                       "Points": 10,
+         *                       "Check": "Answer",
+         *                       "Completed": true,
+         *                       "Locked": false,
+         *                       "AttemptsLeft": 2,
+         *                       "PendingSubmission": null,
+         *                       "UnlockedHints": [
+         *                         0
+         *                       ]
+         *                     }
+         *                   ]
          *                 }
          *               ]
          *             }
@@ -3739,6 +3755,8 @@ export interface components {
             Title: string;
             /** Order */
             Order: number;
+            /** Tasks */
+            Tasks: components["schemas"]["TaskState"][];
         };
         /**
          * RankBy
@@ -4551,6 +4569,47 @@ export interface components {
              * @description At most 10, in order.
              */
             Hints?: components["schemas"]["HintInput"][];
+        };
+        /**
+         * TaskState
+         * @description The team's state of one task: what a learner may do with it now.
+         */
+        TaskState: {
+            /**
+             * Taskid
+             * Format: uuid
+             */
+            TaskId: string;
+            /** Title */
+            Title: string;
+            /** Order */
+            Order: number;
+            /** Points */
+            Points: number;
+            /** @description How the task is completed (its `Check.Kind`). */
+            Check: components["schemas"]["CheckKind"];
+            /** Completed */
+            Completed: boolean;
+            /**
+             * Locked
+             * @description A sequential discipline's level the team has not opened yet (every task of the previous level completes it).
+             */
+            Locked: boolean;
+            /**
+             * Attemptsleft
+             * @description Answer tasks with `MaxAttempts`: what the team has left; else null.
+             */
+            AttemptsLeft: number | null;
+            /**
+             * Pendingsubmission
+             * @description Review tasks: the team's submission waiting for review, else null.
+             */
+            PendingSubmission: string | null;
+            /**
+             * Unlockedhints
+             * @description The indexes of the hints the team unlocked.
+             */
+            UnlockedHints: number[];
         };
         /**
          * Team
@@ -11966,7 +12025,23 @@ export interface operations {
                      *                   "TasksTotal": 1,
                      *                   "PointsEarned": 10,
                      *                   "PointsTotal": 10,
-                     *                   "Percent": 100
+                     *                   "Percent": 100,
+                     *                   "Tasks": [
+                     *                     {
+                     *                       "TaskId": "0193a6f5-3c4d-7e5f-8a6b-7c8d9e0f1a24",
+                     *                       "Title": "Send HSTS",
+                     *                       "Order": 0,
+                     *                       "Points": 10,
+                     *                       "Check": "Answer",
+                     *                       "Completed": true,
+                     *                       "Locked": false,
+                     *                       "AttemptsLeft": 2,
+                     *                       "PendingSubmission": null,
+                     *                       "UnlockedHints": [
+                     *                         0
+                     *                       ]
+                     *                     }
+                     *                   ]
                      *                 }
                      *               ]
                      *             }

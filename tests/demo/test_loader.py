@@ -58,3 +58,20 @@ async def test_demo_has_teams_disciplines_and_a_week_of_progress(
     overview = (await client.get(f"/team/{admin['Id']}/overview", headers=headers)).json()
     assert overview["Rank"] is None
     assert len(overview["Disciplines"]) == 3
+
+
+async def test_the_demo_has_a_discipline_learners_complete_themselves(
+    world: World, app_state: AppHarness
+) -> None:
+    assert await load_demo(app_state.db, app_state.settings) is True
+    admin = bearer(world.tokens.mint(role=Role.ADMIN, org_id=DEMO_ORG_ID, subject="admin"))
+    listed = (await world.client.get("/discipline", headers=admin)).json()
+    green = next(d for d in listed if d["Color"] == "Green")
+    document = (await world.client.get(f"/discipline/{green['Id']}", headers=admin)).json()
+    kinds = {
+        task["Check"]["Kind"]
+        for level in document["Levels"]
+        for quest in level["Quests"]
+        for task in quest["Tasks"]
+    }
+    assert kinds == {"Admin", "Self", "Answer", "Review"}

@@ -108,8 +108,43 @@ def _slug(*parts: str) -> str:
     return "/".join(p.lower().replace(" ", "-") for p in parts)
 
 
+LEARNERS_COLOR = "Green"
+"""The demo discipline whose tasks learners complete themselves, in turn by each kind."""
+DEMO_ANSWER = "questline"
+"""The answer of its ``Answer`` tasks (any case), so a newcomer can try one."""
+
+
+def _check(color: str, position: int) -> dict[str, Any]:
+    """The ``Check`` and ``Hints`` of a task: the learners' discipline cycles through the
+    four kinds (Admin, Self, Answer, Review); the others keep the default (Admin)."""
+    if color != LEARNERS_COLOR:
+        return {}
+    kind = ("Admin", "Self", "Answer", "Review")[position % 4]
+    if kind != "Answer":
+        return {"Check": {"Kind": kind}}
+    return {
+        "Check": {
+            "Kind": "Answer",
+            "Answers": [{"Value": DEMO_ANSWER, "Match": "IgnoreCase"}],
+            "MaxAttempts": 5,
+        },
+        "Hints": [
+            {"Text": "It is the name of this service.", "Cost": 2},
+            {"Text": f"It starts with {DEMO_ANSWER[:5]!r}.", "Cost": 5},
+        ],
+    }
+
+
 def document(color: str) -> dict[str, Any]:
     """The full discipline document of one color, as ``POST /discipline`` takes it."""
+    made = _document(color)
+    tasks = [t for lv in made["Levels"] for q in lv["Quests"] for t in q["Tasks"]]
+    for position, task in enumerate(tasks):
+        task.update(_check(color, position))
+    return made
+
+
+def _document(color: str) -> dict[str, Any]:
     title, description, levels = DISCIPLINES[color]
     return {
         "Title": title,

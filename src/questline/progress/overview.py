@@ -24,6 +24,8 @@ from sqlalchemy.orm import aliased
 
 from questline.disciplines.models import Discipline, Level, Quest, Task
 from questline.disciplines.service import DOCUMENTS, visible_to, visible_versions
+from questline.learners.models import HintUnlock, TaskAttempt
+from questline.learners.pending import pending_submissions
 from questline.progress.models import ScoreEvent, TaskCompletion
 from questline.progress.rank_memo import Ranks
 from questline.readmodel.http import dumps
@@ -38,12 +40,23 @@ from questline.web.identity import Caller
 
 
 @dataclass(frozen=True, slots=True)
+class TaskNode:
+    id: uuid.UUID
+    title: str
+    position: int
+    points: int
+    kind: str
+    max_attempts: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class QuestNode:
     id: uuid.UUID
     title: str
     position: int
     tasks: int
     points: int
+    items: tuple[TaskNode, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +73,7 @@ class DisciplineNode:
     title: str
     color: str | None
     levels: list[LevelNode]
+    sequential: bool = False
 
 
 async def visible_tree(session: AsyncSession, *, org_id: uuid.UUID) -> list[DisciplineNode]:
@@ -68,7 +82,7 @@ async def visible_tree(session: AsyncSession, *, org_id: uuid.UUID) -> list[Disc
     visible_ids = select(Discipline.id).where(visible_to(org_id))
     disciplines = (
         await session.execute(
-            select(Discipline.id, Discipline.title, Discipline.color)
+            select(Discipline.id, Discipline.title, Discipline.color, Discipline.sequential)
             .where(visible_to(org_id))
             .order_by(Discipline.title, Discipline.id)
         )
@@ -96,14 +110,37 @@ async def visible_tree(session: AsyncSession, *, org_id: uuid.UUID) -> list[Disc
             .order_by(Quest.level_id, Quest.position, Quest.id)
         )
     ).all()
+    tasks = (
+        await session.execute(
+            select(
+                Task.id,
+                Task.quest_id,
+                Task.position,
+                Task.title,
+                Task.points,
+                Task.check_kind,
+                Task.max_attempts,
+            )
+            .where(Task.discipline_id.in_(visible_ids))
+            .order_by(Task.quest_id, Task.position)
+        )
+    ).all()
+    tasks_of: dict[uuid.UUID, list[TaskNode]] = defaultdict(list)
+    for t in tasks:
+        kind = t[5].value if hasattr(t[5], "value") else str(t[5])
+        tasks_of[t[1]].append(TaskNode(t[0], t[3], t[2], int(t[4]), kind, t[6]))
     quests_of: dict[uuid.UUID, list[QuestNode]] = defaultdict(list)
     for q in quests:
-        quests_of[q[1]].append(QuestNode(q[0], q[3], q[2], int(q[4]), int(q[5])))
+        quests_of[q[1]].append(
+            QuestNode(q[0], q[3], q[2], int(q[4]), int(q[5]), tuple(tasks_of.get(q[0], ())))
+        )
     levels_of: dict[uuid.UUID, list[LevelNode]] = defaultdict(list)
     for lv in levels:
         levels_of[lv[1]].append(LevelNode(lv[0], lv[3], lv[2], quests_of.get(lv[0], [])))
     return [
-        DisciplineNode(d[0], d[1], d[2].value if d[2] else None, levels_of.get(d[0], []))
+        DisciplineNode(
+            d[0], d[1], d[2].value if d[2] else None, levels_of.get(d[0], []), bool(d[3])
+        )
         for d in disciplines
     ]
 
@@ -200,7 +237,52 @@ def overview_from_row(
         ahead = ranked.position(_id_bytes(row[0]))
         if ahead is None:
             return None
-    return _assemble(row, per_quest, tree, ahead)
+    return _assemble(row, per_quest, tree, ahead, TeamTaskState.of(row[12:]))
+
+
+def _hex(value: Any) -> str:
+    return str(value).replace("-", "")
+
+
+@dataclass(frozen=True, slots=True)
+class TeamTaskState:
+    """The team's state of each task, from ``overview_query``'s last four columns."""
+
+    completed: frozenset[str]
+    attempts: dict[str, int]
+    hints: dict[str, list[int]]
+    pending: dict[str, str]
+
+    @classmethod
+    def of(cls, columns: Sequence[Any]) -> TeamTaskState:
+        completed, attempts, hints, pending = (orjson.loads(c or "[]") for c in columns)
+        unlocked: dict[str, list[int]] = defaultdict(list)
+        for task_id, index in hints:
+            unlocked[_hex(task_id)].append(int(index))
+        return cls(
+            completed=frozenset(_hex(t) for (t,) in completed),
+            attempts={_hex(t): int(n) for t, n in attempts},
+            hints={t: sorted(v) for t, v in unlocked.items()},
+            pending={_hex(t): str(uuid.UUID(str(s))) for t, s in pending},
+        )
+
+    def task(self, node: TaskNode, *, locked: bool) -> dict[str, Any]:
+        key = node.id.hex
+        left = None
+        if node.max_attempts is not None:
+            left = max(0, node.max_attempts - self.attempts.get(key, 0))
+        return {
+            "TaskId": node.id,
+            "Title": node.title,
+            "Order": node.position,
+            "Points": node.points,
+            "Check": node.kind,
+            "Completed": key in self.completed,
+            "Locked": locked,
+            "AttemptsLeft": left,
+            "PendingSubmission": self.pending.get(key),
+            "UnlockedHints": self.hints.get(key, []),
+        }
 
 
 def _id_bytes(value: Any) -> bytes:
@@ -266,6 +348,31 @@ def overview_query(dialect: str, rank_in_sql: bool = True) -> Any:
         element = func.json_array(grouped.c.quest_id, grouped.c.done, grouped.c.earned)
         aggregated = func.json_group_array(element)
     per_quest = select(sql_cast(aggregated, Text)).select_from(grouped).scalar_subquery()
+
+    def as_json(*columns: Any, where: Any, group: Any = None) -> Any:
+        """The rows of ``columns`` as one JSON array of arrays (text), in SQL."""
+        inner = select(*columns).where(*where)
+        if group is not None:
+            inner = inner.group_by(group)
+        rows = inner.subquery()
+        if dialect == "postgresql":
+            aggregate = func.json_agg(func.json_build_array(*rows.c))
+        else:
+            aggregate = func.json_group_array(func.json_array(*rows.c))
+        return select(sql_cast(aggregate, Text)).select_from(rows).scalar_subquery()
+
+    completed = as_json(done.task_id, where=(done.organization_id == org, done.team_id == team))
+    attempted = as_json(
+        TaskAttempt.task_id,
+        func.count().label("n"),
+        where=(TaskAttempt.organization_id == org, TaskAttempt.team_id == team),
+        group=TaskAttempt.task_id,
+    )
+    unlocked = as_json(
+        HintUnlock.task_id,
+        HintUnlock.hint_index,
+        where=(HintUnlock.organization_id == org, HintUnlock.team_id == team),
+    )
     return select(
         Team.id,
         Team.name,
@@ -279,20 +386,32 @@ def overview_query(dialect: str, rank_in_sql: bool = True) -> Any:
         last_activity,
         _rank_expression() if rank_in_sql else literal(0),
         per_quest,
+        completed,
+        attempted,
+        unlocked,
+        pending_submissions(dialect, org, team),
     ).where(Team.organization_id == org, Team.id == team)
 
 
 def _assemble(
-    row: Any, per_quest: dict[str, tuple[int, int]], tree: list[DisciplineNode], ahead: Any
+    row: Any,
+    per_quest: dict[str, tuple[int, int]],
+    tree: list[DisciplineNode],
+    ahead: Any,
+    state: TeamTaskState,
 ) -> dict[str, Any]:
     disciplines = []
     for discipline in tree:
         levels = []
         d_totals = [0, 0, 0, 0]
         current = None
+        # Whether the team completed every task of the previous level: a sequential
+        # discipline opens a level then (learners.locks, the actions' rule).
+        previous_done = True
         for level in discipline.levels:
             quests = []
             l_totals = [0, 0, 0, 0]
+            locked = discipline.sequential and not previous_done
             for quest in level.quests:
                 q_done, q_earned = per_quest.get(quest.id.hex, (0, 0))
                 quests.append(
@@ -301,12 +420,14 @@ def _assemble(
                         "QuestId": quest.id,
                         "Title": quest.title,
                         "Order": quest.position,
+                        "Tasks": [state.task(t, locked=locked) for t in quest.items],
                     }
                 )
                 for i, value in enumerate((q_done, quest.tasks, q_earned, quest.points)):
                     l_totals[i] += value
             if current is None and l_totals[0] < l_totals[1]:
                 current = level.id
+            previous_done = l_totals[0] >= l_totals[1]
             levels.append(
                 {
                     **_counts(*l_totals),

@@ -4,6 +4,7 @@ import uuid
 
 from pydantic import Field
 
+from questline.disciplines.models import CheckKind
 from questline.teams.models import TeamStatus
 from questline.web.example_ids import AT, DISCIPLINE, LEVEL, MEMBER, QUEST, TASK, TEAM
 from questline.web.schemas import InputDateTime, InputModel, OutputModel, UtcDateTime, examples
@@ -79,10 +80,33 @@ class Counts(OutputModel):
     percent: int = Field(description="Tasks completed out of tasks total, 0 to 100, rounded down.")
 
 
+class TaskState(OutputModel):
+    """The team's state of one task: what a learner may do with it now."""
+
+    task_id: uuid.UUID
+    title: str
+    order: int
+    points: int
+    check: CheckKind = Field(description="How the task is completed (its `Check.Kind`).")
+    completed: bool
+    locked: bool = Field(
+        description="A sequential discipline's level the team has not opened yet (every "
+        "task of the previous level completes it)."
+    )
+    attempts_left: int | None = Field(
+        description="Answer tasks with `MaxAttempts`: what the team has left; else null."
+    )
+    pending_submission: uuid.UUID | None = Field(
+        description="Review tasks: the team's submission waiting for review, else null."
+    )
+    unlocked_hints: list[int] = Field(description="The indexes of the hints the team unlocked.")
+
+
 class QuestProgress(Counts):
     quest_id: uuid.UUID
     title: str
     order: int
+    tasks: list[TaskState]
 
 
 class LevelProgress(Counts):
@@ -159,6 +183,20 @@ class Overview(OutputModel):
                                     "PointsEarned": 10,
                                     "PointsTotal": 10,
                                     "Percent": 100,
+                                    "Tasks": [
+                                        {
+                                            "TaskId": TASK,
+                                            "Title": "Send HSTS",
+                                            "Order": 0,
+                                            "Points": 10,
+                                            "Check": "Answer",
+                                            "Completed": True,
+                                            "Locked": False,
+                                            "AttemptsLeft": 2,
+                                            "PendingSubmission": None,
+                                            "UnlockedHints": [0],
+                                        }
+                                    ],
                                 },
                             ],
                         },
