@@ -4958,7 +4958,7 @@ export interface components {
              * Events
              * @description The event types to send.
              */
-            events: ("team.created" | "team.updated" | "team.deleted" | "team.admin_changed" | "member.added" | "member.removed" | "progress.completed" | "progress.withdrawn" | "discipline.created" | "discipline.updated" | "discipline.deleted" | "bulk.completed" | "team.adjusted" | "team.adjustment_withdrawn" | "submission.created" | "submission.approved" | "submission.rejected" | "attempt.created" | "hint.unlocked")[];
+            events: ("team.created" | "team.updated" | "team.deleted" | "team.admin_changed" | "member.added" | "member.removed" | "progress.completed" | "progress.withdrawn" | "discipline.created" | "discipline.updated" | "discipline.deleted" | "bulk.completed" | "team.adjusted" | "team.adjustment_withdrawn" | "attempt.created" | "hint.unlocked" | "submission.created" | "submission.approved" | "submission.rejected")[];
             /** Description */
             description?: string | null;
         };
@@ -4973,7 +4973,7 @@ export interface components {
             /** Url */
             Url?: string | null;
             /** Events */
-            Events?: ("team.created" | "team.updated" | "team.deleted" | "team.admin_changed" | "member.added" | "member.removed" | "progress.completed" | "progress.withdrawn" | "discipline.created" | "discipline.updated" | "discipline.deleted" | "bulk.completed" | "team.adjusted" | "team.adjustment_withdrawn" | "submission.created" | "submission.approved" | "submission.rejected" | "attempt.created" | "hint.unlocked")[] | null;
+            Events?: ("team.created" | "team.updated" | "team.deleted" | "team.admin_changed" | "member.added" | "member.removed" | "progress.completed" | "progress.withdrawn" | "discipline.created" | "discipline.updated" | "discipline.deleted" | "bulk.completed" | "team.adjusted" | "team.adjustment_withdrawn" | "attempt.created" | "hint.unlocked" | "submission.created" | "submission.approved" | "submission.rejected")[] | null;
             /**
              * Enabled
              * @description `true` re-enables a disabled webhook.
@@ -6069,7 +6069,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6591,7 +6591,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7405,7 +7405,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7993,7 +7993,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -10463,7 +10463,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -10768,7 +10768,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -11315,7 +11315,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -11836,7 +11836,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -12647,7 +12647,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -13211,7 +13211,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -16239,7 +16239,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -18857,7 +18857,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -19074,7 +19074,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -19365,7 +19365,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -25944,7 +25944,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -26467,7 +26467,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -26984,7 +26984,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -27761,7 +27761,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -28067,7 +28067,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -28816,7 +28816,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -29610,7 +29610,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -29900,7 +29900,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["ProblemDocument"];
                 };
             };
-            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`already-completed`](/problems/already-completed), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
+            /** @description Conflicts with the current state (e.g. a duplicate name). Problem types: [`conflict`](/problems/conflict), [`already-completed`](/problems/already-completed), [`no-attempts-left`](/problems/no-attempts-left), [`locked`](/problems/locked), [`not-configured`](/problems/not-configured), [`submission-pending`](/problems/submission-pending), [`submission-decided`](/problems/submission-decided), [`public-url-required`](/problems/public-url-required), [`mail-not-configured`](/problems/mail-not-configured). */
             409: {
                 headers: {
                     [name: string]: unknown;

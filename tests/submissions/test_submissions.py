@@ -294,3 +294,31 @@ async def test_the_queue_is_oldest_first_filtered_and_paged(world: World) -> Non
     )
     assert [s["Id"] for s in team_page.json()] == [made[0]["Id"]]
     assert 'rel="next"' in team_page.headers["Link"]
+
+
+async def test_a_closed_level_refuses_submissions(world: World) -> None:
+    org = world.org()
+    levels = [
+        {
+            "Title": title,
+            "Quests": [{"Title": "Q", "Tasks": [{"Title": task, "Check": {"Kind": "Review"}}]}],
+        }
+        for title, task in (("Basics", "Wire it"), ("Advanced", "Film it"))
+    ]
+    created = await world.client.post(
+        "/discipline",
+        json={"Title": "Robots", "Description": "x", "Sequential": True, "Levels": levels},
+        headers=org.admin,
+    )
+    assert created.status_code == 201, created.text
+    first, second = (level["Quests"][0]["Tasks"][0]["Id"] for level in created.json()["Levels"])
+    team = await org.create_team()
+    ada = await learner(world, org, team["Id"])
+    locked = await submit(world.client, team["Id"], ada, second)
+    assert locked.status_code == 409, locked.text
+    assert locked.json()["type"].endswith("/locked")
+    assert "Basics" in locked.json()["detail"]
+    made = await submitted(world.client, team["Id"], ada, first)
+    approved = await world.client.post(f"/submission/{made['Id']}/approve", headers=org.admin)
+    assert approved.status_code == 200
+    assert (await submit(world.client, team["Id"], ada, second)).status_code == 201

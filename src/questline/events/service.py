@@ -31,11 +31,11 @@ EventType = Literal[
     "bulk.completed",
     "team.adjusted",
     "team.adjustment_withdrawn",
+    "attempt.created",
+    "hint.unlocked",
     "submission.created",
     "submission.approved",
     "submission.rejected",
-    "attempt.created",
-    "hint.unlocked",
 ]
 EVENT_TYPES: tuple[str, ...] = get_args(EventType)
 _SESSION_TOPICS = "questline_committed_topics"

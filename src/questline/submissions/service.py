@@ -26,6 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from questline import audit, events
 from questline.disciplines import checks
 from questline.disciplines.models import CheckKind
+from questline.learners import locks
 from questline.members import callers
 from questline.members.models import TeamMembership
 from questline.progress import record
@@ -33,12 +34,19 @@ from questline.progress.models import TaskCompletion
 from questline.progress.schemas import ProgressCreate
 from questline.readmodel.versions import bump
 from questline.storage.db import utcnow
-from questline.submissions import learners, notices, schemas
+from questline.submissions import notices, schemas
 from questline.submissions.models import Submission, SubmissionState
 from questline.teams.models import Team
 from questline.teams.service import ensure_active, get_team
 from questline.web.access import Tenant
-from questline.web.errors import Conflict, FieldError, Forbidden, Unprocessable, not_found
+from questline.web.errors import (
+    AlreadyCompleted,
+    Conflict,
+    FieldError,
+    Forbidden,
+    Unprocessable,
+    not_found,
+)
 from questline.web.pagination import PageRequest, cursor_parts
 
 
@@ -50,10 +58,6 @@ class AlreadyDecided(Conflict):
     slug, title = "submission-decided", "The submission was decided"
 
 
-class TaskCompleted(Conflict):
-    slug, title = "already-completed", "The task is completed"
-
-
 def to_schema(row: Submission, *, show_who: bool = True) -> schemas.Submission:
     """The submission as the API shows it; members get it without the reviewer's
     subject (``DecidedBy``), as they get adjustments without who made them."""
@@ -61,15 +65,9 @@ def to_schema(row: Submission, *, show_who: bool = True) -> schemas.Submission:
     return shown if show_who else shown.model_copy(update={"decided_by": None})
 
 
-@dataclass(frozen=True, slots=True)
-class ReviewedTask:
-    id: uuid.UUID
-    discipline_id: uuid.UUID
-
-
 async def _review_task(
     session: AsyncSession, *, org_id: uuid.UUID, task_id: uuid.UUID
-) -> ReviewedTask:
+) -> checks.TaskCheck:
     """The task when the organization sees it (404) and it is checked by review (422)."""
     check = await checks.task_check(session, org_id=org_id, task_id=task_id)
     if check is None:
@@ -79,7 +77,7 @@ async def _review_task(
             f"This task's check is {check.kind.value}, not Review: there is no work to submit.",
             errors=[FieldError(field="TaskId", message="Name a task whose Check is Review.")],
         )
-    return ReviewedTask(check.task_id, check.discipline_id)
+    return check
 
 
 # Who may act ----------------------------------------------------------------------
@@ -158,10 +156,10 @@ async def submit(
     ensure_active(team, "submissions")
     org_id = team.organization_id
     task = await _review_task(session, org_id=org_id, task_id=data.task_id)
-    await learners.ensure_open(session, org_id=org_id, team_id=team.id, task_id=task.id)
-    if await _is_completed(session, team=team, task_id=task.id):
-        raise TaskCompleted("The team has completed this task already.")
-    pending = await _pending(session, org_id=org_id, team_id=team.id, task_id=task.id)
+    await locks.ensure_open(session, org_id=org_id, team_id=team.id, task=task)
+    if await _is_completed(session, team=team, task_id=task.task_id):
+        raise AlreadyCompleted("The team has completed this task already: nothing to submit.")
+    pending = await _pending(session, org_id=org_id, team_id=team.id, task_id=task.task_id)
     if pending is not None:
         raise SubmissionPending(
             f"Submission {pending.id} of this task is waiting for review; "
@@ -170,7 +168,7 @@ async def submit(
     row = Submission(
         organization_id=org_id,
         team_id=team.id,
-        task_id=task.id,
+        task_id=task.task_id,
         discipline_id=task.discipline_id,
         member_id=member_id,
         text=data.text,

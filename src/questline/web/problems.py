@@ -230,15 +230,6 @@ CATALOGUE: tuple[ProblemType, ...] = (
         "Read the submission (`GET /submission/{id}`) to see its state and comment.",
     ),
     ProblemType(
-        "already-completed",
-        409,
-        "The task is completed",
-        "The team has completed this task already: there is nothing left to answer, "
-        "submit or mark done.",
-        "Nothing to do; an admin may withdraw the completion (`DELETE "
-        "/team/{id}/progress/{taskId}`) if it was recorded by mistake.",
-    ),
-    ProblemType(
         "public-url-required",
         409,
         "The service's public address is not set",
