@@ -15,7 +15,14 @@ from questline.web.identity import Role
 from tests.dashboard.browser import Pages, check_accessibility
 from tests.dashboard.live import LiveServer
 from tests.dashboard.seed import SeededOrg
-from tests.dashboard.test_e2e import LEADERBOARD_READY, visit
+from tests.dashboard.test_admin_flows import sign_in
+from tests.dashboard.test_e2e import (
+    DISCIPLINE_READY,
+    EDITOR_READY,
+    LEADERBOARD_READY,
+    NEW_DISCIPLINE_READY,
+    visit,
+)
 from tests.factories import unique
 
 READY = '#view[data-route="myteam"] #myteam-paths[data-loaded]'
@@ -159,7 +166,10 @@ def test_a_submission_rejected_resubmitted_and_a_sequential_level_opening(
                 {
                     "Title": "Build",
                     "Quests": [
-                        {"Title": "Robot", "Tasks": [task("Film the robot", 20, {"Kind": "Review"})]}
+                        {
+                            "Title": "Robot",
+                            "Tasks": [task("Film the robot", 20, {"Kind": "Review"})],
+                        }
                     ],
                 },
                 {
@@ -234,3 +244,63 @@ def test_a_member_of_no_team_is_told_so(pages: Pages, live: LiveServer, org: See
     expect(page.locator("a[data-route=myteam]")).to_be_hidden()
     visit(page, live, "/myteam", "[data-testid=myteam-none]")
     check_accessibility(page, "my team (none)")
+
+
+def test_the_editor_sets_checks_hints_and_sequential(
+    pages: Pages, live: LiveServer, org: SeededOrg
+) -> None:
+    def at(path: str) -> str:
+        return f"#discipline-editor [data-path='{path}']"
+
+    page = pages.open()
+    sign_in(page, live, org)
+    visit(page, live, "/disciplines/new", NEW_DISCIPLINE_READY)
+    title = unique("Checks e2e")
+    page.locator(at("Title")).fill(title)
+    page.locator(at("Description")).fill("x")
+    page.locator(at("Sequential")).check()
+    page.locator("#editor-add-level").click()
+    page.keyboard.type("One")
+    page.locator("[data-add=quest]").click()
+    page.keyboard.type("Q")
+    page.locator("[data-add=task]").click()
+    page.keyboard.type("The answer")
+    t = "Levels[0].Quests[0].Tasks[0]"
+    page.locator(at(f"{t}.Check.Kind")).select_option("Answer")
+    expect(page.locator(at(f"{t}.Check.Kind"))).to_be_focused()  # kept through the redraw
+    page.locator(at(f"{t}.Check.Answers[0].Value")).fill("Forty-two")
+    page.locator(at(f"{t}.Check.Answers[0].Match")).select_option("IgnoreCase")
+    page.locator(at(f"{t}.Check.MaxAttempts")).fill("2")
+    page.locator("[data-add=hint]").click()
+    expect(page.locator(at(f"{t}.Hints[0].Text"))).to_be_focused()
+    page.keyboard.type("Think of a towel.")
+    page.locator(at(f"{t}.Hints[0].Cost")).fill("3")
+    check_accessibility(page, "editor (checks)")
+    page.locator("#editor-save").click()
+    page.locator(DISCIPLINE_READY).wait_for(state="attached")
+
+    with live.client(org.admin_token) as api:
+        made = next(d for d in api.get("/discipline").json() if d["Title"] == title)
+        doc = api.get(f"/discipline/{made['Id']}").json()
+    task_doc = doc["Levels"][0]["Quests"][0]["Tasks"][0]
+    assert doc["Sequential"] is True
+    assert (task_doc["Check"]["Kind"], task_doc["Check"]["MaxAttempts"]) == ("Answer", 2)
+    [stored] = task_doc["Check"]["Answers"]
+    assert stored["Match"] == "IgnoreCase"
+    assert stored["Digest"].startswith("qd1:")
+    assert task_doc["Hints"] == [{"Text": "Think of a towel.", "Cost": 3}]
+
+    # Editing keeps the stored answer (sent back by its digest): only the attempts change.
+    visit(page, live, f"/discipline/{made['Id']}/edit", EDITOR_READY)
+    expect(page.locator("[data-testid=editor-answer]")).to_contain_text("stored")
+    page.locator(at(f"{t}.Check.MaxAttempts")).fill("4")
+    page.locator("#editor-save").click()
+    page.locator(DISCIPLINE_READY).wait_for(state="attached")
+    with live.client(org.admin_token) as api:
+        again = api.get(f"/discipline/{made['Id']}").json()["Levels"][0]["Quests"][0]["Tasks"][0]
+    assert again["Check"]["MaxAttempts"] == 4
+    assert again["Check"]["Answers"] == [stored]
+    token = live.tokens.mint(role=Role.MEMBER, org_id=org.id, subject="x@example.org")
+    with live.client(token) as member:
+        seen = member.get(f"/discipline/{made['Id']}").json()["Levels"][0]["Quests"][0]
+    assert seen["Tasks"][0]["Hints"] == [{"Cost": 3}]  # members never read a hint's text
