@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from playwright.sync_api import Page, expect
 
 from questline.web.identity import Role
@@ -304,3 +305,52 @@ def test_the_editor_sets_checks_hints_and_sequential(
     with live.client(token) as member:
         seen = member.get(f"/discipline/{made['Id']}").json()["Levels"][0]["Quests"][0]
     assert seen["Tasks"][0]["Hints"] == [{"Cost": 3}]  # members never read a hint's text
+
+
+@pytest.mark.parametrize("dark", [False, True])
+def test_my_team_fits_a_phone_light_and_dark(
+    pages: Pages, live: LiveServer, org: SeededOrg, dark: bool
+) -> None:
+    """Every kind of task, a hint and a closed level at phone width: no sideways
+    scrolling, and axe finds no serious violation in either scheme."""
+    answer = {"Kind": "Answer", "Answers": [{"Value": "x"}], "MaxAttempts": 2}
+    email, _ = learner(
+        live,
+        org,
+        {
+            "Title": unique("Phone e2e"),
+            "Sequential": True,
+            "Levels": [
+                {
+                    "Title": "First",
+                    "Quests": [
+                        {
+                            "Title": "All kinds",
+                            "Tasks": [
+                                task("Type it", 5, answer, [{"Text": "a", "Cost": 2}]),
+                                task("Do it", 5, {"Kind": "Self"}),
+                                task(
+                                    "Film it with a rather long title to wrap",
+                                    5,
+                                    {"Kind": "Review"},
+                                ),
+                                task("Shown by an admin", 5, {"Kind": "Admin"}),
+                            ],
+                        }
+                    ],
+                },
+                {
+                    "Title": "Second",
+                    "Quests": [{"Title": "Q", "Tasks": [task("Later", 5, {"Kind": "Self"})]}],
+                },
+            ],
+        },
+    )
+    page = pages.open("phone", dark=dark)
+    open_my_team(page, live, org, email)
+    expect(page.locator("[data-testid=myteam-opens]")).to_have_count(1)
+    check_accessibility(page, f"my team (phone, {'dark' if dark else 'light'})")
+    overflow = page.evaluate(
+        "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+    )
+    assert overflow <= 0, f"My team scrolls sideways by {overflow}px on a phone"
