@@ -1,17 +1,33 @@
 """The overview's ``PendingSubmission`` of each task: the team's submission waiting for
 review, as one JSON column of ``progress.overview.overview_query`` (an array of
-``[task_id, submission_id]``). The one place that answers it: the review domain makes it
-read its submissions; until then no task has one."""
+``[task_id, submission_id]``). The one place that answers it, from the review domain's
+table (``submissions``: at most one pending a team and task)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Text, cast, null
+from sqlalchemy import Text, func, literal_column, select
+from sqlalchemy import cast as sql_cast
+
+from questline.submissions.models import Submission, SubmissionState
 
 
 def pending_submissions(dialect: str, org: Any, team: Any) -> Any:
     """A scalar SQL expression of JSON text, ``[[task_id, submission_id], …]``, for the
     team ``team`` (a bind parameter) of organization ``org``; null reads as none."""
-    del dialect, org, team  # read by the review domain's version of this function
-    return cast(null(), Text)  # no bound parameter: the lean reader binds org and team only
+    rows = (
+        select(Submission.task_id, Submission.id)
+        .where(
+            Submission.organization_id == org,
+            Submission.team_id == team,
+            # A literal, not a bound parameter: the lean reader binds org and team only.
+            Submission.state == literal_column(f"'{SubmissionState.PENDING.value}'"),
+        )
+        .subquery("pending")
+    )
+    if dialect == "postgresql":
+        aggregate = func.json_agg(func.json_build_array(rows.c.task_id, rows.c.id))
+    else:
+        aggregate = func.json_group_array(func.json_array(rows.c.task_id, rows.c.id))
+    return select(sql_cast(aggregate, Text)).select_from(rows).scalar_subquery()
