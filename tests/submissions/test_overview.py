@@ -56,3 +56,10 @@ async def test_the_overview_shows_the_pending_submission(world: World) -> None:
     overview = (await world.client.get(url, headers=ada.headers)).json()
     [discipline] = [d for d in overview["Disciplines"] if d["DisciplineId"] == discipline_id]
     assert discipline["TasksCompleted"] == 1
+
+
+def test_the_overview_reads_the_pending_state_as_stored() -> None:
+    from questline.learners.pending import PENDING
+    from questline.submissions.models import SubmissionState
+
+    assert SubmissionState.PENDING.value == PENDING

@@ -1,28 +1,40 @@
 """The overview's ``PendingSubmission`` of each task: the team's submission waiting for
 review, as one JSON column of ``progress.overview.overview_query`` (an array of
 ``[task_id, submission_id]``). The one place that answers it, from the review domain's
-table (``submissions``: at most one pending a team and task)."""
+table (``submissions``: at most one pending a team and task), named here as a table
+clause: the submissions package imports this one's locks, so this one imports none of
+it (no cycle between packages)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Text, func, literal_column, select
+from sqlalchemy import Text, column, func, literal_column, select, table
 from sqlalchemy import cast as sql_cast
 
-from questline.submissions.models import Submission, SubmissionState
+_submissions = table(
+    "submissions",
+    column("organization_id"),
+    column("team_id"),
+    column("task_id"),
+    column("id"),
+    column("state"),
+)
+PENDING = "Pending"
+"""``submissions.models.SubmissionState.PENDING``, as stored."""
 
 
 def pending_submissions(dialect: str, org: Any, team: Any) -> Any:
     """A scalar SQL expression of JSON text, ``[[task_id, submission_id], …]``, for the
     team ``team`` (a bind parameter) of organization ``org``; null reads as none."""
+    s = _submissions.c
     rows = (
-        select(Submission.task_id, Submission.id)
+        select(s.task_id, s.id)
         .where(
-            Submission.organization_id == org,
-            Submission.team_id == team,
+            s.organization_id == org,
+            s.team_id == team,
             # A literal, not a bound parameter: the lean reader binds org and team only.
-            Submission.state == literal_column(f"'{SubmissionState.PENDING.value}'"),
+            s.state == literal_column(f"'{PENDING}'"),
         )
         .subquery("pending")
     )
