@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { toEditable } from './views/editor';
+import { editableCheck, editableHints, toEditable, withKind } from './views/editor';
 
 const doc = {
   Id: 'd1',
@@ -34,5 +34,28 @@ describe('the editor document', () => {
     expect(e.Title).toBe('Imported');
     expect(e.Levels[0]?.Quests[0]?.Tasks[0]?.Points).toBe(5);
     expect(JSON.stringify(toEditable(doc, false))).not.toContain('"Id"');
+  });
+});
+
+describe('checks and hints in the editor', () => {
+  it('keeps stored answers by their digest and new ones by their value', () => {
+    const task = {
+      Title: 't',
+      Description: '',
+      Points: 1,
+      Resources: [],
+      Check: { Kind: 'Answer', MaxAttempts: 3, Answers: [{ Match: 'Exact', Digest: 'qd1:x' }, { Match: 'Regex', Value: 'a+' }] },
+    };
+    const check = editableCheck(task);
+    expect(check).toEqual({ Kind: 'Answer', MaxAttempts: 3, Answers: [{ Digest: 'qd1:x', Match: 'Exact' }, { Value: 'a+', Match: 'Regex' }] });
+  });
+  it('drops answers and attempts on another kind, and starts an Answer check with one empty answer', () => {
+    expect(withKind({ Kind: 'Answer', MaxAttempts: 2, Answers: [{ Value: 'x' }] }, 'Self')).toEqual({ Kind: 'Self' });
+    expect(withKind({ Kind: 'Admin' }, 'Answer')).toEqual({ Kind: 'Answer', MaxAttempts: null, Answers: [{ Value: '', Match: 'Exact' }] });
+  });
+  it('reads a task without a check as Admin, and hints with their cost', () => {
+    const task = { Title: 't', Description: '', Points: 1, Resources: [], Hints: [{ Text: 'look', Cost: 5 }, { Text: 'free' }] };
+    expect(editableCheck(task).Kind).toBe('Admin');
+    expect(editableHints(task)).toEqual([{ Text: 'look', Cost: 5 }, { Text: 'free', Cost: 0 }]);
   });
 });

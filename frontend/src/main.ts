@@ -9,6 +9,8 @@ import { parseRoute, type RouteName } from './router';
 import type { SessionInfo } from './types';
 import { renderAudit } from './views/audit';
 import { renderReview } from './views/review';
+import { renderMyTeam } from './views/myteam';
+import { landingRoute } from './learner';
 import { renderSeasons } from './views/seasons';
 import { renderDiscipline, renderDisciplines } from './views/disciplines';
 import { renderDisciplineEditor } from './views/editor';
@@ -39,6 +41,7 @@ const TITLES: Record<RouteName, string> = {
   seasons: 'Seasons',
   audit: 'Audit log',
   review: 'Review',
+  myteam: 'My team',
 };
 const ADMIN_ONLY: ReadonlySet<RouteName> = new Set(['onboarding', 'discipline-edit', 'discipline-new', 'sso', 'seasons', 'audit', 'review']);
 
@@ -73,6 +76,9 @@ function renderSession(): void {
 function renderNav(): void {
   for (const li of document.querySelectorAll<HTMLElement>('#nav li[data-admin]')) {
     li.hidden = session?.Role !== 'admin';
+  }
+  for (const li of document.querySelectorAll<HTMLElement>('#nav li[data-mine]')) {
+    li.hidden = !session?.TeamIds?.length;
   }
 }
 
@@ -125,7 +131,7 @@ function render(signInMessage: string | null = null): void {
   let route = parseRoute(window.location.hash);
   if (!session) route = { name: 'signin', id: null };
   else if (route.name === 'signin') {
-    window.location.replace('#/leaderboard');
+    window.location.replace(landingRoute(session.Role, session.TeamIds));
     return;
   }
   const forbidden = session !== null && session.Role !== 'admin' && ADMIN_ONLY.has(route.name);
@@ -147,7 +153,7 @@ function render(signInMessage: string | null = null): void {
     renderSignIn(view, signInMessage ?? takeSsoError(), async (credential) => {
       const failed = await exchange(credential);
       if (failed) return failed;
-      if (parseRoute(window.location.hash).name === 'signin') window.location.hash = '#/leaderboard';
+      if (parseRoute(window.location.hash).name === 'signin') window.location.hash = session ? landingRoute(session.Role, session.TeamIds) : '#/leaderboard';
       else render();
       return null;
     });
@@ -229,6 +235,9 @@ function render(signInMessage: string | null = null): void {
       case 'review':
         renderReview(ctx);
         break;
+      case 'myteam':
+        renderMyTeam(ctx);
+        break;
       case 'notfound':
         view.replaceChildren(
           h('h1', { tabindex: -1 }, 'Page not found'),
@@ -253,7 +262,10 @@ document.querySelector('.skip-link')?.addEventListener('click', (ev) => {
 window.addEventListener('hashchange', () => {
   const credential = takeCredentialFromLocation();
   if (credential) {
-    void exchange(credential).then((failed) => render(failed));
+    void exchange(credential).then((failed) => {
+      if (session) window.history.replaceState(null, '', window.location.pathname + window.location.search + landingRoute(session.Role, session.TeamIds));
+      render(failed);
+    });
     return;
   }
   render();
@@ -268,7 +280,11 @@ async function boot(): Promise<void> {
   view.dataset['route'] = 'loading';
   const credential = takeCredentialFromLocation();
   let message: string | null = null;
-  if (credential) message = await exchange(credential);
+  if (credential) {
+    message = await exchange(credential);
+    // A learner signing in lands on My team (the link's page is the leaderboard's).
+    if (session) window.history.replaceState(null, '', window.location.pathname + window.location.search + landingRoute(session.Role, session.TeamIds));
+  }
   if (!session) {
     try {
       session = await api.session();

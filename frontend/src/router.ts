@@ -16,7 +16,8 @@ export type RouteName =
   | 'sso'
   | 'seasons'
   | 'audit'
-  | 'review';
+  | 'review'
+  | 'myteam';
 
 export interface Route {
   name: RouteName;
@@ -36,6 +37,7 @@ const SIMPLE: Record<string, RouteName> = {
   seasons: 'seasons',
   audit: 'audit',
   review: 'review',
+  myteam: 'myteam',
 };
 
 export function parseRoute(hash: string): Route {

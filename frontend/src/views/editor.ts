@@ -62,6 +62,54 @@ export function toEditable(doc: Json, keepIds: boolean): EDoc {
   };
 }
 
+export type CheckKind = 'Admin' | 'Self' | 'Answer' | 'Review';
+const CHECK_KINDS = [
+  ['Admin', 'An admin records it'],
+  ['Self', 'Self-check: a member marks it done'],
+  ['Answer', 'Answer: a member types the answer'],
+  ['Review', 'Review: a member submits work, an admin approves it'],
+] as const;
+const MATCHES = [
+  ['Exact', 'Exact'],
+  ['IgnoreCase', 'Ignore case and surrounding spaces'],
+  ['Regex', 'Regular expression (RE2)'],
+] as const;
+/** An accepted answer: a new one by its `Value`, a stored one by its `Digest` (sent back as read). */
+export interface EAnswer { Value?: string; Digest?: string; Match?: string }
+export interface ECheck { Kind: CheckKind; MaxAttempts?: number | null; Answers?: EAnswer[] }
+export interface EHint { Text: string; Cost: number }
+
+/** The task's check as the editor edits it (stored on the task: edits are kept). */
+export function editableCheck(task: ETask): ECheck {
+  const raw = (task.Check ?? {}) as Json;
+  const kind = str(pick(raw, 'Kind'), 'Admin');
+  const check: ECheck = { Kind: (CHECK_KINDS.some(([k]) => k === kind) ? kind : 'Admin') as CheckKind };
+  if (check.Kind === 'Answer') {
+    const max = pick(raw, 'MaxAttempts');
+    check.MaxAttempts = typeof max === 'number' ? max : null;
+    check.Answers = list(pick(raw, 'Answers')).map((a) => {
+      const digest = pick(a, 'Digest');
+      const match = str(pick(a, 'Match'), 'Exact');
+      return typeof digest === 'string' ? { Digest: digest, Match: match } : { Value: str(pick(a, 'Value')), Match: match };
+    });
+  }
+  task.Check = check as unknown as Json;
+  return check;
+}
+
+/** Another kind: `Answers` and `MaxAttempts` belong to `Answer` only (else 422). */
+export function withKind(check: ECheck, kind: CheckKind): Json {
+  if (kind !== 'Answer') return { Kind: kind };
+  const answers = check.Answers?.length ? check.Answers : [{ Value: '', Match: 'Exact' }];
+  return { Kind: kind, MaxAttempts: check.MaxAttempts ?? null, Answers: answers };
+}
+
+export function editableHints(task: ETask): EHint[] {
+  const hints = (task.Hints ?? []).map((hint) => ({ Text: str(pick(hint, 'Text')), Cost: Number(pick(hint, 'Cost') ?? 0) }));
+  task.Hints = hints as unknown as Json[];
+  return hints;
+}
+
 export function emptyDoc(): EDoc {
   return { Title: '', Description: '', Color: null, Levels: [], Resources: [] };
 }
@@ -174,6 +222,93 @@ export function renderDisciplineEditor(ctx: Ctx, id: string | null): void {
     );
   }
 
+  function sequentialBox(): HTMLElement {
+    const box = h('input', { type: 'checkbox', id: 'ed-sequential', name: 'Sequential', 'data-path': 'Sequential', checked: doc.Sequential === true, 'aria-describedby': 'ed-sequential-help' });
+    box.addEventListener('change', () => (doc.Sequential = box.checked));
+    return h(
+      'div',
+      { class: 'check' },
+      box,
+      h('label', { for: 'ed-sequential' }, 'Sequential'),
+      h('p', { id: 'ed-sequential-help', class: 'muted small' }, 'A level opens for a team only once the team has completed every task of the previous level.'),
+    );
+  }
+
+  /** A select bound to a string; `redraw` when the choice changes what is shown. */
+  function choice(path: string, label: string, options: readonly (readonly [string, string])[], value: string, set: (v: string) => void, redraw = false): HTMLElement {
+    const inputId = `ed-${++counter}`;
+    const select = h('select', { id: inputId, name: path, 'data-path': path }, options.map(([v, text]) => h('option', { value: v, selected: v === value }, text)));
+    select.addEventListener('change', () => {
+      set(select.value);
+      if (redraw) {
+        draw();
+        form.querySelector<HTMLElement>(`[data-path="${CSS.escape(path)}"]`)?.focus();
+      }
+    });
+    return h('div', { class: 'field' }, h('label', { for: inputId }, label), select);
+  }
+
+  function checkFields(task: ETask, tp: string, tl: string): HTMLElement {
+    const check = editableCheck(task);
+    const cp = `${tp}.Check`;
+    const parts: HTMLElement[] = [
+      choice(`${cp}.Kind`, 'Completed by', CHECK_KINDS, check.Kind, (v) => (task.Check = withKind(check, v as CheckKind)), true),
+    ];
+    if (check.Kind === 'Answer') {
+      const answers = check.Answers ?? [];
+      parts.push(
+        field(`${cp}.MaxAttempts`, 'Attempts (empty: unlimited)', check.MaxAttempts ?? '', (v) => (check.MaxAttempts = v.trim() === '' ? null : Number(v)), { type: 'number', size: 'narrow' }),
+        h(
+          'ol',
+          { class: 'editor-answers', 'aria-label': `Accepted answers of ${tl}` },
+          answers.map((a, ai) => {
+            const ap = `${cp}.Answers[${ai}]`;
+            const stored = typeof a.Digest === 'string';
+            return h(
+              'li',
+              { class: 'editor-node', 'data-path': ap, 'data-testid': 'editor-answer' },
+              h(
+                'div',
+                { class: 'row' },
+                stored
+                  ? h('p', { class: 'muted small' }, `Answer ${ai + 1}: stored (${a.Match ?? 'Exact'}; kept as a digest, it cannot be shown)`)
+                  : field(`${ap}.Value`, `Answer ${ai + 1}`, a.Value ?? '', (v) => (a.Value = v), { size: 'wide' }),
+                stored ? null : choice(`${ap}.Match`, 'Match', MATCHES, a.Match ?? 'Exact', (v) => (a.Match = v)),
+              ),
+              h('button', { type: 'button', class: 'small danger', 'aria-label': `Remove answer ${ai + 1} of ${tl}`, onclick: () => restructure(() => answers.splice(ai, 1), null) }, 'Remove answer'),
+            );
+          }),
+        ),
+        h('button', { type: 'button', class: 'small', 'data-add': 'answer', onclick: () => { answers.push({ Value: '', Match: 'Exact' }); check.Answers = answers; draw(); form.querySelector<HTMLElement>(`[data-path="${CSS.escape(`${cp}.Answers[${answers.length - 1}].Value`)}"]`)?.focus(); } }, `Add an answer to ${tl}`),
+      );
+    }
+    return h('fieldset', { class: 'editor-check', 'data-path': cp, 'data-testid': 'editor-check' }, h('legend', null, 'How it is completed'), ...parts);
+  }
+
+  function hintFields(task: ETask, tp: string, tl: string): HTMLElement {
+    const hints = editableHints(task);
+    return h(
+      'fieldset',
+      { class: 'editor-hints', 'data-path': `${tp}.Hints`, 'data-testid': 'editor-hints' },
+      h('legend', null, 'Hints'),
+      hints.map((hint, hi) => {
+        const hp = `${tp}.Hints[${hi}]`;
+        return h(
+          'div',
+          { class: 'editor-node', 'data-path': hp, 'data-testid': 'editor-hint' },
+          h(
+            'div',
+            { class: 'row' },
+            field(`${hp}.Text`, `Hint ${hi + 1}`, hint.Text, (v) => (hint.Text = v), { size: 'wide' }),
+            field(`${hp}.Cost`, 'Cost (points)', hint.Cost, (v) => (hint.Cost = v.trim() === '' ? 0 : Number(v)), { type: 'number', size: 'narrow' }),
+          ),
+          h('button', { type: 'button', class: 'small danger', 'aria-label': `Remove hint ${hi + 1} of ${tl}`, onclick: () => restructure(() => hints.splice(hi, 1), null) }, 'Remove hint'),
+        );
+      }),
+      h('button', { type: 'button', class: 'small', 'data-add': 'hint', onclick: () => { hints.push({ Text: '', Cost: 0 }); draw(); form.querySelector<HTMLElement>(`[data-path="${CSS.escape(`${tp}.Hints[${hints.length - 1}].Text`)}"]`)?.focus(); } }, `Add a hint to ${tl}`),
+    );
+  }
+
   function draw(): void {
     counter = 0;
     const colorSelect = h(
@@ -192,6 +327,7 @@ export function renderDisciplineEditor(ctx: Ctx, id: string | null): void {
         field('Title', 'Title', doc.Title, (v) => (doc.Title = v)),
         field('Description', 'Description', doc.Description, (v) => (doc.Description = v), { multiline: true }),
         h('div', { class: 'field' }, h('label', { for: 'ed-color' }, 'Color'), colorSelect),
+        sequentialBox(),
         resources(doc, '', 'the discipline'),
       ),
       h(
@@ -237,6 +373,8 @@ export function renderDisciplineEditor(ctx: Ctx, id: string | null): void {
                           field(`${tp}.Points`, 'Points', task.Points, (v) => (task.Points = v.trim() === '' ? Number.NaN : Number(v)), { type: 'number', size: 'narrow' }),
                         ),
                         field(`${tp}.Description`, 'Description', task.Description, (v) => (task.Description = v), { multiline: true }),
+                        checkFields(task, tp, tl),
+                        hintFields(task, tp, tl),
                         nodeButtons(tl, quest.Tasks, ti, tp),
                         resources(task, `${tp}.`, tl),
                       );
