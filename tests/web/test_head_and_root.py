@@ -7,6 +7,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from questline.config import Settings
 from tests.factories import World
 from tests.web.test_isolation_matrix import EXPECTED, _resolve
 from tests.web.test_isolation_matrix import settings as settings  # the same service
@@ -33,10 +34,10 @@ def _comparable(response: httpx.Response, url: str) -> dict[str, str]:
 
 
 async def test_every_get_route_answers_head_with_the_same_headers_and_no_body(
-    app: FastAPI, world: World
+    app: FastAPI, world: World, settings: Settings
 ) -> None:
     owner = world.org()
-    resolved = await _resolve(owner, app.openapi()["paths"])
+    resolved = await _resolve(owner, app.openapi()["paths"], settings=settings)
     gets = [(m, p) for (m, p) in EXPECTED if m in ("GET", "*")]
     assert len(gets) >= 20
     checked: list[str] = []
