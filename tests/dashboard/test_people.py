@@ -26,6 +26,7 @@ from tests.dashboard.browser import Guard, Pages, check_accessibility
 from tests.dashboard.live import LiveServer, live_server
 from tests.dashboard.seed import SeededOrg, seed_org
 from tests.dashboard.test_e2e import LEADERBOARD_READY, MEMBERS_READY, TEAM_READY, visit
+from tests.dashboard.test_myteam import READY as MYTEAM_READY
 from tests.mail.smtp_server import Mailbox, Received, smtp_server
 from tests.sso.provider import QUIET, Provider, running_provider
 from tests.support.postgres import PostgresServer, unique_database_name
@@ -110,7 +111,8 @@ def follow_link_signed_in(pages: Pages, mail: Received, email: str) -> Page:
     profile = pages.new_context()
     page = pages.new_tab(profile)
     page.goto(mail.link)
-    page.locator(LEADERBOARD_READY).wait_for(state="attached")
+    # A member of a team lands on My team, one of none on the leaderboard.
+    page.locator(f"{LEADERBOARD_READY}, {MYTEAM_READY}").wait_for(state="attached")
     expect(page.get_by_test_id("session-role")).to_have_text("member")
     session = profile.request.get(f"{pages.origin}/auth/session")
     assert session.status == 200, session.text()
