@@ -56,6 +56,7 @@ from questline.progress.counted import Counting, per_team
 from questline.teams import service as teams_service
 from questline.teams import tags
 from questline.teams.models import Team
+from questline.teams.ranking import ranking_order
 from questline.web.errors import FieldError, Unprocessable
 
 EVERY = 2**31 - 1
@@ -189,9 +190,9 @@ def ranked(
         rows = rows.where(tags.carries_any(dialect, spellings))
     found = rows.subquery("ranked")
     c = found.c
-    order = per_member_order(c.score, c.member_count) if selection.per_member else [c.score.desc()]
+    points = per_member_order(c.score, c.member_count) if selection.per_member else c.score
     query = select(c.team_id, c.name, c.score, c.tasks_completed, c.reached_at, c.member_count)
-    return Ranked(query, [*order, c.reached_at.asc().nulls_last(), c.name_key.asc()])
+    return Ranked(query, ranking_order(points, c.reached_at, c.name_key, reached_may_be_null=True))
 
 
 def entries(rows: Sequence[Any], *, offset: int, per_member: bool) -> list[Entry]:

@@ -23,6 +23,7 @@ from questline.disciplines.models import Discipline
 from questline.disciplines.service import visible_to
 from questline.progress.models import TaskCompletion
 from questline.teams.models import Team
+from questline.teams.ranking import ranking_order
 from questline.web.errors import not_found
 
 DEFAULT_LIMIT = 100
@@ -72,7 +73,7 @@ def overall_query(
             Team.score_reached_at,
         )
         .where(Team.organization_id == org_id, Team.is_ranked == true())
-        .order_by(Team.score.desc(), Team.score_reached_at, Team.name_key)
+        .order_by(*ranking_order(Team.score, Team.score_reached_at, Team.name_key))
         .limit(limit)
         .offset(offset)
     )
@@ -107,7 +108,7 @@ def discipline_query(
         )
         .where(Team.organization_id == org_id, Team.is_ranked == true())
         .group_by(Team.id, Team.name, Team.name_key)
-        .order_by(points.desc(), reached.asc().nulls_last(), Team.name_key)
+        .order_by(*ranking_order(points, reached, Team.name_key, reached_may_be_null=True))
         .limit(limit)
         .offset(offset)
     )

@@ -33,6 +33,7 @@ from questline.readmodel.lean import LeanRequest
 from questline.readmodel.service import ReadModel
 from questline.teams import service as teams_service
 from questline.teams.models import Team, TeamStatus
+from questline.teams.ranking import teams_ahead
 from questline.web.errors import not_found
 from questline.web.identity import Caller
 
@@ -179,16 +180,8 @@ def _rank_expression() -> Any:
             .scalar_subquery()
         )
 
-    same_score = ahead.score == Team.score
-    return (
-        count(ahead.score > Team.score)
-        + count(same_score, ahead.score_reached_at < Team.score_reached_at)
-        + count(
-            same_score,
-            ahead.score_reached_at == Team.score_reached_at,
-            ahead.name_key < Team.name_key,
-        )
-    )
+    first, second, third = (count(*bounds) for bounds in teams_ahead(ahead, Team))
+    return first + second + third
 
 
 def _counts(done: int, total: int, earned: int, points: int) -> dict[str, int]:

@@ -18,6 +18,7 @@ from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.teams.models import Team
+from questline.teams.ranking import ranking_order
 
 RANK_MEMO_MIN = 500
 """From this many ranked teams on, ranks come from a memo of the organization's order
@@ -101,7 +102,7 @@ def _packed_ranks_query(dialect: str) -> Any:
     thousands of rows as result rows cost more than the query (profiled: a tenth of the
     platform traffic's samples went to this memo's rows). Built once."""
     place = func.row_number().over(
-        order_by=(Team.score.desc(), Team.score_reached_at, Team.name_key)
+        order_by=ranking_order(Team.score, Team.score_reached_at, Team.name_key)
     ) - literal(1)
     ranked = select(Team.id.label("id"), place.label("place")).where(
         Team.organization_id == bindparam("org"), Team.is_ranked == true()

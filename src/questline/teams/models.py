@@ -64,7 +64,7 @@ class Team(Base):
         self.is_ranked = not self.is_admin_team and self.status is TeamStatus.ACTIVE
 
 
-# Serves the leaderboard without a sort: score desc, then who reached it first, then name.
+# Serves the leaderboard without a sort: the order of teams/ranking.py, term for term.
 Index(
     "ix_teams_leaderboard",
     Team.organization_id,
