@@ -16,6 +16,7 @@ from bench.harness.report import (
     ROOT,
     default_runs,
     fmt,
+    goals_table,
     row_cells,
 )
 
@@ -104,17 +105,16 @@ def _slopes(results: dict[str, dict[str, Any]], present: list[str]) -> str:
 
 
 def _goals(results: dict[str, dict[str, Any]], present: list[str]) -> str:
-    lines = ["### Goals", "", "| Backend | Goal | Value | Met |", "|---|---|---:|---|"]
-    for backend in present:
-        for goal in results[backend]["goals"]:
-            met = {True: "yes", False: "**no**", None: "not measured"}[goal["met"]]
-            value = goal["value"]
-            where = f" (at {goal['at_teams']:,} teams)" if goal.get("at_teams") else ""
-            shown = "-" if value is None else f"{value}{where}"
-            if goal.get("adjusted") is not None:
-                shown += f" (÷ drift: {goal['adjusted']})"
-            lines.append(f"| {LABELS[backend]} | {goal['goal']} | {shown} | {met} |")
-    return "\n".join(lines)
+    return goals_table("### Goals", results, present, _goal_value)
+
+
+def _goal_value(goal: dict[str, Any]) -> str:
+    value = goal["value"]
+    where = f" (at {goal['at_teams']:,} teams)" if goal.get("at_teams") else ""
+    shown = "-" if value is None else f"{value}{where}"
+    if goal.get("adjusted") is not None:
+        shown += f" (÷ drift: {goal['adjusted']})"
+    return shown
 
 
 def _workers(result: dict[str, Any]) -> str:

@@ -7,6 +7,7 @@ import json
 import os
 import platform
 import sqlite3
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -209,4 +210,31 @@ def text_table(result: dict[str, Any]) -> str:
     for goal in result["goals"]:
         met = {True: "met", False: "MISSED", None: "n/a"}[goal["met"]]
         lines.append(f"goal {met:>6}: {goal['goal']} (value {goal['value']})")
+    return "\n".join(lines)
+
+
+MET = {True: "yes", False: "**no**", None: "not measured"}
+
+
+def goals_table(
+    heading: str,
+    results: dict[str, dict[str, Any]],
+    present: list[str],
+    shown: Callable[[dict[str, Any]], str],
+) -> str:
+    """The goals of a report: one row a goal, one column a backend (the value, then
+    whether it is met), so that a goal's two backends read side by side."""
+    cells: dict[str, dict[str, str]] = {}
+    for backend in present:
+        for goal in results[backend]["goals"]:
+            cells.setdefault(goal["goal"], {})[backend] = f"{shown(goal)}: {MET[goal['met']]}"
+    lines = [
+        heading,
+        "",
+        "| Goal | " + " | ".join(LABELS[b] for b in present) + " |",
+        "|---|" + "---|" * len(present),
+    ]
+    for goal, by_backend in cells.items():
+        row = " | ".join(by_backend.get(b, "-") for b in present)
+        lines.append(f"| {goal} | {row} |")
     return "\n".join(lines)

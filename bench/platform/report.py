@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench.harness.report import LABELS, fmt
+from bench.harness.report import LABELS, fmt, goals_table
 from bench.platform import huge
 
 BEGIN = "<!-- bench-platform:begin (written by bench/platform) -->"
@@ -231,7 +231,7 @@ def _streams_table(results: dict[str, dict[str, Any]], present: list[str]) -> st
             f"| {s['open_seconds']:.1f} | {fmt(s.get('kib_per_stream'), '.1f')} "
             f"| {fmt(s.get('idle_cpu_cores'), '.3f')} "
             f"| {w.get('p50_ms')} / {w.get('p99_ms')} / {w.get('max_ms')} ({w.get('samples')}, "
-            f"{w.get('missed')} missed, {w.get('before_201', '–')} before the 201) "
+            f"{w.get('missed')} missed, {w.get('before_201', '-')} before the 201) "
             f"| {fmt(s.get('read_ratio_kept'), '.2f')} "
             f"| {caps.get('tried')} tried: {caps.get('statuses')}, "
             f"{caps.get('refused_with_retry_after')} with Retry-After; /healthz max "
@@ -307,12 +307,7 @@ def _huge_table(results: dict[str, dict[str, Any]], present: list[str]) -> str:
 
 
 def _goals_table(results: dict[str, dict[str, Any]], present: list[str]) -> str:
-    lines = ["#### Goals", "", "| Backend | Goal | Value | Met |", "|---|---|---|---|"]
-    for b in present:
-        for g in results[b]["goals"]:
-            met = {True: "yes", False: "**no**", None: "not measured"}[g["met"]]
-            lines.append(f"| {LABELS[b]} | {g['goal']} | {g['value']} | {met} |")
-    return "\n".join(lines)
+    return goals_table("#### Goals", results, present, lambda goal: str(goal["value"]))
 
 
 def write_markdown(path: Path, directory: Path) -> None:
