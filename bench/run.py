@@ -7,7 +7,9 @@ and prints a table. Then it times the command line's start (bench/harness/cli_st
 ``questline --version``, ``token create`` and ``signin-link`` beside ``python -c pass``).
 Results go to bench/results/<date>-<backend>[-quick].json and <date>-cli[-quick].json,
 and the latest figures into BENCHMARKS.md. ``--only "command line"`` runs that row alone;
-``--only "season=|tag=|perMember"`` the rows whose names contain any of the three.
+``--only "season=|tag=|perMember"`` the rows whose names contain any of the three;
+``--only "attempts|hints"`` the learners' writes (with the progress write they are
+compared with).
 
 Run with the project's virtualenv: ``.venv/bin/python -m bench.run [--quick]``.
 """
@@ -36,7 +38,7 @@ from bench.harness import cli_startup, markdown, report, statements
 from bench.harness.loadgen import LoadSettings, Service, ensure_wrk, wrk_version
 from bench.harness.measure import Context, measure_all
 from bench.harness.report import RESULTS_DIR, ROOT
-from bench.harness.rows import ROWS, Row
+from bench.harness.rows import PROGRESS_WRITE, ROWS, Row
 from bench.harness.service import (
     POSTGRES_SETTINGS,
     WORKERS,
@@ -189,6 +191,9 @@ def run_backend(
         warmup_s=args.warmup,
     )
     rows = [r for r in ROWS if chosen(args.only, r.name)]
+    if any(r.learner for r in rows) and all(r.name != PROGRESS_WRITE for r in rows):
+        # the learners' writes are measured against the progress write of the same run
+        rows = [r for r in ROWS if r.name == PROGRESS_WRITE or r in rows]
     runs: list[dict[str, Any]] = []
     machine = report.machine(wrk_version(wrk))
     with ExitStack() as stack:

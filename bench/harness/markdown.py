@@ -19,6 +19,7 @@ from bench.harness.report import (
     goals_table,
     row_cells,
 )
+from bench.harness.rows import PROGRESS_WRITE, ROWS
 
 ORDER = ["sqlite", "postgresql"]
 
@@ -31,6 +32,7 @@ def render(results: dict[str, dict[str, Any]], cli: dict[str, Any] | None = None
     for backend in present:
         parts.append(_backend_table(results[backend]))
     if present:
+        parts.append(_learners(results, present))
         parts.append(_slopes(results, present))
         parts.append(_goals(results, present))
     if "postgresql" in results:
@@ -72,6 +74,36 @@ def _backend_table(result: dict[str, Any]) -> str:
                 f"| {run['teams']:,}{history} | `{row['name']}` | " + " | ".join(cells) + " |"
             )
     return "\n".join(lines)
+
+
+def _learners(results: dict[str, dict[str, Any]], present: list[str]) -> str:
+    """The learners' writes as multiples of the admin's progress write of the same run
+    (requests/s of ``PROGRESS_WRITE`` over the row's), with their goals."""
+    goals = {row.name: row.progress_goal for row in ROWS if row.learner}
+    lines = [
+        "### Learners' writes: cost ÷ a progress write's",
+        "",
+        f"Each as a multiple of `{PROGRESS_WRITE}` in the same run (its requests/s over",
+        "the row's; both rows alternate a write with the admin's withdrawal but the wrong",
+        "answer and the hint).",
+        "",
+        "| Backend | Teams | Endpoint | req/s | x progress write | goal |",
+        "|---|---:|---|---:|---:|---:|",
+    ]
+    found = False
+    for backend in present:
+        for run in default_runs(results[backend]):
+            for row in run["rows"]:
+                if row["name"] not in goals:
+                    continue
+                found = True
+                goal = goals[row["name"]]
+                lines.append(
+                    f"| {LABELS[backend]} | {run['teams']:,} | `{row['name']}` | "
+                    f"{fmt(row.get('rps'), ',.0f')} | {fmt(row.get('progress_cost'), '.2f')} | "
+                    f"{'-' if goal is None else f'≤ {goal:g}'} |"
+                )
+    return "\n".join(lines) if found else ""
 
 
 def _slopes(results: dict[str, dict[str, Any]], present: list[str]) -> str:

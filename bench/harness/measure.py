@@ -15,9 +15,10 @@ import httpx
 from tests.support.postgres import free_port
 
 from bench.dataset.seed import Seeded
+from bench.harness import learners
 from bench.harness.floor import FloorServer, capture
 from bench.harness.loadgen import LoadSettings, Measured, Service, run_wrk
-from bench.harness.rows import BARE, FLOOR, Row
+from bench.harness.rows import BARE, FLOOR, PROGRESS_WRITE, Row
 
 
 @dataclass
@@ -30,6 +31,9 @@ class RowResult:
     p50_ms: float | None = None
     p90_ms: float | None = None
     p99_ms: float | None = None
+    progress_cost: float | None = None
+    """A learner's write: what a request costs as a multiple of the admin's progress
+    write's (``PROGRESS_WRITE``'s requests/s over this row's), same server, same run."""
     ratio: float | None = None
     """requests/s divided by the bare endpoint's (mean of its two measurements, before
     and after the rows), same server, same run."""
@@ -72,9 +76,25 @@ def available_routes(base_url: str) -> set[tuple[str, str]]:
     }
 
 
+_prepared: dict[Path, learners.Learners] = {}
+
+
+def _learners(ctx: Context) -> learners.Learners:
+    """The learners' rows' discipline, members and tokens, set up once per size."""
+    key = ctx.workdir / f"learners-{ctx.seeded.org_id}-{len(ctx.seeded.team_ids)}"
+    if key not in _prepared:
+        _prepared[key] = learners.prepare(
+            ctx.service.base_url, ctx.tokens["admin"], ctx.seeded, ctx.workdir
+        )
+    return _prepared[key]
+
+
 def _ids_file(ctx: Context, row: Row) -> str:
     if row.ids == "none":
         return ""
+    if row.ids in ("attempts", "hints"):
+        found = _learners(ctx)
+        return str(found.attempts if row.ids == "attempts" else found.hints)
     path = ctx.workdir / f"ids-{row.ids}.txt"
     if not path.exists():
         seeded = ctx.seeded
@@ -100,6 +120,8 @@ def _preflight(ctx: Context, row: Row) -> str | None:
             elif row.ids == "disciplines":
                 path = path.replace("{id}", str(ctx.seeded.discipline_ids[0]))
             answers = [client.get(path)]
+        elif row.script == "learners.lua":
+            answers = learners.preflight(base, ctx.tokens["admin"], _learners(ctx), row.learner)
         elif row.script == "progress.lua":
             team, task = ctx.seeded.spare_pair
             answers = [client.post(f"/team/{team}/progress", json={"TaskId": str(task)})]
@@ -138,6 +160,9 @@ def measure(ctx: Context, row: Row) -> RowResult:
         "BENCH_RUN": uuid.uuid4().hex[:8],
         "BENCH_READ_AFTER": row.read_after,
         "BENCH_IF_NONE_MATCH": _etag(ctx, row) if row.revalidate else "",
+        "BENCH_LEARNER": row.learner,
+        "BENCH_RIGHT": learners.RIGHT,
+        "BENCH_WRONG": learners.WRONG,
     }
     if ctx.load.warmup_s > 0:
         # Rows over many ids warm up walking the ids in order (every process's read
@@ -151,7 +176,12 @@ def measure(ctx: Context, row: Row) -> RowResult:
             seconds=ctx.load.warmup_s,
         )
     env["BENCH_RUN"] = uuid.uuid4().hex[:8]
-    env["BENCH_OFFSET"] = str(len(ctx.seeded.progress_pairs) // 2 // ctx.load.threads)
+    ids = len(ctx.seeded.progress_pairs)
+    if row.ids in ("attempts", "hints"):
+        # Past the lines the warm-up used: its right answers still in flight when it
+        # stopped were never withdrawn (409 again), its hints are unlocked.
+        ids = len(Path(env["BENCH_IDS"]).read_text().splitlines())
+    env["BENCH_OFFSET"] = str(ids // 2 // ctx.load.threads)
     measured: Measured = run_wrk(
         ctx.wrk,
         base_url=ctx.service.base_url,
@@ -197,7 +227,11 @@ def measure_all(ctx: Context, rows: list[Row], teams: int, *, log: Any = _say) -
     bare = [r.rps for r in results if r.name.startswith(BARE.name) and r.rps]
     ceiling = statistics.mean(bare) if bare else None
     floor = next((r.rps for r in results if r.name == FLOOR.name and r.rps), None)
+    progress = next((r.rps for r in results if r.name == PROGRESS_WRITE and r.rps), None)
+    by_name = {row.name: row for row in rows}
     for result in results:
+        if progress and result.rps and by_name.get(result.name, BARE).learner:
+            result.progress_cost = round(progress / result.rps, 2)
         if result.rps is None or result.name.startswith(BARE.name):
             continue
         if ceiling:

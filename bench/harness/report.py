@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.harness.loadgen import LoadSettings
-from bench.harness.rows import BARE, ROWS
+from bench.harness.rows import BARE, PROGRESS_WRITE, ROWS
 
 ROOT = Path(__file__).resolve().parents[2]
 """The repository (``bench/`` sits beside ``src/``)."""
@@ -116,6 +116,21 @@ def goals(result: dict[str, Any]) -> list[dict[str, Any]]:
                     "met": None if worst is None else worst[1] >= row.ratio_goal,
                 }
             )
+        if row.progress_goal is not None:
+            costs = [
+                (teams, rows[row.name]["progress_cost"])
+                for teams, rows in sorted(by_size.items())
+                if rows.get(row.name, {}).get("progress_cost") is not None
+            ]
+            dearest = max(costs, key=lambda x: x[1]) if costs else None
+            out.append(
+                {
+                    "goal": f"{row.name}: ≤ {row.progress_goal:g}x a progress write's cost",
+                    "value": dearest[1] if dearest else None,
+                    "at_teams": dearest[0] if dearest else None,
+                    "met": None if dearest is None else dearest[1] <= row.progress_goal,
+                }
+            )
         if row.floor_goal is not None:
             floors = [
                 (teams, rows[row.name]["floor_ratio"])
@@ -204,6 +219,12 @@ def text_table(result: dict[str, Any]) -> str:
                 f"{teams:>8,}  {name:<46} {cells[0]:>9} {cells[1]:>8} {cells[2]:>8} {cells[3]:>7}"
                 f" {cells[4]:>7}"
             )
+    for teams, rows in sorted(_rows_by_size(result).items()):
+        for name, row in rows.items():
+            if row.get("progress_cost") is not None:
+                lines.append(
+                    f"{teams:>8,}  {name:<46} costs {row['progress_cost']:.2f}x {PROGRESS_WRITE}"
+                )
     if result["slopes"]:
         lines.append("slope (p50 at largest / p50 at smallest size):")
         lines += [f"  {name:<46} {value:.2f}" for name, value in result["slopes"].items()]

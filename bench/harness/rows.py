@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from bench.dataset.rules import BRACKET, LIVE_SEASON_ID, SEASON_ID
 
-IdSource = Literal["none", "teams", "disciplines", "progress_pairs"]
+IdSource = Literal["none", "teams", "disciplines", "progress_pairs", "attempts", "hints"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +49,11 @@ class Row:
     min_seconds: float = 0
     """Measured at least this long (a request that takes seconds needs a longer window
     than the quick mode's to complete a few)."""
+    learner: Literal["", "wrong", "right", "hint"] = ""
+    """learners.lua: the learner's write it sends (harness/learners.py sets them up)."""
+    progress_goal: float | None = None
+    """Held to: a request costs at most this many times ``PROGRESS_WRITE``'s, same run
+    (that row's requests/s over this row's)."""
 
 
 def read(path: str, route: str | None = None, *, name: str = "", **options: Any) -> Row:
@@ -63,6 +68,26 @@ def read(path: str, route: str | None = None, *, name: str = "", **options: Any)
 
 
 BARE = read("/healthz", name="GET /healthz (bare)")
+PROGRESS_WRITE = "POST /team/{id}/progress + DELETE …/{taskId}"
+"""The admin's progress write the learners' writes are compared with (``progress_cost``)."""
+
+
+def learner(name: str, kind: Literal["wrong", "right", "hint"], goal: float | None) -> Row:
+    """A learner's write, sent by learners.lua as members of their own teams."""
+    hint = kind == "hint"
+    return Row(
+        name=name,
+        script="learners.lua",
+        route=("post", "/team/{team_id}/hints" if hint else "/team/{team_id}/attempts"),
+        ids="hints" if hint else "attempts",
+        role="admin",  # the right answer's withdrawal; the learners send their own tokens
+        expect={"wrong": (200,), "right": (201,), "hint": (201,)}[kind],
+        writes=True,
+        learner=kind,
+        progress_goal=goal,
+    )
+
+
 FLOOR = read(
     "/leaderboard?limit=50",
     name="ASGI floor: /leaderboard?limit=50's bytes",
@@ -143,7 +168,7 @@ ROWS: list[Row] = [
         floor_goal=HIT_FLOOR,
     ),
     Row(
-        name="POST /team/{id}/progress + DELETE …/{taskId}",
+        name=PROGRESS_WRITE,
         script="progress.lua",
         route=("post", "/team/{team_id}/progress"),
         ids="progress_pairs",
@@ -162,6 +187,11 @@ ROWS: list[Row] = [
         writes=True,
         read_after="/leaderboard?limit=50",
     ),
+    # After the progress write (the ratio's base); wrong before right, whose completions
+    # left in flight when a window ends would make later wrong answers 409.
+    learner("POST /team/{id}/attempts (wrong)", "wrong", 1.0),
+    learner("POST /team/{id}/attempts (right) + DELETE …/progress/{taskId}", "right", 1.2),
+    learner("POST /team/{id}/hints (first unlock)", "hint", None),
     Row(
         name="POST /team/bulk (1,000 teams)",
         script="bulk.lua",

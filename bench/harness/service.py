@@ -11,6 +11,11 @@ from questline.auth.tokens import TokenService
 from questline.config import Settings
 from questline.web.identity import Role
 
+ATTEMPTS_PER_MINUTE = 100
+"""The per-member rate of answers (a rule of the game, on whatever the rate limits): above
+what one member sends in the learners' rows (harness/learners.py: one member a team,
+1,000 teams), of the order of the default (10), since its check reads the member's
+latest attempts up to this many."""
 JWT_SECRET = "questline-benchmark-secret-not-for-production-use-0123456789"
 # A durable server, as production runs it (the test harness switches durability off).
 POSTGRES_SETTINGS = {
@@ -44,6 +49,7 @@ def service_env(data_dir: Path, url: str | None, *, owner_url: str | None = None
         "QUESTLINE_JWT_SECRET": JWT_SECRET,
         "QUESTLINE_LOG_LEVEL": "WARNING",
         "QUESTLINE_RATE_LIMIT_ENABLED": "false",
+        "QUESTLINE_ATTEMPTS_PER_MINUTE": str(ATTEMPTS_PER_MINUTE),
     }
     if url:
         env["QUESTLINE_DATABASE_URL"] = url

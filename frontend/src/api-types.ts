@@ -4399,7 +4399,7 @@ export interface components {
          * StatementKind
          * @enum {string}
          */
-        StatementKind: "task" | "level" | "discipline" | "voided" | "adjusted";
+        StatementKind: "task" | "level" | "discipline" | "voided" | "adjusted" | "answered";
         /**
          * Submission
          * @description Work a member submitted for a `Review` task, and its review.

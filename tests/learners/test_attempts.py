@@ -3,6 +3,7 @@ per-member rate, concurrent right answers, who may answer."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 
 import anyio
@@ -12,6 +13,7 @@ from sqlalchemy import select
 
 from questline.events.models import Event
 from questline.progress.learner_records import TaskAttempt
+from questline.storage.db import utcnow
 from questline.web.identity import Role
 from tests.factories import World, bearer
 from tests.learners.factories import ANSWER, learners_game
@@ -107,6 +109,28 @@ async def test_one_member_is_limited_per_minute(world: World) -> None:
     assert (await game.attempt(game.bob, "Answer task", ANSWER)).status_code == 201
     listed = await game.client.get(f"/team/{game.team_id}/attempts", headers=game.org.admin)
     assert len(listed.json()) == 11
+
+
+async def test_the_rate_counts_the_last_minute_only(world: World) -> None:
+    game = await learners_game(world, max_attempts=None)
+    for n in range(10):
+        response = await game.attempt(game.alice, "Answer task", f"guess {n}")
+        assert response.status_code == 200, response.text
+
+    async def made_ago(seconds: int) -> None:
+        async with world.db.session(write=True) as session:
+            rows = await session.scalars(
+                select(TaskAttempt).where(TaskAttempt.organization_id == game.org.id)
+            )
+            for row in rows.all():
+                row.at = utcnow() - dt.timedelta(seconds=seconds)
+
+    await made_ago(30)  # all ten within the minute: they leave it in at most 30 s
+    refused = await game.attempt(game.alice, "Answer task", "eleven")
+    assert refused.status_code == 429
+    assert 1 <= int(refused.headers["Retry-After"]) <= 30
+    await made_ago(61)  # over a minute ago: none of them counts any more
+    assert (await game.attempt(game.alice, "Answer task", "eleven")).status_code == 200
 
 
 async def test_two_right_answers_at_once_complete_once(world: World) -> None:

@@ -53,3 +53,21 @@ async def test_each_task_shows_the_teams_state(world: World) -> None:
     states = task_states(overview.json(), game.discipline["Id"])
     assert states["Later self"]["Locked"] is False
     assert states["Answer task"]["AttemptsLeft"] == 1
+
+
+async def test_a_wrong_answer_renews_the_cached_attempts_left(world: World) -> None:
+    game = await learners_game(world, max_attempts=3)
+    url = f"/team/{game.team_id}/overview"
+
+    async def left() -> int:
+        overview = await game.client.get(url, headers=game.alice)
+        assert overview.status_code == 200, overview.text
+        return int(
+            task_states(overview.json(), game.discipline["Id"])["Answer task"]["AttemptsLeft"]
+        )
+
+    assert [await left(), await left()] == [3, 3]  # the route's answer, then the cache's
+    assert (await game.attempt(game.alice, "Answer task", "wrong")).status_code == 200
+    assert await left() == 2
+    assert (await game.attempt(game.bob, "Answer task", "wrong again")).status_code == 200
+    assert await left() == 1

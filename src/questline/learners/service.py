@@ -15,7 +15,7 @@ import math
 import uuid
 from dataclasses import dataclass
 
-from sqlalchemy import exists, func, select
+from sqlalchemy import Exists, ScalarSelect, exists, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline import audit, events
@@ -86,49 +86,54 @@ async def _acting(
     return Acting(team, task, member_id)
 
 
-async def _is_completed(
-    session: AsyncSession, org_id: uuid.UUID, team_id: uuid.UUID, task_id: uuid.UUID
-) -> bool:
-    found = await session.scalar(
-        select(
-            exists().where(
-                TaskCompletion.organization_id == org_id,
-                TaskCompletion.team_id == team_id,
-                TaskCompletion.task_id == task_id,
-            )
-        )
+def _completed(org_id: uuid.UUID, team_id: uuid.UUID, task_id: uuid.UUID) -> Exists:
+    return exists().where(
+        TaskCompletion.organization_id == org_id,
+        TaskCompletion.team_id == team_id,
+        TaskCompletion.task_id == task_id,
     )
-    return bool(found)
 
 
-async def attempts_used(
-    session: AsyncSession, *, org_id: uuid.UUID, team_id: uuid.UUID, task_id: uuid.UUID
-) -> int:
-    used = await session.scalar(
-        select(func.count()).where(
+def _used(org_id: uuid.UUID, team_id: uuid.UUID, task_id: uuid.UUID) -> ScalarSelect[int]:
+    return (
+        select(func.count())
+        .where(
             TaskAttempt.organization_id == org_id,
             TaskAttempt.team_id == team_id,
             TaskAttempt.task_id == task_id,
         )
+        .scalar_subquery()
     )
-    return int(used or 0)
 
 
-async def _check_rate(
-    session: AsyncSession, *, org_id: uuid.UUID, actor: str, now: dt.datetime, limit: int
-) -> None:
-    """429 with ``Retry-After`` when the actor made ``limit`` attempts in the last minute
-    (counted from the stored ones, so every process agrees)."""
-    # The actor's limit-th latest attempt, one row through the (organization, actor, at)
-    # index: within the minute, the limit is reached; it leaves the window at +60 s.
-    oldest = await session.scalar(
+def _limit_reached_at(
+    org_id: uuid.UUID, actor: str, now: dt.datetime, limit: int
+) -> ScalarSelect[dt.datetime]:
+    """The actor's ``limit``-th latest attempt within the last minute, if any: one row
+    through the (organization, actor, at) index, reading at most the minute's rows (an
+    actor's older attempts are never read). While it is within the minute the limit is
+    reached; it leaves the window at +60 s."""
+    return (
         select(TaskAttempt.at)
-        .where(TaskAttempt.organization_id == org_id, TaskAttempt.actor == actor)
+        .where(
+            TaskAttempt.organization_id == org_id,
+            TaskAttempt.actor == actor,
+            TaskAttempt.at > now - RATE_WINDOW,
+        )
         .order_by(TaskAttempt.at.desc())
         .offset(limit - 1)
         .limit(1)
+        .scalar_subquery()
     )
-    if oldest is None or oldest <= now - RATE_WINDOW:
+
+
+def _check_rate(oldest: dt.datetime | None, *, now: dt.datetime, limit: int) -> None:
+    """429 with ``Retry-After`` when the actor made ``limit`` attempts in the last minute
+    (counted from the stored ones, so every process agrees)."""
+    if oldest is None:
+        return
+    oldest = oldest if oldest.tzinfo is not None else oldest.replace(tzinfo=dt.UTC)
+    if oldest <= now - RATE_WINDOW:
         return
     wait = max(1, math.ceil((oldest + RATE_WINDOW - now).total_seconds()))
     raise TooManyRequests(
@@ -163,19 +168,29 @@ async def submit_attempt(
         action="answers",
     )
     org_id, task = tenant.org_id, acting.task
-    if await _is_completed(session, org_id, team_id, task.task_id):
+    now = utcnow()
+    actor = str(acting.member_id) if acting.member_id else tenant.caller.subject
+    limit = settings.attempts_per_minute
+    # The three counts the refusals below read, in one statement (one round trip, not
+    # three); the refusals keep their order.
+    done, used, oldest = (
+        await session.execute(
+            select(
+                _completed(org_id, team_id, task.task_id),
+                _used(org_id, team_id, task.task_id),
+                _limit_reached_at(org_id, actor, now, limit),
+            )
+        )
+    ).one()
+    if done:
         raise AlreadyCompleted("The team already completed this task; nothing was counted.")
-    used = await attempts_used(session, org_id=org_id, team_id=team_id, task_id=task.task_id)
+    used = int(used or 0)
     if task.max_attempts is not None and used >= task.max_attempts:
         raise NoAttemptsLeft(
             f"The team used all {task.max_attempts} attempts at this task; this one was "
             "not counted."
         )
-    now = utcnow()
-    actor = str(acting.member_id) if acting.member_id else tenant.caller.subject
-    await _check_rate(
-        session, org_id=org_id, actor=actor, now=now, limit=settings.attempts_per_minute
-    )
+    _check_rate(oldest, now=now, limit=limit)
     keys = answer_keys(settings, task.owner)
     correct = any_matches(keys, data.answer, task.answers)
     left = None if task.max_attempts is None else task.max_attempts - used - 1
@@ -218,8 +233,10 @@ async def submit_attempt(
             "AttemptsLeft": left,
         },
     )
-    if not correct:
-        await bump(session, org_id)  # the overview's AttemptsLeft
+    if not correct and task.max_attempts is not None:
+        # The overview's AttemptsLeft, the only cached read a wrong answer changes (null
+        # for a task with unlimited attempts, so nothing to renew then).
+        await bump(session, org_id)
     result = schemas.AttemptResult(correct=correct, attempts_left=left, completion=completion)
     return AttemptOutcome(result, correct)
 

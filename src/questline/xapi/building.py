@@ -22,6 +22,9 @@ from questline.xapi.models import StatementKind, StatementStatus, XapiStatement
 from questline.xapi.statements import Iris, Node, TeamOf
 
 ADJUSTMENT_EVENTS = frozenset({"team.adjusted", "team.adjustment_withdrawn"})
+ATTEMPT_EVENT = "attempt.created"
+"""A counted attempt at an ``Answer`` task: an ``answered`` statement. Its payload says
+who, when and whether it was right, never what was submitted."""
 
 
 def _uuid(payload: dict[str, Any], key: str) -> uuid.UUID | None:
@@ -70,6 +73,8 @@ class StatementBuilder:
         team = await self._team(event.organization_id, team_id)
         if event.type == "progress.completed":
             return await self._completed(event, team, task_id, payload)
+        if event.type == ATTEMPT_EVENT:
+            return await self._answered(event, team, task_id, payload)
         return await self._withdrawn(event, team, task_id)
 
     async def _team(self, org_id: uuid.UUID, team_id: uuid.UUID) -> TeamOf:
@@ -213,6 +218,36 @@ class StatementBuilder:
                 event, team, tree, kind, node, parents
             )
         return made
+
+    async def _answered(
+        self, event: Any, team: TeamOf, task_id: uuid.UUID, payload: dict[str, Any]
+    ) -> int:
+        correct = payload.get("Correct")
+        if not isinstance(correct, bool):
+            return 0
+        tree = await self._tree(task_id)
+        if tree is None:
+            return 0  # the task was deleted before the fan-out: nothing left to name
+        id = statements.statement_id(event.id)
+        self._add(
+            event,
+            id=id,
+            kind=StatementKind.ANSWERED,
+            team=team,
+            tree=tree,
+            statement=statements.answered(
+                self.iris,
+                id=id,
+                team=team,
+                member=await self._member(event.organization_id, payload),
+                object=tree.task,
+                parents=[tree.quest, tree.level, tree.discipline],
+                success=correct,
+                timestamp=_time(payload.get("At"), event.created_at),
+            ),
+        )
+        await self.session.flush()
+        return 1
 
     async def _level_or_discipline_completed(
         self,

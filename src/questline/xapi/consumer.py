@@ -15,11 +15,13 @@ from questline import events
 from questline.config import Settings
 from questline.events import fanout
 from questline.events.models import Event
-from questline.xapi.building import ADJUSTMENT_EVENTS, StatementBuilder
+from questline.xapi.building import ADJUSTMENT_EVENTS, ATTEMPT_EVENT, StatementBuilder
 from questline.xapi.models import LrsConnection
 from questline.xapi.statements import Iris
 
-EVENT_TYPES = frozenset({"progress.completed", "progress.withdrawn"}) | ADJUSTMENT_EVENTS
+EVENT_TYPES = (
+    frozenset({"progress.completed", "progress.withdrawn", ATTEMPT_EVENT}) | ADJUSTMENT_EVENTS
+)
 """The events that become statements (docs/platforms.md, "Statements")."""
 
 

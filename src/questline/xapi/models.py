@@ -28,6 +28,7 @@ class StatementKind(enum.StrEnum):
     DISCIPLINE = "discipline"
     VOIDED = "voided"
     ADJUSTED = "adjusted"
+    ANSWERED = "answered"
 
 
 class LrsConnection(Base):

@@ -23,6 +23,7 @@ VERB_COMPLETED = {
 }
 VERB_VOIDED = {"id": "http://adlnet.gov/expapi/verbs/voided", "display": {"en-US": "voided"}}
 VERB_SCORED = {"id": "http://adlnet.gov/expapi/verbs/scored", "display": {"en-US": "scored"}}
+VERB_ANSWERED = {"id": "http://adlnet.gov/expapi/verbs/answered", "display": {"en-US": "answered"}}
 VERB_EXPERIENCED = {
     "id": "http://adlnet.gov/expapi/verbs/experienced",
     "display": {"en-US": "experienced"},
@@ -132,6 +133,36 @@ def completed(
             "score": {"raw": raw, "min": 0, "max": max},
             "completion": True,
         },
+        "context": {
+            "team": group(iris, team),
+            "platform": "Questline",
+            "contextActivities": {"parent": [activity(iris, p) for p in parents]},
+        },
+        "timestamp": rfc3339(timestamp),
+        "version": XAPI_VERSION,
+    }
+
+
+def answered(
+    iris: Iris,
+    *,
+    id: uuid.UUID,
+    team: TeamOf,
+    member: tuple[str, str] | None,
+    object: Node,
+    parents: list[Node],
+    success: bool,
+    timestamp: dt.datetime,
+) -> dict[str, Any]:
+    """``<member or team> answered <task>``: one counted attempt at an ``Answer`` task.
+    Whether it was right is ``result.success``; what was submitted is never part of it
+    (no ``result.response``): a right answer is the task's answer."""
+    return {
+        "id": str(id),
+        "actor": agent(*member) if member is not None else group(iris, team),
+        "verb": VERB_ANSWERED,
+        "object": activity(iris, object),
+        "result": {"success": success},
         "context": {
             "team": group(iris, team),
             "platform": "Questline",
