@@ -14,7 +14,6 @@ from fastapi.responses import RedirectResponse
 
 from questline import __version__
 from questline.adjustments.endpoints import router as adjustments_router
-from questline.adjustments.window_items import adjustments as counted_adjustments
 from questline.audit import service as audit_service
 from questline.audit.endpoints import router as audit_router
 from questline.auth.authentication import Identity
@@ -42,7 +41,6 @@ from questline.mail.endpoints import invite_router as mail_invite_router
 from questline.mail.endpoints import signin_router as mail_signin_router
 from questline.members.endpoints import router as members_router
 from questline.organizations.endpoints import router as organizations_router
-from questline.progress import counted
 from questline.progress import hooks as progress_hooks
 from questline.progress.endpoints import router as progress_router
 from questline.progress.group_commit import GroupCommit
@@ -109,7 +107,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     progress_hooks.register()  # before a discipline's tasks go: their progress
     mail_service.check_settings(settings)  # a mistyped SMTP URL stops the start, not a send
     on_season_rank(season_rank)  # the overview's ?season= ranks as the leaderboard does
-    counted.register(counted_adjustments)  # adjustments count in every windowed ranking
     db = Database(settings)
     identity = Identity(TokenService(settings), db=db)
     state = AppState(
