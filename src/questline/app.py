@@ -44,7 +44,6 @@ from questline.organizations.endpoints import router as organizations_router
 from questline.progress import hooks as progress_hooks
 from questline.progress.endpoints import router as progress_router
 from questline.progress.group_commit import GroupCommit
-from questline.progress.overview import on_season_rank
 from questline.readmodel.service import ReadModel
 from questline.scim.endpoints import router as scim_router
 from questline.scim.endpoints import token_router as scim_token_router
@@ -106,7 +105,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
     progress_hooks.register()  # before a discipline's tasks go: their progress
     mail_service.check_settings(settings)  # a mistyped SMTP URL stops the start, not a send
-    on_season_rank(season_rank)  # the overview's ?season= ranks as the leaderboard does
     db = Database(settings)
     identity = Identity(TokenService(settings), db=db)
     state = AppState(
@@ -190,6 +188,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.identity = identity
     app.state.readmodel = readmodel
     app.state.progress_writes = progress_writes
+    app.state.season_rank = season_rank  # the overview's ?season= ranks as the leaderboard does
     app.state.lti_framing = FrameAncestors(state.signing_secret)
     install_error_handlers(app)
     for router in (
