@@ -24,6 +24,7 @@ from questline.config import Settings
 from questline.dashboard import endpoints as dashboard
 from questline.dashboard.endpoints import mount_dashboard
 from questline.disciplines.endpoints import router as disciplines_router
+from questline.disciplines.service import TasksRemovedHook
 from questline.health.endpoints import router as health_router
 from questline.leaderboard.choice import season_rank
 from questline.leaderboard.endpoints import router as leaderboard_router
@@ -44,6 +45,7 @@ from questline.organizations.endpoints import router as organizations_router
 from questline.progress import hooks as progress_hooks
 from questline.progress.endpoints import router as progress_router
 from questline.progress.group_commit import GroupCommit
+from questline.progress.overview import SeasonRank
 from questline.readmodel.service import ReadModel
 from questline.scim.endpoints import router as scim_router
 from questline.scim.endpoints import token_router as scim_token_router
@@ -103,7 +105,6 @@ async def _cancelled(task: asyncio.Task[None]) -> None:
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
-    progress_hooks.register()  # before a discipline's tasks go: their progress
     mail_service.check_settings(settings)  # a mistyped SMTP URL stops the start, not a send
     db = Database(settings)
     identity = Identity(TokenService(settings), db=db)
@@ -188,7 +189,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.identity = identity
     app.state.readmodel = readmodel
     app.state.progress_writes = progress_writes
-    app.state.season_rank = season_rank  # the overview's ?season= ranks as the leaderboard does
+    # What a domain calls in one built on it, handed down (typed here, read by its accessor).
+    tasks_removed: TasksRemovedHook = progress_hooks.before_tasks_removed  # their progress first
+    app.state.tasks_removed = tasks_removed
+    ranked_in_season: SeasonRank = season_rank  # the overview's ?season=, as the leaderboard
+    app.state.season_rank = ranked_in_season
     app.state.lti_framing = FrameAncestors(state.signing_secret)
     install_error_handlers(app)
     for router in (
