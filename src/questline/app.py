@@ -14,7 +14,6 @@ from fastapi.responses import RedirectResponse
 
 from questline import __version__
 from questline.adjustments.endpoints import router as adjustments_router
-from questline.adjustments.window_items import adjustments as counted_adjustments
 from questline.audit import service as audit_service
 from questline.audit.endpoints import router as audit_router
 from questline.auth.authentication import Identity
@@ -25,6 +24,8 @@ from questline.config import Settings
 from questline.dashboard import endpoints as dashboard
 from questline.dashboard.endpoints import mount_dashboard
 from questline.disciplines.endpoints import router as disciplines_router
+from questline.disciplines.service import TasksRemovedHook
+from questline.events import fanout
 from questline.health.endpoints import router as health_router
 from questline.leaderboard.choice import season_rank
 from questline.leaderboard.endpoints import router as leaderboard_router
@@ -42,11 +43,10 @@ from questline.mail.endpoints import invite_router as mail_invite_router
 from questline.mail.endpoints import signin_router as mail_signin_router
 from questline.members.endpoints import router as members_router
 from questline.organizations.endpoints import router as organizations_router
-from questline.progress import counted
 from questline.progress import hooks as progress_hooks
 from questline.progress.endpoints import router as progress_router
 from questline.progress.group_commit import GroupCommit
-from questline.progress.overview import on_season_rank
+from questline.progress.overview import SeasonRank
 from questline.readmodel.service import ReadModel
 from questline.scim.endpoints import router as scim_router
 from questline.scim.endpoints import token_router as scim_token_router
@@ -78,6 +78,7 @@ from questline.web.ratelimit import RateLimiter, RateLimitMiddleware
 from questline.web.routing import let_concrete_paths_win
 from questline.web.server import AllowedHostsMiddleware, ConcurrencyLimitMiddleware
 from questline.web.state import AppState
+from questline.webhooks import dispatcher as webhook_deliveries
 from questline.webhooks.dispatcher import Dispatcher
 from questline.webhooks.endpoints import router as webhooks_router
 from questline.xapi import consumer as xapi_consumer
@@ -106,10 +107,7 @@ async def _cancelled(task: asyncio.Task[None]) -> None:
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
-    progress_hooks.register()  # before a discipline's tasks go: their progress
     mail_service.check_settings(settings)  # a mistyped SMTP URL stops the start, not a send
-    on_season_rank(season_rank)  # the overview's ?season= ranks as the leaderboard does
-    counted.register(counted_adjustments)  # adjustments count in every windowed ranking
     db = Database(settings)
     identity = Identity(TokenService(settings), db=db)
     state = AppState(
@@ -120,12 +118,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     readmodel = ReadModel(db, settings)
     progress_writes = GroupCommit(db, gather_window=settings.progress_gather_window_ms / 1000)
+    consumers = outbox_consumers(settings)
     xapi_dispatchers: list[XapiDispatcher] = []
-    # Statements of the outbox's events (events.fanout), from whichever process fans out.
-    xapi_consumer.register_consumer(settings)
     grades_dispatchers: list[GradesDispatcher] = []
-    # Scores for the learning platforms' gradebooks (LTI AGS), from the same fan-out.
-    lti_grades_consumer.register_consumer()
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -133,7 +128,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # roles (``Database.check_row_security``; docs/deploy.md, "Two database roles").
         await state.db.check_row_security(settings)
         dispatcher = (
-            Dispatcher(settings, state.db) if settings.webhooks_dispatcher_enabled else None
+            Dispatcher(settings, state.db, consumers=consumers)
+            if settings.webhooks_dispatcher_enabled
+            else None
         )
         if dispatcher is not None:
             dispatcher.start()
@@ -193,6 +190,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.identity = identity
     app.state.readmodel = readmodel
     app.state.progress_writes = progress_writes
+    app.state.outbox_consumers = consumers
+    # What a domain calls in one built on it, handed down (typed here, read by its accessor).
+    tasks_removed: TasksRemovedHook = progress_hooks.before_tasks_removed  # their progress first
+    app.state.tasks_removed = tasks_removed
+    ranked_in_season: SeasonRank = season_rank  # the overview's ?season=, as the leaderboard
+    app.state.season_rank = ranked_in_season
     app.state.lti_framing = FrameAncestors(state.signing_secret)
     install_error_handlers(app)
     for router in (
@@ -232,6 +235,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     let_concrete_paths_win(app.routes)
     _add_middleware(app, state, identity)
     return app
+
+
+def outbox_consumers(settings: Settings) -> tuple[fanout.Consumer, ...]:
+    """Every consumer of the outbox's events in this build (``events.fanout``), in the
+    order a pass hands them the events: the webhooks' deliveries, the xAPI statements
+    (with a public URL to name them by), the scores for the learning platforms'
+    gradebooks (LTI AGS). The webhook dispatcher's passes fan out to all of them; an
+    event none takes is deleted."""
+    return (
+        webhook_deliveries.CONSUMER,
+        *xapi_consumer.consumers(settings),
+        lti_grades_consumer.CONSUMER,
+    )
 
 
 async def _to_dashboard() -> RedirectResponse:

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from fastapi import FastAPI
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -240,9 +241,12 @@ class HookLog:
 
 
 @pytest.fixture
-def hook_log(monkeypatch: pytest.MonkeyPatch) -> HookLog:
+def hook_log(app: FastAPI) -> HookLog:
+    """Stands in for progress's hook, which the application hands to the discipline
+    domain (``app.state.tasks_removed``)."""
+    assert app.state.tasks_removed is hooks.before_tasks_removed
     log = HookLog()
-    monkeypatch.setattr(hooks, "before_tasks_removed", log)
+    app.state.tasks_removed = log
     return log
 
 

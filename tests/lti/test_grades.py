@@ -24,7 +24,7 @@ pytestmark = pytest.mark.anyio
 
 async def _deliver(settings: Settings, app_state: AppHarness) -> None:
     """The outbox fanned out, then grades passes until nothing is due."""
-    while await fanout.fan_out(app_state.db):
+    while await fanout.fan_out(app_state.db, app_state.outbox_consumers):
         pass
     dispatcher = GradesDispatcher(settings, app_state.db, app_state.state.signing_secret)
     try:

@@ -353,7 +353,7 @@ async def test_the_webhook_dispatcher_serves_every_organization_its_own_events(
     await subscribe(a, f"{hook_receiver.url}?org=a", ["team.created"])
     await subscribe(b, f"{hook_receiver.url}?org=b", ["team.created"])
     made = {org.id: await org.create_team(f"Hooked {org.id}") for org in (a, b)}
-    dispatcher = Dispatcher(app_state.settings, app_state.db)
+    dispatcher = Dispatcher(app_state.settings, app_state.db, consumers=app_state.outbox_consumers)
     try:
         for _ in range(50):
             await dispatcher.run_once()

@@ -255,6 +255,7 @@ async def test_a_removed_task_takes_its_submissions(world: World) -> None:
 async def test_a_webhook_subscribes_to_every_event_and_gets_the_submissions(
     world: World,
 ) -> None:
+    from questline.app import outbox_consumers
     from questline.config import Settings
     from questline.events.service import EVENT_TYPES
     from questline.webhooks.dispatcher import Dispatcher
@@ -271,7 +272,8 @@ async def test_a_webhook_subscribes_to_every_event_and_gets_the_submissions(
     ada = await learner(world, org, team["Id"])
     made = await submitted(world.client, team["Id"], ada, tasks[0])
     await world.client.post(decide(made, "approve"), headers=org.admin)
-    await Dispatcher(Settings(_env_file=None), world.db).fan_out()  # type: ignore[call-arg]
+    settings = Settings(_env_file=None)
+    await Dispatcher(settings, world.db, consumers=outbox_consumers(settings)).fan_out()
     deliveries = await world.client.get(
         f"/webhook/{hook.json()['Id']}/deliveries", headers=org.admin
     )

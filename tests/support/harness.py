@@ -13,6 +13,7 @@ from fastapi import FastAPI
 from questline.auth.authentication import Identity
 from questline.auth.tokens import TokenService
 from questline.config import Settings
+from questline.events.fanout import Consumer
 from questline.progress.group_commit import GroupCommit
 from questline.readmodel.service import ReadModel
 from questline.storage.db import Database
@@ -65,6 +66,12 @@ class AppHarness:
     def readmodel(self) -> ReadModel:
         readmodel: ReadModel = self.app.state.readmodel
         return readmodel
+
+    @property
+    def outbox_consumers(self) -> tuple[Consumer, ...]:
+        """Every consumer of the outbox the application built (``outbox_consumers``)."""
+        consumers: tuple[Consumer, ...] = self.app.state.outbox_consumers
+        return consumers
 
     @property
     def progress_writes(self) -> GroupCommit:

@@ -25,6 +25,7 @@ import jwt
 import pytest
 from fastapi import FastAPI
 
+from questline.app import outbox_consumers
 from questline.config import Settings
 from questline.storage.db import Database
 from questline.webhooks.dispatcher import Dispatcher
@@ -479,7 +480,8 @@ async def _seed_webhook(org: Org, resolved: Resolved, db: Database | None) -> No
     if db is None:
         return
     await org.create_team()
-    await Dispatcher(Settings(_env_file=None), db).fan_out()
+    settings = Settings(_env_file=None)
+    await Dispatcher(settings, db, consumers=outbox_consumers(settings)).fan_out()
     deliveries = await org.client.get(f"/webhook/{hook.json()['Id']}/deliveries", headers=org.admin)
     [delivery] = deliveries.json()
     resolved.ids["webhook_id"] = hook.json()["Id"]

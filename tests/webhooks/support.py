@@ -17,7 +17,7 @@ async def drain(state: AppHarness, *, settings: Any = None, passes: int = 200) -
     """Run dispatcher passes until no delivery is due or pending (retries included)."""
     import asyncio
 
-    dispatcher = Dispatcher(settings or state.settings, state.db)
+    dispatcher = Dispatcher(settings or state.settings, state.db, consumers=state.outbox_consumers)
     try:
         for _ in range(passes):
             await dispatcher.run_once()

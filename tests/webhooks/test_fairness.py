@@ -80,7 +80,9 @@ async def test_a_hanging_organization_never_holds_up_another(
                 seen_at_arrival.append((sum(hanging.open.values()), hanging.closed))
 
         answering.on_request = arrived
-        dispatcher = Dispatcher(_fair_settings(app_state), app_state.db)
+        dispatcher = Dispatcher(
+            _fair_settings(app_state), app_state.db, consumers=app_state.outbox_consumers
+        )
         dispatcher.start()
         try:
             # The hanging host holds all its slots: both organizations' attempts hang.
@@ -123,7 +125,7 @@ async def test_one_organization_holds_at_most_its_slots(
         settings = _fair_settings(app_state).model_copy(
             update={"webhooks_concurrency_per_host": 100}
         )
-        dispatcher = Dispatcher(settings, app_state.db)
+        dispatcher = Dispatcher(settings, app_state.db, consumers=app_state.outbox_consumers)
         try:
             # Passes by hand: each claims what fits the free slots and returns at once,
             # without waiting for the hanging attempts it started.

@@ -77,7 +77,7 @@ async def test_a_retry_asked_while_the_attempt_is_at_the_receiver_is_sent_again(
     org = world.org()
     hook = await subscribe(org, hook_receiver.url)
     await org.create_team()
-    dispatcher = Dispatcher(app_state.settings, app_state.db)
+    dispatcher = Dispatcher(app_state.settings, app_state.db, consumers=app_state.outbox_consumers)
     try:
         hook_receiver.hold()
         await dispatcher.run_once()  # claims and starts the attempt
@@ -106,7 +106,7 @@ async def test_a_retry_asked_after_the_answer_and_before_it_is_recorded_is_sent_
     org = world.org()
     hook = await subscribe(org, hook_receiver.url)
     await org.create_team()
-    dispatcher = Dispatcher(app_state.settings, app_state.db)
+    dispatcher = Dispatcher(app_state.settings, app_state.db, consumers=app_state.outbox_consumers)
     try:
         await dispatcher.run_once()
         await arrived(hook_receiver, 1)
@@ -133,7 +133,7 @@ async def test_a_retry_of_a_delivery_waiting_for_its_next_attempt_goes_at_once(
     hook_receiver.answers = [500]
     await org.create_team()
     patient = settings.model_copy(update={"webhooks_retry_base_seconds": 3600})
-    dispatcher = Dispatcher(patient, app_state.db)
+    dispatcher = Dispatcher(patient, app_state.db, consumers=app_state.outbox_consumers)
     try:
         await dispatcher.run_once()
         await dispatcher.settle()
@@ -193,7 +193,7 @@ async def test_an_attempt_claimed_before_two_retries_leaves_one_more_send(
     org = world.org()
     hook = await subscribe(org, hook_receiver.url)
     await org.create_team()
-    dispatcher = Dispatcher(app_state.settings, app_state.db)
+    dispatcher = Dispatcher(app_state.settings, app_state.db, consumers=app_state.outbox_consumers)
     try:
         hook_receiver.hold()
         await dispatcher.run_once()

@@ -370,7 +370,10 @@ async def test_two_dispatchers_never_send_one_delivery_twice(
     await subscribe(org, hook_receiver.url)
     for _ in range(30):
         await org.create_team()
-    dispatchers = [Dispatcher(app_state.settings, app_state.db) for _ in range(3)]
+    dispatchers = [
+        Dispatcher(app_state.settings, app_state.db, consumers=app_state.outbox_consumers)
+        for _ in range(3)
+    ]
     try:
         for _ in range(30):  # each pass claims what fits the slots: as many as it takes
             await asyncio.gather(*(d.run_once() for d in dispatchers))

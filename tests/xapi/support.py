@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy import func, select
 
+from questline.app import outbox_consumers
 from questline.config import Settings
 from questline.events import fanout
 from questline.storage.db import Database
@@ -18,14 +19,15 @@ from tests.factories import Org
 from tests.support.ralph_lrs import RalphServer, RalphUser
 
 
-async def fan_out(db: Database) -> None:
-    while await fanout.fan_out(db):
+async def fan_out(settings: Settings, db: Database) -> None:
+    """Every pass the outbox needs, for every consumer of an application of ``settings``."""
+    while await fanout.fan_out(db, outbox_consumers(settings)):
         pass
 
 
 async def deliver(settings: Settings, db: Database, *, passes: int = 200) -> Dispatcher:
     """Fan the outbox out, then run dispatcher passes until no statement is pending."""
-    await fan_out(db)
+    await fan_out(settings, db)
     dispatcher = Dispatcher(settings, db)
     try:
         for _ in range(passes):

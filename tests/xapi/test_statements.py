@@ -242,7 +242,7 @@ async def test_a_refused_statement_is_shown_and_the_rest_are_delivered(
     tree = await make_discipline(app_state.db, org_id=org.id, shape=[[[1, 2, 3, 4]]])
     for hours, task in enumerate(tree.tasks[:3]):
         assert (await complete(org, team["Id"], task, at(hours))).status_code == 201
-    await fan_out(app_state.db)
+    await fan_out(settings, app_state.db)
     made = await rows(app_state.db, org.id)
     assert len(made) == 3
     # The LRS already holds a different statement with the second one's id: it refuses

@@ -1,4 +1,5 @@
-"""Point adjustments as items of the windowed rankings (``questline.progress.counted``):
+"""Point adjustments as items of the windowed rankings (a ``questline.progress.counted``
+source, named in ``questline.leaderboard.selection.COUNTED``):
 an adjustment counts like a completion of that many points at its ``At`` — in
 ``from``/``to`` rankings, seasons and a season's frozen view — and never under a
 discipline (it belongs to none)."""

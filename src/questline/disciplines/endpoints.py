@@ -197,6 +197,7 @@ async def replace_discipline(
             if_match=if_match,
             force=force,
             settings=app_state(request).settings,
+            tasks_removed=service.tasks_removed_of(request),
         )
     return Response(
         content=written.body,
@@ -212,6 +213,7 @@ async def replace_discipline(
 )
 async def delete_discipline(
     discipline_id: DisciplineId,
+    request: Request,
     caller: CallerDep,
     session: SessionDep,
     if_match: IfMatch = None,
@@ -220,5 +222,11 @@ async def delete_discipline(
     """Delete a discipline with its whole tree. 409 when teams have progress in it,
     unless `?force=true` (then that progress is withdrawn)."""
     discipline = await service.get_for_change(session, caller=caller, discipline_id=discipline_id)
-    await service.delete_discipline(session, discipline=discipline, if_match=if_match, force=force)
+    await service.delete_discipline(
+        session,
+        discipline=discipline,
+        if_match=if_match,
+        force=force,
+        tasks_removed=service.tasks_removed_of(request),
+    )
     return Response(status_code=status.HTTP_204_NO_CONTENT)

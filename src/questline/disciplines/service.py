@@ -12,10 +12,11 @@ import hashlib
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 import anyio
 import orjson
+from fastapi.requests import HTTPConnection
 from pydantic import TypeAdapter
 from sqlalchemy import ColumnElement, Select, bindparam, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -48,24 +49,13 @@ class TasksRemovedHook(Protocol):
     ) -> None: ...
 
 
-_tasks_removed_hooks: list[TasksRemovedHook] = []
-
-
-def on_tasks_removed(hook: TasksRemovedHook) -> None:
-    """Call ``hook`` in the transaction, before a discipline's tasks are deleted (a whole
+def tasks_removed_of(connection: HTTPConnection) -> TasksRemovedHook:
+    """What to call in the transaction before a discipline's tasks are deleted (a whole
     discipline on DELETE, or tasks left out of a PUT document): the progress domain
     refuses (409) when teams completed them, or with ``force`` withdraws that progress.
-    The application registers it (``questline.app``), so that this domain imports none
-    of the domains built on it."""
-    if hook not in _tasks_removed_hooks:
-        _tasks_removed_hooks.append(hook)
-
-
-async def _before_tasks_removed(
-    session: AsyncSession, *, discipline_id: uuid.UUID, task_ids: Sequence[uuid.UUID], force: bool
-) -> None:
-    for hook in _tasks_removed_hooks:
-        await hook(session, discipline_id=discipline_id, task_ids=task_ids, force=force)
+    That domain builds on this one, so the application hands it in (kept on
+    ``app.state.tasks_removed``)."""
+    return cast(TasksRemovedHook, connection.app.state.tasks_removed)
 
 
 LARGE_TREE_NODES = 2000
@@ -539,11 +529,13 @@ async def replace_discipline(
     if_match: str | None,
     force: bool,
     settings: Settings,
+    tasks_removed: TasksRemovedHook,
 ) -> Written:
     """Replace the document; nodes sent with their ``Id`` keep their identity.
 
-    Tasks left out are offered to the progress domain first (``on_tasks_removed``),
-    which refuses (409) when teams completed them unless ``force``.
+    Tasks left out are offered to the progress domain first (``tasks_removed``,
+    ``tasks_removed_of``), which refuses (409) when teams completed them unless
+    ``force``.
     """
     check_if_match(discipline, if_match)
     _check_read_only_fields(discipline, data)
@@ -562,7 +554,7 @@ async def replace_discipline(
     before = audited(discipline, len(known.of(Level)), len(known.of(Task)), before_checks)
     removed_tasks = tree.removed_ids(rows, known, Task)
     if removed_tasks:
-        await _before_tasks_removed(
+        await tasks_removed(
             session, discipline_id=discipline.id, task_ids=sorted(removed_tasks), force=force
         )
     await tree.replace_rows(session, rows, known)
@@ -586,7 +578,12 @@ async def replace_discipline(
 
 
 async def delete_discipline(
-    session: AsyncSession, *, discipline: Discipline, if_match: str | None, force: bool
+    session: AsyncSession,
+    *,
+    discipline: Discipline,
+    if_match: str | None,
+    force: bool,
+    tasks_removed: TasksRemovedHook,
 ) -> None:
     check_if_match(discipline, if_match)
     document = await read_tree(session, discipline, Audience.OUTSIDE)
@@ -602,7 +599,7 @@ async def delete_discipline(
     before = audited(discipline, len(document.levels), len(task_ids))
     await _audit(session, discipline, "discipline.deleted", {**before, "Forced": force}, None)
     if task_ids:
-        await _before_tasks_removed(
+        await tasks_removed(
             session, discipline_id=discipline.id, task_ids=list(task_ids), force=force
         )
     await session.delete(discipline)

@@ -1,7 +1,7 @@
 """Fanning the outbox out: pending events → the rows of every consumer that wants them.
 
 A consumer (webhooks: one delivery per subscribed webhook; xAPI: one statement per
-event of an organization with an LRS) registers a ``take`` function; one pass reads a
+event of an organization with an LRS) is a ``take`` function; one pass reads a
 batch of pending events (locked: ``FOR UPDATE SKIP LOCKED`` on PostgreSQL, the one
 write lock on SQLite), hands them to every consumer in the same transaction, then
 deletes the events nobody took and marks the others done. A consumer's rows are
@@ -9,14 +9,15 @@ therefore committed with the event's ``pending = false``, or not at all: an even
 fanned out once, to everyone, whichever process runs the pass (the webhook dispatcher
 of every process with ``webhooks_dispatcher_enabled`` does).
 
-Consumers register when their module is imported (the application imports them all
-before it serves), so that no pass deletes an event a consumer of this build wants.
+The consumers are an argument of every pass: the application builds them once
+(``questline.app.outbox_consumers``: every consumer of this build) and hands them to the
+process's webhook dispatcher, which runs the passes, so that no pass deletes an event a
+consumer of this build wants. This package sits below the consumers and imports none.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import threading
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -59,24 +60,11 @@ class Consumer:
     """Called after a pass committed rows of this consumer (wake its dispatcher)."""
 
 
-_consumers: dict[str, Consumer] = {}
-_lock = threading.Lock()
-
-
-def register(consumer: Consumer) -> None:
-    """Add (or replace, by name) a consumer of every later pass."""
-    with _lock:
-        _consumers[consumer.name] = consumer
-
-
-def consumers() -> list[Consumer]:
-    with _lock:
-        return list(_consumers.values())
-
-
 @tenancy.serves_every_organization
-async def fan_out(db: Database) -> int:
-    """One pass: the number of pending events handled (``FANOUT_BATCH`` at most)."""
+async def fan_out(db: Database, consumers: Sequence[Consumer]) -> int:
+    """One pass for ``consumers`` (each handed the events in this order): the number of
+    pending events handled (``FANOUT_BATCH`` at most). An event none of them takes is
+    deleted."""
     # On SQLite a cheap read first (an idle pass takes no write lock). Not on
     # PostgreSQL: there, under a write load, this scan of the pending events costs
     # far more than the locking select below (docs/performance.md).
@@ -103,7 +91,7 @@ async def fan_out(db: Database) -> int:
         if not pending:
             return 0
         sent: set[uuid.UUID] = set()
-        for consumer in consumers():
+        for consumer in consumers:
             ids = await consumer.take(session, pending)
             if ids:
                 took.add(consumer.name)
@@ -116,7 +104,7 @@ async def fan_out(db: Database) -> int:
         await _finish(
             session, update(Event).values(pending=False), [e for e in pending if e.id in sent]
         )
-    for consumer in consumers():
+    for consumer in consumers:
         if consumer.name in took and consumer.taken is not None:
             consumer.taken()
     return len(pending)

@@ -2,8 +2,8 @@
 
 * **Windowed** (``from``/``to``, or a season's ``[StartsAt, EndsAt)``): teams ranked by
   the points of the items that count in the window — ``questline.progress.counted``,
-  the one source of every windowed ranking (completions; whatever else registers
-  there, such as point adjustments, counts the same way). Ties: the earlier time the
+  the one source of every windowed ranking (completions, and the other kinds named in
+  ``COUNTED``, such as point adjustments, count the same way). Ties: the earlier time the
   team reached its window score (its last counted item that changed it), then the name;
   teams with nothing in the window follow, by name. With ``as_of`` (a season's frozen
   view): only what was recorded before that instant.
@@ -50,14 +50,19 @@ from sqlalchemy import (
 )
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from questline.adjustments.window_items import adjustments
 from questline.leaderboard import standings
 from questline.leaderboard.standings import Entry, as_utc
-from questline.progress.counted import Counting, per_team
+from questline.progress.counted import Counting, Source, completions, per_team
 from questline.teams import service as teams_service
 from questline.teams import tags
 from questline.teams.models import Team
 from questline.teams.ranking import ranking_order
 from questline.web.errors import FieldError, Unprocessable
+
+COUNTED: tuple[Source, ...] = (completions, adjustments)
+"""Every kind of item that counts in a windowed ranking (``from``/``to``, seasons, a
+season's frozen view): completions, and point adjustments (their points at their time)."""
 
 EVERY = 2**31 - 1
 """A limit that is no limit (every ranked team)."""
@@ -163,7 +168,7 @@ def ranked(
     done: ColumnElement[int] = Team.__table__.c.tasks_completed
     reached: ColumnElement[Any] = Team.__table__.c.score_reached_at
     if selection.windowed or selection.discipline_id is not None:
-        totals = per_team(selection.counting(org_id))
+        totals = per_team(selection.counting(org_id), COUNTED)
         source = outerjoin(source, totals, totals.c.team_id == Team.id)
         score = func.coalesce(totals.c.points, 0)
         done = func.coalesce(totals.c.completions, 0)

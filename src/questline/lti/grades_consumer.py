@@ -38,18 +38,6 @@ GRADES_TOPIC = "lti-grades"
 process's grades dispatcher."""
 
 
-def register_consumer() -> None:
-    """Make scores of the outbox's progress events (``events.fanout``); a fan-out that
-    committed scores announces ``GRADES_TOPIC`` (the dispatcher's wake-up)."""
-    fanout.register(
-        fanout.Consumer(
-            name="lti-ags",
-            take=take_events,
-            taken=functools.partial(events.announce_committed, GRADES_TOPIC),
-        )
-    )
-
-
 async def take_events(
     session: AsyncSession, pending: Sequence[fanout.PendingEvent]
 ) -> set[uuid.UUID]:
@@ -186,3 +174,13 @@ async def _score_team(
             row.updated_at = now
     await session.flush()
     return len(people)
+
+
+CONSUMER = fanout.Consumer(
+    name="lti-ags",
+    take=take_events,
+    taken=functools.partial(events.announce_committed, GRADES_TOPIC),
+)
+"""Makes scores of the outbox's progress events (``events.fanout``; the application lists
+it in ``questline.app.outbox_consumers``); a fan-out that committed scores announces
+``GRADES_TOPIC`` (the dispatcher's wake-up)."""

@@ -3,8 +3,10 @@ tables: **the one source every windowed ranking reads** (``from``/``to``, season
 the frozen view of a season).
 
 An *item* is something that changed a team's score at a time ``at`` on the timeline: a
-completion (``CompletedAt``, its points) — and whatever other kind a domain registers
-with ``register`` (point adjustments: their points at their time). Each source gives,
+completion (``CompletedAt``, its points) — and whatever other kind a domain above this
+one defines as a ``Source`` (point adjustments: their points at their time); the
+rankings, which sit above both, name the sources that count
+(``questline.leaderboard.selection.COUNTED``) and pass them in. Each source gives,
 for a ``Counting``, the rows ``(team_id, points, at, completions)`` of the items that
 count:
 
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -142,28 +144,21 @@ def completions(counting: Counting) -> Item:
     return query
 
 
-_sources: list[Source] = [completions]
-
-
-def register(source: Source) -> None:
-    """Count another kind of item (the application registers each once at start-up)."""
-    if source not in _sources:
-        _sources.append(source)
-
-
-def counted(counting: Counting) -> Any:
-    """Every item that counts, as one subquery ``(team_id, points, at, completions)``."""
-    parts = [source(counting) for source in _sources]
+def counted(counting: Counting, sources: Sequence[Source]) -> Any:
+    """Every item of ``sources`` that counts, as one subquery ``(team_id, points, at,
+    completions)``."""
+    parts = [source(counting) for source in sources]
     return (parts[0] if len(parts) == 1 else union_all(*parts)).subquery("counted")
 
 
-def per_team(counting: Counting) -> Subquery:
+def per_team(counting: Counting, sources: Sequence[Source]) -> Subquery:
     """Each team's window totals, as one subquery ``(team_id, points, completions,
-    reached)``: the points and completions of its items that count, and ``reached``, the
+    reached)``: the points and completions of its items (of ``sources``) that count, and
+    ``reached``, the
     time it reached its window score — that of its latest counted item that changed it
     (an item of 0 points changes nothing), NULL when none did. Teams without any item
     have no row."""
-    items = counted(counting)
+    items = counted(counting, sources)
     return (
         select(
             items.c.team_id,

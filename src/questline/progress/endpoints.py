@@ -164,7 +164,7 @@ async def get_overview(
         )
         headers: dict[str, str] = {}
         if season_id is not None:
-            rank, headers = await overview.season_rank(
+            rank, headers = await overview.season_rank_of(request)(
                 session,
                 readmodel=readmodel,
                 caller=tenant.caller,

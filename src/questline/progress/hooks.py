@@ -1,8 +1,10 @@
 """What progress does when another domain's change touches it.
 
-The discipline domain calls ``tasks_removed`` before it deletes tasks (a whole
-discipline on DELETE, or tasks left out of a PUT document); the application registers
-it there (``register``), so that disciplines import nothing of progress.
+The discipline domain calls ``before_tasks_removed`` before it deletes tasks (a whole
+discipline on DELETE, or tasks left out of a PUT document); the application hands it
+to that domain (``app.state.tasks_removed``, read by
+``questline.disciplines.service.tasks_removed_of``), so that disciplines import nothing
+of progress.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline import events
-from questline.disciplines import service as disciplines_service
 from questline.progress import schemas
 from questline.progress.models import ScoreChange, TaskCompletion
 from questline.progress.scores import Step, apply_steps, lock_teams
@@ -132,19 +133,3 @@ async def _record_withdrawals(
         await events.record_many(
             session, organization_id=org_id, type="progress.withdrawn", items=items
         )
-
-
-async def tasks_removed(
-    session: AsyncSession,
-    *,
-    discipline_id: uuid.UUID,
-    task_ids: Sequence[uuid.UUID],
-    force: bool,
-) -> None:
-    """The discipline domain's hook: ``before_tasks_removed``, looked up when called."""
-    await before_tasks_removed(session, discipline_id=discipline_id, task_ids=task_ids, force=force)
-
-
-def register() -> None:
-    """Hook progress into the discipline domain (the application does it, once or more)."""
-    disciplines_service.on_tasks_removed(tasks_removed)

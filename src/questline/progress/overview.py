@@ -14,9 +14,10 @@ import uuid
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import orjson
+from fastapi.requests import HTTPConnection
 from sqlalchemy import Text, bindparam, func, literal, select, true
 from sqlalchemy import cast as sql_cast
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -484,31 +485,7 @@ class SeasonRank(Protocol):
     ) -> tuple[int | None, dict[str, str]]: ...
 
 
-_season_rank: list[SeasonRank] = []
-
-
-def on_season_rank(hook: SeasonRank) -> None:
+def season_rank_of(connection: HTTPConnection) -> SeasonRank:
     """How ``?season=`` ranks a team: the leaderboard's rankings, which build on this
-    domain. The application registers it (``questline.app``)."""
-    _season_rank[:] = [hook]
-
-
-async def season_rank(
-    session: AsyncSession,
-    *,
-    readmodel: ReadModel,
-    caller: Caller,
-    team_id: uuid.UUID,
-    season_id: uuid.UUID,
-    version: int,
-) -> tuple[int | None, dict[str, str]]:
-    if not _season_rank:
-        raise RuntimeError("no season ranking registered (questline.app registers it)")
-    return await _season_rank[0](
-        session,
-        readmodel=readmodel,
-        caller=caller,
-        team_id=team_id,
-        season_id=season_id,
-        version=version,
-    )
+    domain, so the application hands them in (kept on ``app.state.season_rank``)."""
+    return cast(SeasonRank, connection.app.state.season_rank)

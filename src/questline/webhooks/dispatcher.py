@@ -94,9 +94,13 @@ class Deliveries:
 
     name = "webhooks"
 
-    def __init__(self, settings: Settings, db: Database) -> None:
+    def __init__(
+        self, settings: Settings, db: Database, consumers: Sequence[fanout.Consumer]
+    ) -> None:
         self.settings = settings
         self.db = db
+        self.consumers = tuple(consumers)
+        """Every consumer of the outbox of this build (``questline.app.outbox_consumers``)."""
         self.sender = Sender(settings)
         self.sealer = secret_sealer(settings)
 
@@ -121,7 +125,7 @@ class Deliveries:
     async def fan_out(self) -> int:
         """One pass of the outbox's fan-out (``events.fanout``): every consumer's rows,
         this module's webhook deliveries among them."""
-        return await fanout.fan_out(self.db)
+        return await fanout.fan_out(self.db, self.consumers)
 
     def _due(
         self,
@@ -364,10 +368,13 @@ class Deliveries:
 
 class Dispatcher(Outbox[Attempt, Outcome]):
     """The webhooks' outbox dispatcher (``outbound.outbox``), woken by every commit
-    that recorded events (a manual retry notes one too)."""
+    that recorded events (a manual retry notes one too). Its passes fan the outbox out
+    to ``consumers``: every consumer of the build, this module's ``CONSUMER`` among them."""
 
-    def __init__(self, settings: Settings, db: Database) -> None:
-        self.deliveries = Deliveries(settings, db)
+    def __init__(
+        self, settings: Settings, db: Database, *, consumers: Sequence[fanout.Consumer]
+    ) -> None:
+        self.deliveries = Deliveries(settings, db, consumers)
         super().__init__(
             self.deliveries,
             settings=settings,
@@ -427,7 +434,8 @@ async def _take_for_webhooks(
     return sent
 
 
-fanout.register(fanout.Consumer(name="webhooks", take=_take_for_webhooks))
+CONSUMER = fanout.Consumer(name="webhooks", take=_take_for_webhooks)
+"""The webhooks' consumer of the outbox (``questline.app.outbox_consumers`` lists it)."""
 
 
 def _lock(query: Any, is_sqlite: bool) -> Any:

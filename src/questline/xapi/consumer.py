@@ -30,21 +30,22 @@ XAPI_TOPIC = "xapi"
 process's statement dispatcher."""
 
 
-def register_consumer(settings: Settings) -> None:
-    """Make statements of the outbox's events (``events.fanout``), with the IRIs of
-    ``settings.public_url``. The application calls it once; a fan-out that committed
+def consumers(settings: Settings) -> tuple[fanout.Consumer, ...]:
+    """The consumer of the outbox (``events.fanout``) that makes statements of its
+    events, with the IRIs of ``settings.public_url`` (none without it). The application
+    lists it once (``questline.app.outbox_consumers``); a fan-out that committed
     statements announces ``XAPI_TOPIC`` (the dispatcher's wake-up)."""
     if settings.public_url is None:  # no IRIs to give: PUT /organization/xapi says so
-        return
+        return ()
     iris = Iris(settings.public_url)
 
     async def take(session: AsyncSession, pending: Sequence[fanout.PendingEvent]) -> set[uuid.UUID]:
         return await take_events(session, pending, iris)
 
-    fanout.register(
+    return (
         fanout.Consumer(
             name="xapi", take=take, taken=functools.partial(events.announce_committed, XAPI_TOPIC)
-        )
+        ),
     )
 
 

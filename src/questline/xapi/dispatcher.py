@@ -1,7 +1,7 @@
 """The statement dispatcher: pending statements → batches POSTed to each LRS.
 
 Statements are made by the outbox's fan-out (``events.fanout``; the consumer is
-``consumer.register_consumer``) in the transaction that marks their events done. A pass:
+``consumer.consumers``) in the transaction that marks their events done. A pass:
 
 1. **Claim** due statements, oldest due first, and group them by organization into
    batches of ``xapi_batch_size`` — one batch per organization at a time (statements
