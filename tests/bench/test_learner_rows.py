@@ -76,7 +76,4 @@ def test_benchmarks_md_shows_the_rows_and_goals() -> None:
     assert f"| SQLite | 1,000 | `{WRONG}` | 400 | 0.75 | ≤ 1 |" in rendered
     assert f"| SQLite | 1,000 | `{RIGHT}` | 200 | 1.50 | ≤ 1.2 |" in rendered
     assert f"| SQLite | 1,000 | `{HINT}` | 100 | 3.00 | - |" in rendered
-    assert (
-        f"| SQLite | {RIGHT}: ≤ 1.2x a progress write's cost | 1.5 (at 1,000 teams) | **no** |"
-        in (rendered)
-    )
+    assert f"| {RIGHT}: ≤ 1.2x a progress write's cost | 1.5 (at 1,000 teams): **no** |" in rendered

@@ -99,12 +99,12 @@ async def test_a_wrong_and_a_right_attempt_are_answered_with_their_success(
 
 
 async def test_attempts_make_no_statement_without_a_registration(
-    world: World, app_state: AppHarness
+    world: World, app_state: AppHarness, settings: Settings
 ) -> None:
     game = await learners_game(world)
     assert (await game.attempt(game.alice, "Answer task", WRONG)).status_code == 200
     assert (await game.attempt(game.alice, "Answer task", ANSWER)).status_code == 201
-    await fan_out(app_state.db)
+    await fan_out(settings, app_state.db)
     async with app_state.db.session(write=False) as session:
         statements = await session.scalars(
             select(XapiStatement.id).where(XapiStatement.organization_id == game.org.id)
