@@ -243,22 +243,20 @@ async def sync_lti_roster(
     assert caller is not None
     assert caller.org_id is not None
     state = app_state(request)
+    # Its own transaction acts for the caller's organization, as a transactional
+    # route's does (row-level security; ``roster.sync`` acts for it too).
+    with tenancy.acting_for(caller.org_id):
+        async with state.db.session(write=False) as session:
+            await registrations.get_platform(session, org_id=caller.org_id, platform_id=platform_id)
     try:
-        # Its own transactions act for the caller's organization, as a transactional
-        # route's do (row-level security).
-        with tenancy.acting_for(caller.org_id):
-            async with state.db.session(write=False) as session:
-                await registrations.get_platform(
-                    session, org_id=caller.org_id, platform_id=platform_id
-                )
-            outcome = await roster.sync(
-                state.db,
-                settings=state.settings,
-                signing_secret=state.signing_secret(),
-                org_id=caller.org_id,
-                platform_id=platform_id,
-                actor=caller,
-            )
+        outcome = await roster.sync(
+            state.db,
+            settings=state.settings,
+            signing_secret=state.signing_secret(),
+            org_id=caller.org_id,
+            platform_id=platform_id,
+            actor=caller,
+        )
     except advantage.ServiceFailed as exc:
         raise ServiceUnavailable(
             f"The platform's roster could not be read: {exc}", headers={"Retry-After": "60"}
