@@ -580,10 +580,11 @@ async def test_rp_initiated_logout_is_offered_for_sso_sessions_only(
         "post_logout_redirect_uri": "http://127.0.0.1:8000/ui/",
     }
     # A sign-in link's session has none.
-    async with app_state.db.session(write=True) as session:
-        code = await sessions.mint_signin_code(
-            session, settings=app_state.settings, org_id=org.id, role=Role.ADMIN, subject="cli"
-        )
+    with tenancy.acting_for(org.id):
+        async with app_state.db.session(write=True) as session:
+            code = await sessions.mint_signin_code(
+                session, settings=app_state.settings, org_id=org.id, role=Role.ADMIN, subject="cli"
+            )
     client.cookies.clear()
     assert (await client.post("/auth/session", json={"Code": code})).status_code == 201
     assert (await client.get("/auth/oidc/session")).json() == {"EndSessionUrl": None}
@@ -631,19 +632,21 @@ async def test_a_member_the_directory_deactivated_is_refused_and_restored_on_rea
     await configured(org, provider)
     assert refusal(await sign_in(client, provider, org.id, "ada", **ADA)) is None
     client.cookies.clear()
-    async with app_state.db.session(write=True) as session:
-        await session.execute(
-            update(Member).where(Member.organization_id == org.id).values(active=False)
-        )
+    with tenancy.acting_for(org.id):
+        async with app_state.db.session(write=True) as session:
+            await session.execute(
+                update(Member).where(Member.organization_id == org.id).values(active=False)
+            )
     refused = await sign_in(client, provider, org.id, "ada", **ADA)
     assert refusal(refused) == "deactivated"
     assert sessions.SESSION_COOKIE not in client.cookies
     assert len(await _members(app_state, org.id)) == 1  # no second member made
 
-    async with app_state.db.session(write=True) as session:
-        await session.execute(
-            update(Member).where(Member.organization_id == org.id).values(active=True)
-        )
+    with tenancy.acting_for(org.id):
+        async with app_state.db.session(write=True) as session:
+            await session.execute(
+                update(Member).where(Member.organization_id == org.id).values(active=True)
+            )
     assert refusal(await sign_in(client, provider, org.id, "ada", **ADA)) is None
     assert (await client.get("/auth/session")).status_code == 200
 
