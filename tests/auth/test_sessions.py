@@ -20,6 +20,7 @@ from questline.config import Settings
 from questline.web.identity import Role
 from tests.factories import World
 from tests.support.harness import AppHarness
+from tests.support.live import database_env
 
 pytestmark = pytest.mark.anyio
 
@@ -218,8 +219,7 @@ async def test_questline_signin_link_prints_a_working_one_time_link(
         "QUESTLINE_DATA_DIR": str(settings.data_dir),
         "QUESTLINE_PUBLIC_URL": "http://questline.test",
     }
-    if settings.database_url:
-        env["QUESTLINE_DATABASE_URL"] = settings.database_url
+    env.update(database_env(settings))
     args = ["signin-link", "--org", str(org.id), "--role", "member", "--email", "a@example.org"]
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         result = pool.submit(CliRunner().invoke, cli, args, env=env).result()

@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 
 from questline.config import Settings
+from tests.support.live import database_env
 from tests.support.postgres import free_port
 
 QUESTLINE = Path(sys.executable).with_name("questline")
@@ -38,8 +39,7 @@ def server_env(settings: Settings) -> dict[str, str]:
         "QUESTLINE_DATA_DIR": str(settings.data_dir.resolve()),
         "QUESTLINE_LOG_LEVEL": "WARNING",
     }
-    if settings.database_url:
-        env["QUESTLINE_DATABASE_URL"] = settings.database_url
+    env.update(database_env(settings))
     if settings.jwt_secret:
         env["QUESTLINE_JWT_SECRET"] = settings.jwt_secret
     return env

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from questline.config import Settings
-from tests.support.live import LiveServer
+from tests.support.live import LiveServer, database_env
 from tests.support.lti_platform import LtiPlatform, running_platform
 from tests.support.postgres import free_port
 from tests.support.third_party_lti import ThirdPartyPlatform, running_third_party_platform
@@ -62,8 +62,7 @@ def tool(
         "QUESTLINE_RATE_LIMIT_ENABLED": "false",
         "QUESTLINE_LOG_LEVEL": "WARNING",
     }
-    if migrated_settings.database_url:
-        env["QUESTLINE_DATABASE_URL"] = migrated_settings.database_url
+    env.update(database_env(migrated_settings))
     server = LiveServer(env=env, log_path=tmp_path_factory.mktemp("tool") / "serve.log", port=port)
     server.start()
     try:

@@ -13,6 +13,7 @@ from questline.config import Settings
 from questline.events import fanout
 from questline.lti.grades_dispatcher import GradesDispatcher
 from questline.lti.models import LtiScore
+from questline.storage import tenancy
 from tests.factories import World
 from tests.lti.support import launch, register
 from tests.progress.factories import completed, make_discipline
@@ -102,16 +103,18 @@ async def test_a_score_the_platform_refused_is_retried_and_a_withdrawal_resends(
     assert await completed(org, team["Id"], tree.task(0, 0, 0)) == 5
     before = len(platform.scores())
     await _deliver(settings, app_state)
-    async with app_state.db.session(write=False) as session:
-        row = await session.scalar(select(LtiScore).where(LtiScore.organization_id == org.id))
+    with tenancy.acting_for(org.id):
+        async with app_state.db.session(write=False) as session:
+            row = await session.scalar(select(LtiScore).where(LtiScore.organization_id == org.id))
     assert row is not None
     assert (row.status, row.attempts, row.last_status_code) == ("Pending", 1, 401)
     assert len(platform.scores()) == before
     # The platform now trusts the keys; the retry is due: the score goes.
     keys = (await client.get("/.well-known/jwks.json")).json()
     platform.trust_tool_keys(keys, "http://questline.test/lti/launch")
-    async with app_state.db.session() as session:
-        await session.execute(update(LtiScore).values(next_attempt_at=dt.datetime.now(dt.UTC)))
+    with tenancy.acting_for(org.id):
+        async with app_state.db.session() as session:
+            await session.execute(update(LtiScore).values(next_attempt_at=dt.datetime.now(dt.UTC)))
     await _deliver(settings, app_state)
     assert [(s["userId"], s["scoreGiven"]) for s in platform.scores()[before:]] == [("bo-sub", 5)]
     # A withdrawal sends the lower score.

@@ -13,6 +13,7 @@ from sqlalchemy import func, select, update
 
 from questline.auth.models import DashboardSession
 from questline.members.models import Member
+from questline.storage import tenancy
 from tests.factories import Org, World
 from tests.lti.support import (
     BROWSER,
@@ -35,8 +36,11 @@ pytestmark = pytest.mark.anyio
 
 
 async def _sessions(app_state: AppHarness) -> int:
-    async with app_state.db.session(write=False) as session:
-        return int(await session.scalar(select(func.count()).select_from(DashboardSession)) or 0)
+    with tenancy.for_every_organization():
+        async with app_state.db.session(write=False) as session:
+            return int(
+                await session.scalar(select(func.count()).select_from(DashboardSession)) or 0
+            )
 
 
 async def _registered(world: World, platform: LtiPlatform) -> Org:
@@ -278,12 +282,13 @@ async def test_a_member_the_directory_deactivated_is_refused(
 ) -> None:
     org = await _registered(world, platform)
     await org.create_member("gone@example.org")
-    async with app_state.db.session() as session:
-        await session.execute(
-            update(Member)
-            .where(Member.organization_id == org.id, Member.email_key == "gone@example.org")
-            .values(active=False)
-        )
+    with tenancy.acting_for(org.id):
+        async with app_state.db.session() as session:
+            await session.execute(
+                update(Member)
+                .where(Member.organization_id == org.id, Member.email_key == "gone@example.org")
+                .values(active=False)
+            )
     claims = platform.claims_for("gone-1", email="gone@example.org")
     _expect_refused(await launch(client, platform, "hint-gone", claims), "deactivated")
     assert await _sessions(app_state) == 0

@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import select
 
 from questline.members.models import Member
+from questline.storage import tenancy
 from tests.factories import Org, World
 from tests.lti.support import launch, register
 from tests.support.harness import AppHarness
@@ -37,13 +38,14 @@ async def _sync(org: Org, platform_id: str) -> dict[str, int]:
 
 
 async def _active_emails(app_state: AppHarness, org: Org) -> list[str]:
-    async with app_state.db.session(write=False) as session:
-        rows = await session.scalars(
-            select(Member.email).where(
-                Member.organization_id == org.id, Member.active.is_not(False)
+    with tenancy.acting_for(org.id):
+        async with app_state.db.session(write=False) as session:
+            rows = await session.scalars(
+                select(Member.email).where(
+                    Member.organization_id == org.id, Member.active.is_not(False)
+                )
             )
-        )
-        return sorted(rows.all())
+            return sorted(rows.all())
 
 
 async def test_the_roster_adds_and_deactivates_members_idempotently(

@@ -17,6 +17,7 @@ import pytest
 from sqlalchemy import select
 
 from questline.members.models import Member
+from questline.storage import tenancy
 from tests.factories import World
 from tests.lti.third_party import launch, on_tool, register, session_cookie
 from tests.progress.factories import make_discipline
@@ -116,13 +117,14 @@ async def test_an_instructor_adds_a_disciplines_leaderboard_by_deep_linking(
 
 
 async def _active(app_state: AppHarness, org_id: object) -> list[str]:
-    async with app_state.db.session(write=False) as session:
-        rows = await session.scalars(
-            select(Member.email).where(
-                Member.organization_id == org_id, Member.active.is_not(False)
+    with tenancy.for_every_organization():
+        async with app_state.db.session(write=False) as session:
+            rows = await session.scalars(
+                select(Member.email).where(
+                    Member.organization_id == org_id, Member.active.is_not(False)
+                )
             )
-        )
-        return sorted(rows.all())
+            return sorted(rows.all())
 
 
 async def _synced(

@@ -19,6 +19,7 @@ import pytest
 from sqlalchemy import func, select
 
 from questline.lti.models import LtiPerson
+from questline.storage import tenancy
 from tests.factories import Org, World
 from tests.lti.support import refusal, set_cookies
 from tests.lti.third_party import authenticate, launch, on_tool, post, register, sessions
@@ -44,8 +45,9 @@ OTHER_PRIVATE, _ = rsa_pem_pair()
 async def _unchanged(app_state: AppHarness, org: Org) -> None:
     assert await sessions(app_state) == 0
     assert (await org.client.get("/member", headers=org.admin)).json() == []
-    async with app_state.db.session(write=False) as session:
-        assert await session.scalar(select(func.count()).select_from(LtiPerson)) == 0
+    with tenancy.for_every_organization():
+        async with app_state.db.session(write=False) as session:
+            assert await session.scalar(select(func.count()).select_from(LtiPerson)) == 0
 
 
 def _refused(answer: httpx.Response, reason: str) -> None:

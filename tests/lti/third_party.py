@@ -11,6 +11,7 @@ import httpx
 from sqlalchemy import func, select
 
 from questline.auth.models import DashboardSession
+from questline.storage import tenancy
 from tests.factories import Org
 from tests.lti.support import login_cookie, set_cookies
 from tests.support.harness import AppHarness
@@ -81,5 +82,8 @@ async def register(org: Org, platform: ThirdPartyPlatform) -> dict[str, object]:
 
 
 async def sessions(app_state: AppHarness) -> int:
-    async with app_state.db.session(write=False) as session:
-        return int(await session.scalar(select(func.count()).select_from(DashboardSession)) or 0)
+    with tenancy.for_every_organization():
+        async with app_state.db.session(write=False) as session:
+            return int(
+                await session.scalar(select(func.count()).select_from(DashboardSession)) or 0
+            )

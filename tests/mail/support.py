@@ -11,6 +11,7 @@ from sqlalchemy import func, select
 from questline.config import Settings
 from questline.mail.dispatcher import Postman
 from questline.mail.models import MailJob, MailStatus
+from questline.storage import tenancy
 from questline.storage.db import Database
 from tests.support.harness import AppHarness
 
@@ -33,14 +34,21 @@ async def deliver(
 
 
 async def pending(db: Database) -> int:
-    async with db.session(write=False) as session:
-        count = await session.scalar(
-            select(func.count()).where(MailJob.status == MailStatus.PENDING)
-        )
+    # Every organization's mail, as the sender sees it (row-level security).
+    with tenancy.for_every_organization():
+        async with db.session(write=False) as session:
+            count = await session.scalar(
+                select(func.count()).where(MailJob.status == MailStatus.PENDING)
+            )
     return int(count or 0)
 
 
 async def outbox(db: Database) -> list[dict[str, Any]]:
+    with tenancy.for_every_organization():
+        return await _outbox(db)
+
+
+async def _outbox(db: Database) -> list[dict[str, Any]]:
     async with db.session(write=False) as session:
         rows = (await session.scalars(select(MailJob).order_by(MailJob.created_at))).all()
         return [

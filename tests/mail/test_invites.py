@@ -15,6 +15,7 @@ from questline.config import Settings
 from questline.mail import service as mail_service
 from questline.members.models import Member
 from questline.organizations.models import Organization
+from questline.storage import tenancy
 from tests.factories import World
 from tests.mail.conftest import PUBLIC_URL, mail_settings
 from tests.mail.smtp_server import Mailbox, smtp_server
@@ -105,9 +106,13 @@ async def test_adding_a_member_with_invite_sends_once(
 
 
 async def _queue_then_fail(state: AppHarness, org_id: uuid.UUID, member_id: uuid.UUID) -> None:
-    async with state.db.session(write=True) as session:
-        await mail_service.queue_invites(session, org_id=org_id, member_ids=[member_id])
-        raise RuntimeError("the change failed after queueing")
+    with tenancy.acting_for(org_id):  # row-level security (QUESTLINE_TEST_ROW_SECURITY)
+        async with state.db.session(write=True) as session:
+            queued = await mail_service.queue_invites(
+                session, org_id=org_id, member_ids=[member_id]
+            )
+            assert list(queued) == [member_id]
+            raise RuntimeError("the change failed after queueing")
 
 
 async def test_a_rolled_back_change_sends_nothing(
@@ -195,17 +200,18 @@ async def test_names_with_line_breaks_cannot_add_headers(
     assert named.status_code == 422
     member = await org.create_member(email="eve@example.org")
     # ... and a name that reached the database some other way is made one line.
-    async with app_state.db.session(write=True) as session:
-        await session.execute(
-            update(Member)
-            .where(Member.id == uuid.UUID(member["Id"]))
-            .values(given_name="Eve\r\nBcc: victim@example.org\r\nX-Evil: 1")
-        )
-        await session.execute(
-            update(Organization)
-            .where(Organization.id == org.id)
-            .values(name="Acme\r\nBcc: victim2@example.org\u2028Reply-To: x@evil.example")
-        )
+    with tenancy.acting_for(org.id):  # row-level security (QUESTLINE_TEST_ROW_SECURITY)
+        async with app_state.db.session(write=True) as session:
+            await session.execute(
+                update(Member)
+                .where(Member.id == uuid.UUID(member["Id"]))
+                .values(given_name="Eve\r\nBcc: victim@example.org\r\nX-Evil: 1")
+            )
+            await session.execute(
+                update(Organization)
+                .where(Organization.id == org.id)
+                .values(name="Acme\r\nBcc: victim2@example.org\u2028Reply-To: x@evil.example")
+            )
     assert (
         await client.post(f"/member/{member['Id']}/invite", headers=org.admin)
     ).status_code == 202

@@ -13,7 +13,7 @@ from questline.config import Settings
 from tests.factories import World
 from tests.mail.conftest import MAIL_FROM
 from tests.mail.smtp_server import Mailbox
-from tests.support.live import LiveServer
+from tests.support.live import LiveServer, database_env
 from tests.support.postgres import free_port
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -31,8 +31,7 @@ def live_env(settings: Settings, mailbox: Mailbox, port: int, **extra: str) -> d
         "QUESTLINE_MAIL_RETRY_BASE_SECONDS": "0.2",
         **extra,
     }
-    if settings.database_url:
-        env["QUESTLINE_DATABASE_URL"] = settings.database_url
+    env.update(database_env(settings))
     return env
 
 

@@ -18,6 +18,7 @@ from tests.mail.conftest import MAIL_FROM, PUBLIC_URL
 from tests.mail.smtp_server import Mailbox
 from tests.mail.support import deliver, outbox
 from tests.support.harness import AppHarness
+from tests.support.live import database_env
 
 pytestmark = pytest.mark.anyio
 
@@ -183,8 +184,7 @@ async def test_without_smtp_settings_the_answer_is_409_and_the_cli_still_mints(
 
     # The command line mints links all the same (in a thread: it runs its own loop).
     env = {"QUESTLINE_DATA_DIR": str(settings.data_dir), "QUESTLINE_SMTP_URL": ""}
-    if settings.database_url:
-        env["QUESTLINE_DATABASE_URL"] = settings.database_url
+    env.update(database_env(settings))
     args = ["signin-link", "--org", str(org.id), "--role", "member", "--email", "ada@example.org"]
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         result = pool.submit(CliRunner().invoke, cli, args, env=env).result()

@@ -184,11 +184,15 @@ async def backdate_team(db: Database, team_id: str, created_at: dt.datetime) -> 
     """Pretend the team was created earlier (graphs start at the team's creation)."""
     from sqlalchemy import update
 
+    from questline.storage import tenancy
     from questline.teams.models import Team
 
-    async with db.session() as session:
-        await session.execute(
-            update(Team)
-            .where(Team.id == uuid.UUID(team_id))
-            .values(created_at=created_at, score_reached_at=created_at)
-        )
+    # By the team's id, whichever organization it is in (row-level security).
+    with tenancy.for_every_organization():
+        async with db.session() as session:
+            changed = await session.execute(
+                update(Team)
+                .where(Team.id == uuid.UUID(team_id))
+                .values(created_at=created_at, score_reached_at=created_at)
+            )
+    assert changed.rowcount == 1  # type: ignore[attr-defined]

@@ -9,6 +9,7 @@ import pytest
 
 from questline.auth import sessions
 from questline.config import Settings
+from questline.storage import tenancy
 from questline.web.identity import Role
 from tests.factories import Org, World
 from tests.progress.factories import completed, make_discipline, score_of
@@ -239,15 +240,16 @@ async def test_deactivation_keeps_progress_and_ends_sign_in(
     assert await completed(org, group["id"], tree.task(0, 0, 0)) == 10
 
     async def signin_code() -> str:
-        async with world.db.session() as session:
-            return await sessions.mint_signin_code(
-                session,
-                settings=_settings(world),
-                org_id=org.id,
-                role=Role.MEMBER,
-                subject="ada",
-                email="ada@example.org",
-            )
+        with tenancy.acting_for(org.id):
+            async with world.db.session() as session:
+                return await sessions.mint_signin_code(
+                    session,
+                    settings=_settings(world),
+                    org_id=org.id,
+                    role=Role.MEMBER,
+                    subject="ada",
+                    email="ada@example.org",
+                )
 
     signed_in = await org.client.post("/auth/session", json={"Code": await signin_code()})
     assert signed_in.status_code == 201, signed_in.text

@@ -20,6 +20,7 @@ from questline.web.identity import Role
 from tests.factories import Org, World, bearer
 from tests.scim.conftest import issue_token
 from tests.scim.support import SCIM
+from tests.support.live import database_env
 from tests.web.conftest import client_for
 
 pytestmark = pytest.mark.anyio
@@ -162,8 +163,7 @@ async def test_questline_token_create_role_scim_stores_a_revocable_token(
     settings: Settings, org: Org
 ) -> None:
     env = {"QUESTLINE_DATA_DIR": str(settings.data_dir)}
-    if settings.database_url:
-        env["QUESTLINE_DATABASE_URL"] = settings.database_url
+    env.update(database_env(settings))
     args = ["token", "create", "--role", "scim", "--org", str(org.id), "--subject", "Okta"]
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         result = pool.submit(CliRunner().invoke, cli, args, env=env).result()

@@ -17,6 +17,7 @@ import pytest
 from sqlalchemy import func, select
 
 from questline.auth.models import DashboardSession
+from questline.storage import tenancy
 from tests.factories import Org, World
 from tests.lti.conftest import settings
 from tests.lti.support import (
@@ -100,8 +101,11 @@ def _claims(shared: LtiPlatform, deployment: str, email: str) -> dict[str, Any]:
 
 
 async def _sessions(app_state: AppHarness) -> int:
-    async with app_state.db.session(write=False) as session:
-        return int(await session.scalar(select(func.count()).select_from(DashboardSession)) or 0)
+    with tenancy.for_every_organization():
+        async with app_state.db.session(write=False) as session:
+            return int(
+                await session.scalar(select(func.count()).select_from(DashboardSession)) or 0
+            )
 
 
 async def _signed_into(client: httpx.AsyncClient, answer: httpx.Response) -> str | None:

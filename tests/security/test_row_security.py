@@ -10,6 +10,7 @@ says for the rest of the suite."""
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,13 +29,16 @@ from questline.disciplines.models import Discipline
 from questline.models import Base
 from questline.storage import tenancy
 from questline.storage.db import Database, RowSecurityMisconfigured
+from questline.storage.many_rows import write_rows
 from questline.storage.migrate import alembic_config, upgrade
 from questline.teams.models import Team
 from questline.web.identity import Role
 from questline.webhooks.dispatcher import Dispatcher
+from tests.bulk.factories import csv_text, post_csv, post_json, team_names
 from tests.conftest import TEST_SETTINGS
 from tests.factories import Org, World
 from tests.progress.factories import complete, make_discipline, score_of
+from tests.scim.conftest import directory_for
 from tests.support.harness import AppHarness
 from tests.support.postgres import PostgresServer, create_row_security_database, run_sql
 from tests.webhooks.receiver import Receiver, receiver
@@ -260,6 +264,55 @@ async def test_global_disciplines_are_shared_and_written_by_no_organization(
                 await session.execute(rename)
             await session.rollback()
     assert "row-level security" in str(refused.value.orig)
+
+
+async def test_bulk_import_copies_through_a_staging_table_the_policy_checks(
+    world: World, app_state: AppHarness
+) -> None:
+    """PostgreSQL refuses ``COPY FROM`` into a table with row security for the service's
+    role: ``write_rows`` copies into a temporary table and moves the rows with one
+    ``INSERT … SELECT``, which the policy checks row by row. Bulk import (JSON and CSV,
+    teams and memberships in one transaction) answers 201 for the caller's organization
+    only."""
+    a, b = await two_organizations(world)
+    member = await a.create_member()
+    made = await post_json(
+        a, [{"name": "Bulk one", "members": [member["Id"]]}, {"name": "Bulk two"}]
+    )
+    assert made.status_code == 201, made.text
+    assert [t["MemberCount"] for t in made.json()] == [1, 0]
+    uploaded = await post_csv(
+        a, csv_text([("Bulk three", "cy@example.org", "Cy", "red"), ("Bulk four", "", "", "")])
+    )
+    assert uploaded.status_code == 201, uploaded.text
+    names = set(await team_names(a))
+    assert {"Bulk one", "Bulk two", "Bulk three", "Bulk four"} <= names
+    assert not {"Bulk one", "Bulk three"} & set(await team_names(b))
+    one = made.json()[0]["Id"]
+    detail = await a.client.get(f"/team/{one}", headers=a.admin)
+    assert [m["Email"] for m in detail.json()["Members"]] == [member["Email"]]
+    # The staged rows go through the policy: a row of another organization is refused.
+    with tenancy.acting_for(a.id), pytest.raises(DBAPIError) as refused:
+        async with app_state.db.session(write=True) as session:
+            await write_rows(
+                session,
+                Team.__table__,  # type: ignore[arg-type]
+                ("id", "organization_id", "name", "name_key", "tags"),
+                [(uuid.uuid4(), b.id, "Smuggled", "smuggled", [])],
+            )
+    assert "row-level security" in str(refused.value.orig)
+    assert "Smuggled" not in await team_names(b)
+
+
+async def test_scim_groups_with_members_are_written_under_row_security(world: World) -> None:
+    """A SCIM group is a team written with its members by ``write_rows`` as well."""
+    org = world.org()
+    directory = await directory_for(org, world)
+    user = await directory.create_user("grace@example.org", "Grace")
+    group = await directory.create_group("Hoppers", [user["id"]])
+    read = await directory.request("GET", f"/Groups/{group['id']}")
+    assert read.status_code == 200, read.text
+    assert [m["value"] for m in read.json()["members"]] == [user["id"]]
 
 
 async def test_start_up_refuses_a_role_that_bypasses_the_policies(settings: Settings) -> None:

@@ -21,6 +21,7 @@ from questline.auth import sessions
 from questline.auth.models import DashboardSession
 from questline.members.models import Member
 from questline.sso.models import SsoConfiguration
+from questline.storage import tenancy
 from tests.factories import Org, World
 from tests.sso.conftest import settings
 from tests.sso.provider import QUIET, Provider, running_provider
@@ -72,16 +73,20 @@ async def _twins(world: World, provider: Provider, first: str) -> tuple[Org, Org
 
 
 async def _sessions_of(app_state: AppHarness, org_id: uuid.UUID) -> int:
-    async with app_state.db.session(write=False) as session:
-        query = select(func.count()).select_from(DashboardSession)
-        query = query.where(DashboardSession.organization_id == org_id)
-        return int(await session.scalar(query) or 0)
+    with tenancy.acting_for(org_id):
+        async with app_state.db.session(write=False) as session:
+            query = select(func.count()).select_from(DashboardSession)
+            query = query.where(DashboardSession.organization_id == org_id)
+            return int(await session.scalar(query) or 0)
 
 
 async def _members_of(app_state: AppHarness, org_id: uuid.UUID) -> list[str]:
-    async with app_state.db.session(write=False) as session:
-        rows = await session.scalars(select(Member.email).where(Member.organization_id == org_id))
-        return sorted(rows)
+    with tenancy.acting_for(org_id):
+        async with app_state.db.session(write=False) as session:
+            rows = await session.scalars(
+                select(Member.email).where(Member.organization_id == org_id)
+            )
+            return sorted(rows)
 
 
 ORDERS = pytest.mark.parametrize("first", ["A", "B"], ids=["A-first", "B-first"])
@@ -210,13 +215,19 @@ async def test_one_organizations_configuration_never_changes_the_others(
     a, b, _ = await _twins(world, sso_provider, first)
 
     async def stored() -> dict[uuid.UUID, tuple[str, str, str, list[str]]]:
-        async with app_state.db.session(write=False) as session:
-            rows = await session.scalars(select(SsoConfiguration))
-            return {
-                r.organization_id: (r.issuer, r.client_id, r.client_secret_sealed, r.admin_groups)
-                for r in rows
-                if r.organization_id in (a.id, b.id)
-            }
+        with tenancy.for_every_organization():
+            async with app_state.db.session(write=False) as session:
+                rows = await session.scalars(select(SsoConfiguration))
+                return {
+                    r.organization_id: (
+                        r.issuer,
+                        r.client_id,
+                        r.client_secret_sealed,
+                        r.admin_groups,
+                    )
+                    for r in rows
+                    if r.organization_id in (a.id, b.id)
+                }
 
     before = await stored()
     assert before[a.id][2] != before[b.id][2]  # each organization's own sealed secret

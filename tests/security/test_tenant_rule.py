@@ -141,6 +141,7 @@ def test_the_named_look_ups_are_these_and_no_more() -> None:
         "auth/sessions.py:find_session",
         "lti/deep_linking.py:spend_ticket",
         "lti/flow.py:_registrations",
+        "lti/flow.py:registration_for",
         "lti/flow.py:spend_login",
         "sso/flow.py:is_sso_session",
         "sso/flow.py:spend_login",

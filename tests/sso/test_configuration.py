@@ -10,6 +10,7 @@ from sqlalchemy import select
 
 from questline.sso.models import SsoConfiguration
 from questline.storage import sealing as storage_sealing
+from questline.storage import tenancy
 from tests.factories import Org, World
 from tests.sso.provider import QUIET, Provider, running_provider
 from tests.sso.support import CLIENT_SECRET, configure, configured
@@ -57,10 +58,11 @@ async def test_the_secret_is_stored_encrypted_and_never_logged(
     with caplog.at_level(logging.DEBUG):
         await configured(org, provider)
     assert CLIENT_SECRET not in caplog.text
-    async with app_state.db.session(write=False) as session:
-        row = await session.scalar(
-            select(SsoConfiguration).where(SsoConfiguration.organization_id == org.id)
-        )
+    with tenancy.acting_for(org.id):
+        async with app_state.db.session(write=False) as session:
+            row = await session.scalar(
+                select(SsoConfiguration).where(SsoConfiguration.organization_id == org.id)
+            )
     assert row is not None
     assert CLIENT_SECRET not in row.client_secret_sealed
     assert row.client_secret_sealed.startswith(storage_sealing.PREFIX)
@@ -74,14 +76,16 @@ async def test_the_secret_is_required_once_then_kept_when_left_out(
     assert first.status_code == 422
     assert first.json()["errors"][0]["field"] == "ClientSecret"
     await configured(org, provider)
-    async with app_state.db.session(write=False) as session:
-        before = await session.scalar(select(SsoConfiguration.client_secret_sealed))
+    with tenancy.acting_for(org.id):
+        async with app_state.db.session(write=False) as session:
+            before = await session.scalar(select(SsoConfiguration.client_secret_sealed))
     body = {"Issuer": provider.issuer, "ClientId": "questline", "GroupsClaim": "roles"}
     kept = await org.client.put("/organization/sso", json=body, headers=org.admin)
     assert kept.status_code == 200, kept.text
     assert kept.json()["GroupsClaim"] == "roles"
-    async with app_state.db.session(write=False) as session:
-        after = await session.scalar(select(SsoConfiguration.client_secret_sealed))
+    with tenancy.acting_for(org.id):
+        async with app_state.db.session(write=False) as session:
+            after = await session.scalar(select(SsoConfiguration.client_secret_sealed))
     assert after == before
 
 
@@ -188,10 +192,11 @@ async def test_delete_removes_it(world: World, provider: Provider) -> None:
 
 
 async def _stored(app_state: AppHarness, org: Org) -> tuple[str, str, str, list[str]]:
-    async with app_state.db.session(write=False) as session:
-        row = await session.scalar(
-            select(SsoConfiguration).where(SsoConfiguration.organization_id == org.id)
-        )
+    with tenancy.acting_for(org.id):
+        async with app_state.db.session(write=False) as session:
+            row = await session.scalar(
+                select(SsoConfiguration).where(SsoConfiguration.organization_id == org.id)
+            )
     assert row is not None
     return row.issuer, row.client_id, row.client_secret_sealed, list(row.admin_groups)
 

@@ -25,6 +25,7 @@ from questline.members.models import Member
 from questline.sso import sealing as sso_sealing
 from questline.sso.models import OidcLoginState, SsoConfiguration
 from questline.sso.provider import providers_of
+from questline.storage import tenancy
 from questline.web.identity import Role
 from tests.factories import World
 from tests.scim.conftest import directory_for
@@ -48,14 +49,18 @@ ADA = {"email": "ada@example.org", "email_verified": True, "given_name": "Ada"}
 
 
 async def _session_rows(app_state: AppHarness) -> int:
-    async with app_state.db.session(write=False) as session:
-        return int(await session.scalar(select(func.count()).select_from(DashboardSession)) or 0)
+    with tenancy.for_every_organization():
+        async with app_state.db.session(write=False) as session:
+            return int(
+                await session.scalar(select(func.count()).select_from(DashboardSession)) or 0
+            )
 
 
 async def _members(app_state: AppHarness, org_id: uuid.UUID) -> list[Member]:
-    async with app_state.db.session(write=False) as session:
-        rows = await session.scalars(select(Member).where(Member.organization_id == org_id))
-        return list(rows)
+    with tenancy.acting_for(org_id):
+        async with app_state.db.session(write=False) as session:
+            rows = await session.scalars(select(Member).where(Member.organization_id == org_id))
+            return list(rows)
 
 
 async def test_the_authorization_request_has_pkce_state_nonce_and_scope(
@@ -320,8 +325,11 @@ async def test_an_expired_state_is_refused(
     await configured(org, provider)
     provider.set_user("ada", **ADA)
     redirect = await provider.authorize(await start_login(client, org.id), "ada")
-    async with app_state.db.session(write=True) as session:
-        await session.execute(update(OidcLoginState).values(expires_at=OidcLoginState.created_at))
+    with tenancy.for_every_organization():
+        async with app_state.db.session(write=True) as session:
+            await session.execute(
+                update(OidcLoginState).values(expires_at=OidcLoginState.created_at)
+            )
     assert refusal(await come_back(client, redirect)) == "state"
 
 
@@ -477,12 +485,13 @@ async def test_a_secret_sealed_under_another_signing_secret_is_refused(
 
 
 async def _store_sealed(app_state: AppHarness, org_id: uuid.UUID, value: str) -> None:
-    async with app_state.db.session(write=True) as session:
-        await session.execute(
-            update(SsoConfiguration)
-            .where(SsoConfiguration.organization_id == org_id)
-            .values(client_secret_sealed=value)
-        )
+    with tenancy.acting_for(org_id):
+        async with app_state.db.session(write=True) as session:
+            await session.execute(
+                update(SsoConfiguration)
+                .where(SsoConfiguration.organization_id == org_id)
+                .values(client_secret_sealed=value)
+            )
 
 
 async def test_a_secret_sealed_the_old_way_still_signs_in(
@@ -518,12 +527,13 @@ async def test_a_secret_sealed_under_the_previous_signing_secret_signs_in_while_
     app_state.configure(jwt_previous_secret=old)
     assert refusal(await sign_in(client, provider, org.id, "ada", **ADA)) is None
     # Bound to its organization: another organization's sealed secret does not open here.
-    async with app_state.db.session(write=False) as session:
-        theirs = await session.scalar(
-            select(SsoConfiguration.client_secret_sealed).where(
-                SsoConfiguration.organization_id == other.id
+    with tenancy.acting_for(other.id):
+        async with app_state.db.session(write=False) as session:
+            theirs = await session.scalar(
+                select(SsoConfiguration.client_secret_sealed).where(
+                    SsoConfiguration.organization_id == other.id
+                )
             )
-        )
     assert theirs is not None
     await _store_sealed(app_state, org.id, theirs)
     response = await sign_in(client, provider, org.id, "grace", **{**ADA, "email": "g@example.org"})
@@ -570,10 +580,11 @@ async def test_rp_initiated_logout_is_offered_for_sso_sessions_only(
         "post_logout_redirect_uri": "http://127.0.0.1:8000/ui/",
     }
     # A sign-in link's session has none.
-    async with app_state.db.session(write=True) as session:
-        code = await sessions.mint_signin_code(
-            session, settings=app_state.settings, org_id=org.id, role=Role.ADMIN, subject="cli"
-        )
+    with tenancy.acting_for(org.id):
+        async with app_state.db.session(write=True) as session:
+            code = await sessions.mint_signin_code(
+                session, settings=app_state.settings, org_id=org.id, role=Role.ADMIN, subject="cli"
+            )
     client.cookies.clear()
     assert (await client.post("/auth/session", json={"Code": code})).status_code == 201
     assert (await client.get("/auth/oidc/session")).json() == {"EndSessionUrl": None}
@@ -621,19 +632,21 @@ async def test_a_member_the_directory_deactivated_is_refused_and_restored_on_rea
     await configured(org, provider)
     assert refusal(await sign_in(client, provider, org.id, "ada", **ADA)) is None
     client.cookies.clear()
-    async with app_state.db.session(write=True) as session:
-        await session.execute(
-            update(Member).where(Member.organization_id == org.id).values(active=False)
-        )
+    with tenancy.acting_for(org.id):
+        async with app_state.db.session(write=True) as session:
+            await session.execute(
+                update(Member).where(Member.organization_id == org.id).values(active=False)
+            )
     refused = await sign_in(client, provider, org.id, "ada", **ADA)
     assert refusal(refused) == "deactivated"
     assert sessions.SESSION_COOKIE not in client.cookies
     assert len(await _members(app_state, org.id)) == 1  # no second member made
 
-    async with app_state.db.session(write=True) as session:
-        await session.execute(
-            update(Member).where(Member.organization_id == org.id).values(active=True)
-        )
+    with tenancy.acting_for(org.id):
+        async with app_state.db.session(write=True) as session:
+            await session.execute(
+                update(Member).where(Member.organization_id == org.id).values(active=True)
+            )
     assert refusal(await sign_in(client, provider, org.id, "ada", **ADA)) is None
     assert (await client.get("/auth/session")).status_code == 200
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import httpx
 
+from questline.config import Settings
 from tests.support.postgres import free_port
 
 
@@ -28,6 +29,24 @@ def questline_command() -> list[str]:
     if found:
         return [found]
     return [sys.executable, "-c", "from questline.cli.main import app; app()"]
+
+
+def database_env(settings: Settings) -> dict[str, str]:
+    """The database settings of ``settings`` as a server process or a command reads them
+    from its environment: the URL, and under row-level security
+    (``QUESTLINE_TEST_ROW_SECURITY``) the setting, the owner's URL and the
+    every-organization role, without which the service refuses to start."""
+    env: dict[str, str] = {}
+    if settings.database_url:
+        env["QUESTLINE_DATABASE_URL"] = settings.database_url
+    if settings.database_row_security:
+        env["QUESTLINE_DATABASE_ROW_SECURITY"] = "true"
+        env["QUESTLINE_DATABASE_EVERY_ORGANIZATION_ROLE"] = (
+            settings.database_every_organization_role
+        )
+        if settings.database_owner_url:
+            env["QUESTLINE_DATABASE_OWNER_URL"] = settings.database_owner_url
+    return env
 
 
 LOADED_MACHINE = {

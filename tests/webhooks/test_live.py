@@ -11,7 +11,7 @@ from standardwebhooks.webhooks import Webhook as Verifier
 
 from questline.config import Settings
 from tests.factories import World
-from tests.support.live import LiveServer
+from tests.support.live import LiveServer, database_env
 from tests.webhooks.receiver import Receiver
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -27,8 +27,7 @@ def live_env(settings: Settings, **extra: str) -> dict[str, str]:
         "QUESTLINE_WEBHOOKS_POLL_SECONDS": "0.2",
         **extra,
     }
-    if settings.database_url:
-        env["QUESTLINE_DATABASE_URL"] = settings.database_url
+    env.update(database_env(settings))
     return env
 
 

@@ -15,7 +15,7 @@ from questline.config import Settings
 from tests.factories import World
 from tests.progress.factories import at, make_discipline
 from tests.support.harness import AppHarness
-from tests.support.live import LiveServer
+from tests.support.live import LiveServer, database_env
 from tests.support.ralph_lrs import RalphServer, RalphUser
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -33,8 +33,7 @@ def live_env(settings: Settings, **extra: str) -> dict[str, str]:
         "QUESTLINE_WEBHOOKS_POLL_SECONDS": "0.2",
         **extra,
     }
-    if settings.database_url:
-        env["QUESTLINE_DATABASE_URL"] = settings.database_url
+    env.update(database_env(settings))
     return env
 
 

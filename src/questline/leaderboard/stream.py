@@ -37,6 +37,7 @@ from questline.leaderboard import choice, selection
 from questline.readmodel.cache import Entry
 from questline.readmodel.http import dumps
 from questline.readmodel.service import ReadModel
+from questline.storage import tenancy
 from questline.storage.db import Database
 from questline.web.errors import ServiceUnavailable
 from questline.web.identity import Role
@@ -102,13 +103,16 @@ class Snapshot:
 
 async def snapshot(db: Database, query: Query) -> Snapshot:
     """The body ``GET /leaderboard`` answers for these parameters (first page)."""
-    async with db.session(write=False) as session:
-        chosen = await choice.choose(
-            session, org_id=query.org_id, role=query.role, asked=query.asked
-        )
-        entries = await selection.ranking(
-            session, org_id=query.org_id, selection=chosen.selection, limit=query.limit
-        )
+    # The stream's body is sent after the route returned (and with it the request's
+    # organization): each snapshot acts for the caller's own (row-level security).
+    with tenancy.acting_for(query.org_id):
+        async with db.session(write=False) as session:
+            chosen = await choice.choose(
+                session, org_id=query.org_id, role=query.role, asked=query.asked
+            )
+            entries = await selection.ranking(
+                session, org_id=query.org_id, selection=chosen.selection, limit=query.limit
+            )
     changes_at = chosen.changes_at
     return Snapshot(dumps([choice.entry_json(e) for e in entries]), changes_at)
 

@@ -32,6 +32,7 @@ from questline.lti.framing import (
 from questline.lti.models import LtiPlatform
 from questline.lti.platform_keys import key_sets_of
 from questline.lti.refusals import LaunchRefused
+from questline.storage import tenancy
 from questline.web.edge import Edge, at_the_edge
 from questline.web.openapi import OWN_ERRORS, problem_responses
 from questline.web.state import app_state
@@ -406,6 +407,8 @@ async def lti_deep_link(request: Request) -> Response:
         public = _public_url(request)
         async with app.db.session(write=True) as session:
             link = await deep_linking.spend_ticket(session, ticket=ticket or "")
+            # The ticket was handed to a launch its organization's platform verified.
+            await tenancy.act_for(session, link.organization_id)
             frame = link.frame_origin
             platform = await session.get(LtiPlatform, (link.organization_id, link.platform_id))
             if platform is None:

@@ -16,6 +16,7 @@ from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials
 
 from questline.lti import advantage, keys, registrations, roster, schemas
+from questline.storage import tenancy
 from questline.web.access import Access, AdminOf, authorize, bearer_scheme
 from questline.web.errors import PublicUrlRequired, ServiceUnavailable
 from questline.web.openapi import problem_responses
@@ -242,8 +243,11 @@ async def sync_lti_roster(
     assert caller is not None
     assert caller.org_id is not None
     state = app_state(request)
-    async with state.db.session(write=False) as session:
-        await registrations.get_platform(session, org_id=caller.org_id, platform_id=platform_id)
+    # Its own transaction acts for the caller's organization, as a transactional
+    # route's does (row-level security; ``roster.sync`` acts for it too).
+    with tenancy.acting_for(caller.org_id):
+        async with state.db.session(write=False) as session:
+            await registrations.get_platform(session, org_id=caller.org_id, platform_id=platform_id)
     try:
         outcome = await roster.sync(
             state.db,

@@ -50,6 +50,7 @@ from questline.lti.refusals import LaunchRefused
 from questline.members.models import Member, TeamMembership
 from questline.members.service import find_or_create
 from questline.readmodel.versions import bump
+from questline.storage import tenancy
 from questline.storage.db import utcnow
 from questline.storage.tenancy import finds_the_organization, sweeps_every_organization
 from questline.web.identity import ACTING_CALLER, Caller, Role, Via
@@ -133,6 +134,7 @@ def _deployment_of(platform: LtiPlatform, deployment_id: str) -> Any:
     )
 
 
+@finds_the_organization
 async def registration_for(
     session: AsyncSession,
     *,
@@ -216,6 +218,9 @@ async def start_login(
     if platform is not None:
         bound: Bound | None = (platform.organization_id, platform.id)
         chosen_client_id, login_url = platform.client_id, platform.auth_login_url
+        # The login state is the registration's organization's row (row-level
+        # security); it is read back only by the marked ``spend_login``.
+        await tenancy.act_for(session, platform.organization_id)
     else:
         # Organizations sharing the issuer and client id, and no deployment named: the
         # launch's deployment will pick the registration. They must agree on where the
@@ -377,6 +382,9 @@ async def verified_registration(
     assert platform is not None  # bound: the registration or a refusal
     if platform.key_set_url != verifier.key_set_url:  # re-registered meanwhile
         raise LaunchRefused("signature", "key set changed during the launch")
+    # Its key set verified the launch: the rest of the transaction acts for its
+    # organization (row-level security), and for no other.
+    await tenancy.act_for(session, platform.organization_id)
     return platform
 
 

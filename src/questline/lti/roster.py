@@ -37,6 +37,7 @@ from questline.lti.flow import Person, member_of
 from questline.lti.models import LtiPerson, LtiPlatform
 from questline.members.models import Member
 from questline.readmodel.versions import bump
+from questline.storage import tenancy
 from questline.storage.db import Database, utcnow
 from questline.teams import service as teams_service
 from questline.web.errors import Conflict
@@ -215,7 +216,29 @@ async def sync(
     platform_id: uuid.UUID,
     actor: Caller | None,
 ) -> Outcome:
-    """Read the roster (no transaction open meanwhile), then apply it in one."""
+    """Read the roster (no transaction open meanwhile), then apply it in one. Its
+    transactions act for ``org_id`` (row-level security): the sync runs from an admin's
+    request and after a launch's answer was sent, outside the request's boundary."""
+    with tenancy.acting_for(org_id):
+        return await _sync(
+            db,
+            settings=settings,
+            signing_secret=signing_secret,
+            org_id=org_id,
+            platform_id=platform_id,
+            actor=actor,
+        )
+
+
+async def _sync(
+    db: Database,
+    *,
+    settings: Settings,
+    signing_secret: str,
+    org_id: uuid.UUID,
+    platform_id: uuid.UUID,
+    actor: Caller | None,
+) -> Outcome:
     async with db.session(write=True) as session:
         platform = await session.get(LtiPlatform, (org_id, platform_id))
         if platform is None:

@@ -26,6 +26,7 @@ from questline.auth import sessions
 from questline.sso import claims, flow, schemas, service
 from questline.sso.provider import Provider, ProviderUnusable, providers_of
 from questline.sso.refusals import LoginRefused, printable
+from questline.storage import tenancy
 from questline.web.access import AdminOf
 from questline.web.errors import PublicUrlRequired, not_found
 from questline.web.openapi import problem_responses
@@ -276,14 +277,17 @@ async def oidc_callback(
             signing_secret=app.signing_secret(),
         )
         person = claims.person_of(verified, login.rules)
-        async with app.db.session(write=True) as session:
-            grant = await flow.sign_in(
-                session,
-                login=login,
-                person=person,
-                settings=app.settings,
-                previous_cookie=request.cookies.get(sessions.SESSION_COOKIE),
-            )
+        # The provider the login's organization configured verified the person: act
+        # for that organization (row-level security).
+        with tenancy.acting_for(login.organization_id):
+            async with app.db.session(write=True) as session:
+                grant = await flow.sign_in(
+                    session,
+                    login=login,
+                    person=person,
+                    settings=app.settings,
+                    previous_cookie=request.cookies.get(sessions.SESSION_COOKIE),
+                )
     except LoginRefused as refusal_:
         return _refused(refusal_, org_id, request)
     response = _see_other(safe_next(login.next_path, public_url=app.settings.public_url))
@@ -308,6 +312,8 @@ async def oidc_session(request: Request) -> schemas.ProviderLogout:
         return schemas.ProviderLogout(end_session_url=None)
     async with app.db.session(write=False) as session:
         org_id = await flow.is_sso_session(session, cookie=cookie)
+        if org_id is not None:
+            await tenancy.act_for(session, org_id)  # the session cookie's organization
         row = None if org_id is None else await service.get_configuration(session, org_id=org_id)
     if row is None:
         return schemas.ProviderLogout(end_session_url=None)
@@ -335,8 +341,10 @@ async def oidc_availability(request: Request, organization_id: str) -> Any:
     except ValueError:
         raise not_found("single sign-on for this organization") from None
     app = app_state(request)
-    async with app.db.session(write=False) as session:
-        row = await service.get_configuration(session, org_id=org_id)
+    # The address names the organization; what it answers is public (row-level security).
+    with tenancy.acting_for(org_id):
+        async with app.db.session(write=False) as session:
+            row = await service.get_configuration(session, org_id=org_id)
     if row is None or not row.enabled:
         raise not_found("single sign-on for this organization")
     login, _ = _urls(request, org_id)
@@ -375,18 +383,23 @@ async def oidc_login(
         return _refused(LoginRefused("not-configured", "QUESTLINE_PUBLIC_URL"), None, request)
     target = safe_next(next, public_url=app.settings.public_url)
     try:
-        async with app.db.session(write=False) as session:
-            configuration = flow.usable(await service.get_configuration(session, org_id=org_id))
-        provider = await flow.provider_for(providers_of(request.app.state), configuration.issuer)
-        async with app.db.session(write=True) as session:
-            start = await flow.start_login(
-                session,
-                configuration=configuration,
-                provider=provider,
-                next_path=target,
-                redirect_uri=_callback(request),
-                settings=app.settings,
+        # The address names the organization whose provider the login starts at: its
+        # configuration is read and its login state written for it (row-level security).
+        with tenancy.acting_for(org_id):
+            async with app.db.session(write=False) as session:
+                configuration = flow.usable(await service.get_configuration(session, org_id=org_id))
+            provider = await flow.provider_for(
+                providers_of(request.app.state), configuration.issuer
             )
+            async with app.db.session(write=True) as session:
+                start = await flow.start_login(
+                    session,
+                    configuration=configuration,
+                    provider=provider,
+                    next_path=target,
+                    redirect_uri=_callback(request),
+                    settings=app.settings,
+                )
     except LoginRefused as refusal:
         return _refused(refusal, org_id, request)
     response = RedirectResponse(

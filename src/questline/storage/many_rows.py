@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from sqlalchemy import (
     JSON,
@@ -24,6 +24,7 @@ from sqlalchemy import (
     func,
     literal_column,
     select,
+    text,
 )
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.exc import DBAPIError, IntegrityError
@@ -31,6 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import QueryableAttribute
 
 from questline.storage.db import json_text
+from questline.storage.tenancy import row_security_on
 
 T = TypeVar("T")
 
@@ -83,7 +85,9 @@ async def write_rows(
 
     PostgreSQL: one binary ``COPY … FROM STDIN``. The statement that asyncpg prepares to
     learn the column types is unnamed when the statement cache is off, so this works
-    behind a transaction pooler (pgbouncer) like any other statement.
+    behind a transaction pooler (pgbouncer) like any other statement. With row-level
+    security the ``COPY`` goes into a temporary staging table and one ``INSERT …
+    SELECT`` moves the rows, so the tenant policy checks each (``_copy_through_staging``).
 
     SQLite: one ``INSERT`` executed for every row (``executemany``: one prepared
     statement, no bind-parameter limit).
@@ -107,16 +111,14 @@ async def write_rows(
         if not raw.is_in_transaction():
             # SQLAlchemy's asyncpg adapter begins the transaction with its first statement.
             await session.execute(select(1))
+        if row_security_on(session):
+            await _copy_through_staging(session, raw, table, names, records)
+            return
         statement = f"COPY {table.name} FROM STDIN"
         try:
             await raw.copy_records_to_table(table.name, records=records, columns=names)
         except Exception as exc:
-            sqlstate = getattr(exc, "sqlstate", None)
-            if sqlstate is None:
-                raise
-            if str(sqlstate).startswith("23"):  # integrity_constraint_violation
-                raise IntegrityError(statement, None, exc) from exc
-            raise DBAPIError(statement, None, exc) from exc
+            _raise_as_sqlalchemy(statement, exc)
         return
     if not raw.in_transaction:
         await session.execute(select(1))  # the engine's BEGIN (IMMEDIATE) first
@@ -132,6 +134,52 @@ async def write_rows(
         raise DBAPIError.instance(
             statement, None, exc, dialect.loaded_dbapi.Error, dialect=dialect
         ) from exc
+
+
+STAGING_TABLE = "questline_staging_rows"
+"""The temporary table ``write_rows`` copies into under row-level security; it lives
+only inside one call (dropped at its end, and with the transaction on failure)."""
+
+
+async def _copy_through_staging(
+    session: AsyncSession,
+    raw: Any,
+    table: Table,
+    names: list[str],
+    records: list[tuple[Any, ...]],
+) -> None:
+    """PostgreSQL refuses ``COPY FROM`` into a table with row-level security for a role
+    the policies apply to, so the rows go by ``COPY`` into a temporary table of the
+    same columns (no policy: it is this session's own), then in one ``INSERT … SELECT``
+    into the target, whose policy checks every row against the acting organization."""
+    connection = await session.connection()
+    quote = connection.dialect.identifier_preparer.quote
+    target = quote(table.name)
+    listed = ", ".join(quote(n) for n in names)
+    staging = quote(STAGING_TABLE)
+    # One name serves every call: a call that completes drops the table, and one that
+    # fails fails its transaction (or savepoint), whose rollback drops it too.
+    await session.execute(
+        text(
+            f"CREATE TEMPORARY TABLE {staging} ON COMMIT DROP AS "
+            f"SELECT {listed} FROM {target} WITH NO DATA"
+        )
+    )
+    try:
+        await raw.copy_records_to_table(STAGING_TABLE, records=records, columns=names)
+    except Exception as exc:
+        _raise_as_sqlalchemy(f"COPY {STAGING_TABLE} FROM STDIN", exc)
+    await session.execute(text(f"INSERT INTO {target} ({listed}) SELECT {listed} FROM {staging}"))
+    await session.execute(text(f"DROP TABLE {staging}"))
+
+
+def _raise_as_sqlalchemy(statement: str, exc: Exception) -> NoReturn:
+    sqlstate = getattr(exc, "sqlstate", None)
+    if sqlstate is None:
+        raise exc
+    if str(sqlstate).startswith("23"):  # integrity_constraint_violation
+        raise IntegrityError(statement, None, exc) from exc
+    raise DBAPIError(statement, None, exc) from exc
 
 
 def _records(
