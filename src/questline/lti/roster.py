@@ -220,49 +220,30 @@ async def sync(
     transactions act for ``org_id`` (row-level security): the sync runs from an admin's
     request and after a launch's answer was sent, outside the request's boundary."""
     with tenancy.acting_for(org_id):
-        return await _sync(
-            db,
-            settings=settings,
-            signing_secret=signing_secret,
-            org_id=org_id,
-            platform_id=platform_id,
-            actor=actor,
+        async with db.session(write=True) as session:
+            platform = await session.get(LtiPlatform, (org_id, platform_id))
+            if platform is None:
+                raise Conflict("The platform was removed.")
+            if platform.memberships_url is None:
+                raise Conflict(
+                    "The platform has not named its roster service yet: launch Questline once "
+                    "from the course, with the Names and Role Provisioning Services enabled."
+                )
+            memberships_url = platform.memberships_url
+            key = await keys.signing_key(session, settings=settings, signing_secret=signing_secret)
+            session.expunge(platform)
+        roster = await read_roster(
+            settings=settings, key=key, platform=platform, memberships_url=memberships_url
         )
-
-
-async def _sync(
-    db: Database,
-    *,
-    settings: Settings,
-    signing_secret: str,
-    org_id: uuid.UUID,
-    platform_id: uuid.UUID,
-    actor: Caller | None,
-) -> Outcome:
-    async with db.session(write=True) as session:
-        platform = await session.get(LtiPlatform, (org_id, platform_id))
-        if platform is None:
-            raise Conflict("The platform was removed.")
-        if platform.memberships_url is None:
-            raise Conflict(
-                "The platform has not named its roster service yet: launch Questline once "
-                "from the course, with the Names and Role Provisioning Services enabled."
-            )
-        memberships_url = platform.memberships_url
-        key = await keys.signing_key(session, settings=settings, signing_secret=signing_secret)
-        session.expunge(platform)
-    roster = await read_roster(
-        settings=settings, key=key, platform=platform, memberships_url=memberships_url
-    )
-    async with db.session(write=True) as session:
-        if actor is not None:  # the audit entry names who asked (else: system)
-            session.info[ACTING_CALLER] = actor
-        current = await session.get(LtiPlatform, (org_id, platform_id), with_for_update=True)
-        if current is None:
-            raise Conflict("The platform was removed during the sync.")
-        outcome = await apply_roster(session, platform=current, roster=roster)
-    logger.info("LTI roster of %s synced: %s", platform_id, outcome)
-    return outcome
+        async with db.session(write=True) as session:
+            if actor is not None:  # the audit entry names who asked (else: system)
+                session.info[ACTING_CALLER] = actor
+            current = await session.get(LtiPlatform, (org_id, platform_id), with_for_update=True)
+            if current is None:
+                raise Conflict("The platform was removed during the sync.")
+            outcome = await apply_roster(session, platform=current, roster=roster)
+        logger.info("LTI roster of %s synced: %s", platform_id, outcome)
+        return outcome
 
 
 def due(platform: LtiPlatform) -> bool:

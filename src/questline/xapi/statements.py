@@ -124,23 +124,18 @@ def completed(
     timestamp: dt.datetime,
 ) -> dict[str, Any]:
     """``<member or team> completed <task, level or discipline>``."""
-    return {
-        "id": str(id),
-        "actor": agent(*member) if member is not None else group(iris, team),
-        "verb": VERB_COMPLETED,
-        "object": activity(iris, object),
-        "result": {
-            "score": {"raw": raw, "min": 0, "max": max},
-            "completion": True,
-        },
-        "context": {
-            "team": group(iris, team),
-            "platform": "Questline",
-            "contextActivities": {"parent": [activity(iris, p) for p in parents]},
-        },
-        "timestamp": rfc3339(timestamp),
-        "version": XAPI_VERSION,
-    }
+    result = {"score": {"raw": raw, "min": 0, "max": max}, "completion": True}
+    return _in_the_tree(
+        iris,
+        id=id,
+        team=team,
+        member=member,
+        verb=VERB_COMPLETED,
+        object=object,
+        parents=parents,
+        result=result,
+        timestamp=timestamp,
+    )
 
 
 def answered(
@@ -157,12 +152,39 @@ def answered(
     """``<member or team> answered <task>``: one counted attempt at an ``Answer`` task.
     Whether it was right is ``result.success``; what was submitted is never part of it
     (no ``result.response``): a right answer is the task's answer."""
+    return _in_the_tree(
+        iris,
+        id=id,
+        team=team,
+        member=member,
+        verb=VERB_ANSWERED,
+        object=object,
+        parents=parents,
+        result={"success": success},
+        timestamp=timestamp,
+    )
+
+
+def _in_the_tree(
+    iris: Iris,
+    *,
+    id: uuid.UUID,
+    team: TeamOf,
+    member: tuple[str, str] | None,
+    verb: dict[str, Any],
+    object: Node,
+    parents: list[Node],
+    result: dict[str, Any],
+    timestamp: dt.datetime,
+) -> dict[str, Any]:
+    """A statement about a node of a discipline's tree: by the member (or else the
+    team), in the team's context, with the node's parents as its parent activities."""
     return {
         "id": str(id),
         "actor": agent(*member) if member is not None else group(iris, team),
-        "verb": VERB_ANSWERED,
+        "verb": verb,
         "object": activity(iris, object),
-        "result": {"success": success},
+        "result": result,
         "context": {
             "team": group(iris, team),
             "platform": "Questline",
