@@ -102,51 +102,49 @@ def goals(result: dict[str, Any]) -> list[dict[str, Any]]:
                 }
             )
         if row.ratio_goal is not None:
-            ratios = [
-                (teams, rows[row.name]["ratio"])
-                for teams, rows in sorted(by_size.items())
-                if rows.get(row.name, {}).get("ratio") is not None
-            ]
-            worst = min(ratios, key=lambda x: x[1]) if ratios else None
-            out.append(
-                {
-                    "goal": f"{row.name}: ≥ {row.ratio_goal:.0%} of bare req/s",
-                    "value": worst[1] if worst else None,
-                    "at_teams": worst[0] if worst else None,
-                    "met": None if worst is None else worst[1] >= row.ratio_goal,
-                }
-            )
+            goal = f"{row.name}: ≥ {row.ratio_goal:.0%} of bare req/s"
+            out.append(_worst_size(goal, by_size, row.name, "ratio", row.ratio_goal, at_least=True))
         if row.progress_goal is not None:
-            costs = [
-                (teams, rows[row.name]["progress_cost"])
-                for teams, rows in sorted(by_size.items())
-                if rows.get(row.name, {}).get("progress_cost") is not None
-            ]
-            dearest = max(costs, key=lambda x: x[1]) if costs else None
+            goal = f"{row.name}: ≤ {row.progress_goal:g}x a progress write's cost"
             out.append(
-                {
-                    "goal": f"{row.name}: ≤ {row.progress_goal:g}x a progress write's cost",
-                    "value": dearest[1] if dearest else None,
-                    "at_teams": dearest[0] if dearest else None,
-                    "met": None if dearest is None else dearest[1] <= row.progress_goal,
-                }
+                _worst_size(
+                    goal, by_size, row.name, "progress_cost", row.progress_goal, at_least=False
+                )
             )
         if row.floor_goal is not None:
-            floors = [
-                (teams, rows[row.name]["floor_ratio"])
-                for teams, rows in sorted(by_size.items())
-                if rows.get(row.name, {}).get("floor_ratio") is not None
-            ]
-            lowest = min(floors, key=lambda x: x[1]) if floors else None
+            goal = f"{row.name}: ≥ {row.floor_goal:.0%} of the floor's req/s"
             out.append(
-                {
-                    "goal": f"{row.name}: ≥ {row.floor_goal:.0%} of the floor's req/s",
-                    "value": lowest[1] if lowest else None,
-                    "at_teams": lowest[0] if lowest else None,
-                    "met": None if lowest is None else lowest[1] >= row.floor_goal,
-                }
+                _worst_size(goal, by_size, row.name, "floor_ratio", row.floor_goal, at_least=True)
             )
     return out
+
+
+def _worst_size(
+    goal: str,
+    by_size: dict[int, dict[str, dict[str, Any]]],
+    name: str,
+    field: str,
+    limit: float,
+    *,
+    at_least: bool,
+) -> dict[str, Any]:
+    """A goal judged at the team count where the row does worst: its lowest ``field`` for
+    an at-least goal, its highest for an at-most one."""
+    found = [
+        (teams, rows[name][field])
+        for teams, rows in sorted(by_size.items())
+        if rows.get(name, {}).get(field) is not None
+    ]
+    worst = (min if at_least else max)(found, key=lambda x: x[1]) if found else None
+    met = None
+    if worst is not None:
+        met = worst[1] >= limit if at_least else worst[1] <= limit
+    return {
+        "goal": goal,
+        "value": worst[1] if worst else None,
+        "at_teams": worst[0] if worst else None,
+        "met": met,
+    }
 
 
 def build(
