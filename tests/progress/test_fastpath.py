@@ -1,5 +1,6 @@
 """The progress writes the fast lane answers (``questline.progress.early_write``): the
-same answers as the route, refusals and anything unusual left to the route. Their group
+same answers as the route, its refusals included (the ledger's, access, the query);
+anything unusual (a body the early answer does not take, a key) left to the route. Their group
 commit: test_group_commit.py."""
 
 from __future__ import annotations
@@ -110,7 +111,7 @@ async def test_the_write_is_recorded_like_the_routes(
     assert completed[0].payload == done.json()  # the event carries what was answered
 
 
-async def test_refusals_and_unusual_requests_take_the_route(
+async def test_refusals_are_answered_early_and_unusual_requests_take_the_route(
     world: World, fast: Fast, app_state: AppHarness
 ) -> None:
     org = world.org()
@@ -127,7 +128,7 @@ async def test_refusals_and_unusual_requests_take_the_route(
             url, content=body, headers={**org.admin, "Content-Type": media}
         )
 
-    refused = {
+    answered_early = {
         "hidden task": (await complete(org, team["Id"], foreign.task(0, 0, 0)), 404),
         "unknown team": (
             await complete(org, "00000000-0000-7000-8000-000000000000", task),
@@ -138,11 +139,18 @@ async def test_refusals_and_unusual_requests_take_the_route(
             await org.client.delete(f"{url}/{task}", headers=org.admin),
             404,
         ),
+        "no token": (await org.client.post(url, json={"TaskId": task}), 401),
+        "query": (
+            await org.client.post(url + "?dryRun=1", json={"TaskId": task}, headers=org.admin),
+            422,
+        ),
+    }
+    assert (fast.answered, fast.declined) == (len(answered_early), 0)
+    routed = {
         "member": (
             await org.client.post(url, json={"TaskId": task}, headers=org.member),
             403,
         ),
-        "no token": (await org.client.post(url, json={"TaskId": task}), 401),
         "unknown field": (
             await org.client.post(url, json={"TaskId": task, "Extra": 1}, headers=org.admin),
             422,
@@ -152,15 +160,11 @@ async def test_refusals_and_unusual_requests_take_the_route(
         "too deep": (await raw(b"[" * 40 + b"]" * 40), 400),
         "NUL": (await raw(b'{"TaskId": "\\u0000"}'), 422),
         "text/plain": (await raw(b"{}", "text/plain"), 415),
-        "query": (
-            await org.client.post(url + "?dryRun=1", json={"TaskId": task}, headers=org.admin),
-            422,
-        ),
     }
-    for name, (response, status) in refused.items():
+    for name, (response, status) in {**answered_early, **routed}.items():
         assert response.status_code == status, (name, response.text)
         assert response.headers["content-type"] == "application/problem+json", name
-    assert fast.answered == 0
+    assert fast.answered == len(answered_early)  # a body the lane does not take: the route's
     assert await score_of(org, team["Id"]) == 0
     assert await app_state.readmodel.version(org.id) == version
 
@@ -168,19 +172,17 @@ async def test_refusals_and_unusual_requests_take_the_route(
         f"/team/{team['Id']}", json={"Status": "Archived"}, headers=org.admin
     )
     assert archived.status_code == 200, archived.text
-    declined = fast.declined
     conflict = await complete(org, team["Id"], task)
     assert conflict.status_code == 409, conflict.text
-    assert fast.declined == declined + 1
-    assert fast.answered == 0
+    assert fast.answered == len(answered_early) + 1
 
 
 async def test_hostile_and_foreign_requests_write_nothing_through_the_fast_path(
     world: World, fast: Fast, app_state: AppHarness
 ) -> None:
-    """Another organization's admin, Unicode-tricky ids, a body past the fast path's
-    size or without a length: the route answers each (4xx problem, or the write itself
-    for a valid large body), never a 5xx."""
+    """Another organization's admin (refused early: 404), Unicode-tricky ids, a body past
+    the fast path's size or without a length: the route answers each (4xx problem, or the
+    write itself for a valid large body), never a 5xx."""
     org = world.org()
     team = await org.create_team()
     tree = await make_discipline(world.db, org_id=org.id, shape=[[[10]]])
@@ -193,7 +195,8 @@ async def test_hostile_and_foreign_requests_write_nothing_through_the_fast_path(
     assert foreign.status_code == 404, foreign.text
     foreign_undo = await other.client.delete(f"{url}/{task}", headers=other.admin)
     assert foreign_undo.status_code == 404, foreign_undo.text
-    assert fast.answered == 0  # the batch refused both: nothing of another organization
+    # The batch refused both (nothing of another organization), answered as the route does.
+    assert fast.answered == 2
 
     tricky = [
         rb'{"TaskId": "\ud800"}',  # a lone surrogate
@@ -224,7 +227,7 @@ async def test_hostile_and_foreign_requests_write_nothing_through_the_fast_path(
         url, content=padded, headers={**org.admin, "Content-Type": "application/json"}
     )
     assert large.status_code == 201, large.text
-    assert fast.answered == 1  # only the DELETE; both POSTs took the route
+    assert fast.answered == 3  # the two refusals and the DELETE; both POSTs took the route
     assert await score_of(org, team["Id"]) == 10
 
 

@@ -13,9 +13,12 @@ This answer takes the plain, well-formed case and leaves everything else to the 
 * no read replicas (the route hands out the write's position for read-your-writes).
 
 The write joins the process's group commit (``questline.progress.group_commit``), which runs
-the same ledger as the route. A refusal (404, 409, 422) or a failed batch comes back as
-``None``: the route runs the request from the start and answers it; nothing was written.
-The response is built by ``completion_response``, the route's own.
+the same ledger as the route. A refusal (404, 409, 422) comes back as the ledger's
+``Problem`` and is raised here, so the fast lane answers it with the route's problem
+document, in the route's order (access, query, ids, body, then the ledger's), without
+running the request again; nothing was written. A failed batch comes back as ``None``:
+the route runs the request from the start. The response is built by
+``completion_response``, the route's own.
 """
 
 from __future__ import annotations
@@ -85,11 +88,15 @@ class GroupCommittedWrite:
             if task_id is None:
                 return None
             withdrawn = await writes.write(Withdrawing(org_id, team_id, task_id))
+            if isinstance(withdrawn, Problem):
+                raise withdrawn
             return None if withdrawn is None else Response(status_code=204)
         data = await self._body(request)
         if data is None:
             return None
         outcome = await writes.write(Completing(org_id, team_id, data, caller.subject))
+        if isinstance(outcome, Problem):
+            raise outcome
         if not isinstance(outcome, Recorded):
             return None
         return completion_response(request, outcome)

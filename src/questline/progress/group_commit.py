@@ -32,10 +32,11 @@ those that queued while it was written), and never lasts longer than the window.
 write with nobody else around never waits.
 
 A refusal (unknown team or task, archived team, a future ``CompletedAt``) writes
-nothing and is answered ``None``: the caller lets the route answer it (with its
-problem document). A database error rolls the whole batch back and answers ``None``
-to every write in it: the route runs each again on its own (with its retries), so an
-error costs a detour, never a wrong answer. Every write of a committed batch is as
+nothing and is answered with its ``Problem``, the one the route's ledger raises: the
+caller answers it as the route would, without running the request again. A database
+error rolls the whole batch back and answers ``None`` to every write in it: the route
+runs each again on its own (with its retries), so an error costs a detour, never a
+wrong answer. Every write of a committed batch is as
 durable, and as visible, as a write of its own: the commit is the same commit.
 """
 
@@ -78,9 +79,9 @@ MAX_BATCH = 64
 writes wait for the slowest of them."""
 
 
-Answer = Outcome | None
-"""A write's answer from the group commit: its outcome, or ``None``: nothing written,
-the route answers (a refusal, with its problem document; a failed batch)."""
+Answer = Outcome | Refused | None
+"""A write's answer from the group commit: its outcome, its refusal (nothing written),
+or ``None``: nothing written, the route runs it (its batch failed)."""
 
 
 class GroupCommit:
@@ -111,7 +112,7 @@ class GroupCommit:
         observed (logging, counting)."""
 
     async def write(self, write: Write) -> Answer:
-        """Run ``write`` in the next batch; ``None``: nothing written, the route answers."""
+        """Run ``write`` in the next batch; ``None``: nothing written, the route runs it."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Answer] = loop.create_future()
         self._queue.append((write, future))
@@ -184,7 +185,7 @@ class GroupCommit:
         self.writes += len(writes)
         PROGRESS_BATCHES.inc()
         PROGRESS_BATCH_WRITES.inc(len(writes))
-        return [None if isinstance(o, Exception) else o for o in done.outcomes]
+        return [None if o is RUN_BY_ROUTE else o for o in done.outcomes]
 
     async def _commit_pg(self, writes: Sequence[Write]) -> Written:
         """The batch on the driver's connection (``Database.driver_connection``), each

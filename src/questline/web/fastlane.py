@@ -14,9 +14,12 @@ routing). For a request it then does what the route would, with the route's own 
   functions the endpoint uses (cache key, ETag and 304, ``Location``, the body).
 
 ``scope["route"]`` is set to the route, so the access log and ``/metrics`` name it as
-they name a routed request. Anything the route would refuse, and anything the answer
-does not take (it returns ``None``), goes on to the application unchanged, the body
-included: the route answers it, problem documents and all.
+they name a routed request. A refusal of these steps (a ``Problem``: 401, 403, an
+unknown query parameter, a write the ledger refuses) is answered here with the problem
+document the route's handler would give (``problem_from``): the steps are the route's,
+in its order, so running the request again through the route would only repeat its
+look-ups. Anything the answer does not take (it returns ``None``) goes on to the
+application unchanged, the body included: the route answers it.
 
 It is the innermost layer: request ids, the access log, rate limits, body limits and
 timeouts still see every request.
@@ -35,6 +38,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from questline.storage import tenancy
 from questline.web.access import authorize
+from questline.web.error_handlers import problem_from
 from questline.web.errors import Problem
 from questline.web.routing import (
     EarlyAnswer,
@@ -166,8 +170,8 @@ async def _early_response(
         refuse_unknown_query_parameters(request, lane.route.query_names)
         with tenancy.acting_for(caller.org_id):
             return await lane.answer(request, caller)
-    except Problem:
-        return None  # the route refuses it, with its own problem document
+    except Problem as refused:
+        return problem_from(request, refused)
 
 
 def _replay(received: list[Message], receive: Receive) -> Receive:
