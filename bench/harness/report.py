@@ -6,9 +6,10 @@ import datetime as dt
 import json
 import os
 import platform
+import re
 import sqlite3
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -235,6 +236,48 @@ def text_table(result: dict[str, Any]) -> str:
 MET = {True: "yes", False: "**no**", None: "not measured"}
 
 
+READ_GOAL = re.compile(
+    r"^(?P<before>.*?)(?P<read>(?:GET|POST|PUT|PATCH|DELETE) .+): (?P<rule>[^:]+)$"
+)
+"""A goal about one read: ``[prefix]<METHOD> <path> [(variant)]: <rule>`` (a variant may
+hold a colon; a rule does not)."""
+
+
+@dataclass
+class _Family:
+    """The goals that state one rule for several reads (one row in the table)."""
+
+    rule: str
+    reads: list[str] = field(default_factory=list)
+    goals: dict[str, list[tuple[str, dict[str, Any]]]] = field(default_factory=dict)
+
+
+def _leading_number(text: str) -> float | None:
+    found = re.match(r"-?\d+(?:\.\d+)?", text.replace(",", ""))
+    return float(found.group()) if found else None
+
+
+def _worst(rule: str, goals: list[tuple[str, dict[str, Any]]], shown: Callable[..., str]) -> str:
+    """One backend's cell of a family: every goal met, or how many missed; and the worst
+    read's value (the largest for a ``≤`` rule, the smallest for a ``≥`` one)."""
+    numbered = [(_leading_number(shown(goal)), read, goal) for read, goal in goals]
+    if any(number is None for number, _, _ in numbered):
+        worst_read, worst_goal = next(((r, g) for r, g in goals if g["met"] is False), goals[0])
+    else:
+        pick = max if "≤" in rule else min
+        _, worst_read, worst_goal = pick(numbered, key=lambda item: item[0] or 0.0)
+    missed = sum(goal["met"] is False for _, goal in goals)
+    unmeasured = all(goal["met"] is None for _, goal in goals)
+    verdict = (
+        MET[None]
+        if unmeasured
+        else MET[True]
+        if not missed
+        else f"{MET[False]} ({missed} of {len(goals)})"
+    )
+    return f"worst {shown(worst_goal)}, {worst_read}: {verdict}"
+
+
 def goals_table(
     heading: str,
     results: dict[str, dict[str, Any]],
@@ -242,18 +285,44 @@ def goals_table(
     shown: Callable[[dict[str, Any]], str],
 ) -> str:
     """The goals of a report: one row a goal, one column a backend (the value, then
-    whether it is met), so that a goal's two backends read side by side."""
-    cells: dict[str, dict[str, str]] = {}
+    whether it is met), so that a goal's two backends read side by side. A rule stated
+    for several reads is one row (its worst read; the tables above have every read)."""
+    families: dict[str, _Family] = {}
     for backend in present:
         for goal in results[backend]["goals"]:
-            cells.setdefault(goal["goal"], {})[backend] = f"{shown(goal)}: {MET[goal['met']]}"
+            matched = READ_GOAL.match(goal["goal"])
+            key = f"{matched['before']}{{read}}: {matched['rule']}" if matched else goal["goal"]
+            read = matched["read"] if matched else ""
+            family = families.setdefault(key, _Family(rule=key))
+            if read not in family.reads:
+                family.reads.append(read)
+            family.goals.setdefault(backend, []).append((read, goal))
     lines = [
         heading,
         "",
         "| Goal | " + " | ".join(LABELS[b] for b in present) + " |",
         "|---|" + "---|" * len(present),
     ]
-    for goal, by_backend in cells.items():
-        row = " | ".join(by_backend.get(b, "-") for b in present)
-        lines.append(f"| {goal} | {row} |")
+    for key, family in families.items():
+        if len(family.reads) == 1:
+            name = key.replace("{read}", family.reads[0])
+            cells = [
+                f"{shown(found[0][1])}: {MET[found[0][1]['met']]}"
+                if (found := family.goals.get(b))
+                else "-"
+                for b in present
+            ]
+        else:
+            before = key.split("{read}")[0]
+            many = len(family.reads) > 2
+            each = f"each of {len(family.reads)} reads" if many else " and ".join(family.reads)
+            name = key.replace(
+                f"{before}{{read}}",
+                f"{before.rstrip(', ')}, {each}" if before.strip() else each,
+            )
+            cells = [
+                _worst(key, found, shown) if (found := family.goals.get(b)) else "-"
+                for b in present
+            ]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
