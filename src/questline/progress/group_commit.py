@@ -46,6 +46,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client import Counter
@@ -59,8 +60,6 @@ from questline.web.metrics import (
     PROGRESS_BATCH_WRITES,
     PROGRESS_BATCHES,
     PROGRESS_BATCHES_FAILED,
-    TASKS_COMPLETED,
-    TASKS_WITHDRAWN,
 )
 
 logger = logging.getLogger("questline.progress")
@@ -199,11 +198,7 @@ class GroupCommit:
                 done = await ledger_pg.write_batch(
                     self._fetcher(driver), writes, in_transaction=False
                 )
-        if done.versions:
-            self.db.committed(dict(done.versions))
-            events.announce_committed()
-            TASKS_COMPLETED.inc(done.completed)
-            TASKS_WITHDRAWN.inc(done.withdrawn)
+        record.follow_commit(done, _Committed(self.db))
         return done
 
     async def _commit_per_organization(self, writes: Sequence[Write]) -> Written:
@@ -259,6 +254,22 @@ class GroupCommit:
                 self.batches,
                 self.failed_batches,
             )
+
+
+@dataclass(frozen=True, slots=True)
+class _Committed:
+    """What follows a batch written outside a session, done at once: it committed."""
+
+    db: Database
+
+    def versions(self, bumped: dict[uuid.UUID, int]) -> None:
+        self.db.committed(dict(bumped))
+
+    def events(self) -> None:
+        events.announce_committed()
+
+    def count(self, counter: Counter, amount: int) -> None:
+        counter.inc(amount)
 
 
 def _settle(future: asyncio.Future[None]) -> None:

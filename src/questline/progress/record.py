@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
+from prometheus_client import Counter
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline import events
@@ -35,19 +37,49 @@ def _session_fetch(session: AsyncSession) -> ledger_pg.Fetch:
     return fetch
 
 
+class Followers(Protocol):
+    """Where what follows a commit goes: at once (the commit is done) or to the
+    session's own commit (``in_session``)."""
+
+    def versions(self, bumped: dict[uuid.UUID, int]) -> None: ...
+    def events(self) -> None: ...
+    def count(self, counter: Counter, amount: int) -> None: ...
+
+
+def follow_commit(done: Written, to: Followers) -> None:
+    """What follows the commit of a batch of progress writes, wherever it was written
+    (a route's session, the group commit): the organizations' new read-model versions,
+    the outbox events for the dispatchers, the completions and withdrawals counted."""
+    if not done.versions:
+        return
+    to.versions(dict(done.versions))
+    to.events()
+    to.count(TASKS_COMPLETED, done.completed)
+    to.count(TASKS_WITHDRAWN, done.withdrawn)
+
+
+@dataclass(frozen=True, slots=True)
+class _OnSessionCommit:
+    session: AsyncSession
+
+    def versions(self, bumped: dict[uuid.UUID, int]) -> None:
+        for org_id, version in bumped.items():
+            note_bump(self.session, org_id, version)
+
+    def events(self) -> None:
+        events.note_recorded(self.session)
+
+    def count(self, counter: Counter, amount: int) -> None:
+        count_on_commit(self.session, counter, amount)
+
+
 async def write_in_session(session: AsyncSession, writes: Sequence[Write]) -> Written:
-    """``writes`` in the session's transaction; what they wrote is noted for the commit
-    (read model, dispatcher, metrics)."""
+    """``writes`` in the session's transaction; what follows is handed to its commit."""
     if session.get_bind().dialect.name == "sqlite":
         done = await ledger_sqlite.write_batch(session, writes)
     else:
         done = await ledger_pg.write_batch(_session_fetch(session), writes, in_transaction=True)
-    for org_id, version in done.versions.items():
-        note_bump(session, org_id, version)
-    if done.versions:
-        events.note_recorded(session)
-        count_on_commit(session, TASKS_COMPLETED, done.completed)
-        count_on_commit(session, TASKS_WITHDRAWN, done.withdrawn)
+    follow_commit(done, _OnSessionCommit(session))
     return done
 
 

@@ -8,8 +8,8 @@ routing). For a request it then does what the route would, with the route's own 
 
 * the match: the route's ``matches`` (its path pattern and converters), and no earlier
   route that fully matches;
-* access: ``questline.web.access.authorize`` with the route's declared access;
-* query parameters: ``refuse_unknown_query_parameters`` with the route's names;
+* the route's first steps, ``TransactionalRoute.admit`` (the same call its handler
+  makes): its declared access, then its query parameters;
 * the answer: the route's ``EarlyAnswer``, which builds the response with the same
   functions the endpoint uses (cache key, ETag and 304, ``Location``, the body).
 
@@ -37,15 +37,9 @@ from starlette.routing import BaseRoute, Match, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from questline.storage import tenancy
-from questline.web.access import authorize
 from questline.web.error_handlers import problem_from
 from questline.web.errors import Problem
-from questline.web.routing import (
-    EarlyAnswer,
-    TransactionalRoute,
-    flat_routes,
-    refuse_unknown_query_parameters,
-)
+from questline.web.routing import EarlyAnswer, TransactionalRoute, flat_routes
 
 ANSWERED = Counter(
     "questline_fast_lane_answers_total",
@@ -164,10 +158,9 @@ async def _early_response(
 
     request = Request(matched, recording)
     try:
-        caller = await authorize(request, lane.route.access)
+        caller = await lane.route.admit(request)
         if caller is None:
             return None
-        refuse_unknown_query_parameters(request, lane.route.query_names)
         with tenancy.acting_for(caller.org_id):
             return await lane.answer(request, caller)
     except Problem as refused:

@@ -223,12 +223,19 @@ class TransactionalRoute(APIRoute):
             return Match.NONE, {}
         return super().matches(scope)
 
+    async def admit(self, request: Request) -> Caller | None:
+        """The steps every request of the route passes first, in this order, whether
+        routed or answered early by the fast lane: its access, then its query
+        parameters. The caller found (None: a public route)."""
+        caller = await authorize(request, self.access)
+        refuse_unknown_query_parameters(request, self.query_names)
+        return caller
+
     def get_route_handler(self) -> Handler:
         original = super().get_route_handler()
 
         async def handler(request: Request) -> Response:
-            caller = await authorize(request, self.access)
-            refuse_unknown_query_parameters(request, self.query_names)
+            caller = await self.admit(request)
             max_depth = app_state(request).settings.max_json_depth
             await read_checked_body(request, max_depth=max_depth, route=self)
             state = app_state(request)
