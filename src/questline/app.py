@@ -27,7 +27,7 @@ from questline.disciplines.endpoints import router as disciplines_router
 from questline.disciplines.service import TasksRemovedHook
 from questline.events import fanout
 from questline.health.endpoints import router as health_router
-from questline.leaderboard.choice import season_rank
+from questline.leaderboard.caller_view import season_rank
 from questline.leaderboard.endpoints import router as leaderboard_router
 from questline.learners.endpoints import router as learners_router
 from questline.lti import grades_consumer as lti_grades_consumer

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from starlette.background import BackgroundTask
 
-from questline.leaderboard import choice, graphs, schemas, selection, standings, stream
+from questline.leaderboard import caller_view, graphs, schemas, selection, standings, stream
 from questline.readmodel.http import CachedRead, dumps, serve
 from questline.readmodel.lean import LeanRequest
 from questline.readmodel.service import readmodel_of
@@ -112,12 +112,12 @@ async def _asked(
         ),
     ] = None,
     by: Annotated[
-        choice.RankBy,
+        caller_view.RankBy,
         Query(
             description="`perMember`: by points divided by the team's member count (at "
             "least 1); entries show both figures."
         ),
-    ] = choice.RankBy.SCORE,
+    ] = caller_view.RankBy.SCORE,
     frozen: Annotated[
         QueryBoolean,
         Query(
@@ -125,21 +125,21 @@ async def _asked(
             "admins see the live standings otherwise."
         ),
     ] = False,
-) -> choice.Asked:
-    return choice.Asked(
+) -> caller_view.Asked:
+    return caller_view.Asked(
         selection=selection.Selection(
             start=window.start,
             end=window.end,
             discipline_id=window.discipline_id,
             tag=tag,
-            per_member=by is choice.RankBy.PER_MEMBER,
+            per_member=by is caller_view.RankBy.PER_MEMBER,
         ),
         season_id=season_id,
         frozen=frozen,
     )
 
 
-AskedDep = Annotated[choice.Asked, Depends(_asked)]
+AskedDep = Annotated[caller_view.Asked, Depends(_asked)]
 
 
 def entries_responses() -> dict[int | str, Any]:
@@ -180,7 +180,7 @@ async def lean_leaderboard(request: LeanRequest) -> tuple[bytes, dict[str, str]]
     rows = await request.reader.fetch(statement, params)
     entries = standings.entries_from_rows(rows, offset=offset)
     found, headers = _page(request.request, entries, limit, offset)
-    return dumps([choice.entry_json(e) for e in found]), headers
+    return dumps([caller_view.entry_json(e) for e in found]), headers
 
 
 @router.get(
@@ -228,11 +228,11 @@ async def get_leaderboard(
 
     async def page(
         version: int,
-    ) -> tuple[list[standings.Entry], dict[str, str], choice.Chosen]:
-        chosen = await choice.choose(
+    ) -> tuple[list[standings.Entry], dict[str, str], caller_view.Chosen]:
+        chosen = await caller_view.choose(
             session, org_id=tenant.org_id, role=tenant.caller.role, asked=asked
         )
-        memo = choice.memo_of(readmodel, tenant.org_id, version)
+        memo = caller_view.memo_of(readmodel, tenant.org_id, version)
         if around is not None:
             if offset:
                 raise Unprocessable(
@@ -263,25 +263,29 @@ async def get_leaderboard(
         entries, headers, chosen = await page(-1)
         response.headers.update({**headers, **chosen.headers})
         if asked.selection.per_member:
-            rows = [schemas.PerMemberEntry.model_validate(choice.entry_json(e)) for e in entries]
+            rows = [
+                schemas.PerMemberEntry.model_validate(caller_view.entry_json(e)) for e in entries
+            ]
             return csvexport.export(schemas.PerMemberEntry, rows, "leaderboard.csv", response)
-        items = [schemas.LeaderboardEntry.model_validate(choice.entry_json(e)) for e in entries]
+        items = [
+            schemas.LeaderboardEntry.model_validate(caller_view.entry_json(e)) for e in entries
+        ]
         return csvexport.export(schemas.LeaderboardEntry, items, "leaderboard.csv", response)
 
     async def build(version: int) -> tuple[bytes, dict[str, str]]:
         entries, headers, chosen = await page(version)
         variant = tenant.caller.role.value
-        extra = choice.season_headers(tenant.org_id, version, chosen, variant)
-        return dumps([choice.entry_json(e) for e in entries]), {**headers, **extra}
+        extra = caller_view.season_headers(tenant.org_id, version, chosen, variant)
+        return dumps([caller_view.entry_json(e) for e in entries]), {**headers, **extra}
 
     return await serve(request, build=build, own_etag=_own_etag(asked))
 
 
-entry_json = choice.entry_json
+entry_json = caller_view.entry_json
 """A ``schemas.LeaderboardEntry`` as its JSON object (tests check the two agree)."""
 
 
-def _own_etag(asked: choice.Asked) -> bool:
+def _own_etag(asked: caller_view.Asked) -> bool:
     """A season's body, or a window's (which a season's freeze may hold), names its
     view in its own ``ETag``: the version's would answer 304 across a freeze boundary,
     which no write marks."""
@@ -357,7 +361,7 @@ async def stream_leaderboard(
     per organization and per server process: 503 with `Retry-After` beyond."""
     asked.selection.check()
     # Refused now (404, 422) rather than inside the stream: the season, the discipline.
-    await choice.choose(session, org_id=tenant.org_id, role=tenant.caller.role, asked=asked)
+    await caller_view.choose(session, org_id=tenant.org_id, role=tenant.caller.role, asked=asked)
     state = app_state(request)
     registry = stream.registry_of(request.app)
     registry.acquire(tenant.org_id, state.settings)
@@ -435,7 +439,7 @@ async def get_leaderboard_graph(
         held = (
             None
             if asked.season_id is not None
-            else await choice.window_freeze(
+            else await caller_view.window_freeze(
                 session,
                 org_id=tenant.org_id,
                 role=tenant.caller.role,
@@ -445,15 +449,17 @@ async def get_leaderboard_graph(
             )
         )
         if held is not None:
-            window_chosen = choice.Chosen(asked.selection, window=held)
-            held_headers = choice.season_headers(tenant.org_id, version, window_chosen, variant)
+            window_chosen = caller_view.Chosen(asked.selection, window=held)
+            held_headers = caller_view.season_headers(
+                tenant.org_id, version, window_chosen, variant
+            )
         else:
             held_headers = {}
         drawn = window if held is None else replace(window, as_of=held.as_of)
         if asked.season_id is None and ranked_by.selection.plain:
             found = await graphs.top_series(session, org_id=tenant.org_id, top=top, window=drawn)
             return dumps([series_json(s) for s in found]), held_headers
-        chosen = await choice.choose(
+        chosen = await caller_view.choose(
             session, org_id=tenant.org_id, role=tenant.caller.role, asked=ranked_by
         )
         entries = await selection.ranking(
@@ -461,7 +467,7 @@ async def get_leaderboard_graph(
             org_id=tenant.org_id,
             selection=chosen.selection,
             limit=top,
-            memo=choice.memo_of(readmodel, tenant.org_id, version),
+            memo=caller_view.memo_of(readmodel, tenant.org_id, version),
         )
         if chosen.view is not None:
             start = (
@@ -476,7 +482,7 @@ async def get_leaderboard_graph(
                 from_zero=True,
             )
         found = await graphs.series_of(session, org_id=tenant.org_id, entries=entries, window=drawn)
-        extra = choice.season_headers(tenant.org_id, version, chosen, variant)
+        extra = caller_view.season_headers(tenant.org_id, version, chosen, variant)
         return dumps([series_json(s) for s in found]), extra or held_headers
 
     return await serve(request, build=build, own_etag=_own_etag(asked))

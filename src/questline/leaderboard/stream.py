@@ -33,7 +33,7 @@ from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from questline.config import Settings
-from questline.leaderboard import choice, selection
+from questline.leaderboard import caller_view, selection
 from questline.readmodel.cache import Entry
 from questline.readmodel.http import dumps
 from questline.readmodel.service import ReadModel
@@ -87,7 +87,7 @@ def registry_of(app: Any) -> Registry:
 @dataclass(frozen=True, slots=True)
 class Query:
     org_id: uuid.UUID
-    asked: choice.Asked
+    asked: caller_view.Asked
     """The ranking (``discipline``, ``season``, ``tag``, ``by``, ``frozen``…)."""
     role: Role
     """The caller's: a frozen season shows members and admins different standings."""
@@ -107,14 +107,14 @@ async def snapshot(db: Database, query: Query) -> Snapshot:
     # organization): each snapshot acts for the caller's own (row-level security).
     with tenancy.acting_for(query.org_id):
         async with db.session(write=False) as session:
-            chosen = await choice.choose(
+            chosen = await caller_view.choose(
                 session, org_id=query.org_id, role=query.role, asked=query.asked
             )
             entries = await selection.ranking(
                 session, org_id=query.org_id, selection=chosen.selection, limit=query.limit
             )
     changes_at = chosen.changes_at
-    return Snapshot(dumps([choice.entry_json(e) for e in entries]), changes_at)
+    return Snapshot(dumps([caller_view.entry_json(e) for e in entries]), changes_at)
 
 
 async def shared_snapshot(

@@ -36,6 +36,7 @@ from questline.readmodel.versions import bump
 from questline.storage.db import utcnow
 from questline.teams.models import Team
 from questline.teams.service import ensure_active, get_team
+from questline.timeformat import rfc3339
 from questline.web.access import Tenant
 from questline.web.errors import (
     AlreadyCompleted,
@@ -228,7 +229,7 @@ async def submit_attempt(
             "TaskId": task.task_id,
             "DisciplineId": task.discipline_id,
             "MemberId": acting.member_id,
-            "At": now.isoformat().replace("+00:00", "Z"),
+            "At": rfc3339(now),
             "Correct": correct,
             "AttemptsLeft": left,
         },
@@ -357,7 +358,7 @@ async def unlock_hint(
         "TaskId": task.task_id,
         "Index": data.index,
         "Cost": row.cost,
-        "UnlockedAt": now.isoformat().replace("+00:00", "Z"),
+        "UnlockedAt": rfc3339(now),
         "UnlockedBy": row.unlocked_by,
         "MemberId": acting.member_id,
         "Score": score,
