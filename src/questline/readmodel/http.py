@@ -426,20 +426,18 @@ class CachedRead:
         version: int,
     ) -> Entry | None:
         build = self.miss
-        lean = self._lean_request(request, readmodel, organization_id, variant, version)
-        if build is None or lean is None:
+        if build is None:
             return None
 
-        async def build_entry() -> Entry:
-            try:
-                built = await build(lean)
-            except LeanUnavailable:
-                built = None
-            if built is None:
-                raise Declined
-            return entry_of(organization_id, version, variant, built[0], built[1])
+        async def built(lean: LeanRequest) -> Entry | None:
+            found = await build(lean)
+            if found is None:
+                return None
+            return entry_of(organization_id, version, variant, found[0], found[1])
 
-        return await _lean_load(readmodel, key, version, build_entry)
+        return await self._lean_entry(
+            request, readmodel, (organization_id, key, variant, version), built
+        )
 
     async def _revalidate(
         self,
@@ -452,20 +450,43 @@ class CachedRead:
         stale: Entry,
     ) -> Entry | None:
         check = self.revalidate
-        lean = self._lean_request(request, readmodel, organization_id, variant, version)
-        if check is None or lean is None:
+        if check is None:
             return None
 
-        async def restamp() -> Entry:
-            try:
-                etag = await check(lean)
-            except LeanUnavailable:
-                etag = None
-            if etag != stale.etag:
-                raise Declined  # changed, or gone: the route builds (or answers 404)
-            return restamped(readmodel, stale, version)
+        async def restamp(lean: LeanRequest) -> Entry | None:
+            # Changed, or gone: None, and the route builds (or answers 404).
+            same = await check(lean) == stale.etag
+            return restamped(readmodel, stale, version) if same else None
 
-        return await _lean_load(readmodel, key, version, restamp)
+        return await self._lean_entry(
+            request, readmodel, (organization_id, key, variant, version), restamp
+        )
+
+    async def _lean_entry(
+        self,
+        request: Request,
+        readmodel: ReadModel,
+        wanted: tuple[uuid.UUID, Key, str, int],
+        produce: Callable[[LeanRequest], Awaitable[Entry | None]],
+    ) -> Entry | None:
+        """The entry ``produce`` makes in the lane (a lean miss, a re-stamp) for the
+        ``wanted`` (organization, key, variant, version), loaded once for concurrent
+        requests of the key; None: the route answers."""
+        organization_id, key, variant, version = wanted
+        lean = self._lean_request(request, readmodel, organization_id, variant, version)
+        if lean is None:
+            return None
+
+        async def load() -> Entry:
+            try:
+                entry = await produce(lean)
+            except LeanUnavailable:
+                entry = None
+            if entry is None:
+                raise Declined
+            return entry
+
+        return await _lean_load(readmodel, key, version, load)
 
     def _lean_query(self, request: Request) -> bool:
         """Whether the query string names only parameters the lean builder reads."""
