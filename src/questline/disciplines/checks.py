@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import re2
-from sqlalchemy import select
+from sqlalchemy import Select, bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.auth.tokens import load_or_create_secret
@@ -126,33 +126,36 @@ class TaskCheck:
     sequential: bool
 
 
-async def task_check(
-    session: AsyncSession, *, org_id: uuid.UUID, task_id: uuid.UUID
-) -> TaskCheck | None:
-    """The check of a task the organization sees (its own or a global discipline's), or
-    None when it sees no such task."""
-    row = (
-        await session.execute(
-            select(
-                Task.id,
-                Task.discipline_id,
-                Task.level_id,
-                Discipline.organization_id,
-                Task.check_kind,
-                Task.points,
-                Task.max_attempts,
-                Task.answers,
-                Task.hints,
-                Discipline.sequential,
-            )
-            .join(Discipline, Discipline.id == Task.discipline_id)
-            .where(
-                Task.id == task_id,
-                (Discipline.organization_id == org_id) | Discipline.organization_id.is_(None),
-            )
+@functools.cache
+def task_check_query() -> Select[*tuple[Any, ...]]:
+    """The row ``task_check_of`` reads: the task's check (``task_id``), when the
+    organization (``task_org``) sees the task (its own or a global discipline's). Built
+    once; a statement of its own or part of a caller's larger look-up."""
+    return (
+        select(
+            Task.id,
+            Task.discipline_id,
+            Task.level_id,
+            Discipline.organization_id,
+            Task.check_kind,
+            Task.points,
+            Task.max_attempts,
+            Task.answers,
+            Task.hints,
+            Discipline.sequential,
         )
-    ).first()
-    if row is None:
+        .join(Discipline, Discipline.id == Task.discipline_id)
+        .where(
+            Task.id == bindparam("task_id"),
+            (Discipline.organization_id == bindparam("task_org"))
+            | Discipline.organization_id.is_(None),
+        )
+    )
+
+
+def task_check_of(row: Sequence[Any]) -> TaskCheck | None:
+    """A row of ``task_check_query`` as a ``TaskCheck`` (None: no such task seen)."""
+    if row[0] is None:
         return None
     return TaskCheck(
         task_id=row[0],
@@ -166,6 +169,16 @@ async def task_check(
         hints=tuple(row[8] or ()),
         sequential=bool(row[9]),
     )
+
+
+async def task_check(
+    session: AsyncSession, *, org_id: uuid.UUID, task_id: uuid.UUID
+) -> TaskCheck | None:
+    """The check of a task the organization sees (its own or a global discipline's), or
+    None when it sees no such task."""
+    values = {"task_org": org_id, "task_id": task_id}
+    row = (await session.execute(task_check_query(), values)).first()
+    return None if row is None else task_check_of(row)
 
 
 async def check_kind_of(

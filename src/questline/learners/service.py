@@ -11,19 +11,34 @@ another kind), 409 locked level, then the action's own (409 done, 409 no attempt
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import Exists, ScalarSelect, exists, func, select
+from sqlalchemy import BindParameter, Select, bindparam, exists, func, select, true
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline import audit, events
 from questline.config import Settings
-from questline.disciplines.checks import TaskCheck, answer_keys, any_matches, task_check
+from questline.disciplines.checks import (
+    TaskCheck,
+    answer_keys,
+    any_matches,
+    task_check,
+    task_check_of,
+    task_check_query,
+)
 from questline.disciplines.models import CheckKind
 from questline.learners import schemas
-from questline.members.callers import acting_member
+from questline.members.callers import (
+    acting_as,
+    acting_member,
+    best_named,
+    named_members,
+    named_values,
+)
 from questline.progress import record
 from questline.progress import schemas as progress_schemas
 from questline.progress.learner_records import HintUnlock, TaskAttempt
@@ -61,6 +76,27 @@ class Acting:
     member_id: uuid.UUID | None
 
 
+TASK_COLUMNS = len(task_check_query().selected_columns)
+
+
+@functools.cache
+def _acting_statement() -> Select[*tuple[Any, ...]]:
+    """``_acting``'s look-up, built once (composing it cost more than running it): the
+    team's row (locked), joined with the task's check and the members the caller's
+    identity names (``task_check_query``, ``named_members``: their rules, their
+    values)."""
+    task_row = task_check_query().subquery("task")
+    named = named_members().subquery("named")
+    return (
+        select(Team, *task_row.c, *named.c)
+        .select_from(Team)
+        .outerjoin(task_row, true())
+        .outerjoin(named, true())
+        .where(Team.organization_id == bindparam("team_org"), Team.id == bindparam("team_id"))
+        .with_for_update(of=Team)
+    )
+
+
 async def _acting(
     session: AsyncSession,
     *,
@@ -71,11 +107,24 @@ async def _acting(
     action: str,
 ) -> Acting:
     """The team (locked: one team's learner actions run one at a time), the caller's
-    member, the task, with the refusals every action shares."""
-    team = await get_team(session, org_id=tenant.org_id, team_id=team_id, for_update=True)
-    member_id = await acting_member(session, caller=tenant.caller, team_id=team_id)
+    member, the task, with the refusals every action shares. One statement finds all
+    three: the team's row joined with the task's check and the members the caller's
+    identity names (a row each; one with neither)."""
+    values = {
+        "team_org": tenant.org_id,
+        "team_id": team_id,
+        "task_org": tenant.org_id,
+        "task_id": task_id,
+        **named_values(tenant.caller, team_id),
+    }
+    found = (await session.execute(_acting_statement(), values)).all()
+    if not found:
+        raise not_found("team")
+    team, after_task = found[0][0], 1 + TASK_COLUMNS
+    members = [row[after_task:] for row in found if row[after_task] is not None]
+    member_id = acting_as(tenant.caller, best_named(tenant.caller, members))
     ensure_active(team, action)
-    task = await task_check(session, org_id=tenant.org_id, task_id=task_id)
+    task = task_check_of(found[0][1:after_task])
     if task is None:
         raise not_found("task")
     if kind is not None and task.kind is not kind:
@@ -87,45 +136,44 @@ async def _acting(
     return Acting(team, task, member_id)
 
 
-def _completed(org_id: uuid.UUID, team_id: uuid.UUID, task_id: uuid.UUID) -> Exists:
-    return exists().where(
-        TaskCompletion.organization_id == org_id,
-        TaskCompletion.team_id == team_id,
-        TaskCompletion.task_id == task_id,
+@functools.cache
+def _attempt_counts() -> Select[*tuple[Any, ...]]:
+    """What an attempt's own refusals read, in one statement built once: whether the
+    team completed the task, the team's attempts at it, and the actor's ``limit``-th
+    latest attempt within the last minute (``skip`` = limit - 1), if any. That last one
+    is one row through the (organization, actor, at) index, reading at most the
+    minute's rows (an actor's older attempts are never read); while it is within the
+    minute the limit is reached, and it leaves the window at +60 s."""
+    org: BindParameter[uuid.UUID] = bindparam("org")
+    team: BindParameter[uuid.UUID] = bindparam("team")
+    task: BindParameter[uuid.UUID] = bindparam("task")
+    completed = exists().where(
+        TaskCompletion.organization_id == org,
+        TaskCompletion.team_id == team,
+        TaskCompletion.task_id == task,
     )
-
-
-def _used(org_id: uuid.UUID, team_id: uuid.UUID, task_id: uuid.UUID) -> ScalarSelect[int]:
-    return (
+    used = (
         select(func.count())
         .where(
-            TaskAttempt.organization_id == org_id,
-            TaskAttempt.team_id == team_id,
-            TaskAttempt.task_id == task_id,
+            TaskAttempt.organization_id == org,
+            TaskAttempt.team_id == team,
+            TaskAttempt.task_id == task,
         )
         .scalar_subquery()
     )
-
-
-def _limit_reached_at(
-    org_id: uuid.UUID, actor: str, now: dt.datetime, limit: int
-) -> ScalarSelect[dt.datetime]:
-    """The actor's ``limit``-th latest attempt within the last minute, if any: one row
-    through the (organization, actor, at) index, reading at most the minute's rows (an
-    actor's older attempts are never read). While it is within the minute the limit is
-    reached; it leaves the window at +60 s."""
-    return (
+    limit_reached_at = (
         select(TaskAttempt.at)
         .where(
-            TaskAttempt.organization_id == org_id,
-            TaskAttempt.actor == actor,
-            TaskAttempt.at > now - RATE_WINDOW,
+            TaskAttempt.organization_id == org,
+            TaskAttempt.actor == bindparam("actor"),
+            TaskAttempt.at > bindparam("since"),
         )
         .order_by(TaskAttempt.at.desc())
-        .offset(limit - 1)
+        .offset(bindparam("skip"))
         .limit(1)
         .scalar_subquery()
     )
+    return select(completed, used, limit_reached_at)
 
 
 def _check_rate(oldest: dt.datetime | None, *, now: dt.datetime, limit: int) -> None:
@@ -174,15 +222,15 @@ async def submit_attempt(
     limit = settings.attempts_per_minute
     # The three counts the refusals below read, in one statement (one round trip, not
     # three); the refusals keep their order.
-    done, used, oldest = (
-        await session.execute(
-            select(
-                _completed(org_id, team_id, task.task_id),
-                _used(org_id, team_id, task.task_id),
-                _limit_reached_at(org_id, actor, now, limit),
-            )
-        )
-    ).one()
+    counted = {
+        "org": org_id,
+        "team": team_id,
+        "task": task.task_id,
+        "actor": actor,
+        "since": now - RATE_WINDOW,
+        "skip": limit - 1,
+    }
+    done, used, oldest = (await session.execute(_attempt_counts(), counted)).one()
     if done:
         raise AlreadyCompleted("The team already completed this task; nothing was counted.")
     used = int(used or 0)

@@ -14,10 +14,13 @@ is not in the team, is refused (403). The team itself is looked up first by the 
 
 from __future__ import annotations
 
+import functools
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import ColumnElement, exists, false, or_, select
+from sqlalchemy import ColumnElement, Select, bindparam, exists, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.members.models import Member, TeamMembership
@@ -63,30 +66,56 @@ class Acting:
     in_team: bool
 
 
-async def _named(session: AsyncSession, *, caller: Caller, team_id: uuid.UUID | None) -> Acting:
-    if caller.org_id is None:
-        return Acting(None, False)
-    in_team: ColumnElement[bool] = (
+@functools.cache
+def named_members() -> Select[uuid.UUID, str, bool]:
+    """The members a caller's identity names (id, e-mail key, whether in the team), for
+    ``best_named``; built once (composing it cost more than running it), its values
+    from ``named_values``. A statement of its own, or part of a caller's larger
+    look-up."""
+    in_team = (
         exists()
         .where(
             TeamMembership.organization_id == Member.organization_id,
-            TeamMembership.team_id == team_id,
+            TeamMembership.team_id == bindparam("named_team"),
             TeamMembership.member_id == Member.id,
         )
         .correlate(Member)
-        if team_id is not None
-        else false()
     )
-    query = select(Member.id, Member.email_key, in_team).where(
-        Member.organization_id == caller.org_id,
-        identity_matches(caller),
+    names = or_(
+        Member.email_key.in_(bindparam("named_keys", expanding=True)),
+        Member.id == bindparam("named_id"),
+    )
+    return select(Member.id, Member.email_key, in_team.label("in_team")).where(
+        Member.organization_id == bindparam("named_org"),
+        names,
         Member.active.is_not(False),
     )
-    rows = (await session.execute(query)).all()
+
+
+def named_values(caller: Caller, team_id: uuid.UUID | None) -> dict[str, Any]:
+    """The values of ``named_members`` for the caller (no team: in none)."""
+    keys = {value.strip().lower() for value in (caller.email, caller.subject) if value}
+    return {
+        "named_org": caller.org_id,
+        "named_team": team_id,
+        "named_keys": sorted(keys),
+        "named_id": _as_uuid(caller.subject),
+    }
+
+
+def best_named(caller: Caller, rows: Sequence[Sequence[Any]]) -> Acting:
+    """The caller's member among the rows of ``named_members`` (none: no member)."""
     if not rows:
         return Acting(None, False)
     best = min(rows, key=lambda row: _rank(caller, row[1], bool(row[2])))
     return Acting(best[0], bool(best[2]))
+
+
+async def _named(session: AsyncSession, *, caller: Caller, team_id: uuid.UUID | None) -> Acting:
+    if caller.org_id is None:
+        return Acting(None, False)
+    rows = (await session.execute(named_members(), named_values(caller, team_id))).all()
+    return best_named(caller, rows)
 
 
 async def caller_member(session: AsyncSession, *, caller: Caller) -> uuid.UUID | None:
@@ -102,7 +131,11 @@ async def acting_member(
     A member caller: its member, which must be one of the team's (else 403). An admin:
     its member when that is one of the team's, else None (an admin acts as itself).
     """
-    acting = await _named(session, caller=caller, team_id=team_id)
+    return acting_as(caller, await _named(session, caller=caller, team_id=team_id))
+
+
+def acting_as(caller: Caller, acting: Acting) -> uuid.UUID | None:
+    """``acting_member``'s rule, given the caller's member as found (``best_named``)."""
     if caller.role is Role.ADMIN:
         return acting.member_id if acting.in_team else None
     if caller.role is not Role.MEMBER:
