@@ -7,17 +7,26 @@ A pass (``Outbox.run_once``):
 
 1. **Prepare** (``Kind.prepare``): work the kind does before claiming (the webhooks'
    outbox fan-out); its answer says whether there may be more right now.
-2. **Record** the outcomes of the attempts finished since the last pass, and **claim**
-   due rows into the free slots (``outbound.fairness``: in the process, per
-   organization, per receiving host) — both in one write transaction, so that an
-   attempt's end costs one transaction, not two. ``FOR UPDATE SKIP LOCKED`` on
+2. **Record** the outcomes of the attempts finished since the last pass, all of them,
+   and **claim** due rows in a batch — both in one write transaction, so that an
+   attempt's end costs a share of one transaction. ``FOR UPDATE SKIP LOCKED`` on
    PostgreSQL (the kind's queries), one write lock and one dispatcher of a kind per
    machine on SQLite (``outbound.loop``). Claiming counts the attempt and moves the row's
    ``next_attempt_at`` past the attempt's timeout (a lease: a process that dies
    mid-attempt leaves the row to be sent again once the lease is over).
-3. **Send**: each claimed attempt starts at once in a task of its own, outside any
-   transaction; the pass does not wait for it. Its end gives its slots back and wakes
-   the next pass.
+3. **Send**: an attempt starts, in a task of its own and outside any transaction, as
+   soon as a slot of the fairness cap is free for it (``outbound.fairness``: in the
+   process, per organization, per receiving host); the pass does not wait for it.
+
+Claims run ahead of the sends: up to ``CLAIM_AHEAD`` times the cap is claimed
+(``Outbox.claims``, the same three bounds multiplied), and what is claimed waits in the
+process for a slot (``Outbox.waiting``, in claim order). When an attempt ends, the next
+claimed attempt that fits its slot starts right there, without a pass: sending never
+waits for a transaction, and the pass that the end hurries records the outcomes and
+claims the next batch while the sends go on. Only the queue in the process runs
+ahead; the cap on attempts in flight is the one ``Slots`` says, and an attempt waits
+only for its own organization's and host's slots, never behind another organization's
+claimed rows (those wait for their own). The lease covers the wait (``lease``).
 
 The wake-up rule (``Outbox.start``): a commit of the kind's topic in this process (its
 rows written, or retried by hand: ``listen``, ``events.on_committed`` of the topic),
@@ -52,6 +61,9 @@ Listen = Callable[[Callable[[], None]], Callable[[], None]]
 for the kind's topic); returns the function that removes it."""
 
 PURGE_EVERY = dt.timedelta(hours=1)
+CLAIM_AHEAD = 4
+"""How many times the fairness cap a dispatcher may hold claimed (in flight and waiting
+for a slot): enough that the sends go on while a transaction records and claims."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,10 +84,14 @@ class Leased(Protocol):
 
 def lease(row: Leased, now: dt.datetime, lease: dt.timedelta) -> None:
     """Count a claimed row's attempt and move its next attempt past the attempt's
-    timeout (``lease``): a process that dies mid-attempt leaves the row to be sent again
-    once the lease is over."""
+    timeout (``lease``) for each attempt it may wait behind: a process that dies
+    mid-attempt leaves the row to be sent again once the lease is over."""
     row.attempts += 1
-    row.next_attempt_at = now + lease
+    # A claimed row may wait in the process for the attempts claimed before it at its
+    # organization or host (at most ``CLAIM_AHEAD - 1`` rounds of the cap, each bounded
+    # by the attempt's timeout) before its own: the lease lasts that long too, so that
+    # no claim (another process's, or this one's) takes it meanwhile.
+    row.next_attempt_at = now + lease * CLAIM_AHEAD
 
 
 class Kind(Protocol[A, R]):
@@ -149,6 +165,16 @@ class Outbox(Generic[A, R]):
         self.kind = kind
         self.db = db
         self.slots = slots
+        """The fairness cap: attempts in flight."""
+        self.claims = Slots.of(
+            slots.total * CLAIM_AHEAD,
+            per_organization=slots.per_organization * CLAIM_AHEAD,
+            per_host=slots.per_host * CLAIM_AHEAD,
+        )
+        """Attempts claimed and not ended (in flight or waiting for a slot): what the
+        kind's claim fills."""
+        self.waiting: list[A] = []
+        """Claimed attempts waiting for a slot of the cap, in claim order."""
         self.logger = logger
         self._sending: set[asyncio.Task[None]] = set()
         self._finished: list[R] = []
@@ -187,7 +213,11 @@ class Outbox(Generic[A, R]):
         await self.close()
 
     async def close(self) -> None:
-        """Cancel the attempts in flight (their leases bring them back) and let go."""
+        """Cancel the attempts in flight and drop those waiting (their leases bring them
+        back) and let go."""
+        waiting, self.waiting = self.waiting, []
+        for attempt in waiting:
+            self._give_back(self.claims, attempt)
         sending = list(self._sending)
         for task in sending:
             task.cancel()
@@ -201,9 +231,12 @@ class Outbox(Generic[A, R]):
 
     @tenancy.serves_every_organization
     async def settle(self) -> None:
-        """Wait for every attempt in flight and record the outcomes (tests, tools)."""
+        """Wait for every attempt claimed (in flight or waiting) and record the outcomes
+        (tests, tools)."""
+        self._start_waiting()
         while self._sending:
             await asyncio.gather(*list(self._sending), return_exceptions=True)
+            self._start_waiting()
         await self.record_finished()
 
     # One pass -------------------------------------------------------------------------
@@ -217,8 +250,8 @@ class Outbox(Generic[A, R]):
         if self._prepare_due():
             more = await self.kind.prepare()
         attempts, full = await self.record_and_claim()
-        for attempt in attempts:
-            self._start(attempt)
+        self.waiting.extend(attempts)
+        self._start_waiting()
         await self._purge_now_and_then()
         return more or full
 
@@ -236,18 +269,18 @@ class Outbox(Generic[A, R]):
         await self.record_and_claim(claim=False)
 
     async def record_and_claim(self, *, claim: bool = True) -> tuple[list[A], bool]:
-        """The outcomes of the attempts finished recorded, and due rows claimed into the
-        slots that are free, in one write transaction: an attempt's end costs one
-        transaction, and its slot is filled in it. The slots are taken for the attempts
-        returned, which the caller must start; True when there may be more due."""
+        """The outcomes of every attempt finished recorded, and due rows claimed in a
+        batch (as many as ``claims`` has room for), in one write transaction. The claims
+        are taken for the attempts returned, which the caller must queue for their
+        slots (``waiting``); True when there may be more due."""
         outcomes, self._finished = self._finished, []
-        claim = claim and self.slots.room() > 0
+        claim = claim and self.claims.room() > 0
         now = utcnow()
         if not outcomes:
             if not claim:
                 return [], False
             async with self.db.session(write=False) as session:
-                if not await self.kind.has_due(session, now, self.slots):
+                if not await self.kind.has_due(session, now, self.claims):
                     return [], False
         claimed: list[A] = []
         more = False
@@ -256,19 +289,39 @@ class Outbox(Generic[A, R]):
                 if outcomes:
                     await self.kind.record(session, outcomes, now)
                 if claim:
-                    more = await self.kind.claim(session, now, self.slots, claimed)
+                    more = await self.kind.claim(session, now, self.claims, claimed)
         except BaseException:
             # Nothing was written: the outcomes wait for the next pass, the rows for
             # the next claim.
             self._finished[:0] = outcomes
             for attempt in claimed:
-                self._give_back(attempt)
+                self._give_back(self.claims, attempt)
             raise
-        return claimed, more and self.slots.room() > 0
+        return claimed, more and self.claims.room() > 0
 
-    def _give_back(self, attempt: A) -> None:
+    def _give_back(self, slots: Slots, attempt: A) -> None:
         slot = self.kind.slot(attempt)
-        self.slots.give_back(slot.organization_id, slot.host, slot.target_id)
+        slots.give_back(slot.organization_id, slot.host, slot.target_id)
+
+    def _start_waiting(self) -> None:
+        """Start every waiting attempt that a slot of the cap is free for, in claim
+        order (one whose organization or host is full waits; the ones behind it of other
+        organizations and hosts do not)."""
+        if not self.waiting:
+            return
+        still: list[A] = []
+        for attempt in self.waiting:
+            slot = self.kind.slot(attempt)
+            if (
+                self.slots.room() > 0
+                and not self.slots.organization_full(slot.organization_id)
+                and not self.slots.host_full(slot.host)
+            ):
+                self.slots.take(slot.organization_id, slot.host, slot.target_id)
+                self._start(attempt)
+            else:
+                still.append(attempt)
+        self.waiting = still
 
     def _start(self, attempt: A) -> None:
         task = asyncio.create_task(self._send(attempt), name=f"questline-{self.kind.name}-attempt")
@@ -282,10 +335,13 @@ class Outbox(Generic[A, R]):
             self.logger.exception("%s attempt failed unexpectedly", self.kind.name)
             outcome = self.kind.crashed(attempt, exc)
         finally:
-            self._give_back(attempt)
+            self._give_back(self.slots, attempt)
+            self._give_back(self.claims, attempt)
         self._finished.append(outcome)
-        # Its outcome is to be recorded and its slot filled now, not after the
-        # coalescing wait of new work: a delivery then costs what the network costs.
+        # Its slot is filled now from what is claimed, not by a pass: the next attempt
+        # does not wait for a transaction. The pass it hurries (no coalescing wait of
+        # new work) records the outcomes and claims the next batch meanwhile.
+        self._start_waiting()
         self.loop.hurry()
 
     async def _purge_now_and_then(self) -> None:
