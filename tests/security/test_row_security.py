@@ -23,9 +23,11 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
+from questline.audit.models import AuditEntry
 from questline.auth import scim_tokens
 from questline.config import Settings
 from questline.disciplines.models import Discipline
+from questline.events.models import Event
 from questline.models import Base
 from questline.storage import tenancy
 from questline.storage.db import Database, RowSecurityMisconfigured
@@ -36,7 +38,7 @@ from questline.web.identity import Role
 from questline.webhooks.dispatcher import Dispatcher
 from tests.bulk.factories import csv_text, post_csv, post_json, team_names
 from tests.conftest import TEST_SETTINGS
-from tests.factories import Org, World
+from tests.factories import Org, World, bearer
 from tests.progress.factories import complete, make_discipline, score_of
 from tests.scim.conftest import directory_for
 from tests.support.harness import AppHarness
@@ -460,3 +462,31 @@ def policies(url: str) -> set[str]:
         return {str(row["relname"]) for row in rows}
 
     return asyncio.run(read())
+
+async def test_an_operator_writes_a_global_discipline_and_only_the_platform_sees_its_rows(
+    world: World, app_state: AppHarness
+) -> None:
+    """An operator acts for no organization: the global discipline, its event and its
+    audit entry (the platform's rows, ``tenancy.PLATFORM``) are accepted; an
+    organization's transaction sees none of the platform's rows, and a transaction
+    that acts for none sees no organization's."""
+    a, _b = await two_organizations(world)
+    created = await world.client.post(
+        "/discipline",
+        json={"Title": "Global", "Description": "For all"},
+        headers=bearer(world.operator_token()),
+    )
+    assert created.status_code == 201, created.text
+    platform = {}
+    for acting in (None, a.id):
+        with tenancy.acting_for(acting):
+            async with app_state.db.session(write=False) as session:
+                platform[acting] = {
+                    str(table.name): set(
+                        (await session.execute(select(table.c.organization_id))).scalars().all()
+                    )
+                    for table in (Event.__table__, AuditEntry.__table__)
+                }
+    assert platform[None] == {"events": {tenancy.PLATFORM}, "audit_entries": {tenancy.PLATFORM}}
+    assert platform[a.id]["events"] == {a.id}  # its teams' events, no platform row
+    assert tenancy.PLATFORM not in platform[a.id]["audit_entries"]

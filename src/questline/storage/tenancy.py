@@ -219,6 +219,41 @@ def protect_tenant_tables(connection: Connection) -> list[str]:
     return [name for name, _ in found]
 
 
+PLATFORM = uuid.UUID(int=0)
+"""The ``organization_id`` of the platform's own rows: the events and audit entries of
+global disciplines, an operator's idempotency keys (``events.models.PLATFORM_ORG``,
+``audit.models.PLATFORM_ORG``, ``web.idempotency.PLATFORM_SCOPE``)."""
+PLATFORM_TABLES = ("audit_entries", "events", "idempotency_keys")
+"""The tenant tables that hold platform rows too."""
+PLATFORM_ROWS_CONDITION = f"organization_id = COALESCE({ACTING}, '{PLATFORM}'::uuid)"
+"""In those tables a transaction that acts for no organization (an operator, who acts
+on the global disciplines) reads and writes the platform's rows, and only those; an
+organization's transaction still only its own. The request boundary sets no
+organization for an operator because the global disciplines are written only by a
+transaction that sets none (``SHARED_ROWS_CHECK``): the platform's rows of the same
+transaction must be accepted under the same setting."""
+
+
+def _set_policy(connection: Connection, name: str, condition: str) -> None:
+    table = connection.dialect.identifier_preparer.quote(name)
+    connection.execute(text(f"DROP POLICY IF EXISTS {POLICY_NAME} ON {table}"))
+    policy = f"CREATE POLICY {POLICY_NAME} ON {table}"
+    connection.execute(text(f"{policy} USING ({condition}) WITH CHECK ({condition})"))
+
+
+def protect_platform_rows(connection: Connection) -> None:
+    """Give the tables with platform rows the policy that lets a transaction acting for
+    no organization write them (the ``rls_0002`` migration)."""
+    for name in PLATFORM_TABLES:
+        _set_policy(connection, name, PLATFORM_ROWS_CONDITION)
+
+
+def unprotect_platform_rows(connection: Connection) -> None:
+    """Back to the plain tenant policy (the ``rls_0002`` downgrade)."""
+    for name in PLATFORM_TABLES:
+        _set_policy(connection, name, POLICY_CONDITION)
+
+
 def unprotect_tenant_tables(connection: Connection) -> None:
     """Undo ``protect_tenant_tables`` (the ``rls_0001`` downgrade)."""
     for row in connection.execute(TENANT_TABLES):
