@@ -17,6 +17,7 @@ from questline.auth import sessions
 from questline.auth.models import DashboardSession
 from questline.cli.main import app as cli
 from questline.config import Settings
+from questline.storage import tenancy
 from questline.web.identity import Role
 from tests.factories import World
 from tests.support.harness import AppHarness
@@ -32,16 +33,17 @@ async def _code(
     email: str | None = None,
     lifetime: dt.timedelta | None = None,
 ) -> str:
-    async with state.db.session(write=True) as session:
-        return await sessions.mint_signin_code(
-            session,
-            settings=state.settings,
-            org_id=org_id,
-            role=role,
-            subject="ada",
-            email=email,
-            lifetime=lifetime,
-        )
+    with tenancy.acting_for(org_id):  # minted directly: as the organization, like the command line
+        async with state.db.session(write=True) as session:
+            return await sessions.mint_signin_code(
+                session,
+                settings=state.settings,
+                org_id=org_id,
+                role=role,
+                subject="ada",
+                email=email,
+                lifetime=lifetime,
+            )
 
 
 async def _sign_in(client: httpx.AsyncClient, code: str) -> dict[str, Any]:
@@ -164,12 +166,13 @@ async def test_expired_codes_and_sessions_are_refused(
     old = await _code(app_state, org.id, lifetime=dt.timedelta(seconds=-1))
     assert (await client.post("/auth/session", json={"Code": old})).status_code == 401
     await _sign_in(client, await _code(app_state, org.id))
-    async with app_state.db.session(write=True) as session:
-        await session.execute(
-            update(DashboardSession).values(
-                expires_at=dt.datetime.now(dt.UTC) - dt.timedelta(seconds=1)
+    with tenancy.acting_for(org.id):
+        async with app_state.db.session(write=True) as session:
+            await session.execute(
+                update(DashboardSession).values(
+                    expires_at=dt.datetime.now(dt.UTC) - dt.timedelta(seconds=1)
+                )
             )
-        )
     expired = await client.get("/team")
     assert expired.status_code == 401
     assert "expired" in expired.json()["detail"]

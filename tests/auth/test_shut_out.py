@@ -15,6 +15,7 @@ from sqlalchemy import event, func, select, update
 from questline.auth import sessions
 from questline.auth.models import DashboardSession, SigninCode
 from questline.members.models import Member
+from questline.storage import tenancy
 from questline.web.identity import Role
 from tests.factories import Org, World
 from tests.scim.conftest import directory_for
@@ -26,15 +27,16 @@ pytestmark = pytest.mark.anyio
 
 async def cookie_of(state: AppHarness, client: httpx.AsyncClient, org: Org, email: str) -> str:
     """A signed-in session of the member with ``email`` (its cookie value)."""
-    async with state.db.session(write=True) as session:
-        code = await sessions.mint_signin_code(
-            session,
-            settings=state.settings,
-            org_id=org.id,
-            role=Role.MEMBER,
-            subject=email,
-            email=email,
-        )
+    with tenancy.acting_for(org.id):  # minted directly: as the organization, like the command line
+        async with state.db.session(write=True) as session:
+            code = await sessions.mint_signin_code(
+                session,
+                settings=state.settings,
+                org_id=org.id,
+                role=Role.MEMBER,
+                subject=email,
+                email=email,
+            )
     signed_in = await client.post("/auth/session", json={"Code": code})
     assert signed_in.status_code == 201, signed_in.text
     value = signed_in.cookies[sessions.SESSION_COOKIE]
@@ -59,19 +61,20 @@ async def works(client: httpx.AsyncClient, cookie: str) -> bool:
 
 async def stored(state: AppHarness, org: Org) -> tuple[int, int]:
     """The organization's sessions and unspent codes."""
-    async with state.db.session(write=False) as session:
-        counts = []
-        for table in (DashboardSession, SigninCode):
-            counts.append(
-                int(
-                    await session.scalar(
-                        select(func.count())
-                        .select_from(table)
-                        .where(table.organization_id == org.id)
+    with tenancy.acting_for(org.id):
+        async with state.db.session(write=False) as session:
+            counts = []
+            for table in (DashboardSession, SigninCode):
+                counts.append(
+                    int(
+                        await session.scalar(
+                            select(func.count())
+                            .select_from(table)
+                            .where(table.organization_id == org.id)
+                        )
+                        or 0
                     )
-                    or 0
                 )
-            )
     return counts[0], counts[1]
 
 
@@ -133,15 +136,17 @@ async def test_a_session_of_a_member_left_deactivated_stops_working(
     cookie = await cookie_of(app_state, client, org, "Ada@example.org")
     assert await works(client, cookie)
 
-    async with app_state.db.session(write=True) as session:
-        await session.execute(
-            update(Member).where(Member.organization_id == org.id).values(active=False)
-        )
+    with tenancy.acting_for(org.id):
+        async with app_state.db.session(write=True) as session:
+            await session.execute(
+                update(Member).where(Member.organization_id == org.id).values(active=False)
+            )
     assert not await works(client, cookie)
-    async with app_state.db.session(write=True) as session:
-        await session.execute(
-            update(Member).where(Member.organization_id == org.id).values(active=True)
-        )
+    with tenancy.acting_for(org.id):
+        async with app_state.db.session(write=True) as session:
+            await session.execute(
+                update(Member).where(Member.organization_id == org.id).values(active=True)
+            )
     assert await works(client, cookie)  # activated again: the session was never ended
 
 

@@ -14,6 +14,7 @@ from sqlalchemy import select
 from questline.disciplines.checks import check_kind_of
 from questline.disciplines.models import CheckKind, Task
 from questline.events.models import Event
+from questline.storage import tenancy
 from questline.storage.db import Database
 from tests.factories import World
 
@@ -69,8 +70,10 @@ def tasks_of(document: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 async def stored_answers(db: Database, task_id: str) -> Any:
-    async with db.engine.connect() as connection:
-        return await connection.scalar(select(Task.answers).where(Task.id == uuid.UUID(task_id)))
+    # The task by its id, whichever organization's (row security).
+    with tenancy.for_every_organization():
+        async with db.session(write=False) as session:
+            return await session.scalar(select(Task.answers).where(Task.id == uuid.UUID(task_id)))
 
 
 async def test_admins_read_every_check_and_members_never_an_answer(world: World) -> None:
@@ -254,10 +257,11 @@ async def test_events_and_the_audit_log_carry_no_answer(world: World) -> None:
     tasks_of(edited)[2]["Check"]["Answers"].append({"Value": "Another-secret"})
     assert (await world.client.put(url, json=edited, headers=org.admin)).status_code == 200
 
-    async with world.db.engine.connect() as connection:
-        payloads = (
-            await connection.scalars(select(Event.payload).where(Event.organization_id == org.id))
-        ).all()
+    with tenancy.acting_for(org.id):  # read directly: as the organization
+        async with world.db.session(write=False) as session:
+            payloads = (
+                await session.scalars(select(Event.payload).where(Event.organization_id == org.id))
+            ).all()
     assert payloads
     text = json.dumps(payloads)
     for secret in (*SECRETS[:3], "Another-secret", "qd1:"):
@@ -280,15 +284,19 @@ async def test_a_tasks_check_kind_for_another_domain(world: World) -> None:
     org, other = world.org(), world.org()
     made = (await world.client.post("/discipline", json=DOCUMENT, headers=org.admin)).json()
     await world.client.get("/team", headers=other.admin)  # registers the organization
-    async with world.db.session() as session:
-        kinds = [
-            await check_kind_of(session, org_id=org.id, task_id=uuid.UUID(task["Id"]))
-            for task in tasks_of(made)
-        ]
-        assert kinds == [CheckKind.ADMIN, CheckKind.SELF, CheckKind.ANSWER, CheckKind.REVIEW]
-        task_id = uuid.UUID(tasks_of(made)[3]["Id"])
-        assert await check_kind_of(session, org_id=other.id, task_id=task_id) is None
-        assert await check_kind_of(session, org_id=org.id, task_id=uuid.uuid4()) is None
+    # Each organization's look-ups in a transaction that acts for it, as a request's do.
+    with tenancy.acting_for(org.id):
+        async with world.db.session() as session:
+            kinds = [
+                await check_kind_of(session, org_id=org.id, task_id=uuid.UUID(task["Id"]))
+                for task in tasks_of(made)
+            ]
+            assert kinds == [CheckKind.ADMIN, CheckKind.SELF, CheckKind.ANSWER, CheckKind.REVIEW]
+            assert await check_kind_of(session, org_id=org.id, task_id=uuid.uuid4()) is None
+    task_id = uuid.UUID(tasks_of(made)[3]["Id"])
+    with tenancy.acting_for(other.id):
+        async with world.db.session() as session:
+            assert await check_kind_of(session, org_id=other.id, task_id=task_id) is None
 
 
 async def test_the_schema_publishes_checks_hints_and_sequential(world: World) -> None:

@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.disciplines.models import Level, Quest, Resource, Task
 from questline.progress import hooks
+from questline.storage import tenancy
 from questline.web.errors import Conflict
 from tests.disciplines.factories import create_discipline, discipline_document, task_ids
 from tests.factories import Org, World
@@ -35,16 +36,18 @@ async def _put(world: World, org: Org, discipline_id: str, body: Any, **headers:
 
 
 async def _row_counts(world: World, discipline_id: str) -> list[int]:
-    async with world.db.session(write=False) as session:
-        return [
-            int(
-                await session.scalar(
-                    select(func.count()).where(model.discipline_id == uuid.UUID(discipline_id))
+    # The tree's rows, whichever organization's (row security).
+    with tenancy.for_every_organization():
+        async with world.db.session(write=False) as session:
+            return [
+                int(
+                    await session.scalar(
+                        select(func.count()).where(model.discipline_id == uuid.UUID(discipline_id))
+                    )
+                    or 0
                 )
-                or 0
-            )
-            for model in (Level, Quest, Task, Resource)
-        ]
+                for model in (Level, Quest, Task, Resource)
+            ]
 
 
 async def test_what_get_returned_can_be_put_back_unchanged(world: World) -> None:

@@ -15,7 +15,7 @@ import pytest
 
 from questline.config import Settings
 from tests.factories import Org, World
-from tests.support.live import LiveServer
+from tests.support.live import LiveServer, database_env
 from tests.support.sse import SseReader
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -38,8 +38,7 @@ def live_env(settings: Settings, **extra: str) -> dict[str, str]:
         "QUESTLINE_WEBHOOKS_DISPATCHER_ENABLED": "false",
         **extra,
     }
-    if settings.database_url:
-        env["QUESTLINE_DATABASE_URL"] = settings.database_url
+    env.update(database_env(settings))  # the URL, and the row-security settings
     return env
 
 

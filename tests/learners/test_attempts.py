@@ -13,6 +13,7 @@ from sqlalchemy import select
 
 from questline.events.models import Event
 from questline.progress.learner_records import TaskAttempt
+from questline.storage import tenancy
 from questline.storage.db import utcnow
 from questline.web.identity import Role
 from tests.factories import World, bearer
@@ -118,12 +119,14 @@ async def test_the_rate_counts_the_last_minute_only(world: World) -> None:
         assert response.status_code == 200, response.text
 
     async def made_ago(seconds: int) -> None:
-        async with world.db.session(write=True) as session:
-            rows = await session.scalars(
-                select(TaskAttempt).where(TaskAttempt.organization_id == game.org.id)
-            )
-            for row in rows.all():
-                row.at = utcnow() - dt.timedelta(seconds=seconds)
+        # Setup writes the rows directly: as the organization (row security).
+        with tenancy.acting_for(game.org.id):
+            async with world.db.session(write=True) as session:
+                rows = await session.scalars(
+                    select(TaskAttempt).where(TaskAttempt.organization_id == game.org.id)
+                )
+                for row in rows.all():
+                    row.at = utcnow() - dt.timedelta(seconds=seconds)
 
     await made_ago(30)  # all ten within the minute: they leave it in at most 30 s
     refused = await game.attempt(game.alice, "Answer task", "eleven")
@@ -197,15 +200,17 @@ async def test_paging_and_no_answer_at_rest(world: World) -> None:
     first = await game.client.get(url, params={"limit": 2}, headers=game.alice)
     assert len(first.json()) == 2
     assert 'rel="next"' in first.headers["Link"]
-    async with world.db.engine.connect() as connection:
-        stored = (await connection.scalars(select(TaskAttempt.answer))).all()
-        payloads = (
-            await connection.scalars(
-                select(Event.payload).where(
-                    Event.organization_id == game.org.id, Event.type == "attempt.created"
+    # Read directly: as the organization (row security).
+    with tenancy.acting_for(game.org.id):
+        async with world.db.session(write=False) as connection:
+            stored = (await connection.scalars(select(TaskAttempt.answer))).all()
+            payloads = (
+                await connection.scalars(
+                    select(Event.payload).where(
+                        Event.organization_id == game.org.id, Event.type == "attempt.created"
+                    )
                 )
-            )
-        ).all()
+            ).all()
     assert stored
     assert all("plain-guess" not in value for value in stored)
     assert len(payloads) == 3

@@ -10,6 +10,7 @@ from sqlalchemy import select
 
 from questline.audit.models import AuditEntry
 from questline.events.models import Event
+from questline.storage import tenancy
 from tests.factories import World
 from tests.learners.factories import ANSWER, learners_game
 
@@ -87,19 +88,21 @@ async def test_a_hint_costs_once_as_a_step_of_the_history(world: World) -> None:
     graph = await game.client.get(f"/team/{game.team_id}/graph", headers=game.alice)
     assert graph.json()["Points"][-1]["Score"] == -4
 
-    async with world.db.engine.connect() as connection:
-        payloads = (
-            await connection.scalars(
-                select(Event.payload).where(
-                    Event.organization_id == game.org.id, Event.type == "hint.unlocked"
+    # Read directly: as the organization (row security).
+    with tenancy.acting_for(game.org.id):
+        async with world.db.session(write=False) as connection:
+            payloads = (
+                await connection.scalars(
+                    select(Event.payload).where(
+                        Event.organization_id == game.org.id, Event.type == "hint.unlocked"
+                    )
                 )
-            )
-        ).all()
-        audit = (
-            await connection.scalars(
-                select(AuditEntry.action).where(AuditEntry.organization_id == game.org.id)
-            )
-        ).all()
+            ).all()
+            audit = (
+                await connection.scalars(
+                    select(AuditEntry.action).where(AuditEntry.organization_id == game.org.id)
+                )
+            ).all()
     assert [p["Cost"] for p in payloads] == [4, 0]
     assert "Secret hint text" not in json.dumps(payloads)
     assert audit.count("hint.unlocked") == 2

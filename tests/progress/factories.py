@@ -161,23 +161,24 @@ async def history(db: Database, team_id: str) -> list[HistoryRow]:
 
     from questline.progress.models import ScoreEvent
 
-    async with db.session(write=False) as session:
-        rows = await session.scalars(
-            select(ScoreEvent)
-            .where(ScoreEvent.team_id == uuid.UUID(team_id))
-            .order_by(ScoreEvent.id)
-        )
-        return [
-            HistoryRow(
-                kind=r.kind.value,
-                delta=r.delta,
-                score_after=r.score_after,
-                task_id=str(r.task_id),
-                discipline_id=str(r.discipline_id),
-                at=r.at,
+    with tenancy.for_every_organization():  # the team's rows by its id (row security)
+        async with db.session(write=False) as session:
+            rows = await session.scalars(
+                select(ScoreEvent)
+                .where(ScoreEvent.team_id == uuid.UUID(team_id))
+                .order_by(ScoreEvent.id)
             )
-            for r in rows
-        ]
+            return [
+                HistoryRow(
+                    kind=r.kind.value,
+                    delta=r.delta,
+                    score_after=r.score_after,
+                    task_id=str(r.task_id),
+                    discipline_id=str(r.discipline_id),
+                    at=r.at,
+                )
+                for r in rows
+            ]
 
 
 async def backdate_team(db: Database, team_id: str, created_at: dt.datetime) -> None:

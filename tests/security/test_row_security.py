@@ -18,14 +18,16 @@ import asyncpg
 import httpx
 import pytest
 from alembic import command
-from sqlalchemy import func, select, text, update
+from sqlalchemy import delete, func, select, text, update
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
+from questline.audit.models import AuditEntry
 from questline.auth import scim_tokens
 from questline.config import Settings
-from questline.disciplines.models import Discipline
+from questline.disciplines.models import Discipline, Resource, ResourceOwner
+from questline.events.models import Event
 from questline.models import Base
 from questline.storage import tenancy
 from questline.storage.db import Database, RowSecurityMisconfigured
@@ -36,8 +38,8 @@ from questline.web.identity import Role
 from questline.webhooks.dispatcher import Dispatcher
 from tests.bulk.factories import csv_text, post_csv, post_json, team_names
 from tests.conftest import TEST_SETTINGS
-from tests.factories import Org, World
-from tests.progress.factories import complete, make_discipline, score_of
+from tests.factories import Org, World, bearer
+from tests.progress.factories import Tree, complete, make_discipline, score_of
 from tests.scim.conftest import directory_for
 from tests.support.harness import AppHarness
 from tests.support.postgres import PostgresServer, create_row_security_database, run_sql
@@ -251,7 +253,8 @@ async def test_global_disciplines_are_shared_and_written_by_no_organization(
     world: World, app_state: AppHarness
 ) -> None:
     """A discipline without an organization is every organization's to read and no
-    organization's to write."""
+    organization's to write: its update is refused, its delete reaches no row (the
+    restrictive policy for ``DELETE``), and a new one is refused."""
     a, _b = await two_organizations(world)
     shared = await make_discipline(app_state.db, org_id=None, shape=[[[1]]])
     with tenancy.acting_for(a.id):
@@ -263,7 +266,17 @@ async def test_global_disciplines_are_shared_and_written_by_no_organization(
             with pytest.raises(DBAPIError) as refused:
                 await session.execute(rename)
             await session.rollback()
-    assert "row-level security" in str(refused.value.orig)
+        assert "row-level security" in str(refused.value.orig)
+        async with app_state.db.session(write=True) as session:
+            gone = delete(Discipline).where(Discipline.id == shared.id)
+            assert (await session.execute(gone)).rowcount == 0  # type: ignore[attr-defined]
+        with pytest.raises(DBAPIError) as refused:
+            async with app_state.db.session(write=True) as session:
+                session.add(Discipline(organization_id=None, title="Mine", description=""))
+        assert "row-level security" in str(refused.value.orig)
+        async with app_state.db.session(write=False) as session:
+            title = await session.scalar(select(Discipline.title).where(Discipline.id == shared.id))
+    assert title == shared.title
 
 
 async def test_bulk_import_copies_through_a_staging_table_the_policy_checks(
@@ -460,3 +473,253 @@ def policies(url: str) -> set[str]:
         return {str(row["relname"]) for row in rows}
 
     return asyncio.run(read())
+
+
+async def test_every_tenant_table_and_every_table_below_one_has_a_policy(
+    app_state: AppHarness,
+) -> None:
+    """Every table of the schema is a tenant table (an ``organization_id``, or a foreign
+    key that leads to one: the discipline tree's levels, quests, tasks and resources)
+    with row security on and the tenant policy, a shared table by design
+    (``tenancy.SHARED_TABLES``), or one that holds no organization's data
+    (``tenancy.NON_TENANT_TABLES``). A new table that is none of these fails here until
+    it has its policy or its reason."""
+    async with app_state.db.engine.connect() as connection:
+        tables = {
+            str(row.relname): (bool(row.has_org), bool(row.rowsecurity), bool(row.policy))
+            for row in await connection.execute(
+                text(
+                    """
+                    SELECT c.relname,
+                      EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid
+                              AND a.attname = 'organization_id' AND NOT a.attisdropped)
+                        AS has_org,
+                      c.relrowsecurity AS rowsecurity,
+                      EXISTS (SELECT 1 FROM pg_policy p
+                              WHERE p.polrelid = c.oid AND p.polname = :policy) AS policy
+                    FROM pg_class c
+                    WHERE c.relnamespace = current_schema()::regnamespace
+                      AND c.relkind IN ('r', 'p')
+                    """
+                ),
+                {"policy": tenancy.POLICY_NAME},
+            )
+        }
+        parents = [
+            (str(row.child), str(row.parent))
+            for row in await connection.execute(
+                text(
+                    "SELECT c.relname AS child, p.relname AS parent FROM pg_constraint k "
+                    "JOIN pg_class c ON c.oid = k.conrelid "
+                    "JOIN pg_class p ON p.oid = k.confrelid "
+                    "WHERE k.contype = 'f' "
+                    "AND c.relnamespace = current_schema()::regnamespace"
+                )
+            )
+        ]
+    shared = set(tenancy.SHARED_TABLES)
+    tenant = {name for name, (has_org, _, _) in tables.items() if has_org} - shared
+    # A table reaches an organization through a parent that is a tenant table (or the
+    # organizations themselves).
+    grown = True
+    while grown:
+        below = {
+            child
+            for child, parent in parents
+            if parent in tenant | {"organizations"} and child not in shared
+        }
+        grown = not below <= tenant
+        tenant |= below
+    assert set(tenancy.DISCIPLINE_CHILD_TABLES) <= tenant - {
+        name for name, (has_org, _, _) in tables.items() if has_org
+    }
+    unprotected = sorted(name for name in tenant if not (tables[name][1] and tables[name][2]))
+    assert unprotected == []
+    unexplained = sorted(set(tables) - tenant - shared - set(tenancy.NON_TENANT_TABLES))
+    assert unexplained == []
+
+
+TREE_TABLES = ("levels", "quests", "tasks", "resources")
+
+
+async def tree_with_resources(db: Database, org_id: uuid.UUID | None) -> Tree:
+    """A discipline of ``org_id`` (None: global) with a resource on each kind of node."""
+    tree = await make_discipline(db, org_id=org_id, shape=[[[2, 3]]])
+    owners = [
+        (ResourceOwner.DISCIPLINE, tree.id),
+        (ResourceOwner.LEVEL, tree.level_ids[0]),
+        (ResourceOwner.QUEST, tree.quest_ids[0][0]),
+        (ResourceOwner.TASK, tree.task_ids[0][0][0]),
+    ]
+    with tenancy.acting_for(org_id):
+        async with db.session(write=True) as session:
+            for position, (kind, owner_id) in enumerate(owners):
+                session.add(
+                    Resource(
+                        discipline_id=tree.id,
+                        owner_kind=kind,
+                        owner_id=owner_id,
+                        position=position,
+                        title=f"Read {kind.value}",
+                        url="https://example.org/read",
+                    )
+                )
+    return tree
+
+
+async def raw_counts(db: Database, acting: uuid.UUID | None, tree: Tree) -> dict[str, int]:
+    """How many rows of ``tree`` each table of the tree shows, by a raw statement that
+    names the discipline and no organization."""
+    counts: dict[str, int] = {}
+    with tenancy.acting_for(acting):
+        async with db.session(write=False) as session:
+            for table in TREE_TABLES:
+                counts[table] = int(
+                    await session.scalar(
+                        text(f"SELECT count(*) FROM {table} WHERE discipline_id = :d"),
+                        {"d": tree.id},
+                    )
+                    or 0
+                )
+    return counts
+
+
+async def test_another_organization_cannot_read_a_discipline_tree_even_by_raw_statement(
+    world: World, app_state: AppHarness
+) -> None:
+    """Levels, quests, tasks and resources carry no ``organization_id``: their policy
+    follows ``discipline_id`` to the discipline. Organization B sees none of A's tree,
+    even by a raw statement that names the discipline and no organization; a transaction
+    that acts for no organization sees none either; both see a global tree."""
+    a, b = await two_organizations(world)
+    theirs = await tree_with_resources(app_state.db, a.id)
+    shared = await tree_with_resources(app_state.db, None)
+    full = {"levels": 1, "quests": 1, "tasks": 2, "resources": 4}
+    assert await raw_counts(app_state.db, a.id, theirs) == full
+    nothing = dict.fromkeys(TREE_TABLES, 0)
+    assert await raw_counts(app_state.db, b.id, theirs) == nothing
+    assert await raw_counts(app_state.db, None, theirs) == nothing
+    assert await raw_counts(app_state.db, b.id, shared) == full
+    assert await raw_counts(app_state.db, a.id, shared) == full
+    # Without a filter at all, B's statements see only the global tree's nodes.
+    with tenancy.acting_for(b.id):
+        async with app_state.db.session(write=False) as session:
+            seen = set(
+                (await session.execute(text("SELECT DISTINCT discipline_id FROM tasks")))
+                .scalars()
+                .all()
+            )
+    assert theirs.id not in seen
+    assert shared.id in seen
+
+
+async def test_another_organization_cannot_write_a_discipline_tree_even_by_raw_statement(
+    world: World, app_state: AppHarness
+) -> None:
+    """B's updates and deletes of A's nodes reach no row; B's deletes of a global
+    tree's nodes (the discipline itself included) reach none either, and its updates of
+    them are refused; B's inserts under A's discipline, or under a global one, are
+    refused by the database; A still writes its own."""
+    a, b = await two_organizations(world)
+    theirs = await tree_with_resources(app_state.db, a.id)
+    shared = await tree_with_resources(app_state.db, None)
+    for table in (*TREE_TABLES, "disciplines"):
+        where = "WHERE " + ("id" if table == "disciplines" else "discipline_id") + " = :d"
+        for tree in (theirs, shared):
+            with tenancy.acting_for(b.id):
+                async with app_state.db.session(write=True) as session:
+                    gone = await session.execute(
+                        text(f"DELETE FROM {table} {where}"), {"d": tree.id}
+                    )
+                    assert gone.rowcount == 0, table  # type: ignore[attr-defined]
+                    rename = text(f"UPDATE {table} SET title = 'Taken' {where}")
+                    if tree is theirs:  # not B's to see
+                        changed = await session.execute(rename, {"d": tree.id})
+                        assert changed.rowcount == 0, table  # type: ignore[attr-defined]
+            if tree is shared:  # B sees it, and may not change it
+                with tenancy.acting_for(b.id), pytest.raises(DBAPIError) as refused:
+                    async with app_state.db.session(write=True) as session:
+                        await session.execute(rename, {"d": tree.id})
+                assert "row-level security" in str(refused.value.orig), table
+    full = {"levels": 1, "quests": 1, "tasks": 2, "resources": 4}
+    assert await raw_counts(app_state.db, a.id, theirs) == full
+    assert await raw_counts(app_state.db, a.id, shared) == full
+    intrusions = {
+        "levels": (
+            "INSERT INTO levels (id, discipline_id, position, title, description) "
+            "VALUES (:id, :d, 9, 'Taken', '')"
+        ),
+        "quests": (
+            "INSERT INTO quests (id, discipline_id, level_id, position, title, description) "
+            "VALUES (:id, :d, :level, 9, 'Taken', '')"
+        ),
+        "tasks": (
+            "INSERT INTO tasks (id, discipline_id, level_id, quest_id, position, title, "
+            "description, points, check_kind) "
+            "VALUES (:id, :d, :level, :quest, 9, 'Taken', '', 1, 'Admin')"
+        ),
+        "resources": (
+            "INSERT INTO resources (id, discipline_id, owner_kind, owner_id, position, "
+            "title, description, url, kind) "
+            "VALUES (:id, :d, 'discipline', :d, 9, 'Taken', '', 'https://x.test', 'Link')"
+        ),
+    }
+    for tree in (theirs, shared):
+        for table, statement in intrusions.items():
+            values = {
+                "id": uuid.uuid4(),
+                "d": tree.id,
+                "level": tree.level_ids[0],
+                "quest": tree.quest_ids[0][0],
+            }
+            with tenancy.acting_for(b.id), pytest.raises(DBAPIError) as refused:
+                async with app_state.db.session(write=True) as session:
+                    await session.execute(text(statement), values)
+            assert "row-level security" in str(refused.value.orig), table
+    # Nor can B move one of its own nodes under A's discipline.
+    mine = await tree_with_resources(app_state.db, b.id)
+    with tenancy.acting_for(b.id), pytest.raises(DBAPIError) as moved:
+        async with app_state.db.session(write=True) as session:
+            await session.execute(
+                text("UPDATE tasks SET discipline_id = :theirs WHERE discipline_id = :mine"),
+                {"theirs": theirs.id, "mine": mine.id},
+            )
+    assert "row-level security" in str(moved.value.orig)
+    # A writes its own tree.
+    with tenancy.acting_for(a.id):
+        async with app_state.db.session(write=True) as session:
+            renamed = await session.execute(
+                text("UPDATE tasks SET title = 'Renamed' WHERE discipline_id = :d"),
+                {"d": theirs.id},
+            )
+    assert renamed.rowcount == 2  # type: ignore[attr-defined]
+    assert await raw_counts(app_state.db, b.id, theirs) == dict.fromkeys(TREE_TABLES, 0)
+
+
+async def test_an_operator_writes_a_global_discipline_and_only_the_platform_sees_its_rows(
+    world: World, app_state: AppHarness
+) -> None:
+    """An operator acts for no organization: the global discipline, its event and its
+    audit entry (the platform's rows, ``tenancy.PLATFORM``) are accepted; an
+    organization's transaction sees none of the platform's rows, and a transaction
+    that acts for none sees no organization's."""
+    a, _b = await two_organizations(world)
+    created = await world.client.post(
+        "/discipline",
+        json={"Title": "Global", "Description": "For all"},
+        headers=bearer(world.operator_token()),
+    )
+    assert created.status_code == 201, created.text
+    platform = {}
+    for acting in (None, a.id):
+        with tenancy.acting_for(acting):
+            async with app_state.db.session(write=False) as session:
+                platform[acting] = {
+                    str(table.name): set(
+                        (await session.execute(select(table.c.organization_id))).scalars().all()
+                    )
+                    for table in (Event.__table__, AuditEntry.__table__)
+                }
+    assert platform[None] == {"events": {tenancy.PLATFORM}, "audit_entries": {tenancy.PLATFORM}}
+    assert platform[a.id]["events"] == {a.id}  # its teams' events, no platform row
+    assert tenancy.PLATFORM not in platform[a.id]["audit_entries"]

@@ -11,6 +11,7 @@ from sqlalchemy import update
 
 from questline.config import Settings
 from questline.members.models import Member
+from questline.storage import tenancy
 from tests.factories import World
 from tests.mail.conftest import PUBLIC_URL, mail_settings
 from tests.mail.smtp_server import Mailbox, smtp_server
@@ -79,10 +80,11 @@ async def test_a_deactivated_submitter_gets_no_mail(
     team = await org.create_team()
     ada = await learner(world, org, team["Id"])
     made = await submitted(world.client, team["Id"], ada, tasks[0])
-    async with world.db.session() as session:
-        await session.execute(
-            update(Member).where(Member.id == uuid.UUID(ada.id)).values(active=False)
-        )
+    with tenancy.acting_for(org.id):  # written directly: as the organization
+        async with world.db.session() as session:
+            await session.execute(
+                update(Member).where(Member.id == uuid.UUID(ada.id)).values(active=False)
+            )
     approved = await world.client.post(f"/submission/{made['Id']}/approve", headers=org.admin)
     assert approved.status_code == 200
     await deliver(app_state)

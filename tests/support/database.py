@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
@@ -22,6 +25,22 @@ async def empty_all_tables(state: AppHarness) -> None:
         if owner_url:
             await engine.dispose()
     state.known_orgs.clear()
+
+
+@asynccontextmanager
+async def as_owner(state: AppHarness) -> AsyncIterator[AsyncEngine]:
+    """An engine of the tables' owner, whom row-level security does not bind: for a
+    test's setup that writes (or reads) several organizations' rows directly. Without a
+    separate owner (no row security) the service's own engine."""
+    owner_url = state.settings.database_owner_url
+    if not owner_url:
+        yield state.db.engine
+        return
+    engine = create_async_engine(owner_url, poolclass=NullPool)
+    try:
+        yield engine
+    finally:
+        await engine.dispose()
 
 
 async def _empty(engine: AsyncEngine, tables: list[str], *, sqlite: bool) -> None:

@@ -6,6 +6,7 @@ from typing import Any
 
 from sqlalchemy import func, select
 
+from questline.storage import tenancy
 from questline.storage.db import Database
 from questline.webhooks.dispatcher import Dispatcher
 from questline.webhooks.models import DeliveryStatus, WebhookDelivery
@@ -31,10 +32,12 @@ async def drain(state: AppHarness, *, settings: Any = None, passes: int = 200) -
 
 
 async def pending_count(db: Database) -> int:
-    async with db.session(write=False) as session:
-        count = await session.scalar(
-            select(func.count()).where(WebhookDelivery.status == DeliveryStatus.PENDING)
-        )
+    # Every organization's deliveries, as the dispatcher sees them (row security).
+    with tenancy.for_every_organization():
+        async with db.session(write=False) as session:
+            count = await session.scalar(
+                select(func.count()).where(WebhookDelivery.status == DeliveryStatus.PENDING)
+            )
     return int(count or 0)
 
 

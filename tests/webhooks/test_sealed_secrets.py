@@ -16,7 +16,7 @@ from standardwebhooks.webhooks import Webhook as Verifier
 
 from questline.audit.models import AuditEntry
 from questline.auth.tokens import load_or_create_secret
-from questline.storage import sealing
+from questline.storage import sealing, tenancy
 from questline.webhooks import service
 from questline.webhooks.models import Webhook
 from tests.factories import Org, World
@@ -28,17 +28,20 @@ pytestmark = pytest.mark.anyio
 
 
 async def stored(state: AppHarness, hook: dict[str, Any]) -> Webhook:
-    async with state.db.session(write=False) as session:
-        row = await session.scalar(select(Webhook).where(Webhook.id == uuid.UUID(hook["Id"])))
+    # The row by its id, whichever organization's (row security).
+    with tenancy.for_every_organization():
+        async with state.db.session(write=False) as session:
+            row = await session.scalar(select(Webhook).where(Webhook.id == uuid.UUID(hook["Id"])))
     assert row is not None
     return row
 
 
 async def store_secret(state: AppHarness, hook: dict[str, Any], value: str) -> None:
-    async with state.db.session(write=True) as session:
-        row = await session.scalar(select(Webhook).where(Webhook.id == uuid.UUID(hook["Id"])))
-        assert row is not None
-        row.secret = value
+    with tenancy.for_every_organization():
+        async with state.db.session(write=True) as session:
+            row = await session.scalar(select(Webhook).where(Webhook.id == uuid.UUID(hook["Id"])))
+            assert row is not None
+            row.secret = value
 
 
 async def deliveries(org: Org, hook: dict[str, Any]) -> list[dict[str, Any]]:
@@ -83,10 +86,13 @@ async def test_the_secret_is_stored_sealed_and_shown_only_when_made(
     assert row.previous_secret.startswith(sealing.PREFIX)
     assert secret not in row.previous_secret
 
-    async with app_state.db.session(write=False) as session:
-        entries = (
-            await session.scalars(select(AuditEntry).where(AuditEntry.organization_id == org.id))
-        ).all()
+    with tenancy.acting_for(org.id):
+        async with app_state.db.session(write=False) as session:
+            entries = (
+                await session.scalars(
+                    select(AuditEntry).where(AuditEntry.organization_id == org.id)
+                )
+            ).all()
     logged = json.dumps([e.changes for e in entries], default=str)
     assert entries
     for value in (secret, new_secret, row.secret, row.previous_secret):

@@ -12,6 +12,7 @@ from standardwebhooks.webhooks import Webhook as Verifier
 from standardwebhooks.webhooks import WebhookVerificationError
 
 from questline.events.models import Event
+from questline.storage import tenancy
 from questline.teams import schemas as team_schemas
 from questline.teams import service as teams_service
 from questline.webhooks.dispatcher import Dispatcher
@@ -59,10 +60,11 @@ async def test_only_subscribed_events_of_the_own_organization_are_sent(
     assert requests[0].json()["data"] == response.json()
     # The outbox keeps the event that was sent (done) and nothing of those no webhook
     # receives: both organizations' team.created are gone.
-    async with app_state.db.session(write=False) as session:
-        kept = (
-            await session.execute(select(Event.organization_id, Event.type, Event.pending))
-        ).all()
+    with tenancy.for_every_organization():  # both organizations' events
+        async with app_state.db.session(write=False) as session:
+            kept = (
+                await session.execute(select(Event.organization_id, Event.type, Event.pending))
+            ).all()
     assert [tuple(row) for row in kept] == [(org.id, "team.updated", False)]
 
 
@@ -71,15 +73,17 @@ async def test_a_rolled_back_change_sends_nothing(
 ) -> None:
     org = world.org()
     await subscribe(org, hook_receiver.url)
-    async with app_state.db.new_session(write=True) as session:
-        await teams_service.create_team(
-            session, org_id=org.id, data=team_schemas.TeamCreate(name="Never")
-        )
-        assert session.info  # the event was recorded in this transaction
-        await session.rollback()
+    with tenancy.acting_for(org.id):
+        async with app_state.db.new_session(write=True) as session:
+            await teams_service.create_team(
+                session, org_id=org.id, data=team_schemas.TeamCreate(name="Never")
+            )
+            assert session.info  # the event was recorded in this transaction
+            await session.rollback()
     await drain(app_state)
-    async with app_state.db.session(write=False) as session:
-        assert await session.scalar(select(func.count()).select_from(Event)) == 0
+    with tenancy.for_every_organization():
+        async with app_state.db.session(write=False) as session:
+            assert await session.scalar(select(func.count()).select_from(Event)) == 0
     assert hook_receiver.requests == []
     assert (await org.client.get("/team", headers=org.admin)).json() == []
 

@@ -12,6 +12,7 @@ from sqlalchemy import func, select
 from questline.app import outbox_consumers
 from questline.config import Settings
 from questline.events import fanout
+from questline.storage import tenancy
 from questline.storage.db import Database
 from questline.xapi.dispatcher import Dispatcher
 from questline.xapi.models import StatementStatus, XapiStatement
@@ -42,21 +43,23 @@ async def deliver(settings: Settings, db: Database, *, passes: int = 200) -> Dis
 
 
 async def count(db: Database, status: StatementStatus, org_id: uuid.UUID | None = None) -> int:
-    async with db.session(write=False) as session:
-        query = select(func.count()).where(XapiStatement.status == status)
-        if org_id is not None:
-            query = query.where(XapiStatement.organization_id == org_id)
-        return int(await session.scalar(query) or 0)
+    with tenancy.for_every_organization():  # read directly, as the dispatcher does
+        async with db.session(write=False) as session:
+            query = select(func.count()).where(XapiStatement.status == status)
+            if org_id is not None:
+                query = query.where(XapiStatement.organization_id == org_id)
+            return int(await session.scalar(query) or 0)
 
 
 async def rows(db: Database, org_id: uuid.UUID) -> list[XapiStatement]:
-    async with db.session(write=False) as session:
-        found = await session.scalars(
-            select(XapiStatement)
-            .where(XapiStatement.organization_id == org_id)
-            .order_by(XapiStatement.created_at, XapiStatement.id)
-        )
-        return list(found.all())
+    with tenancy.for_every_organization():
+        async with db.session(write=False) as session:
+            found = await session.scalars(
+                select(XapiStatement)
+                .where(XapiStatement.organization_id == org_id)
+                .order_by(XapiStatement.created_at, XapiStatement.id)
+            )
+            return list(found.all())
 
 
 async def register(org: Org, ralph: RalphServer, user: RalphUser) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from sqlalchemy import select
 from questline.config import Settings
 from questline.events.models import Event
 from questline.members.models import Member
+from questline.storage import tenancy
 from questline.xapi.models import StatementKind, StatementStatus, XapiStatement
 from questline.xapi.statements import statement_id
 from tests.factories import World
@@ -31,8 +32,11 @@ WRONG = "wrong-guess-5c1e"
 
 
 async def _email(app_state: AppHarness, member_id: str) -> str:
-    async with app_state.db.session(write=False) as session:
-        email = await session.scalar(select(Member.email).where(Member.id == uuid.UUID(member_id)))
+    with tenancy.for_every_organization():  # the member by id, whichever organization's
+        async with app_state.db.session(write=False) as session:
+            email = await session.scalar(
+                select(Member.email).where(Member.id == uuid.UUID(member_id))
+            )
     assert email is not None
     return str(email)
 
@@ -54,10 +58,13 @@ async def test_a_wrong_and_a_right_attempt_are_answered_with_their_success(
     assert right.status_code == 201, right.text
 
     # The outbox rows, before the fan-out hands them on.
-    async with app_state.db.session(write=False) as session:
-        outbox = (
-            await session.scalars(select(Event.payload).where(Event.organization_id == game.org.id))
-        ).all()
+    with tenancy.acting_for(game.org.id):
+        async with app_state.db.session(write=False) as session:
+            outbox = (
+                await session.scalars(
+                    select(Event.payload).where(Event.organization_id == game.org.id)
+                )
+            ).all()
     assert outbox, "the attempts' events are in the outbox"
 
     await deliver(settings, app_state.db)
@@ -105,12 +112,15 @@ async def test_attempts_make_no_statement_without_a_registration(
     assert (await game.attempt(game.alice, "Answer task", WRONG)).status_code == 200
     assert (await game.attempt(game.alice, "Answer task", ANSWER)).status_code == 201
     await fan_out(settings, app_state.db)
-    async with app_state.db.session(write=False) as session:
-        statements = await session.scalars(
-            select(XapiStatement.id).where(XapiStatement.organization_id == game.org.id)
-        )
-        assert list(statements.all()) == []
-        pending = await session.scalars(
-            select(Event.id).where(Event.organization_id == game.org.id, Event.pending.is_(True))
-        )
-        assert list(pending.all()) == []
+    with tenancy.acting_for(game.org.id):
+        async with app_state.db.session(write=False) as session:
+            statements = await session.scalars(
+                select(XapiStatement.id).where(XapiStatement.organization_id == game.org.id)
+            )
+            assert list(statements.all()) == []
+            pending = await session.scalars(
+                select(Event.id).where(
+                    Event.organization_id == game.org.id, Event.pending.is_(True)
+                )
+            )
+            assert list(pending.all()) == []

@@ -14,7 +14,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from questline.auth.tokens import load_or_create_secret
-from questline.storage import sealing
+from questline.storage import sealing, tenancy
 from questline.xapi.models import LrsConnection
 from questline.xapi.sealing import Unreadable, unseal
 from tests.factories import World
@@ -58,8 +58,9 @@ async def test_the_secret_is_sealed_at_rest(
 ) -> None:
     org, other = world.org(), world.org()
     await register(org, ralph, lrs_user)
-    async with app_state.db.session(write=False) as session:
-        row = await session.get(LrsConnection, org.id)
+    with tenancy.acting_for(org.id):  # read directly: as the organization
+        async with app_state.db.session(write=False) as session:
+            row = await session.get(LrsConnection, org.id)
     assert row is not None
     assert row.password is not None
     assert row.password.startswith(sealing.PREFIX)
@@ -93,10 +94,11 @@ async def test_credentials_sealed_the_old_way_still_open_and_reach_the_lrs(
     assert unseal(settings, old, organization=str(org.id)) == lrs_user.password
     with pytest.raises(Unreadable):  # still bound to its organization
         unseal(settings, old, organization=str(other.id))
-    async with app_state.db.session(write=True) as session:
-        row = await session.get(LrsConnection, org.id)
-        assert row is not None
-        row.password = old
+    with tenancy.acting_for(org.id):
+        async with app_state.db.session(write=True) as session:
+            row = await session.get(LrsConnection, org.id)
+            assert row is not None
+            row.password = old
     answered = await org.client.post("/organization/xapi/test", headers=org.admin)
     assert answered.status_code == 200, answered.text
     assert answered.json()["Ok"] is True, answered.json()

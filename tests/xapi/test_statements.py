@@ -9,6 +9,7 @@ from sqlalchemy import select, update
 from questline import events
 from questline.config import Settings
 from questline.events.models import Event
+from questline.storage import tenancy
 from questline.storage.db import utcnow
 from questline.xapi.models import StatementKind, StatementStatus, XapiStatement
 from questline.xapi.statements import statement_id
@@ -173,12 +174,13 @@ async def test_a_retry_stores_nothing_twice(
 
     # As if the process died after the LRS stored the batch, before it recorded so:
     # the lease ends and the same statements go again.
-    async with app_state.db.session() as session:
-        await session.execute(
-            update(XapiStatement)
-            .where(XapiStatement.organization_id == org.id)
-            .values(status=StatementStatus.PENDING, next_attempt_at=utcnow())
-        )
+    with tenancy.acting_for(org.id):  # written directly: as the organization
+        async with app_state.db.session() as session:
+            await session.execute(
+                update(XapiStatement)
+                .where(XapiStatement.organization_id == org.id)
+                .values(status=StatementStatus.PENDING, next_attempt_at=utcnow())
+            )
     await deliver(settings, app_state.db)
 
     after = ralph.statements(lrs_user)
@@ -207,11 +209,12 @@ async def test_a_rolled_back_completion_sends_nothing(
     }
 
     async def failing_change() -> None:
-        async with app_state.db.session() as session:
-            await events.record(
-                session, organization_id=org.id, type="progress.completed", data=payload
-            )
-            raise RuntimeError("the change fails after its event was recorded")
+        with tenancy.acting_for(org.id):
+            async with app_state.db.session() as session:
+                await events.record(
+                    session, organization_id=org.id, type="progress.completed", data=payload
+                )
+                raise RuntimeError("the change fails after its event was recorded")
 
     with pytest.raises(RuntimeError):
         await failing_change()
@@ -220,10 +223,11 @@ async def test_a_rolled_back_completion_sends_nothing(
     assert ralph.statements(lrs_user) == []
 
     # The same event, committed, is delivered.
-    async with app_state.db.session() as session:
-        await events.record(
-            session, organization_id=org.id, type="progress.completed", data=payload
-        )
+    with tenancy.acting_for(org.id):
+        async with app_state.db.session() as session:
+            await events.record(
+                session, organization_id=org.id, type="progress.completed", data=payload
+            )
     await deliver(settings, app_state.db)
     [statement] = ralph.statements(lrs_user)
     assert statement["object"]["id"] == f"{BASE}/task/{tree.tasks[0]}"
@@ -317,8 +321,9 @@ async def test_events_before_the_registration_are_not_sent(
     await register(org, ralph, lrs_user)
     await deliver(settings, app_state.db)
     assert ralph.statements(lrs_user) == []
-    async with app_state.db.session(write=False) as session:
-        assert (await session.scalars(select(Event.id).where(Event.pending))).all() == []
+    with tenancy.for_every_organization():
+        async with app_state.db.session(write=False) as session:
+            assert (await session.scalars(select(Event.id).where(Event.pending))).all() == []
 
 
 async def test_an_adjustment_is_scored_and_its_withdrawal_voids_it(

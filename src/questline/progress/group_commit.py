@@ -220,6 +220,9 @@ class GroupCommit:
                         self._fetcher(driver), part, in_transaction=True
                     )
             except Exception:
+                # A part is a transaction of its own: it failed as a whole batch does.
+                self.failed_batches += 1
+                PROGRESS_BATCHES_FAILED.inc()
                 logger.info("an organization's part of a progress batch failed", exc_info=True)
                 continue
             for position, outcome in zip(mine, done.outcomes, strict=True):

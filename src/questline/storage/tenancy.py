@@ -198,6 +198,47 @@ SHARED_ROWS_CHECK = f"organization_id IS NOT DISTINCT FROM {ACTING}"
 the shared ones."""
 
 
+DELETE_POLICY = "questline_tenant_delete"
+"""Where some rows are every organization's to read (``organization_id`` NULL, or a node
+below a global discipline), the tenant policy shows them (``USING``) and accepts only
+the transaction's own (``WITH CHECK``): an ``UPDATE`` of a shared row is refused by the
+check, but a ``DELETE`` has no new row to check and would go through. This second,
+restrictive policy for ``DELETE`` only lets a transaction delete only the rows it may
+write. It is not a restriction on ``UPDATE``: PostgreSQL applies the ``UPDATE``
+policies to locking reads too, and the progress write locks a global discipline's rows
+(``FOR KEY SHARE``) while its organization completes a task of it."""
+
+
+def set_policies(
+    connection: Connection, name: str, *, using: str, check: str, delete: str | None
+) -> None:
+    """Row-level security on table ``name``: the tenant policy (``using``: the rows a
+    transaction sees; ``check``: the rows it may leave behind) and, if ``delete``, the
+    restrictive policy on the rows it may delete."""
+    table = connection.dialect.identifier_preparer.quote(name)
+    connection.execute(text(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY"))
+    for policy in (POLICY_NAME, DELETE_POLICY):
+        connection.execute(text(f"DROP POLICY IF EXISTS {policy} ON {table}"))
+    connection.execute(
+        text(f"CREATE POLICY {POLICY_NAME} ON {table} USING ({using}) WITH CHECK ({check})")
+    )
+    if delete is not None:
+        connection.execute(
+            text(
+                f"CREATE POLICY {DELETE_POLICY} ON {table} AS RESTRICTIVE FOR DELETE "
+                f"USING ({delete})"
+            )
+        )
+
+
+def drop_policies(connection: Connection, name: str) -> None:
+    """No row-level security on table ``name`` any more."""
+    table = connection.dialect.identifier_preparer.quote(name)
+    for policy in (POLICY_NAME, DELETE_POLICY):
+        connection.execute(text(f"DROP POLICY IF EXISTS {policy} ON {table}"))
+    connection.execute(text(f"ALTER TABLE {table} DISABLE ROW LEVEL SECURITY"))
+
+
 def protect_tenant_tables(connection: Connection) -> list[str]:
     """Give every table with an ``organization_id`` column (PostgreSQL, the current
     schema) row-level security and the tenant policy, if it lacks them; the tables it
@@ -205,26 +246,132 @@ def protect_tenant_tables(connection: Connection) -> list[str]:
     (``migrations/env.py``), so a tenant table a later migration adds is covered too."""
     found = [(str(row[0]), bool(row[1])) for row in connection.execute(UNPROTECTED_TABLES)]
     for name, required in found:
-        table = connection.dialect.identifier_preparer.quote(name)
-        using, check = (
-            (POLICY_CONDITION, POLICY_CONDITION)
-            if required
-            else (SHARED_ROWS_CONDITION, SHARED_ROWS_CHECK)
-        )
-        connection.execute(text(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY"))
-        connection.execute(text(f"DROP POLICY IF EXISTS {POLICY_NAME} ON {table}"))
-        connection.execute(
-            text(f"CREATE POLICY {POLICY_NAME} ON {table} USING ({using}) WITH CHECK ({check})")
-        )
+        if required:
+            condition = POLICY_CONDITION
+            set_policies(connection, name, using=condition, check=condition, delete=None)
+        else:
+            set_policies(
+                connection,
+                name,
+                using=SHARED_ROWS_CONDITION,
+                check=SHARED_ROWS_CHECK,
+                delete=SHARED_ROWS_CHECK,
+            )
     return [name for name, _ in found]
+
+
+SHARED_ROWS_TABLES = text(
+    """
+    SELECT c.table_name FROM information_schema.columns c
+    JOIN information_schema.tables t
+      ON t.table_schema = c.table_schema AND t.table_name = c.table_name
+    WHERE c.table_schema = current_schema() AND c.column_name = 'organization_id'
+      AND c.is_nullable = 'YES' AND t.table_type = 'BASE TABLE'
+      AND c.table_name <> ALL(:shared)
+    ORDER BY c.table_name
+    """
+).bindparams(shared=list(SHARED_TABLES))
+"""The tenant tables whose ``organization_id`` may be NULL (shared rows)."""
+
+
+def protect_shared_rows_from_delete(connection: Connection) -> None:
+    """The tables with shared rows get the restrictive ``DELETE`` policy (the
+    ``rls_0003`` migration)."""
+    for row in connection.execute(SHARED_ROWS_TABLES):
+        table = connection.dialect.identifier_preparer.quote(str(row[0]))
+        connection.execute(text(f"DROP POLICY IF EXISTS {DELETE_POLICY} ON {table}"))
+        connection.execute(
+            text(
+                f"CREATE POLICY {DELETE_POLICY} ON {table} AS RESTRICTIVE FOR DELETE "
+                f"USING ({SHARED_ROWS_CHECK})"
+            )
+        )
+
+
+def unprotect_shared_rows_from_delete(connection: Connection) -> None:
+    """Undo ``protect_shared_rows_from_delete`` (the ``rls_0003`` downgrade)."""
+    for row in connection.execute(SHARED_ROWS_TABLES):
+        table = connection.dialect.identifier_preparer.quote(str(row[0]))
+        connection.execute(text(f"DROP POLICY IF EXISTS {DELETE_POLICY} ON {table}"))
+
+
+PLATFORM = uuid.UUID(int=0)
+"""The ``organization_id`` of the platform's own rows: the events and audit entries of
+global disciplines, an operator's idempotency keys (``events.models.PLATFORM_ORG``,
+``audit.models.PLATFORM_ORG``, ``web.idempotency.PLATFORM_SCOPE``)."""
+PLATFORM_TABLES = ("audit_entries", "events", "idempotency_keys")
+"""The tenant tables that hold platform rows too."""
+PLATFORM_ROWS_CONDITION = f"organization_id = COALESCE({ACTING}, '{PLATFORM}'::uuid)"
+"""In those tables a transaction that acts for no organization (an operator, who acts
+on the global disciplines) reads and writes the platform's rows, and only those; an
+organization's transaction still only its own. The request boundary sets no
+organization for an operator because the global disciplines are written only by a
+transaction that sets none (``SHARED_ROWS_CHECK``): the platform's rows of the same
+transaction must be accepted under the same setting."""
+
+
+def protect_platform_rows(connection: Connection) -> None:
+    """Give the tables with platform rows the policy that lets a transaction acting for
+    no organization write them (the ``rls_0002`` migration)."""
+    for name in PLATFORM_TABLES:
+        condition = PLATFORM_ROWS_CONDITION
+        set_policies(connection, name, using=condition, check=condition, delete=None)
+
+
+def unprotect_platform_rows(connection: Connection) -> None:
+    """Back to the plain tenant policy (the ``rls_0002`` downgrade)."""
+    for name in PLATFORM_TABLES:
+        condition = POLICY_CONDITION
+        set_policies(connection, name, using=condition, check=condition, delete=None)
+
+
+DISCIPLINE_CHILD_TABLES = ("levels", "quests", "tasks", "resources")
+"""The discipline tree below ``disciplines``: no ``organization_id`` of their own, each
+row carries its ``discipline_id`` (a tree loads in one query a table). Their policy
+follows that column to the discipline, whose organization decides."""
+
+NON_TENANT_TABLES = ("alembic_version", "health_probe", "lti_tool_keys", "organizations")
+"""Tables with neither an ``organization_id`` nor a parent that has one: the migrations'
+bookkeeping, the health check's probe, the tool's own signing keys (one set for every
+platform) and the organizations themselves (the service reads them by id before it
+knows whom it acts for)."""
+
+_VISIBLE_DISCIPLINES = (
+    "SELECT d.id FROM disciplines d "
+    f"WHERE d.organization_id IS NULL OR d.organization_id = {ACTING}"
+)
+_WRITABLE_DISCIPLINES = (
+    "SELECT d.id FROM disciplines d "
+    f"WHERE d.organization_id = {ACTING} OR (d.organization_id IS NULL AND {ACTING} IS NULL)"
+)
+CHILD_CONDITION = f"discipline_id IN ({_VISIBLE_DISCIPLINES})"
+"""A node of the tree is seen where its discipline is: the organization's and the global
+ones. The subquery names no column of the outer row, so PostgreSQL runs it once a
+statement and probes its hashed result row by row: a tree read by ``discipline_id``
+pays one look-up of the caller's disciplines (by their ``organization_id`` index), not
+one a row."""
+CHILD_CHECK = f"discipline_id IN ({_WRITABLE_DISCIPLINES})"
+"""...and written only under a discipline the transaction may write: its organization's
+own, or (setting none, an operator) a global one."""
+
+
+def protect_discipline_children(connection: Connection) -> None:
+    """Give the discipline tree's tables below ``disciplines`` row-level security and
+    the tenant policy through their discipline (the ``rls_0003`` migration)."""
+    for name in DISCIPLINE_CHILD_TABLES:
+        set_policies(connection, name, using=CHILD_CONDITION, check=CHILD_CHECK, delete=CHILD_CHECK)
+
+
+def unprotect_discipline_children(connection: Connection) -> None:
+    """Undo ``protect_discipline_children`` (the ``rls_0003`` downgrade)."""
+    for name in DISCIPLINE_CHILD_TABLES:
+        drop_policies(connection, name)
 
 
 def unprotect_tenant_tables(connection: Connection) -> None:
     """Undo ``protect_tenant_tables`` (the ``rls_0001`` downgrade)."""
     for row in connection.execute(TENANT_TABLES):
-        table = connection.dialect.identifier_preparer.quote(str(row[0]))
-        connection.execute(text(f"DROP POLICY IF EXISTS {POLICY_NAME} ON {table}"))
-        connection.execute(text(f"ALTER TABLE {table} DISABLE ROW LEVEL SECURITY"))
+        drop_policies(connection, str(row[0]))
 
 
 def is_protected(connection: Connection) -> bool:
@@ -266,14 +413,18 @@ ROLE_FACTS = text(
     SELECT r.rolname,
       r.rolsuper OR r.rolbypassrls,
       EXISTS (SELECT 1 FROM pg_class c WHERE c.relowner = r.oid AND c.relrowsecurity),
-      (SELECT count(*) FROM ({_UNPROTECTED}) AS unprotected),
+      (SELECT count(*) FROM ({_UNPROTECTED}) AS unprotected)
+        + (SELECT count(*) FROM pg_class c
+           WHERE c.relnamespace = current_schema()::regnamespace
+             AND c.relname = ANY(:children) AND NOT (c.relrowsecurity AND EXISTS (
+               SELECT 1 FROM pg_policy p WHERE p.polrelid = c.oid AND p.polname = :policy))),
       EXISTS (SELECT 1 FROM pg_roles e
               WHERE e.rolname = :every AND pg_has_role(r.oid, e.oid, 'MEMBER')),
       EXISTS (SELECT 1 FROM pg_roles e WHERE e.rolname = :every AND e.rolbypassrls)
     FROM pg_roles r WHERE r.rolname = current_user
     """
-).bindparams(policy=POLICY_NAME, shared=list(SHARED_TABLES))
+).bindparams(policy=POLICY_NAME, shared=list(SHARED_TABLES), children=list(DISCIPLINE_CHILD_TABLES))
 """What the start-up check needs of the connected role (``Database.check_row_security``):
 its name, whether it bypasses row security, whether it owns a protected table, how many
-tenant tables lack the policy, whether it may take the every-organization role and
-whether that role bypasses row security."""
+tenant tables (the discipline tree's included) lack the policy, whether it may take the
+every-organization role and whether that role bypasses row security."""
