@@ -41,11 +41,17 @@ def _as_uuid(value: str) -> uuid.UUID | None:
         return None
 
 
+def _identity(caller: Caller) -> tuple[list[str], uuid.UUID | None]:
+    """What names the caller's member: the e-mail keys of its e-mail and of its subject,
+    and its subject as a member id (when it is one)."""
+    keys = {value.strip().lower() for value in (caller.email, caller.subject) if value}
+    return sorted(keys), _as_uuid(caller.subject)
+
+
 def identity_matches(caller: Caller) -> ColumnElement[bool]:
     """Members the caller's identity names (its e-mail, or its subject as e-mail or id)."""
-    keys = {value.strip().lower() for value in (caller.email, caller.subject) if value}
-    names: list[ColumnElement[bool]] = [Member.email_key.in_(sorted(keys))]
-    as_id = _as_uuid(caller.subject)
+    keys, as_id = _identity(caller)
+    names: list[ColumnElement[bool]] = [Member.email_key.in_(keys)]
     if as_id is not None:
         names.append(Member.id == as_id)
     return or_(*names)
@@ -94,12 +100,12 @@ def named_members() -> Select[uuid.UUID, str, bool]:
 
 def named_values(caller: Caller, team_id: uuid.UUID | None) -> dict[str, Any]:
     """The values of ``named_members`` for the caller (no team: in none)."""
-    keys = {value.strip().lower() for value in (caller.email, caller.subject) if value}
+    keys, as_id = _identity(caller)
     return {
         "named_org": caller.org_id,
         "named_team": team_id,
-        "named_keys": sorted(keys),
-        "named_id": _as_uuid(caller.subject),
+        "named_keys": keys,
+        "named_id": as_id,
     }
 
 
