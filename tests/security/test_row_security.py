@@ -13,6 +13,7 @@ import asyncio
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import httpx
@@ -226,7 +227,7 @@ async def test_the_pre_authentication_look_up_finds_the_organization(
 async def test_the_lean_reads_and_progress_writes_act_for_the_caller(
     world: World, app_state: AppHarness
 ) -> None:
-    """The paths that skip the session (``Database.driver_transaction``) set the
+    """The paths that skip the session (``Database.driver_acting_for``) set the
     organization too: the group-committed progress write and the lean read of a team
     succeed for its owner, and the team stays invisible to the other organization."""
     a, b = await two_organizations(world)
@@ -247,6 +248,63 @@ async def test_the_lean_reads_and_progress_writes_act_for_the_caller(
     refused = await complete(b, team["Id"], tree.tasks[1])
     assert refused.status_code == 404, refused.text
     assert await score_of(a, team["Id"]) == 3
+
+
+async def test_a_transaction_sets_its_organization_with_its_begin(
+    world: World, app_state: AppHarness
+) -> None:
+    """The organization rides on ``BEGIN`` (``tenancy.ActingConnection``): a session's
+    transaction costs no round trip for it. This also pins the driver: asyncpg starts a
+    transaction by executing ``BEGIN …`` without arguments; a version that began
+    otherwise would leave the setting unsent, and this test names that."""
+    a, _b = await two_organizations(world)
+    sent: list[str] = []
+    async with app_state.db.engine.connect() as connection:
+        raw = await connection.get_raw_connection()
+        driver = raw.driver_connection
+        assert isinstance(driver, tenancy.ActingConnection)
+
+        def log(record: Any) -> None:
+            sent.append(record.query)
+
+        driver.add_query_logger(log)
+        try:
+            with tenancy.acting_for(a.id):
+                names = (await connection.execute(select(Team.name))).scalars().all()
+            await connection.rollback()
+        finally:
+            driver.remove_query_logger(log)
+    assert sorted(names) == ["Only " + str(a.id), "Rockets"]
+    begins = [query for query in sent if query.startswith("BEGIN")]
+    assert len(begins) == 1, f"asyncpg began the transaction some other way: {sent}"
+    assert f"set_config('{tenancy.ORG_SETTING}', '{a.id}', true)" in begins[0]
+    assert not any(query.startswith("SELECT set_config") for query in sent)
+
+
+async def test_a_connection_left_acting_for_an_organization_hands_it_to_no_transaction(
+    world: World, app_state: AppHarness
+) -> None:
+    """A direct connection keeps the organization of the last lean read or group commit
+    as a session-level setting (``Database.driver_acting_for``). A transaction begun on
+    it acting for no organization sees nothing, one acting for another organization
+    sees that one's rows, and a statement outside a transaction sees the kept one."""
+    a, b = await two_organizations(world)
+    db = app_state.db
+    async with db.driver_connection(keep_organization_of=str(a.id)) as driver:
+        count = "SELECT count(*) FROM teams"
+        assert await driver.fetchval(count) == 2  # a's teams, outside a transaction
+        await driver.execute("BEGIN")  # acting for no organization
+        assert await driver.fetchval(count) == 0
+        await driver.execute("COMMIT")
+        with tenancy.acting_for(b.id):
+            await driver.execute("BEGIN")
+        names = {row[0] for row in await driver.fetch("SELECT name FROM teams")}
+        await driver.execute("COMMIT")
+        assert names == {"Rockets", f"Only {b.id}"}
+        assert await driver.fetchval(count) == 2
+    async with db.driver_acting_for(b.id) as driver:
+        names = {row[0] for row in await driver.fetch("SELECT name FROM teams")}
+    assert names == {"Rockets", f"Only {b.id}"}
 
 
 async def test_global_disciplines_are_shared_and_written_by_no_organization(

@@ -202,10 +202,10 @@ class GroupCommit:
         return done
 
     async def _commit_per_organization(self, writes: Sequence[Write]) -> Written:
-        """Row-level security: each organization's writes of the batch in a transaction
-        of their own that acts for it (the policies refuse a statement over several
-        organizations' rows). An organization whose part failed is answered by its
-        routes, one write at a time; the others' parts stay committed."""
+        """Row-level security: each organization's writes of the batch act for it on their
+        own (the policies hide the other organizations' rows from a statement). An
+        organization whose part failed is answered by its routes, one write at a time;
+        the others' parts stay committed."""
         positions: dict[uuid.UUID, list[int]] = {}
         for position, write in enumerate(writes):
             positions.setdefault(write.org_id, []).append(position)
@@ -215,12 +215,14 @@ class GroupCommit:
         for organization_id, mine in positions.items():
             part = [writes[position] for position in mine]
             try:
-                async with self.db.driver_transaction(organization_id) as driver:
+                async with self.db.driver_acting_for(organization_id) as driver:
                     done = await ledger_pg.write_batch(
-                        self._fetcher(driver), part, in_transaction=True
+                        self._fetcher(driver),
+                        part,
+                        in_transaction=self.db.statements_share_a_transaction,
                     )
             except Exception:
-                # A part is a transaction of its own: it failed as a whole batch does.
+                # A part fails as a whole batch does.
                 self.failed_batches += 1
                 PROGRESS_BATCHES_FAILED.inc()
                 logger.info("an organization's part of a progress batch failed", exc_info=True)

@@ -158,12 +158,12 @@ class LeanReader:
 
     async def _fetch_postgres(self, sql: str, arguments: list[Any]) -> list[Any]:
         if self.db.row_security:
-            # Row-level security: the statement runs in a transaction that acts for the
-            # caller's organization (none known: the route answers).
+            # Row-level security: the statement acts for the caller's organization (none
+            # known: the route answers).
             organization_id = tenancy.acting_organization.get()
             if organization_id is None:
                 raise LeanUnavailable("no organization to act for")
-            async with self.db.driver_transaction(organization_id) as driver:
+            async with self.db.driver_acting_for(organization_id) as driver:
                 return list(await driver.fetch(sql, *arguments))
         async with self.db.driver_connection() as driver:
             return list(await driver.fetch(sql, *arguments))

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 import asyncpg
 import orjson
-from sqlalchemy import DateTime, Dialect, MetaData, event, insert, text
+from sqlalchemy import DateTime, Dialect, MetaData, event, insert
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import (
@@ -169,11 +169,11 @@ class Database:
         event.listen(session_class, "after_commit", self._after_commit)
         event.listen(session_class, "after_rollback", self._after_rollback)
         self.row_security = settings.row_security
+        self.behind_pooler = settings.database_transaction_pooler
         info: dict[str, Any] = {}
         if self.row_security:
             quote = self.engine.dialect.identifier_preparer.quote
             info[tenancy.EVERY_ORGANIZATION_ROLE] = quote(settings.database_every_organization_role)
-            event.listen(session_class, "after_begin", _set_organization)
         self.sessionmaker = async_sessionmaker(
             self.engine, expire_on_commit=False, sync_session_class=session_class, info=info
         )
@@ -221,15 +221,20 @@ class Database:
                 raise
 
     @asynccontextmanager
-    async def driver_connection(self) -> AsyncIterator[Any]:
+    async def driver_connection(
+        self, *, keep_organization_of: str | None = None
+    ) -> AsyncIterator[Any]:
         """PostgreSQL: the asyncpg connection of a pooled connection, outside any
         transaction (each statement its own), for the paths that skip the session (lean
         reads, the progress group commit). An error the server reported for a statement
         leaves the connection in the pool; any other failure drops it (its state is
-        unknown)."""
+        unknown). ``keep_organization_of``: row-level security, the session-level
+        organization the connection's statements act for (``driver_acting_for``)."""
         async with self.engine.connect() as connection:
             pooled = await connection.get_raw_connection()
             try:
+                if keep_organization_of is not None:
+                    await _keep_organization(pooled, keep_organization_of)
                 yield pooled.driver_connection
             except asyncpg.PostgresError:
                 raise
@@ -238,23 +243,38 @@ class Database:
                 raise
 
     @asynccontextmanager
-    async def driver_transaction(self, organization_id: uuid.UUID) -> AsyncIterator[Any]:
+    async def driver_acting_for(self, organization_id: uuid.UUID) -> AsyncIterator[Any]:
         """PostgreSQL with row-level security: the asyncpg connection of a pooled
-        connection inside one transaction that acts for ``organization_id`` (the lean
-        reads and the progress group commit, whose statements otherwise run each on its
-        own). The setting and ``BEGIN`` go in one round trip (the id is a UUID, so it is
-        written into the text safely)."""
-        async with self.driver_connection() as driver:
-            org = str(uuid.UUID(str(organization_id)))
-            await driver.execute(
-                f"BEGIN; SELECT set_config('{tenancy.ORG_SETTING}', '{org}', true)"
-            )
-            try:
-                yield driver
-            except BaseException:
-                await driver.execute("ROLLBACK")
-                raise
-            await driver.execute("COMMIT")
+        connection whose statements act for ``organization_id`` (the lean reads and the
+        progress group commit, which skip the session).
+
+        On a direct connection the organization is a session-level setting, set only
+        when the connection last acted for another one, so each statement stays its own
+        transaction and costs what it costs without row security. Every transaction
+        begun on the connection sets its own organization (or none) with its ``BEGIN``
+        (``tenancy.ActingConnection``), so the setting reaches no other path. Behind a
+        transaction pooler, where consecutive statements may run on different server
+        connections, the statements share one transaction that sets it with ``BEGIN``."""
+        org = str(uuid.UUID(str(organization_id)))
+        if self.behind_pooler:
+            async with self.driver_connection() as driver:
+                with tenancy.acting_for(uuid.UUID(org)):
+                    await driver.execute("BEGIN")  # with the setting (ActingConnection)
+                try:
+                    yield driver
+                except BaseException:
+                    await driver.execute("ROLLBACK")
+                    raise
+                await driver.execute("COMMIT")
+            return
+        async with self.driver_connection(keep_organization_of=org) as driver:
+            yield driver
+
+    @property
+    def statements_share_a_transaction(self) -> bool:
+        """``driver_acting_for`` runs its statements in one transaction (behind a
+        transaction pooler under row-level security)."""
+        return self.row_security and self.behind_pooler
 
     async def check_row_security(self, settings: Settings) -> None:
         """At start-up (PostgreSQL): refuse to serve when the setting and the database
@@ -301,20 +321,21 @@ class Database:
         await self.engine.dispose()
 
 
+async def _keep_organization(pooled: Any, org: str) -> None:
+    """Make ``org`` the session-level organization of a direct connection, unless it
+    already is. What was set is remembered with the connection (the pool's ``info``
+    lives as long as it); a failure forgets it, so the next use sets it again."""
+    if pooled.info.get(tenancy.SESSION_ORGANIZATION) == org:
+        return
+    pooled.info.pop(tenancy.SESSION_ORGANIZATION, None)
+    await pooled.driver_connection.execute(
+        f"SELECT set_config('{tenancy.ORG_SETTING}', '{org}', false)"
+    )
+    pooled.info[tenancy.SESSION_ORGANIZATION] = org
+
+
 class RowSecurityMisconfigured(RuntimeError):
     """The row-security setting and the database's roles disagree (start-up refuses)."""
-
-
-def _set_organization(session: Session, _transaction: Any, connection: Connection) -> None:
-    """Row-level security: a transaction first sets the organization it acts for (or,
-    in the background work that serves every organization, takes that role)."""
-    if tenancy.serving_every_organization.get():
-        role = session.info[tenancy.EVERY_ORGANIZATION_ROLE]
-        connection.execute(text(f"SET LOCAL ROLE {role}"))
-        return
-    organization_id = tenancy.acting_organization.get()
-    if organization_id is not None:
-        connection.execute(tenancy.SET_ORGANIZATION, {"org": str(organization_id)})
 
 
 def postgres_engine(
@@ -341,6 +362,11 @@ def postgres_engine(
             "prepared_statement_cache_size": 0,
             "prepared_statement_name_func": _unique_statement_name,
         }
+    if settings.row_security:
+        role = postgresql.dialect().identifier_preparer.quote(  # type: ignore[no-untyped-call]
+            settings.database_every_organization_role
+        )
+        connect_args["connection_class"] = tenancy.acting_connection_class(role)
     options: dict[str, Any] = {"poolclass": poolclass} if poolclass is not None else {}
     return create_async_engine(
         url,

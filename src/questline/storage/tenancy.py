@@ -34,6 +34,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, TypeVar, cast
 
+import asyncpg
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
@@ -53,6 +54,9 @@ _ACROSS = "questline_across_organizations"
 """``session.info`` key: a marked function runs now (one inside another keeps its role)."""
 
 SET_ORGANIZATION = text(f"SELECT set_config('{ORG_SETTING}', :org, true)")
+SESSION_ORGANIZATION = "questline_session_organization"
+"""``PoolProxiedConnection.info`` key: the organization a direct connection's
+session-level setting names (``Database.driver_acting_for``)."""
 
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 
@@ -103,6 +107,41 @@ def serves_every_organization(function: F) -> F:
             return await function(*args, **kwargs)
 
     return cast(F, serving)
+
+
+def transaction_start(role: str) -> str:
+    """What a transaction begins with under row-level security, sent with its ``BEGIN``
+    in one round trip: the organization the task acts for, or none (an empty setting,
+    which also hides any session-level one a driver path left on the connection), or,
+    serving every organization, that role."""
+    if serving_every_organization.get():
+        return f"SET LOCAL ROLE {role};"
+    organization_id = acting_organization.get()
+    org = "" if organization_id is None else str(uuid.UUID(str(organization_id)))
+    return f"SELECT set_config('{ORG_SETTING}', '{org}', true);"
+
+
+class ActingConnection(asyncpg.Connection):
+    """An asyncpg connection whose every transaction starts acting for the task's
+    organization (``transaction_start``): the setting rides on ``BEGIN``, so row-level
+    security costs no round trip of its own. The driver starts a transaction by
+    executing ``BEGIN …`` without arguments; a test pins that, since a driver that began
+    otherwise would leave transactions acting for none (they would see no rows)."""
+
+    every_organization_role = ""
+
+    async def execute(self, query: str, *args: Any, **options: Any) -> str:
+        if not args and query.startswith("BEGIN"):
+            start = transaction_start(self.every_organization_role)
+            query = f"{query.rstrip().rstrip(';')}; {start}"
+        result: str = await super().execute(query, *args, **options)
+        return result
+
+
+def acting_connection_class(role: str) -> type[ActingConnection]:
+    """The connection class for a database under row-level security; ``role`` is the
+    quoted name of its every-organization role."""
+    return type("QuestlineActingConnection", (ActingConnection,), {"every_organization_role": role})
 
 
 def row_security_on(session: AsyncSession) -> bool:
