@@ -307,6 +307,32 @@ async def test_a_connection_left_acting_for_an_organization_hands_it_to_no_trans
     assert names == {"Rockets", f"Only {b.id}"}
 
 
+async def test_behind_a_transaction_pooler_the_driver_paths_act_in_one_transaction(
+    world: World, app_state: AppHarness
+) -> None:
+    """Behind a transaction pooler a session-level setting would stay on a server
+    connection another client gets next: there ``driver_acting_for`` runs its
+    statements in one transaction that sets the organization with its ``BEGIN``, and
+    leaves nothing on the connection."""
+    a, _b = await two_organizations(world)
+    settings = app_state.settings.model_copy(
+        update={"database_transaction_pooler": True, "database_pool_size": 1}
+    )
+    db = Database(settings)
+    try:
+        assert db.statements_share_a_transaction
+        async with db.driver_acting_for(a.id) as driver:
+            assert await driver.fetchval("SELECT count(*) FROM teams") == 2
+            first = await driver.fetchval("SELECT txid_current()")
+            assert await driver.fetchval("SELECT txid_current()") == first
+        async with db.driver_connection() as driver:
+            assert await driver.fetchval("SELECT count(*) FROM teams") == 0
+            left = await driver.fetchval(f"SELECT current_setting('{tenancy.ORG_SETTING}', true)")
+            assert left in (None, "")
+    finally:
+        await db.dispose()
+
+
 async def test_global_disciplines_are_shared_and_written_by_no_organization(
     world: World, app_state: AppHarness
 ) -> None:
