@@ -46,7 +46,7 @@ from questline.organizations.endpoints import router as organizations_router
 from questline.progress import hooks as progress_hooks
 from questline.progress.endpoints import router as progress_router
 from questline.progress.group_commit import GroupCommit
-from questline.progress.overview import SeasonRank
+from questline.progress.season_rank import SeasonRank
 from questline.readmodel.service import ReadModel
 from questline.scim.endpoints import router as scim_router
 from questline.scim.endpoints import token_router as scim_token_router
