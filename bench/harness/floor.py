@@ -1,5 +1,5 @@
 """The true floor: a plain ASGI callable, served by the same server as ``questline serve``
-(uvicorn with ``questline.web.server.uvicorn_options``: the same protocol, worker count
+(uvicorn with ``questline.web.server_options.uvicorn_options``: the same protocol, worker count
 and keep-alive), answering every request with the bytes the service answered to
 ``GET /leaderboard?limit=50`` — the same body and the same response headers — without
 FastAPI, middleware, token check or read model. Its requests/s are the most this server
@@ -83,7 +83,7 @@ def serve(port: int, workers: int, answer: Path) -> None:
     import uvicorn
 
     from questline.config import Settings
-    from questline.web.server import uvicorn_options
+    from questline.web.server_options import uvicorn_options
 
     os.environ[ANSWER_ENV] = str(answer)
     options = uvicorn_options(

@@ -123,9 +123,9 @@ bench/probes/servers.py and docs/deploy.md."""
 def granian_argv(*, port: int, workers: int) -> list[str]:
     """granian serving the application factory as ``questline serve`` would: uvloop, no
     access log, HTTP/1.1, the same header-read timeout and head bound
-    (``questline.web.server.granian_options``)."""
+    (``questline.web.server_options.granian_options``)."""
     from questline.config import Settings
-    from questline.web.server import granian_options
+    from questline.web.server_options import granian_options
 
     options = granian_options(Settings(_env_file=None))
     http1 = options["http1_settings"]

@@ -26,7 +26,7 @@ from questline.auth.tokens import TokenService
 from questline.config import Settings
 from questline.storage.migrate import upgrade
 from questline.web.identity import Role
-from questline.web.server import uvicorn_options
+from questline.web.server_options import uvicorn_options
 
 MARK = b"event: leaderboard"
 

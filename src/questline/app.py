@@ -46,7 +46,7 @@ from questline.organizations.endpoints import router as organizations_router
 from questline.progress import hooks as progress_hooks
 from questline.progress.endpoints import router as progress_router
 from questline.progress.group_commit import GroupCommit
-from questline.progress.overview import SeasonRank
+from questline.progress.season_rank import SeasonRank
 from questline.readmodel.service import ReadModel
 from questline.scim.endpoints import router as scim_router
 from questline.scim.endpoints import token_router as scim_token_router
@@ -59,6 +59,8 @@ from questline.storage.db import Database
 from questline.submissions.endpoints import router as submissions_router
 from questline.teams.endpoints import router as teams_router
 from questline.web import idempotency
+from questline.web.admission import ConcurrencyLimitMiddleware
+from questline.web.allowed_hosts import AllowedHostsMiddleware
 from questline.web.application import Application
 from questline.web.edge import EdgeTable
 from questline.web.error_handlers import CrashGuardMiddleware, install_error_handlers
@@ -76,7 +78,6 @@ from questline.web.openapi import install_openapi, mount_docs
 from questline.web.problems import router as problems_router
 from questline.web.ratelimit import RateLimiter, RateLimitMiddleware
 from questline.web.routing import let_concrete_paths_win
-from questline.web.server import AllowedHostsMiddleware, ConcurrencyLimitMiddleware
 from questline.web.state import AppState
 from questline.webhooks import dispatcher as webhook_deliveries
 from questline.webhooks.dispatcher import Dispatcher

@@ -107,7 +107,7 @@ class Settings(BaseSettings):
     of clients and load balancers (httpx 5 s, many balancers 60 s), so that they close
     first: a server closing a connection as a client reuses it fails that request."""
 
-    # The server boundary (questline.web.server; docs/reliability.md "Limits").
+    # The server boundary (questline.web.server_limits; docs/reliability.md "Limits").
     server_max_request_line_bytes: int = Field(default=8192, ge=256)
     """Longest request line (method, target, version): 414 past it."""
     server_max_query_bytes: int = Field(default=4096, ge=64)

@@ -1,5 +1,5 @@
 """The overview's discipline tree is kept once for every organization that sees the same
-disciplines at the same versions (``overview.shared_tree``): another organization's
+disciplines at the same versions (``discipline_tree.shared_tree``): another organization's
 first overview reads the disciplines' versions, not the tree again; a changed
 discipline is never drawn from the old tree."""
 

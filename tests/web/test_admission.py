@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from starlette.types import Receive, Scope, Send
 
+from questline.web.admission import ConcurrencyLimitMiddleware
 from questline.web.edge import PROBE, Edge, EdgeTable
-from questline.web.server import ConcurrencyLimitMiddleware
 
 pytestmark = pytest.mark.anyio
 

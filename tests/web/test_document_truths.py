@@ -159,7 +159,7 @@ async def test_every_operation_documents_the_server_boundarys_refusals(app: Fast
             if path not in ("/healthz", "/readyz"):
                 assert "400" in responses, (method, path)
     # What the server writes itself (no path known, no request id) is such a document.
-    from questline.web.server import plain_problem
+    from questline.web.server_protocol import plain_problem
 
     raw = plain_problem(414, "URI Too Long", "The query string is too long.", "/problems/")
     head, _, body = raw.partition(b"\r\n\r\n")

@@ -23,7 +23,8 @@ import pytest
 
 from questline.config import Settings
 from questline.web.identity import Role
-from questline.web.server import ServerLimits, plain_problem
+from questline.web.server_limits import ServerLimits
+from questline.web.server_protocol import plain_problem
 from tests.factories import Org, World, unique
 from tests.support.harness import AppHarness
 from tests.support.live import LiveServer

@@ -20,7 +20,7 @@ import uvicorn
 
 from questline.app import create_app
 from questline.config import Settings
-from questline.web.server import uvicorn_options
+from questline.web.server_options import uvicorn_options
 from tests.factories import World
 from tests.support.hang import HANG_GUARD
 from tests.support.postgres import free_port

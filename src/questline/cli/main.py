@@ -113,7 +113,7 @@ def serve(
     if settings.is_sqlite and workers > 1:
         typer.echo("SQLite serves from one process; use PostgreSQL for several workers.", err=True)
         workers = 1
-    from questline.web.server import uvicorn_options
+    from questline.web.server_options import uvicorn_options
 
     uvicorn.run(**uvicorn_options(settings, host=host, port=port, workers=workers))
 

@@ -206,7 +206,7 @@ async def season_rank(
 ) -> tuple[int | None, dict[str, str]]:
     """The team's rank in the season as the caller sees it (frozen for members during
     the freeze), and the headers of a season's body (``season_headers``). The team
-    overview's ``?season=`` (``questline.progress.overview.season_rank_of``)."""
+    overview's ``?season=`` (``questline.progress.season_rank.season_rank_of``)."""
     assert caller.org_id is not None
     org_id = caller.org_id
     chosen = await choose(

@@ -6,7 +6,8 @@ from fastapi import APIRouter, Request, Response, status
 
 from questline.progress import (
     contributions,
-    overview,
+    discipline_tree,
+    overview_reads,
     rank_memo,
     record,
     schemas,
@@ -14,6 +15,7 @@ from questline.progress import (
     service,
 )
 from questline.progress.early_write import GroupCommittedWrite, completion_response
+from questline.progress.season_rank import season_rank_of
 from questline.readmodel.http import CachedRead, dumps, serve
 from questline.readmodel.service import readmodel_of
 from questline.seasons.query import SeasonQuery
@@ -123,7 +125,9 @@ async def withdraw_task(
     responses=problem_responses(401, 403, 404),
 )
 @answers_early(
-    CachedRead(miss=overview.lean_overview, resource="team_id", variant=contributions.early_variant)
+    CachedRead(
+        miss=overview_reads.lean_overview, resource="team_id", variant=contributions.early_variant
+    )
 )
 async def get_overview(
     team_id: TeamId,
@@ -151,20 +155,20 @@ async def get_overview(
     )
 
     async def build(version: int) -> tuple[bytes, dict[str, str]]:
-        async def tree() -> list[overview.DisciplineNode]:
-            return await overview.shared_tree(session, readmodel, org_id=tenant.org_id)
+        async def tree() -> list[discipline_tree.DisciplineNode]:
+            return await discipline_tree.shared_tree(session, readmodel, org_id=tenant.org_id)
 
         async def ranks() -> rank_memo.Ranks:
             return await rank_memo.ranks(session, org_id=tenant.org_id, room=readmodel.largest_memo)
 
         nodes = await readmodel.memo(tenant.org_id, "tree", version, tree)
         ranked = await readmodel.memo(tenant.org_id, "ranks", version, ranks)
-        found = await overview.overview_json(
+        found = await overview_reads.overview_json(
             session, org_id=tenant.org_id, team_id=team_id, tree=nodes, ranked=ranked
         )
         headers: dict[str, str] = {}
         if season_id is not None:
-            rank, headers = await overview.season_rank_of(request)(
+            rank, headers = await season_rank_of(request)(
                 session,
                 readmodel=readmodel,
                 caller=tenant.caller,

@@ -1,5 +1,5 @@
 """The overview's ``PendingSubmission`` of each task: the team's submission waiting for
-review, as one JSON column of ``progress.overview.overview_query`` (an array of
+review, as one JSON column of ``progress.overview_statement.overview_query`` (an array of
 ``[task_id, submission_id]``). The one place that answers it, from the review domain's
 table (``submissions``: at most one pending a team and task), named here as a table
 clause: the submissions package builds on progress, so progress imports none of it (no

@@ -55,8 +55,8 @@ _NO_BODY_400 = "A `Host` this server does not serve (`QUESTLINE_ALLOWED_HOSTS`).
 SERVER_REFUSALS = frozenset({408, 414, 431, 503})
 SERVER_BOUNDARY = frozenset({408, 414, 431})
 """Refused by the server before any route runs (problem documents whatever the route)."""
-"""What the server boundary (``questline.web.server``) answers for any path, before the
-application routes the request: every operation can get them."""
+"""What the server boundary (``questline.web.server_protocol``) answers for any path, before
+the application routes the request: every operation can get them."""
 _PROBLEM_REF = "#/components/schemas/ProblemDocument"
 _HEADERS = {
     401: {"WWW-Authenticate": {"schema": {"type": "string"}, "description": "`Bearer`."}},
