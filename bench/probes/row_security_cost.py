@@ -9,7 +9,9 @@ off, the default), one as docs/deploy.md describes it (the service's role owns n
 whole middleware stack, as ``cpu_per_request``). The rounds alternate between them, so a
 machine whose load drifts slows both alike; each figure is the median over the rounds of
 the wall time a request (the database's share is what row security changes: the
-organization's ``set_config`` and the policies' filter), and ``ratio`` is on / off.
+organization's ``set_config`` and the policies' filter), ``ratio`` is on / off of
+those medians and ``paired`` the median of each round's on / off (the two sides of a
+round ran back to back: steadier when the load drifts).
 
 - ``GET /leaderboard?limit=50`` and ``GET /team/{id}``, each a miss of the read model
   (its entries and memos dropped before every request), as an admin;
@@ -134,10 +136,15 @@ async def measure(prepared_off: Prepared, prepared_on: Prepared, rounds: int) ->
     for kind in kinds:
         median_off = statistics.median(samples[(kind, "off")])
         median_on = statistics.median(samples[(kind, "on")])
+        paired = statistics.median(
+            on_ / off_
+            for on_, off_ in zip(samples[(kind, "on")], samples[(kind, "off")], strict=True)
+        )
         found[kind] = {
             "off_us": round(median_off, 1),
             "on_us": round(median_on, 1),
             "ratio": round(median_on / median_off, 3),
+            "paired": round(paired, 3),
         }
     return found
 
