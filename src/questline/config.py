@@ -48,8 +48,9 @@ class Settings(BaseSettings):
     has BYPASSRLS) or cannot take that role."""
     database_every_organization_role: str = "questline_every_organization"
     """PostgreSQL, with ``database_row_security``: the role (NOLOGIN BYPASSRLS, granted to
-    the service's role) that the functions marked ``@finds_the_organization`` and
-    ``@sweeps_every_organization`` take for their statements only."""
+    the service's role) that the functions marked ``@finds_the_organization``,
+    ``@sweeps_every_organization`` and (an operator's, on a global discipline)
+    ``@across_a_global_discipline`` take for their statements only."""
     database_replica_max_lag_seconds: float = 5.0
     """A replica further behind the primary than this serves no reads (the primary does)."""
     database_replica_check_seconds: float = 0.2

@@ -12,6 +12,7 @@ from sqlalchemy import select, update
 
 from questline.adjustments.models import MAX_POINTS, MAX_SCORE
 from questline.events.models import Event
+from questline.storage import tenancy
 from questline.teams.models import Team
 from tests.factories import Org, World
 
@@ -112,11 +113,15 @@ async def test_invalid_adjustments_are_refused(world: World, body: Any) -> None:
     assert await score_of(org, team) == 0
 
 
-async def set_score(world: World, team: dict[str, Any], score: int) -> None:
-    async with world.db.engine.begin() as connection:
-        await connection.execute(
-            update(Team).where(Team.id == uuid.UUID(team["Id"])).values(score=score)
-        )
+async def set_score(world: World, org: Org, team: dict[str, Any], score: int) -> None:
+    with tenancy.acting_for(org.id):  # row-level security (QUESTLINE_TEST_ROW_SECURITY)
+        async with world.db.session() as session:
+            changed = await session.execute(
+                update(Team)
+                .where(Team.organization_id == org.id, Team.id == uuid.UUID(team["Id"]))
+                .values(score=score)
+            )
+    assert changed.rowcount == 1  # type: ignore[attr-defined]
 
 
 async def test_the_largest_adjustments_fit_and_a_score_never_overflows(world: World) -> None:
@@ -124,7 +129,7 @@ async def test_the_largest_adjustments_fit_and_a_score_never_overflows(world: Wo
     team = await org.create_team()
     await adjust(org, team, MAX_POINTS)
     penalty = await adjust(org, team, -MAX_POINTS)
-    await set_score(world, team, MAX_SCORE - 5)
+    await set_score(world, org, team, MAX_SCORE - 5)
     over = await org.client.post(url(team), json={"Points": 10, "Reason": "x"}, headers=org.admin)
     assert over.status_code == 422, over.text
     assert await score_of(org, team) == MAX_SCORE - 5
@@ -132,7 +137,7 @@ async def test_the_largest_adjustments_fit_and_a_score_never_overflows(world: Wo
     # Withdrawing the penalty would add MAX_POINTS: refused, not a failed write.
     refused = await org.client.delete(url(team, f"/{penalty['Id']}"), headers=org.admin)
     assert refused.status_code == 422, refused.text
-    await set_score(world, team, -MAX_SCORE + 5)
+    await set_score(world, org, team, -MAX_SCORE + 5)
     under = await org.client.post(url(team), json={"Points": -6, "Reason": "x"}, headers=org.admin)
     assert under.status_code == 422, under.text
     assert (await adjust(org, team, -5))["Score"] == -MAX_SCORE
@@ -195,14 +200,15 @@ async def test_events_are_written_with_the_change(world: World) -> None:
     team = await org.create_team()
     made = await adjust(org, team, 7)
     await org.client.delete(url(team, f"/{made['Id']}"), headers=org.admin)
-    async with world.db.engine.connect() as connection:
-        rows = (
-            await connection.execute(
-                select(Event.type, Event.payload)
-                .where(Event.organization_id == org.id, Event.type.like("team.adjust%"))
-                .order_by(Event.id)
-            )
-        ).all()
+    with tenancy.acting_for(org.id):  # row-level security (QUESTLINE_TEST_ROW_SECURITY)
+        async with world.db.session(write=False) as session:
+            rows = (
+                await session.execute(
+                    select(Event.type, Event.payload)
+                    .where(Event.organization_id == org.id, Event.type.like("team.adjust%"))
+                    .order_by(Event.id)
+                )
+            ).all()
     assert [r.type for r in rows] == ["team.adjusted", "team.adjustment_withdrawn"]
     assert rows[0].payload["Id"] == made["Id"]
     assert rows[0].payload["Score"] == 7

@@ -15,6 +15,7 @@ from sqlalchemy import func, select, update
 from questline.audit import service
 from questline.audit.models import AuditEntry
 from questline.auth import sessions
+from questline.storage import tenancy
 from questline.storage.db import utcnow
 from questline.web.identity import Role
 from tests.factories import Org, World, bearer
@@ -36,8 +37,10 @@ async def entries(org: Org, **params: Any) -> list[dict[str, Any]]:
 
 
 async def count_rows(world: World) -> int:
-    async with world.db.engine.connect() as connection:
-        return int(await connection.scalar(select(func.count()).select_from(AuditEntry)) or 0)
+    """Every organization's entries and the platform's (row security: as the purge)."""
+    with tenancy.for_every_organization():
+        async with world.db.session(write=False) as session:
+            return int(await session.scalar(select(func.count()).select_from(AuditEntry)) or 0)
 
 
 async def test_each_kind_of_change_leaves_an_entry(world: World) -> None:
@@ -232,10 +235,11 @@ async def test_a_dashboard_session_is_named_as_such(
     client: httpx.AsyncClient, app_state: AppHarness, world: World
 ) -> None:
     org = world.org()
-    async with app_state.db.session(write=True) as session:
-        code = await sessions.mint_signin_code(
-            session, settings=app_state.settings, org_id=org.id, role=Role.ADMIN, subject="ada"
-        )
+    with tenancy.acting_for(org.id):  # row-level security (QUESTLINE_TEST_ROW_SECURITY)
+        async with app_state.db.session(write=True) as session:
+            code = await sessions.mint_signin_code(
+                session, settings=app_state.settings, org_id=org.id, role=Role.ADMIN, subject="ada"
+            )
     signed_in = await client.post("/auth/session", json={"Code": code})
     assert signed_in.status_code == 201
     made = await client.post(
@@ -259,12 +263,13 @@ async def test_global_changes_stay_out_of_every_organization(world: World) -> No
 async def test_retention_purges_old_entries(world: World, app_state: AppHarness) -> None:
     org = world.org()
     old, new = await org.create_team(), await org.create_team()
-    async with world.db.engine.begin() as connection:
-        await connection.execute(
-            update(AuditEntry)
-            .where(AuditEntry.target_id == old["Id"])
-            .values(at=utcnow() - dt.timedelta(days=400))
-        )
+    with tenancy.acting_for(org.id):  # row-level security (QUESTLINE_TEST_ROW_SECURITY)
+        async with world.db.session(write=True) as session:
+            await session.execute(
+                update(AuditEntry)
+                .where(AuditEntry.organization_id == org.id, AuditEntry.target_id == old["Id"])
+                .values(at=utcnow() - dt.timedelta(days=400))
+            )
     settings = app_state.settings.model_copy(update={"audit_purge_interval_seconds": 3600})
     purger = asyncio.get_running_loop().create_task(service.purge_periodically(world.db, settings))
     try:
@@ -276,6 +281,8 @@ async def test_retention_purges_old_entries(world: World, app_state: AppHarness)
         with pytest.raises(asyncio.CancelledError):
             await purger
     assert [e["TargetId"] for e in await entries(org)] == [new["Id"]]
-    async with world.db.session(write=True) as session:
-        assert await service.purge_expired(session, older_than=utcnow() + dt.timedelta(1)) == 1
+    with tenancy.for_every_organization():  # as the purge runs (row security)
+        async with world.db.session(write=True) as session:
+            purged = await service.purge_expired(session, older_than=utcnow() + dt.timedelta(1))
+    assert purged == 1
     assert await entries(org) == []

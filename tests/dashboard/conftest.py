@@ -12,9 +12,9 @@ from playwright.sync_api import Browser, sync_playwright
 
 from tests.conftest import BACKENDS
 from tests.dashboard.browser import CHROMIUM_ARGS, Guard, Pages, chromium_path
-from tests.dashboard.live import LiveServer, live_server
+from tests.dashboard.live import LiveServer, live_database, live_server
 from tests.dashboard.seed import SeededOrg, seed_org
-from tests.support.postgres import PostgresServer, unique_database_name
+from tests.support.postgres import PostgresServer
 from tests.support.system_packages import CHROMIUM, missing_reason
 
 
@@ -25,11 +25,11 @@ def live(
     """A server per backend (tests marked ``one_backend`` ask for the first only)."""
     backend = str(request.param)
     data_dir = tmp_path_factory.mktemp(f"e2e-{backend}")
-    url = None
+    url = owner_url = None
     if backend == "postgresql":
         server: PostgresServer = request.getfixturevalue("postgres_server")
-        url = server.create_database(unique_database_name("questline_e2e"))
-    with live_server(data_dir, url) as running:
+        url, owner_url = live_database(server, "questline_e2e")
+    with live_server(data_dir, url, owner_url=owner_url) as running:
         yield running
 
 

@@ -2,7 +2,8 @@
 
 The migrations run in-process (what ``questline db upgrade`` runs, without the cost of
 another interpreter), then ``questline serve --no-migrate`` runs in a subprocess, with a
-temporary data directory (SQLite) or a harness-started PostgreSQL database. The server
+temporary data directory (SQLite) or a harness-started PostgreSQL database (under
+``QUESTLINE_TEST_ROW_SECURITY`` one made for row-level security: ``live_database``). The server
 boots while the browser launches: ``LiveServer.ready()`` waits for it. Tokens are
 minted in-process with the secret the server keeps in that data directory.
 """
@@ -26,10 +27,18 @@ import httpx
 from questline.auth import sessions
 from questline.auth.tokens import TokenService
 from questline.config import Settings
+from questline.storage import tenancy
 from questline.storage.db import Database
 from questline.storage.migrate import upgrade
 from questline.web.identity import Role
-from tests.support.postgres import free_port
+from tests.conftest import ROW_SECURITY
+from tests.support.live import database_env
+from tests.support.postgres import (
+    PostgresServer,
+    create_row_security_database,
+    free_port,
+    unique_database_name,
+)
 
 START_TIMEOUT_S = 120.0
 """A limit for a hung server, not a speed check (busy machine, a test worker per core)."""
@@ -77,6 +86,8 @@ class LiveServer:
     origin: str
     data_dir: Path
     env: dict[str, str]
+    settings: Settings
+    """The server's data directory and database settings."""
     tokens: TokenService
     process: subprocess.Popen[bytes]
     log: Path
@@ -100,25 +111,21 @@ class LiveServer:
         email: str | None = None,
     ) -> str:
         """A one-time sign-in link, minted as ``questline signin-link`` does (in-process)."""
-        settings = Settings(
-            data_dir=self.data_dir,
-            database_url=self.env.get("QUESTLINE_DATABASE_URL"),
-            public_url=self.origin,
-            _env_file=None,  # type: ignore[call-arg]
-        )
+        settings = self.settings.model_copy(update={"public_url": self.origin})
 
         async def mint() -> str:
             db = Database(settings)
             try:
-                async with db.session(write=True) as session:
-                    code = await sessions.mint_signin_code(
-                        session,
-                        settings=settings,
-                        org_id=org_id,
-                        role=role,
-                        subject=subject,
-                        email=email,
-                    )
+                with tenancy.acting_for(org_id):  # row-level security
+                    async with db.session(write=True) as session:
+                        code = await sessions.mint_signin_code(
+                            session,
+                            settings=settings,
+                            org_id=org_id,
+                            role=role,
+                            subject=subject,
+                            email=email,
+                        )
             finally:
                 await db.dispose()
             return sessions.signin_link(settings, code)
@@ -145,20 +152,39 @@ def _wait_until_ready(origin: str, process: subprocess.Popen[bytes], log: Path) 
     raise TimeoutError(f"questline serve did not become ready:\n{log.read_text()[-4000:]}")
 
 
+def live_database(server: PostgresServer, prefix: str) -> tuple[str, str | None]:
+    """A new database for a live server: its URL and, under row-level security
+    (``QUESTLINE_TEST_ROW_SECURITY``), the owner's URL (the server then connects as the
+    service's role, under the policies)."""
+    if ROW_SECURITY:
+        owner_url, url = create_row_security_database(server)
+        return url, owner_url
+    return server.create_database(unique_database_name(prefix)), None
+
+
 @contextlib.contextmanager
 def live_server(
     data_dir: Path,
     database_url: str | None = None,
     *,
+    owner_url: str | None = None,
     port: int | None = None,
     migrate: bool = True,
 ) -> Iterator[LiveServer]:
     """Migrate, start serving on a loopback port until the block ends, then stop.
-    The server may still be booting when the block starts: call ``ready()``."""
+    The server may still be booting when the block starts: call ``ready()``. With
+    ``owner_url`` (``live_database``) the migrations run as the owner and the server
+    under row-level security."""
     port = port or free_port()
     origin = f"http://127.0.0.1:{port}"
-    env = server_env(data_dir, database_url, origin)
-    settings = Settings(data_dir=data_dir, database_url=database_url, _env_file=None)  # type: ignore[call-arg]
+    settings = Settings(
+        data_dir=data_dir,
+        database_url=database_url,
+        database_owner_url=owner_url,
+        database_row_security=owner_url is not None,
+        _env_file=None,  # type: ignore[call-arg]
+    )
+    env = {**server_env(data_dir, database_url, origin), **database_env(settings)}
     if migrate:
         # In a thread of its own: Playwright's sync API keeps an event loop running in
         # this one, and the migrations call asyncio.run().
@@ -175,7 +201,7 @@ def live_server(
         )
     try:
         tokens = TokenService(settings)
-        yield LiveServer(origin, data_dir, env, tokens, process, log)
+        yield LiveServer(origin, data_dir, env, settings, tokens, process, log)
     finally:
         process.terminate()
         try:

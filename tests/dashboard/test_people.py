@@ -23,13 +23,13 @@ from playwright.sync_api import Browser, BrowserContext, Page, expect
 from questline.web.identity import Role
 from tests.conftest import BACKENDS
 from tests.dashboard.browser import Guard, Pages, check_accessibility
-from tests.dashboard.live import LiveServer, live_server
+from tests.dashboard.live import LiveServer, live_database, live_server
 from tests.dashboard.seed import SeededOrg, seed_org
 from tests.dashboard.test_e2e import LEADERBOARD_READY, MEMBERS_READY, TEAM_READY, visit
 from tests.dashboard.test_myteam import READY as MYTEAM_READY
 from tests.mail.smtp_server import Mailbox, Received, smtp_server
 from tests.sso.provider import QUIET, Provider, running_provider
-from tests.support.postgres import PostgresServer, unique_database_name
+from tests.support.postgres import PostgresServer
 
 pytestmark = QUIET
 
@@ -62,11 +62,11 @@ def people_live(
         "QUESTLINE_OIDC_ALLOW_PRIVATE_ISSUERS=true\n"
         "QUESTLINE_OIDC_HTTP_TIMEOUT_SECONDS=60\n"
     )
-    url = None
+    url = owner_url = None
     if backend == "postgresql":
         server: PostgresServer = request.getfixturevalue("postgres_server")
-        url = server.create_database(unique_database_name("questline_people"))
-    with live_server(data_dir, url) as running:
+        url, owner_url = live_database(server, "questline_people")
+    with live_server(data_dir, url, owner_url=owner_url) as running:
         yield running
 
 

@@ -110,3 +110,13 @@ def without_ids(node: Any) -> Any:
     if isinstance(node, dict):
         return {k: without_ids(v) for k, v in node.items() if k not in ("Id", "Order")}
     return node
+
+
+def editable(node: Any) -> Any:
+    """The document as read, without the fields a PUT does not take (ids are kept)."""
+    if isinstance(node, list):
+        return [editable(item) for item in node]
+    if isinstance(node, dict):
+        dropped = {"Order", "CreatedAt", "UpdatedAt"}
+        return {k: editable(v) for k, v in node.items() if k not in dropped}
+    return node

@@ -9,6 +9,7 @@ import pytest
 from sqlalchemy import select
 
 from questline.events.models import PLATFORM_ORG, Event
+from questline.storage import tenancy
 from tests.factories import World
 from tests.support.harness import AppHarness
 
@@ -27,8 +28,11 @@ DOCUMENT = {
 
 
 async def recorded(state: AppHarness) -> list[Event]:
-    async with state.db.session(write=False) as session:
-        return list((await session.scalars(select(Event).order_by(Event.id))).all())
+    """Every organization's events and the platform's (row security: as the outbox's
+    fan-out reads them)."""
+    with tenancy.for_every_organization():
+        async with state.db.session(write=False) as session:
+            return list((await session.scalars(select(Event).order_by(Event.id))).all())
 
 
 async def test_every_change_records_its_event(world: World, app_state: AppHarness) -> None:

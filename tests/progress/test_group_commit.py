@@ -11,7 +11,6 @@ from typing import Any
 import asyncpg
 import pytest
 from fastapi import FastAPI
-from sqlalchemy import text
 from sqlalchemy.exc import OperationalError
 
 from questline.progress import ledger_pg, record, schemas
@@ -247,20 +246,31 @@ async def test_a_discipline_deleted_between_look_up_and_write(
 async def test_a_batch_that_keeps_meeting_changes_takes_the_route(
     world: World, fast: Fast, app_state: AppHarness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Every attempt of the batch finds the team's version moved between its look-up and
+    its write: the batch fails and the route writes the completion.
+
+    Without row security each statement of the batch is its own transaction, and the
+    version moves in another one, as a concurrent rename would. With it the batch is
+    one transaction per organization that holds the team after a failed check
+    (``ledger_pg.HOLD``): a rename from another transaction would wait for the batch,
+    which waits for it, so the version moves inside the batch's transaction instead —
+    the same check, failing the same way."""
     org = world.org()
     team = await org.create_team()
     tree = await make_discipline(world.db, org_id=org.id, shape=[[[10]]])
     write = ledger_pg._write
     moved: list[int] = []
+    rename = "UPDATE teams SET version = version + 1 WHERE organization_id = $1 AND id = $2"
+    ids = (org.id, uuid.UUID(team["Id"]))
 
     async def always_moved(fetch: Any, plan: Any) -> Any:
         if len(moved) == ledger_pg.ATTEMPTS:  # the route's write (a batch of one)
             return await write(fetch, plan)
-        async with app_state.db.session() as session:  # a rename: the version moves
-            await session.execute(
-                text("UPDATE teams SET version = version + 1 WHERE id = :id"),
-                {"id": uuid.UUID(team["Id"])},
-            )
+        if app_state.db.row_security:  # in the batch's own transaction (see above)
+            await fetch(rename, *ids)
+        else:  # a rename in another transaction: the version moves
+            async with app_state.db.driver_connection() as driver:
+                await driver.execute(rename, *ids)
         moved.append(1)
         return await write(fetch, plan)
 

@@ -7,21 +7,16 @@ from typing import Any
 
 import pytest
 
-from tests.disciplines.factories import create_discipline, discipline_document, task_ids
+from tests.disciplines.factories import (
+    create_discipline,
+    discipline_document,
+    editable,
+    task_ids,
+)
 from tests.factories import World, bearer
 from tests.progress.factories import at, completed, history, score_of
 
 pytestmark = pytest.mark.anyio
-
-
-def _editable(node: Any) -> Any:
-    """The document as read, without the fields a PUT does not take (ids are kept)."""
-    if isinstance(node, list):
-        return [_editable(item) for item in node]
-    if isinstance(node, dict):
-        dropped = {"Order", "CreatedAt", "UpdatedAt"}
-        return {k: _editable(v) for k, v in node.items() if k not in dropped}
-    return node
 
 
 async def _scored_teams(world: World) -> tuple[Any, dict[str, Any], list[str], list[str]]:
@@ -66,7 +61,7 @@ async def test_delete_with_progress_is_409_naming_the_teams_then_force_withdraws
 async def test_put_removing_completed_tasks_needs_force(world: World) -> None:
     org, discipline, tasks, (first, second, _) = await _scored_teams(world)
     url = f"/discipline/{discipline['Id']}"
-    document = _editable(discipline)
+    document = editable(discipline)
     # keep every task but the one worth 4 points (completed by both teams)
     document["Levels"][0]["Quests"][1]["Tasks"] = document["Levels"][0]["Quests"][1]["Tasks"][:1]
     refused = await world.client.put(url, json=document, headers=org.admin)

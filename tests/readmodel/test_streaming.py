@@ -20,6 +20,7 @@ from sqlalchemy import insert
 from questline.organizations.service import ensure_organization
 from questline.readmodel import http as readmodel_http
 from questline.readmodel.versions import bump
+from questline.storage import tenancy
 from questline.teams import queries as teams_queries
 from questline.teams.models import Team
 from questline.web.pagination import PageRequest
@@ -105,11 +106,12 @@ async def seed_teams(world: World, org: Org, count: int) -> None:
         }
         for n in range(count)
     ]
-    async with world.db.session() as session:
-        await ensure_organization(session, org.id)
-    async with world.db.session() as session:
-        await session.execute(insert(Team), rows)
-        await bump(session, org.id)
+    with tenancy.acting_for(org.id):  # row-level security (QUESTLINE_TEST_ROW_SECURITY)
+        async with world.db.session() as session:
+            await ensure_organization(session, org.id)
+        async with world.db.session() as session:
+            await session.execute(insert(Team), rows)
+            await bump(session, org.id)
 
 
 def stream_past(monkeypatch: pytest.MonkeyPatch, state: AppHarness, rows: int) -> None:
@@ -119,10 +121,11 @@ def stream_past(monkeypatch: pytest.MonkeyPatch, state: AppHarness, rows: int) -
 
 async def fresh_list(world: World, org: Org) -> list[Any]:
     """The list as the paged code path builds it (the reference)."""
-    async with world.db.session(write=False) as session:
-        rows = await teams_queries.list_team_rows(
-            session, org_id=org.id, page=PageRequest(limit=None, after=None)
-        )
+    with tenancy.acting_for(org.id):  # row-level security (QUESTLINE_TEST_ROW_SECURITY)
+        async with world.db.session(write=False) as session:
+            rows = await teams_queries.list_team_rows(
+                session, org_id=org.id, page=PageRequest(limit=None, after=None)
+            )
     return list(orjson.loads(teams_queries.encode_team_rows(rows)))
 
 

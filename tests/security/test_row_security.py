@@ -30,15 +30,23 @@ from questline.config import Settings
 from questline.disciplines.models import Discipline, Resource, ResourceOwner
 from questline.events.models import Event
 from questline.models import Base
+from questline.progress.hooks import before_tasks_removed
 from questline.storage import tenancy
 from questline.storage.db import Database, RowSecurityMisconfigured
 from questline.storage.many_rows import write_rows
 from questline.storage.migrate import alembic_config, upgrade
 from questline.teams.models import Team
+from questline.web.errors import Conflict
 from questline.web.identity import Role
 from questline.webhooks.dispatcher import Dispatcher
 from tests.bulk.factories import csv_text, post_csv, post_json, team_names
 from tests.conftest import TEST_SETTINGS
+from tests.disciplines.factories import (
+    create_discipline,
+    discipline_document,
+    editable,
+    task_ids,
+)
 from tests.factories import Org, World, bearer
 from tests.progress.factories import Tree, complete, make_discipline, score_of
 from tests.scim.conftest import directory_for
@@ -807,3 +815,110 @@ async def test_an_operator_writes_a_global_discipline_and_only_the_platform_sees
     assert platform[None] == {"events": {tenancy.PLATFORM}, "audit_entries": {tenancy.PLATFORM}}
     assert platform[a.id]["events"] == {a.id}  # its teams' events, no platform row
     assert tenancy.PLATFORM not in platform[a.id]["audit_entries"]
+
+
+async def _team_rows(db: Database, org_id: uuid.UUID, team_id: str) -> tuple[int, int, int]:
+    """The team's score, version and ``progress.withdrawn`` events, read acting for its
+    organization."""
+    with tenancy.acting_for(org_id):
+        async with db.session(write=False) as session:
+            team = await session.get(Team, (org_id, uuid.UUID(team_id)))
+            assert team is not None
+            withdrawn = await session.scalar(
+                select(func.count())
+                .select_from(Event)
+                .where(Event.organization_id == org_id, Event.type == "progress.withdrawn")
+            )
+            return team.score, team.version, int(withdrawn or 0)
+
+
+async def _global_discipline_both_completed(
+    world: World, app_state: AppHarness
+) -> tuple[dict[str, Any], list[tuple[Org, str]]]:
+    """A global discipline (two tasks of 6 points) whose two tasks a team of each of two
+    organizations completed."""
+    discipline = await create_discipline(
+        world.client,
+        bearer(world.operator_token()),
+        discipline_document(levels=1, quests=1, tasks=2, points=6),
+    )
+    teams = []
+    for org in await two_organizations(world):
+        team = await org.create_team("Global")
+        for task in task_ids(discipline):
+            assert (await complete(org, team["Id"], task)).status_code == 201
+        teams.append((org, team["Id"]))
+    return discipline, teams
+
+
+async def test_an_operators_change_of_a_global_discipline_withdraws_in_every_organization(
+    world: World, app_state: AppHarness
+) -> None:
+    """The operator acts for no organization; counting and withdrawing the progress in a
+    global discipline's removed tasks is the marked path across organizations
+    (``@across_a_global_discipline``): both organizations' teams are counted, lose the
+    points, get a new version and their own ``progress.withdrawn`` event."""
+    operator = bearer(world.operator_token())
+    discipline, teams = await _global_discipline_both_completed(world, app_state)
+    before = [await _team_rows(app_state.db, org.id, team) for org, team in teams]
+    assert [(score, withdrawn) for score, _, withdrawn in before] == [(12, 0), (12, 0)]
+    url = f"/discipline/{discipline['Id']}"
+    document = editable(discipline)
+    document["Levels"][0]["Quests"][0]["Tasks"] = document["Levels"][0]["Quests"][0]["Tasks"][:1]
+    refused = await world.client.put(url, json=document, headers=operator)
+    assert refused.status_code == 409, refused.text
+    assert "2 teams" in refused.json()["detail"]
+    forced = await world.client.put(f"{url}?force=true", json=document, headers=operator)
+    assert forced.status_code == 200, forced.text
+    after = [await _team_rows(app_state.db, org.id, team) for org, team in teams]
+    for (_, version, _), (score, new_version, withdrawn) in zip(before, after, strict=True):
+        assert (score, withdrawn) == (6, 1)
+        assert new_version == version + 1
+    for org, team in teams:
+        assert await score_of(org, team) == 6
+    deleted = await world.client.delete(f"{url}?force=true", headers=operator)
+    assert deleted.status_code == 204, deleted.text
+    assert [(await _team_rows(app_state.db, org.id, team))[::2] for org, team in teams] == [
+        (0, 2),
+        (0, 2),
+    ]
+
+
+async def test_an_organization_reaches_only_its_own_progress_when_tasks_are_removed(
+    world: World, app_state: AppHarness
+) -> None:
+    """The marked path is the operator's only: an organization's admin cannot change a
+    global discipline, and even where its transaction reaches the hook for one (acting
+    for its organization), it counts and withdraws its own teams' progress and nobody
+    else's. Its forced delete of its own discipline leaves the other organization's
+    rows as they were."""
+    discipline, ((a, a_team), (b, b_team)) = await _global_discipline_both_completed(
+        world, app_state
+    )
+    url = f"/discipline/{discipline['Id']}"
+    assert (await a.client.delete(f"{url}?force=true", headers=a.admin)).status_code == 403
+    discipline_id = uuid.UUID(discipline["Id"])
+    tasks = [uuid.UUID(t) for t in task_ids(discipline)]
+    b_before = await _team_rows(app_state.db, b.id, b_team)
+    with tenancy.acting_for(a.id):
+        async with app_state.db.session(write=True) as session:
+            with pytest.raises(Conflict) as counted:
+                await before_tasks_removed(
+                    session, discipline_id=discipline_id, task_ids=tasks, force=False
+                )
+            assert str(counted.value.detail).startswith("1 team has")
+            await before_tasks_removed(
+                session, discipline_id=discipline_id, task_ids=tasks, force=True
+            )
+    assert (await _team_rows(app_state.db, a.id, a_team))[::2] == (0, 2)
+    assert await _team_rows(app_state.db, b.id, b_team) == b_before
+    assert await score_of(b, b_team) == 12
+    # A's forced delete of its own discipline, with its progress: B's rows stay.
+    own = await create_discipline(
+        world.client, a.admin, discipline_document(levels=1, quests=1, tasks=1, points=5)
+    )
+    assert (await complete(a, a_team, task_ids(own)[0])).status_code == 201
+    gone = await a.client.delete(f"/discipline/{own['Id']}?force=true", headers=a.admin)
+    assert gone.status_code == 204, gone.text
+    assert (await _team_rows(app_state.db, a.id, a_team))[::2] == (0, 3)
+    assert await _team_rows(app_state.db, b.id, b_team) == b_before

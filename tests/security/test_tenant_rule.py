@@ -3,7 +3,9 @@ launch, a callback, a SCIM token, a sign-in code, an invitation, a session cooki
 turned into an organization, every statement on a tenant table either names its
 organization (``<Table>.organization_id``) or sits in a function marked
 ``@finds_the_organization`` — the few, named look-ups that may see several
-organizations' rows, each returning at most one from verified data.
+organizations' rows, each returning at most one from verified data. The progress an
+operator's change of a global discipline withdraws in every organization is the one
+other path across organizations (``@across_a_global_discipline``), named here too.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import pytest
 
 import questline
 from questline import models
-from questline.storage.tenancy import MARKER, SWEEP_MARKER
+from questline.storage.tenancy import GLOBAL_DISCIPLINE_MARKER, MARKER, SWEEP_MARKER
 
 ROOT = Path(questline.__file__).parent
 WAYS_IN = (
@@ -31,6 +33,10 @@ WAYS_IN = (
     "mail/endpoints.py",
     "mail/service.py",
 )
+ACROSS_A_GLOBAL_DISCIPLINE = ("progress/hooks.py",)
+"""Modules whose statements across organizations follow an operator's change of a global
+discipline (``@across_a_global_discipline``)."""
+MARKERS = (MARKER, SWEEP_MARKER, GLOBAL_DISCIPLINE_MARKER)
 STATEMENTS = frozenset({"select", "delete", "update"})
 """What reads or changes existing rows (an insert names its organization in its values)."""
 
@@ -44,8 +50,8 @@ TENANT_TABLES = frozenset(
 def _decorated(function: ast.AST) -> bool:
     decorators = getattr(function, "decorator_list", [])
     return any(
-        (isinstance(d, ast.Name) and d.id in (MARKER, SWEEP_MARKER))
-        or (isinstance(d, ast.Attribute) and d.attr in (MARKER, SWEEP_MARKER))
+        (isinstance(d, ast.Name) and d.id in MARKERS)
+        or (isinstance(d, ast.Attribute) and d.attr in MARKERS)
         for d in decorators
     )
 
@@ -116,18 +122,18 @@ def test_the_rule_sees_a_statement_that_forgets_its_organization(tmp_path: Path)
     assert unruly_statements(sample, tmp_path) == ["sample_for_the_rule.py:2: select(Member)"]
 
 
-@pytest.mark.parametrize("module", WAYS_IN)
+@pytest.mark.parametrize("module", WAYS_IN + ACROSS_A_GLOBAL_DISCIPLINE)
 def test_every_way_in_names_the_organization_or_is_a_named_look_up(module: str) -> None:
     assert unruly_statements(ROOT / module) == []
 
 
-def _marked(path: Path) -> list[str]:
+def _marked(path: Path, marker: str = MARKER) -> list[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     return [
         f"{path.relative_to(ROOT)}:{node.name}"
         for node in ast.walk(tree)
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-        and any(isinstance(d, ast.Name) and d.id == MARKER for d in node.decorator_list)
+        and any(isinstance(d, ast.Name) and d.id == marker for d in node.decorator_list)
     ]
 
 
@@ -146,3 +152,12 @@ def test_the_named_look_ups_are_these_and_no_more() -> None:
         "sso/flow.py:is_sso_session",
         "sso/flow.py:spend_login",
     ]
+
+
+def test_the_operators_path_across_organizations_is_this_and_no_more() -> None:
+    """What an operator's change of a global discipline does in every organization runs
+    as the every-organization role: one function, reviewed here."""
+    marked = sorted(
+        m for path in sorted(ROOT.rglob("*.py")) for m in _marked(path, GLOBAL_DISCIPLINE_MARKER)
+    )
+    assert marked == ["progress/hooks.py:before_tasks_removed"]

@@ -27,6 +27,7 @@ from fastapi import FastAPI
 
 from questline.app import outbox_consumers
 from questline.config import Settings
+from questline.storage import tenancy
 from questline.storage.db import Database
 from questline.webhooks.dispatcher import Dispatcher
 from tests.factories import Org, World, bearer, unique
@@ -572,17 +573,18 @@ async def _seed_lrs(org: Org, db: Database, settings: Settings) -> None:
     from questline.xapi.models import LrsConnection
     from questline.xapi.sealing import seal
 
-    async with db.session() as session:
-        session.add(
-            LrsConnection(
-                organization_id=org.id,
-                endpoint="http://127.0.0.1:9/xAPI",
-                username="owner",
-                password=seal(settings, "owner-secret", organization=str(org.id)),
-                created_at=utcnow(),
-                updated_at=utcnow(),
+    with tenancy.acting_for(org.id):  # row-level security (QUESTLINE_TEST_ROW_SECURITY)
+        async with db.session() as session:
+            session.add(
+                LrsConnection(
+                    organization_id=org.id,
+                    endpoint="http://127.0.0.1:9/xAPI",
+                    username="owner",
+                    password=seal(settings, "owner-secret", organization=str(org.id)),
+                    created_at=utcnow(),
+                    updated_at=utcnow(),
+                )
             )
-        )
 
 
 def _forged_token(org: Org) -> str:

@@ -27,7 +27,7 @@ from questline.web.server_limits import ServerLimits
 from questline.web.server_protocol import plain_problem
 from tests.factories import Org, World, unique
 from tests.support.harness import AppHarness
-from tests.support.live import LiveServer
+from tests.support.live import LiveServer, database_env
 from tests.web.conftest import AppFactory, client_for
 
 pytestmark = pytest.mark.anyio
@@ -49,8 +49,7 @@ def live(
         "QUESTLINE_WEBHOOKS_ALLOW_PRIVATE_URLS": "true",
         "QUESTLINE_SERVER_MAX_QUERY_BYTES": "1024",
     }
-    if settings.database_url:
-        env["QUESTLINE_DATABASE_URL"] = settings.database_url
+    env.update(database_env(settings))  # the URL, and row security's settings if on
     server = LiveServer(env=env, log_path=tmp_path / "serve.log").start()
     try:
         yield server

@@ -21,6 +21,7 @@ from sqlalchemy.exc import DBAPIError
 from questline.app import create_app
 from questline.auth.tokens import WeakSecret
 from questline.config import Settings
+from questline.storage import tenancy
 from questline.storage.db import utcnow
 from questline.storage.migrate import upgrade
 from questline.web.idempotency import IdempotencyRecord
@@ -38,23 +39,25 @@ async def test_expired_idempotency_records_are_purged_periodically(
     await org.create_team("Seed")  # the organization row exists
     app = make_app(idempotency_purge_interval_seconds=0.05, idempotency_ttl_hours=1)
     db = app.state.questline.db
-    async with db.session() as session:
-        for key, age in (("old", dt.timedelta(hours=2)), ("new", dt.timedelta(minutes=1))):
-            session.add(
-                IdempotencyRecord(
-                    organization_id=org.id,
-                    key=key,
-                    request_hash="0" * 64,
-                    status_code=201,
-                    headers={},
-                    body=b"{}",
-                    created_at=utcnow() - age,
+    with tenancy.acting_for(org.id):  # row-level security (QUESTLINE_TEST_ROW_SECURITY)
+        async with db.session() as session:
+            for key, age in (("old", dt.timedelta(hours=2)), ("new", dt.timedelta(minutes=1))):
+                session.add(
+                    IdempotencyRecord(
+                        organization_id=org.id,
+                        key=key,
+                        request_hash="0" * 64,
+                        status_code=201,
+                        headers={},
+                        body=b"{}",
+                        created_at=utcnow() - age,
+                    )
                 )
-            )
     async with app.router.lifespan_context(app):
         for _ in range(100):
-            async with db.session(write=False) as session:
-                keys = set((await session.scalars(select(IdempotencyRecord.key))).all())
+            with tenancy.acting_for(org.id):
+                async with db.session(write=False) as session:
+                    keys = set((await session.scalars(select(IdempotencyRecord.key))).all())
             if keys == {"new"}:
                 break
             await asyncio.sleep(0.05)
@@ -72,10 +75,11 @@ async def test_idempotency_records_keep_a_hash_of_the_request_not_the_request(
         headers={**org.admin, "Idempotency-Key": "hash-me"},
     )
     assert response.status_code == 201
-    async with world.db.session(write=False) as session:
-        record = await session.scalar(
-            select(IdempotencyRecord).where(IdempotencyRecord.key == "hash-me")
-        )
+    with tenancy.acting_for(org.id):  # row-level security (QUESTLINE_TEST_ROW_SECURITY)
+        async with world.db.session(write=False) as session:
+            record = await session.scalar(
+                select(IdempotencyRecord).where(IdempotencyRecord.key == "hash-me")
+            )
     assert record is not None
     assert re.fullmatch("[0-9a-f]{64}", record.request_hash)
     stored = record.body.decode() + repr(record.headers) + record.request_hash

@@ -15,6 +15,7 @@ import pytest
 from starlette.types import Message, Receive, Scope, Send
 
 from questline.config import Settings
+from questline.storage import tenancy
 from questline.web.hardening import RequestTimeoutMiddleware, drain
 from tests.factories import World
 from tests.support.hang import HANG_GUARD
@@ -26,7 +27,9 @@ TIMEOUT = 0.5
 
 
 @asynccontextmanager
-async def team_locked_elsewhere(settings: Settings, team_id: str) -> AsyncIterator[None]:
+async def team_locked_elsewhere(
+    settings: Settings, org_id: str, team_id: str
+) -> AsyncIterator[None]:
     """Another client holds the lock a change of the team needs, until the block ends.
 
     PostgreSQL: a row lock on the team. SQLite: the database's write lock.
@@ -45,7 +48,10 @@ async def team_locked_elsewhere(settings: Settings, team_id: str) -> AsyncIterat
     try:
         transaction = holder.transaction()
         await transaction.start()
-        await holder.execute("SELECT 1 FROM teams WHERE id = $1 FOR UPDATE", team_id)
+        # Row-level security (QUESTLINE_TEST_ROW_SECURITY): act for the team's organization.
+        await holder.execute("SELECT set_config($1, $2, true)", tenancy.ORG_SETTING, org_id)
+        locked = await holder.fetchval("SELECT 1 FROM teams WHERE id = $1 FOR UPDATE", team_id)
+        assert locked == 1
         try:
             yield
         finally:
@@ -61,7 +67,7 @@ async def test_a_request_stuck_on_a_lock_times_out_with_503_and_changes_nothing(
     team = await org.create_team("Before")
     impatient = make_app(request_timeout_seconds=TIMEOUT)
     async with client_for(impatient) as client:
-        async with team_locked_elsewhere(settings, team["Id"]):
+        async with team_locked_elsewhere(settings, str(org.id), team["Id"]):
             started = time.monotonic()
             # Without the timeout it would wait for ever: the lock is held until the
             # block ends, so an answer at all, inside it, is the timeout's. (A deadline

@@ -21,6 +21,7 @@ from questline.progress import schemas
 from questline.progress.models import ScoreChange, TaskCompletion
 from questline.progress.scores import Step, apply_steps, lock_teams
 from questline.storage.db import utcnow
+from questline.storage.tenancy import across_a_global_discipline
 from questline.web.errors import Conflict
 
 CHUNK = 500
@@ -33,24 +34,7 @@ def _chunks(ids: Sequence[uuid.UUID]) -> Iterator[list[uuid.UUID]]:
         yield unique[start : start + CHUNK]
 
 
-async def affected_teams(
-    session: AsyncSession, *, discipline_id: uuid.UUID, task_ids: Sequence[uuid.UUID]
-) -> set[tuple[uuid.UUID, uuid.UUID]]:
-    """``(organization_id, team_id)`` of every team that completed any of the tasks."""
-    found: set[tuple[uuid.UUID, uuid.UUID]] = set()
-    for chunk in _chunks(task_ids):
-        rows = await session.execute(
-            select(TaskCompletion.organization_id, TaskCompletion.team_id)
-            .where(
-                TaskCompletion.discipline_id == discipline_id,
-                TaskCompletion.task_id.in_(chunk),
-            )
-            .distinct()
-        )
-        found.update((row[0], row[1]) for row in rows)
-    return found
-
-
+@across_a_global_discipline
 async def before_tasks_removed(
     session: AsyncSession,
     *,
@@ -63,9 +47,23 @@ async def before_tasks_removed(
     (negative steps in the score history, scores lowered).
 
     Teams of every organization count: a global discipline's tasks are completed
-    across organizations.
+    across organizations. With row-level security that is the marked path across
+    organizations (``@across_a_global_discipline``), taken only by an operator on a
+    global discipline; an organization's change of its own discipline sees only its
+    own teams.
     """
-    teams = await affected_teams(session, discipline_id=discipline_id, task_ids=task_ids)
+    # (organization_id, team_id) of every team that completed any of the tasks.
+    teams: set[tuple[uuid.UUID, uuid.UUID]] = set()
+    for chunk in _chunks(task_ids):
+        rows = await session.execute(
+            select(TaskCompletion.organization_id, TaskCompletion.team_id)
+            .where(
+                TaskCompletion.discipline_id == discipline_id,
+                TaskCompletion.task_id.in_(chunk),
+            )
+            .distinct()
+        )
+        teams.update((row[0], row[1]) for row in rows)
     if not teams:
         return
     if not force:

@@ -8,7 +8,11 @@ that may read several organizations' rows to find the one are marked
 cookie, a SCIM token), or the registrations a launch may belong to, from which
 ``lti.flow.registration_for`` decides at most one and lets only the one whose keys
 verified the launch act. Housekeeping that deletes every organization's expired rows and
-reads nothing out is marked ``@sweeps_every_organization``.
+reads nothing out is marked ``@sweeps_every_organization``. What an operator's change
+of a global discipline does to every organization's progress in it (the count of the
+teams that completed its tasks, and their withdrawal) is marked
+``@across_a_global_discipline``: only a transaction that acts for no organization, on a
+discipline that belongs to none, takes the role there.
 ``tests/security/test_tenant_rule.py`` reads the source of every way in and fails on a
 statement that is none of these.
 
@@ -42,6 +46,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 MARKER = "finds_the_organization"
 SWEEP_MARKER = "sweeps_every_organization"
+GLOBAL_DISCIPLINE_MARKER = "across_a_global_discipline"
 
 ORG_SETTING = "questline.org_id"
 """The setting the policies compare ``organization_id`` with."""
@@ -192,6 +197,38 @@ def sweeps_every_organization(function: F) -> F:
     sessions): it deletes by time and returns nothing read. With row-level security its
     statements run as the every-organization role."""
     return _across_organizations(function)
+
+
+_OPERATOR_ON_GLOBAL_DISCIPLINE = text(
+    "SELECT d.organization_id IS NULL "
+    f"AND NULLIF(current_setting('{ORG_SETTING}', true), '') IS NULL "
+    "FROM disciplines d WHERE d.id = :discipline"
+)
+"""True when the discipline belongs to no organization and this transaction acts for
+none (an operator's: the only one that may write a global discipline)."""
+
+
+def across_a_global_discipline(function: F) -> F:
+    """Mark what an operator's change of a global discipline does in every organization
+    whose teams use it (``progress.hooks.before_tasks_removed``: the teams that completed
+    tasks the change removes, and the withdrawal of that progress). It takes
+    ``discipline_id`` by keyword. With row-level security its statements run as the
+    every-organization role only when the database says the discipline is global and
+    the transaction acts for no organization; otherwise (an organization's admin, its own
+    discipline) they run under the caller's policies, which show only its rows."""
+    across = _across_organizations(function)
+
+    @functools.wraps(function)
+    async def operator_or_caller(
+        session: AsyncSession, *args: Any, discipline_id: uuid.UUID, **kwargs: Any
+    ) -> Any:
+        if row_security_on(session) and await session.scalar(
+            _OPERATOR_ON_GLOBAL_DISCIPLINE, {"discipline": discipline_id}
+        ):
+            return await across(session, *args, discipline_id=discipline_id, **kwargs)
+        return await function(session, *args, discipline_id=discipline_id, **kwargs)
+
+    return cast(F, operator_or_caller)
 
 
 SHARED_TABLES = ("readmodel_versions",)
