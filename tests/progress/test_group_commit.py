@@ -249,9 +249,9 @@ async def test_a_batch_that_keeps_meeting_changes_takes_the_route(
     """Every attempt of the batch finds the team's version moved between its look-up and
     its write: the batch fails and the route writes the completion.
 
-    Without row security each statement of the batch is its own transaction, and the
-    version moves in another one, as a concurrent rename would. With it the batch is
-    one transaction per organization that holds the team after a failed check
+    Where each statement of the batch is its own transaction, the version moves in
+    another one, as a concurrent rename would. Where the batch is one transaction (row
+    security behind a transaction pooler) it holds the team after a failed check
     (``ledger_pg.HOLD``): a rename from another transaction would wait for the batch,
     which waits for it, so the version moves inside the batch's transaction instead —
     the same check, failing the same way."""
@@ -266,10 +266,12 @@ async def test_a_batch_that_keeps_meeting_changes_takes_the_route(
     async def always_moved(fetch: Any, plan: Any) -> Any:
         if len(moved) == ledger_pg.ATTEMPTS:  # the route's write (a batch of one)
             return await write(fetch, plan)
-        if app_state.db.row_security:  # in the batch's own transaction (see above)
+        db = app_state.db
+        if db.statements_share_a_transaction:  # in the batch's own transaction (see above)
             await fetch(rename, *ids)
         else:  # a rename in another transaction: the version moves
-            async with app_state.db.driver_connection() as driver:
+            elsewhere = db.driver_acting_for(org.id) if db.row_security else db.driver_connection()
+            async with elsewhere as driver:
                 await driver.execute(rename, *ids)
         moved.append(1)
         return await write(fetch, plan)
