@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
+import uuid
 from typing import Any
 
+from sqlalchemy import select
+
+from questline.progress.models import ScoreEvent
+from questline.storage import tenancy
+from questline.storage.db import Database
 from tests.factories import Org
 
 
@@ -55,3 +61,16 @@ async def complete(
     response = await org.client.post(f"/team/{team_id}/progress", json=body, headers=org.admin)
     assert response.status_code == 201, response.text
     return dict(response.json())
+
+
+async def recorded_instants(db: Database, org_id: uuid.UUID) -> list[dt.datetime]:
+    """When each step of the organization's score history was recorded, in order (read
+    acting for it: row-level security, ``QUESTLINE_TEST_ROW_SECURITY``)."""
+    with tenancy.acting_for(org_id):
+        async with db.session(write=False) as session:
+            rows = await session.execute(
+                select(ScoreEvent.recorded_at)
+                .where(ScoreEvent.organization_id == org_id)
+                .order_by(ScoreEvent.recorded_at, ScoreEvent.id)
+            )
+            return list(rows.scalars())

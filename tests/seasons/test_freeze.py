@@ -12,14 +12,18 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI
-from sqlalchemy import select
 
 from questline.app import create_app
 from questline.config import Settings
-from questline.progress.models import ScoreEvent
-from questline.storage import tenancy
 from tests.factories import Org, World
-from tests.seasons.support import complete, create_season, create_task, iso, now
+from tests.seasons.support import (
+    complete,
+    create_season,
+    create_task,
+    iso,
+    now,
+    recorded_instants,
+)
 from tests.support.harness import AppHarness
 
 pytestmark = pytest.mark.anyio
@@ -124,17 +128,7 @@ async def test_the_freeze_boundary_is_the_exact_recording_instant(
     a = await org.create_team("A")
     await complete(org, a["Id"], tasks[0], now() - dt.timedelta(minutes=5))
     await complete(org, a["Id"], tasks[1], now() - dt.timedelta(minutes=5))
-    with tenancy.acting_for(org.id):  # row-level security (QUESTLINE_TEST_ROW_SECURITY)
-        async with app_state.db.session(write=False) as session:
-            recorded = list(
-                (
-                    await session.execute(
-                        select(ScoreEvent.recorded_at)
-                        .where(ScoreEvent.organization_id == org.id)
-                        .order_by(ScoreEvent.recorded_at, ScoreEvent.id)
-                    )
-                ).scalars()
-            )
+    recorded = await recorded_instants(app_state.db, org.id)
     second = recorded[1]
     assert recorded[0] < second
     season = await create_season(org, FreezesAt=iso(second))

@@ -21,14 +21,11 @@ import pytest
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
-from sqlalchemy import select
 
 from questline.app import create_app
 from questline.config import Settings
-from questline.progress.models import ScoreEvent
-from questline.storage import tenancy
 from tests.factories import Org, World
-from tests.seasons.support import iso
+from tests.seasons.support import iso, recorded_instants
 from tests.support.harness import AppHarness
 
 BASE = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
@@ -206,17 +203,7 @@ async def build(org: Org, app: AppHarness, plan: Plan) -> Built:
             listed = await client.get(f"/team/{owner}/adjustments", headers=org.admin)
             [row] = [a for a in listed.json() if a["Id"] == adjustment_id]
             instants[index] = parse(row["WithdrawnAt"])
-    with tenancy.acting_for(org.id):  # row-level security (QUESTLINE_TEST_ROW_SECURITY)
-        async with app.db.session(write=False) as session:
-            history = list(
-                (
-                    await session.execute(
-                        select(ScoreEvent.recorded_at)
-                        .where(ScoreEvent.organization_id == org.id)
-                        .order_by(ScoreEvent.recorded_at, ScoreEvent.id)
-                    )
-                ).scalars()
-            )
+    history = await recorded_instants(app.db, org.id)
     assert len(history) == len(plan.ops)  # one history row per op, in order
     assert all(a < b for a, b in itertools.pairwise(history))
     recorded = [instants.get(index, when) for index, when in enumerate(history)]
