@@ -255,10 +255,9 @@ class Database:
         (``tenancy.ActingConnection``), so the setting reaches no other path. Behind a
         transaction pooler, where consecutive statements may run on different server
         connections, the statements share one transaction that sets it with ``BEGIN``."""
-        org = str(uuid.UUID(str(organization_id)))
         if self.behind_pooler:
             async with self.driver_connection() as driver:
-                with tenancy.acting_for(uuid.UUID(org)):
+                with tenancy.acting_for(organization_id):
                     await driver.execute("BEGIN")  # with the setting (ActingConnection)
                 try:
                     yield driver
@@ -267,6 +266,7 @@ class Database:
                     raise
                 await driver.execute("COMMIT")
             return
+        org = str(uuid.UUID(str(organization_id)))  # written into the setting's text
         async with self.driver_connection(keep_organization_of=org) as driver:
             yield driver
 

@@ -50,6 +50,8 @@ GLOBAL_DISCIPLINE_MARKER = "across_a_global_discipline"
 
 ORG_SETTING = "questline.org_id"
 """The setting the policies compare ``organization_id`` with."""
+ACTING = f"NULLIF(current_setting('{ORG_SETTING}', true), '')::uuid"
+"""The organization the transaction acts for; NULL when it acts for none."""
 POLICY_NAME = "questline_tenant"
 EVERY_ORGANIZATION_ROLE = "questline_every_organization_role"
 """``session.info`` key: the quoted name of the every-organization role, present only
@@ -200,8 +202,7 @@ def sweeps_every_organization(function: F) -> F:
 
 
 _OPERATOR_ON_GLOBAL_DISCIPLINE = text(
-    "SELECT d.organization_id IS NULL "
-    f"AND NULLIF(current_setting('{ORG_SETTING}', true), '') IS NULL "
+    f"SELECT d.organization_id IS NULL AND {ACTING} IS NULL "
     "FROM disciplines d WHERE d.id = :discipline"
 )
 """True when the discipline belongs to no organization and this transaction acts for
@@ -260,7 +261,6 @@ UNPROTECTED_TABLES = text(_UNPROTECTED + " ORDER BY c.relname").bindparams(
 )
 """The tables that have an ``organization_id`` and lack the enabled tenant policy."""
 
-ACTING = f"NULLIF(current_setting('{ORG_SETTING}', true), '')::uuid"
 POLICY_CONDITION = f"organization_id = {ACTING}"
 """A transaction that set no organization (NULL, or '' once a session has used the
 setting) sees and writes no row. ``current_setting`` is stable: the comparison uses the
