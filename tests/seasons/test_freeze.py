@@ -20,9 +20,11 @@ from tests.seasons.support import (
     complete,
     create_season,
     create_task,
+    in_time,
     iso,
     now,
     recorded_instants,
+    still_before,
 )
 from tests.support.harness import AppHarness
 
@@ -100,13 +102,18 @@ async def test_members_view_holds_still_while_completions_arrive(world: World) -
 
 
 async def test_a_cached_view_freezes_at_the_instant_with_no_write(world: World) -> None:
+    await in_time(lambda window: _a_cached_view_freezes(world, window))
+
+
+async def _a_cached_view_freezes(world: World, window: float) -> None:
     org = world.org()
     _, tasks = await create_task(org, [10, 20])
     a = await org.create_team("A")
     await complete(org, a["Id"], tasks[0], now() - dt.timedelta(minutes=5))
-    freeze = now() + dt.timedelta(seconds=1.5)
+    freeze = now() + dt.timedelta(seconds=window)
     season = await create_season(org, FreezesAt=iso(freeze))
     first = await board(org, org.member, season=season["Id"])
+    still_before(freeze)
     assert FROZEN not in first.headers
     await asyncio.sleep(max(0.0, (freeze - now()).total_seconds()) + 0.1)
     second = await board(org, org.member, season=season["Id"])
@@ -207,15 +214,20 @@ async def test_items_at_the_freeze_and_end_instants(world: World) -> None:
     """``FreezesAt`` and ``EndsAt`` exactly: an item whose time is ``FreezesAt`` counts in
     the window, in the frozen view only if recorded before that instant; an item at
     ``EndsAt`` never counts; at ``StartsAt`` it does."""
+    await in_time(lambda window: _items_at_the_freeze_and_end(world, window))
+
+
+async def _items_at_the_freeze_and_end(world: World, window: float) -> None:
     org = world.org()
     _, tasks = await create_task(org, [10, 20, 40, 80])
     a = await org.create_team("A")
     b = await org.create_team("B")
     start = now() - dt.timedelta(days=1)
-    freeze = now() + dt.timedelta(seconds=1.5)
-    end = freeze + dt.timedelta(seconds=1)
+    freeze = now() + dt.timedelta(seconds=window)
+    end = freeze + dt.timedelta(seconds=window)
     season = await create_season(org, StartsAt=iso(start), FreezesAt=iso(freeze), EndsAt=iso(end))
     sid = season["Id"]
+    still_before(freeze)  # then the season was Running when it was created
     assert season["Phase"] == "Running"
     # Recorded before the freeze: at StartsAt, and at FreezesAt (a clock a little ahead).
     await complete(org, a["Id"], tasks[0], start)
@@ -226,15 +238,17 @@ async def test_items_at_the_freeze_and_end_instants(world: World) -> None:
         headers=org.admin,
     )
     assert adjusted.status_code == 201, adjusted.text
+    still_before(freeze)
     await asyncio.sleep(max(0.0, (freeze - now()).total_seconds()) + 0.05)
     # Recorded during the freeze: back-dated to FreezesAt, and at EndsAt exactly.
     await complete(org, b["Id"], tasks[2], freeze)
     await complete(org, b["Id"], tasks[3], end)
 
     frozen = await board(org, org.member, season=sid)
+    live = await board(org, org.admin, season=sid)
+    still_before(end)
     assert frozen.headers[FROZEN] == iso(freeze)
     assert scores(frozen) == {"A": 30, "B": 3}
-    live = await board(org, org.admin, season=sid)
     assert FROZEN not in live.headers
     assert scores(live) == {"B": 43, "A": 30}
 
