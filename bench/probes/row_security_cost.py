@@ -82,7 +82,9 @@ class Side:
 Prepared = tuple[Settings, Seeded]
 
 
-def prepare(server: PostgresServer, data_dir: Path, teams: int, *, rls: bool) -> Prepared:
+def prepare(
+    server: PostgresServer, data_dir: Path, teams: int, *, rls: bool, name: str = "rls_off"
+) -> Prepared:
     """A migrated, seeded database of ``server`` (outside any event loop: the helpers
     run their own)."""
     owner_url: str | None = None
@@ -91,7 +93,7 @@ def prepare(server: PostgresServer, data_dir: Path, teams: int, *, rls: bool) ->
         # Seeding switches triggers off (a superuser's setting), as bench/run.py does.
         seed_url = owner_url.replace(f"{OWNER_ROLE}@", f"{PostgresServer.user}@", 1)
     else:
-        url = seed_url = server.create_database("rls_off")
+        url = seed_url = server.create_database(name)
     settings = settings_for(data_dir, url, owner_url=owner_url)
     settings = settings.model_copy(update={"rate_limit_enabled": False})
     upgrade(settings)
@@ -99,13 +101,13 @@ def prepare(server: PostgresServer, data_dir: Path, teams: int, *, rls: bool) ->
     return settings, seeded
 
 
-def _side(prepared: Prepared) -> Side:
+def side_of(prepared: Prepared) -> Side:
     settings, seeded = prepared
     return Side(create_app(settings), seeded, tokens_for(settings, seeded)["admin"])
 
 
 async def measure(prepared_off: Prepared, prepared_on: Prepared, rounds: int) -> dict[str, Any]:
-    off, on = _side(prepared_off), _side(prepared_on)
+    off, on = side_of(prepared_off), side_of(prepared_on)
     kinds: dict[str, tuple[Callable[[Side], Awaitable[None]], int]] = {
         "GET /leaderboard?limit=50 (miss)": (Side.leaderboard, 100),
         "GET /team/{id} (miss)": (Side.team_detail, 100),

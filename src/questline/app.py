@@ -118,8 +118,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         signing_secret=lambda: load_or_create_secret(settings),
     )
     readmodel = ReadModel(db, settings)
-    progress_writes = GroupCommit(db, gather_window=settings.progress_gather_window_ms / 1000)
     consumers = outbox_consumers(settings)
+    progress_writes = GroupCommit(
+        db,
+        gather_window=settings.progress_gather_window_ms / 1000,
+        listeners=fanout.Listeners.of(consumers),
+    )
     xapi_dispatchers: list[XapiDispatcher] = []
     grades_dispatchers: list[GradesDispatcher] = []
 

@@ -6,10 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sqlalchemy import select
 
-from questline.events.models import PLATFORM_ORG, Event
-from questline.storage import tenancy
+from questline.events.models import PLATFORM_ORG
+from tests.events.factories import listened_to, recorded
 from tests.factories import World
 from tests.support.harness import AppHarness
 
@@ -27,16 +26,9 @@ DOCUMENT = {
 }
 
 
-async def recorded(state: AppHarness) -> list[Event]:
-    """Every organization's events and the platform's (row security: as the outbox's
-    fan-out reads them)."""
-    with tenancy.for_every_organization():
-        async with state.db.session(write=False) as session:
-            return list((await session.scalars(select(Event).order_by(Event.id))).all())
-
-
 async def test_every_change_records_its_event(world: World, app_state: AppHarness) -> None:
     org = world.org()
+    await listened_to(org)  # the progress writes' events too (tests/progress: without)
     admin = org.admin
     client = org.client
     seen: dict[str, Any] = {}

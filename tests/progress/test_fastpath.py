@@ -14,6 +14,7 @@ from questline.events.models import Event
 from questline.storage import tenancy
 from questline.web.metrics import PROGRESS_BATCH_WRITES, PROGRESS_BATCHES
 from questline.web.middleware import REQUESTS
+from tests.events.factories import listened_to
 from tests.factories import World
 from tests.progress.factories import complete, make_discipline, score_of
 from tests.progress.fast import Fast
@@ -78,8 +79,10 @@ async def test_answers_as_the_route_answers(world: World, fast: Fast) -> None:
 async def test_the_write_is_recorded_like_the_routes(
     world: World, fast: Fast, app_state: AppHarness
 ) -> None:
-    """Score, history (the graph), outbox event, read-model version, metrics."""
+    """Score, history (the graph), outbox event (the organization has a webhook: a
+    consumer listens), read-model version, metrics."""
     org = world.org()
+    await listened_to(org)
     team = await org.create_team()
     tree = await make_discipline(world.db, org_id=org.id, shape=[[[10, 25]]])
     board = await org.client.get("/leaderboard", headers=org.member)

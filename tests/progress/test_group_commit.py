@@ -15,6 +15,7 @@ from sqlalchemy.exc import OperationalError
 
 from questline.progress import ledger_pg, record, schemas
 from questline.storage import tenancy
+from tests.events.factories import listened_to, recorded
 from tests.factories import World
 from tests.progress.factories import complete, history, make_discipline, score_of
 from tests.progress.fast import Fast, batches_gathered
@@ -304,3 +305,48 @@ async def test_completions_racing_a_forced_discipline_delete(world: World, fast:
         left = await org.client.get(f"/team/{team}/progress", headers=org.member)
         assert left.json() == []
         assert sum(step.delta for step in await history(world.db, team)) == 0
+
+
+@pytest.mark.parametrize("fast_path", [True, False], ids=["group-commit", "route"])
+async def test_events_are_recorded_for_the_organizations_a_consumer_listens_to(
+    world: World, app_state: AppHarness, fast_path: bool
+) -> None:
+    """The group commit records no outbox event for an organization no consumer listens
+    to (nothing would take it); the other organization's events of the same batches are
+    recorded. The route records every event and lets the fan-out decide."""
+    app_state.configure(progress_fast_path_enabled=fast_path)
+    quiet, listened = world.org(), world.org()
+    await listened_to(listened)
+    trees = {
+        org.id: await make_discipline(world.db, org_id=org.id, shape=[[[1, 2]]])
+        for org in (quiet, listened)
+    }
+    teams = {org.id: [await org.create_team() for _ in range(3)] for org in (quiet, listened)}
+
+    answers = await asyncio.gather(
+        *(
+            complete(org, team["Id"], task)
+            for org in (quiet, listened)
+            for team in teams[org.id]
+            for task in trees[org.id].tasks
+        )
+    )
+    assert {a.status_code for a in answers} == {201}, [a.text for a in answers]
+    team = teams[quiet.id][0]["Id"]
+    gone = await quiet.client.delete(
+        f"/team/{team}/progress/{trees[quiet.id].tasks[0]}", headers=quiet.admin
+    )
+    assert gone.status_code == 204
+
+    progress = [e for e in await recorded(app_state) if e.type.startswith("progress.")]
+    by_org = {
+        org.id: [e.type for e in progress if e.organization_id == org.id]
+        for org in (quiet, listened)
+    }
+    assert by_org[listened.id] == ["progress.completed"] * 6
+    assert by_org[quiet.id] == (
+        [] if fast_path else ["progress.completed"] * 6 + ["progress.withdrawn"]
+    )
+    for org in (quiet, listened):  # the scores do not depend on it
+        assert [await score_of(org, t["Id"]) for t in teams[org.id]][1:] == [3, 3]
+    assert await score_of(quiet, team) == 2

@@ -13,6 +13,13 @@ The consumers are an argument of every pass: the application builds them once
 (``questline.app.outbox_consumers``: every consumer of this build) and hands them to the
 process's webhook dispatcher, which runs the passes, so that no pass deletes an event a
 consumer of this build wants. This package sits below the consumers and imports none.
+
+Each consumer also says, in SQL, which organizations it may take events of at all
+(``Consumer.listens``: those with a webhook, an LRS, a gradebook). A write that records
+many events (the progress group commit) asks ``Listeners`` in its look-up and records
+no event for an organization none listens to: that event would only be read by a pass
+and deleted. The boundary is the look-up: an event of a write looked up before a
+consumer's row was committed is not recorded (docs/webhooks.md).
 """
 
 from __future__ import annotations
@@ -56,8 +63,37 @@ Take = Callable[[AsyncSession, Sequence[PendingEvent]], Awaitable[set[uuid.UUID]
 class Consumer:
     name: str
     take: Take
+    listens: str
+    """SQL, true when the organization ``{organization}`` (an SQL expression) has where
+    this consumer delivers; false only when ``take`` would take none of its events."""
     taken: Callable[[], None] | None = None
     """Called after a pass committed rows of this consumer (wake its dispatcher)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Listeners:
+    """Whether any consumer of this build listens to an organization, as SQL for a
+    write's look-up (``Listeners.of``; ``EVERYONE`` where nobody asked the consumers:
+    every event is recorded and the pass decides)."""
+
+    conditions: tuple[str, ...] | None
+
+    @classmethod
+    def of(cls, consumers: Sequence[Consumer]) -> Listeners:
+        return cls(tuple(consumer.listens for consumer in consumers))
+
+    def sql(self, organization: str) -> str:
+        """True when some consumer listens to ``organization`` (an SQL expression)."""
+        if self.conditions is None:
+            return "1 = 1"
+        if not self.conditions:
+            return "1 = 0"
+        return " OR ".join(
+            f"({condition.format(organization=organization)})" for condition in self.conditions
+        )
+
+
+EVERYONE = Listeners(None)
 
 
 @tenancy.serves_every_organization

@@ -179,6 +179,8 @@ async def _score_team(
 CONSUMER = fanout.Consumer(
     name="lti-ags",
     take=take_events,
+    listens="EXISTS (SELECT 1 FROM lti_platforms AS p "
+    "WHERE p.organization_id = {organization} AND p.lineitems_url IS NOT NULL)",
     taken=functools.partial(events.announce_committed, GRADES_TOPIC),
 )
 """Makes scores of the outbox's progress events (``events.fanout``; the application lists

@@ -52,6 +52,7 @@ from typing import Any
 from prometheus_client import Counter
 
 from questline import events
+from questline.events.fanout import EVERYONE, Listeners
 from questline.progress import ledger_pg, record
 from questline.progress.ledger import Outcome, Refused, Write, Written
 from questline.storage.db import Database
@@ -90,9 +91,17 @@ class GroupCommit:
     row: measured slower (docs/performance.md). SQLite has one writer anyway."""
 
     def __init__(
-        self, db: Database, *, max_batch: int = MAX_BATCH, gather_window: float = 0.0
+        self,
+        db: Database,
+        *,
+        max_batch: int = MAX_BATCH,
+        gather_window: float = 0.0,
+        listeners: Listeners = EVERYONE,
     ) -> None:
         self.db = db
+        self.outbox_listeners = listeners
+        """Who may take the outbox events (``fanout.Listeners.of`` the build's consumers):
+        a batch records none for an organization nobody listens to."""
         self.max_batch = max_batch
         self.gather_window = gather_window
         """Seconds a batch may wait for the writers of the last round (0: never)."""
@@ -168,7 +177,9 @@ class GroupCommit:
         try:
             if self.db.is_sqlite:
                 async with self.db.session(write=True) as session:
-                    done = await record.write_in_session(session, writes)
+                    done = await record.write_in_session(
+                        session, writes, listeners=self.outbox_listeners
+                    )
             else:
                 done = await self._commit_pg(writes)
         except Exception:
@@ -196,7 +207,10 @@ class GroupCommit:
         else:
             async with self.db.driver_connection() as driver:
                 done = await ledger_pg.write_batch(
-                    self._fetcher(driver), writes, in_transaction=False
+                    self._fetcher(driver),
+                    writes,
+                    in_transaction=False,
+                    listeners=self.outbox_listeners,
                 )
         record.follow_commit(done, _Committed(self.db))
         return done
@@ -211,7 +225,7 @@ class GroupCommit:
             positions.setdefault(write.org_id, []).append(position)
         outcomes: list[Outcome | Refused] = [RUN_BY_ROUTE] * len(writes)
         versions: dict[uuid.UUID, int] = {}
-        completed = withdrawn = 0
+        completed = withdrawn = recorded_events = 0
         for organization_id, mine in positions.items():
             part = [writes[position] for position in mine]
             try:
@@ -220,6 +234,7 @@ class GroupCommit:
                         self._fetcher(driver),
                         part,
                         in_transaction=self.db.statements_share_a_transaction,
+                        listeners=self.outbox_listeners,
                     )
             except Exception:
                 # A part fails as a whole batch does.
@@ -232,7 +247,8 @@ class GroupCommit:
             versions.update(done.versions)
             completed += done.completed
             withdrawn += done.withdrawn
-        return Written(outcomes, versions, completed, withdrawn)
+            recorded_events += done.events
+        return Written(outcomes, versions, completed, withdrawn, recorded_events)
 
     def _fetcher(self, driver: Any) -> ledger_pg.Fetch:
         async def fetch(sql: str, *args: Any) -> Sequence[Any]:

@@ -212,6 +212,9 @@ class Plan:
     )
     members: dict[int, bool] = field(default_factory=dict)
     """By write position: whether the completion's ``MemberId`` is one of the team's."""
+    listened: dict[uuid.UUID, bool] = field(default_factory=dict)
+    """By organization: whether an outbox consumer listens to it (``fanout.Listeners``):
+    no event is recorded for one nobody listens to."""
     history: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     written: list[Write] = field(default_factory=list)
@@ -225,11 +228,13 @@ class Plan:
         task: tuple[uuid.UUID, int] | None,
         done: Done | None,
         member_of_team: bool = False,
+        listened: bool = True,
     ) -> None:
         """What the look-up found for the write at ``position`` (a team not found: not
         seen at all). The first sight of a team or completion is kept: the later writes
         of the batch see what the earlier ones decided."""
         self.teams.setdefault((write.org_id, write.team_id), team)
+        self.listened.setdefault(write.org_id, listened)
         self.tasks[position] = task
         self.members[position] = member_of_team
         done_key = (write.org_id, write.team_id, task_of(write))
@@ -300,7 +305,8 @@ class Plan:
         )
         completion = done.as_completion(write.team_id, task_id, score)
         body = schemas.COMPLETION_JSON.to_json(completion, by_alias=True)
-        self.events.append(event_row(write.org_id, completing, body))
+        if self.listened.get(write.org_id, True):
+            self.events.append(event_row(write.org_id, completing, body))
         self.written.append(write)
         return completion, body
 
@@ -369,6 +375,8 @@ class Written:
     written)."""
     completed: int
     withdrawn: int
+    events: int
+    """Outbox events recorded (none for organizations no consumer listens to)."""
 
 
 def written(
@@ -376,4 +384,4 @@ def written(
 ) -> Written:
     """The ``Written`` of a decided plan."""
     completed = sum(isinstance(w, Completing) for w in plan.written)
-    return Written(outcomes, versions, completed, len(plan.written) - completed)
+    return Written(outcomes, versions, completed, len(plan.written) - completed, len(plan.events))

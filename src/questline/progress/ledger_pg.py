@@ -36,10 +36,12 @@ requests, so that is one order the clients could have seen.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from questline.events.fanout import EVERYONE, Listeners
 from questline.events.service import outbox_sql
 from questline.progress.ledger import (
     Completing,
@@ -58,7 +60,7 @@ from questline.readmodel.versions import bump_sql
 from questline.storage.db import utcnow
 
 LOOKUP = """
-SELECT w.i, t.status, t.score, t.score_reached_at, t.version,
+SELECT w.i, {listened} AS listened, t.status, t.score, t.score_reached_at, t.version,
        EXISTS (SELECT 1 FROM score_events AS e
                WHERE e.organization_id = w.org AND e.team_id = w.team) AS has_history,
        k.discipline_id, k.points,
@@ -79,6 +81,13 @@ LEFT JOIN LATERAL (
 LEFT JOIN task_completions AS c
   ON c.organization_id = w.org AND c.team_id = w.team AND c.task_id = w.task
 """
+
+
+@functools.lru_cache(maxsize=8)
+def lookup_sql(listeners: Listeners) -> str:
+    """``LOOKUP`` asking ``listeners`` whether each write's organization is listened to."""
+    return LOOKUP.format(listened=listeners.sql("w.org"))
+
 
 _WRITTEN_FIRST = """(SELECT ok FROM ok)
   AND (SELECT count(*) FROM added) + (SELECT count(*) FROM replaced)
@@ -203,11 +212,18 @@ class Contended(Exception):
     """The batch's teams or tasks kept changing between its look-up and its write."""
 
 
-async def write_batch(fetch: Fetch, writes: Sequence[Write], *, in_transaction: bool) -> Written:
+async def write_batch(
+    fetch: Fetch,
+    writes: Sequence[Write],
+    *,
+    in_transaction: bool,
+    listeners: Listeners = EVERYONE,
+) -> Written:
     """Decide and write ``writes`` (two statements through ``fetch``); each write's
     outcome, in order (a refusal: nothing written for it). ``in_transaction``: the
     statements share one transaction (the route's), so a failed check locks the teams
-    before the next attempt."""
+    before the next attempt. ``listeners``: who may take the outbox events."""
+    lookup = lookup_sql(listeners)
     lists = (
         [w.org_id for w in writes],
         [w.team_id for w in writes],
@@ -218,7 +234,7 @@ async def write_batch(fetch: Fetch, writes: Sequence[Write], *, in_transaction: 
             await fetch(HOLD, lists[0], lists[1])
         plan = Plan(now=utcnow())
         members = [w.data.member_id if isinstance(w, Completing) else None for w in writes]
-        _look_up(await fetch(LOOKUP, *lists, members), writes, plan)
+        _look_up(await fetch(lookup, *lists, members), writes, plan)
         outcomes: list[Outcome | Refused] = [
             plan.decide(position, write) for position, write in enumerate(writes)
         ]
@@ -256,6 +272,7 @@ def _look_up(rows: Sequence[Any], writes: Sequence[Write], plan: Plan) -> None:
                 row["done_recorded_by"],
             ),
             member_of_team=bool(row["member_of_team"]),
+            listened=bool(row["listened"]),
         )
 
 

@@ -10,12 +10,14 @@ changes between the statements: the look-up of each write (``LOOKUP``), then
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from questline.events.fanout import EVERYONE, Listeners
 from questline.events.service import outbox_sql
 from questline.progress.ledger import (
     Completing,
@@ -33,7 +35,7 @@ from questline.readmodel.versions import bump_sql
 from questline.storage.db import SqliteBatch, parse_sqlite_time, run_in_sqlite_thread, utcnow
 
 LOOKUP = """
-SELECT t.status, t.score, t.score_reached_at, t.version,
+SELECT {listened}, t.status, t.score, t.score_reached_at, t.version,
        EXISTS (SELECT 1 FROM score_events AS e
                WHERE e.organization_id = t.organization_id AND e.team_id = t.id),
        k.discipline_id, k.points,
@@ -51,6 +53,13 @@ LEFT JOIN task_completions AS c
   ON c.organization_id = t.organization_id AND c.team_id = t.id AND c.task_id = ?
 WHERE t.organization_id = ? AND t.id = ?
 """
+
+
+@functools.lru_cache(maxsize=8)
+def lookup_sql(listeners: Listeners) -> str:
+    """``LOOKUP`` asking ``listeners`` whether the write's organization is listened to."""
+    return LOOKUP.format(listened=listeners.sql("t.organization_id"))
+
 
 ADD = """
 INSERT INTO task_completions (organization_id, team_id, task_id, discipline_id, points,
@@ -86,35 +95,37 @@ def _uuid(value: str | None) -> uuid.UUID | None:
     return None if value is None else uuid.UUID(value)
 
 
-def run(batch: SqliteBatch, writes: Sequence[Write]) -> Written:
+def run(batch: SqliteBatch, writes: Sequence[Write], listeners: Listeners = EVERYONE) -> Written:
     """The batch's statements, in the driver's thread."""
     plan = Plan(now=utcnow())  # under the write lock: the history's times follow commits
+    lookup = lookup_sql(listeners)
     for position, write in enumerate(writes):
         task_id = task_of(write)
         member_id = write.data.member_id if isinstance(write, Completing) else None
         row = batch.one(
-            LOOKUP, member_id, task_id, write.org_id, task_id, write.org_id, write.team_id
+            lookup, member_id, task_id, write.org_id, task_id, write.org_id, write.team_id
         )
         if row is None:
             continue
-        discipline_id = _uuid(row[5])
+        discipline_id = _uuid(row[6])
         plan.see(
             position,
             write,
             team=TeamState(
-                status=row[0],
-                score=int(row[1]),
-                reached_at=parse_sqlite_time(row[2]),
-                version=int(row[3]),
-                has_history=bool(row[4]),
+                status=row[1],
+                score=int(row[2]),
+                reached_at=parse_sqlite_time(row[3]),
+                version=int(row[4]),
+                has_history=bool(row[5]),
             ),
-            task=None if discipline_id is None else (discipline_id, int(row[6])),
+            task=None if discipline_id is None else (discipline_id, int(row[7])),
             done=None
-            if row[9] is None
+            if row[10] is None
             else Done(
-                uuid.UUID(row[7]), int(row[8]), parse_sqlite_time(row[9]), _uuid(row[10]), row[11]
+                uuid.UUID(row[8]), int(row[9]), parse_sqlite_time(row[10]), _uuid(row[11]), row[12]
             ),
-            member_of_team=bool(row[12]),
+            member_of_team=bool(row[13]),
+            listened=bool(row[0]),
         )
     outcomes: list[Outcome | Refused] = [
         plan.decide(position, write) for position, write in enumerate(writes)
@@ -189,7 +200,10 @@ def _completion(row: dict[str, Any]) -> tuple[Any, ...]:
     )
 
 
-async def write_batch(session: AsyncSession, writes: Sequence[Write]) -> Written:
+async def write_batch(
+    session: AsyncSession, writes: Sequence[Write], *, listeners: Listeners = EVERYONE
+) -> Written:
     """Decide and write ``writes`` in the session's transaction; each write's outcome,
-    in order (a refusal: nothing written for it)."""
-    return await run_in_sqlite_thread(session, lambda batch: run(batch, writes))
+    in order (a refusal: nothing written for it). ``listeners``: who may take the
+    outbox events."""
+    return await run_in_sqlite_thread(session, lambda batch: run(batch, writes, listeners))

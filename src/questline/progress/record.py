@@ -20,6 +20,7 @@ from prometheus_client import Counter
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline import events
+from questline.events.fanout import EVERYONE, Listeners
 from questline.progress import ledger_pg, ledger_sqlite, schemas
 from questline.progress.ledger import Completing, Recorded, Withdrawing, Write, Written
 from questline.readmodel.versions import note_bump
@@ -53,7 +54,8 @@ def follow_commit(done: Written, to: Followers) -> None:
     if not done.versions:
         return
     to.versions(dict(done.versions))
-    to.events()
+    if done.events:
+        to.events()
     to.count(TASKS_COMPLETED, done.completed)
     to.count(TASKS_WITHDRAWN, done.withdrawn)
 
@@ -73,12 +75,18 @@ class _OnSessionCommit:
         count_on_commit(self.session, counter, amount)
 
 
-async def write_in_session(session: AsyncSession, writes: Sequence[Write]) -> Written:
-    """``writes`` in the session's transaction; what follows is handed to its commit."""
+async def write_in_session(
+    session: AsyncSession, writes: Sequence[Write], *, listeners: Listeners = EVERYONE
+) -> Written:
+    """``writes`` in the session's transaction; what follows is handed to its commit.
+    ``listeners``: who may take the outbox events (the group commit asks the consumers;
+    a route records every event and the fan-out decides)."""
     if session.get_bind().dialect.name == "sqlite":
-        done = await ledger_sqlite.write_batch(session, writes)
+        done = await ledger_sqlite.write_batch(session, writes, listeners=listeners)
     else:
-        done = await ledger_pg.write_batch(_session_fetch(session), writes, in_transaction=True)
+        done = await ledger_pg.write_batch(
+            _session_fetch(session), writes, in_transaction=True, listeners=listeners
+        )
     follow_commit(done, _OnSessionCommit(session))
     return done
 

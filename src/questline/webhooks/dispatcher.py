@@ -434,7 +434,12 @@ async def _take_for_webhooks(
     return sent
 
 
-CONSUMER = fanout.Consumer(name="webhooks", take=_take_for_webhooks)
+CONSUMER = fanout.Consumer(
+    name="webhooks",
+    take=_take_for_webhooks,
+    listens="EXISTS (SELECT 1 FROM webhooks AS h "
+    "WHERE h.organization_id = {organization} AND h.enabled)",
+)
 """The webhooks' consumer of the outbox (``questline.app.outbox_consumers`` lists it)."""
 
 

@@ -44,7 +44,10 @@ def consumers(settings: Settings) -> tuple[fanout.Consumer, ...]:
 
     return (
         fanout.Consumer(
-            name="xapi", take=take, taken=functools.partial(events.announce_committed, XAPI_TOPIC)
+            name="xapi",
+            take=take,
+            listens="EXISTS (SELECT 1 FROM xapi_lrs AS l WHERE l.organization_id = {organization})",
+            taken=functools.partial(events.announce_committed, XAPI_TOPIC),
         ),
     )
 
