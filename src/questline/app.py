@@ -119,10 +119,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     readmodel = ReadModel(db, settings)
     consumers = outbox_consumers(settings)
+    listeners = fanout.Listeners.of(consumers)
+    db.give_sessions(fanout.LISTENERS, listeners)  # events.record asks them
     progress_writes = GroupCommit(
-        db,
-        gather_window=settings.progress_gather_window_ms / 1000,
-        listeners=fanout.Listeners.of(consumers),
+        db, gather_window=settings.progress_gather_window_ms / 1000, listeners=listeners
     )
     xapi_dispatchers: list[XapiDispatcher] = []
     grades_dispatchers: list[GradesDispatcher] = []

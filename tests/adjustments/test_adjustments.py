@@ -14,6 +14,7 @@ from questline.adjustments.models import MAX_POINTS, MAX_SCORE
 from questline.events.models import Event
 from questline.storage import tenancy
 from questline.teams.models import Team
+from tests.events.factories import listened_to
 from tests.factories import Org, World
 
 pytestmark = pytest.mark.anyio
@@ -197,6 +198,7 @@ async def test_an_adjustment_counts_at_its_time_in_the_tie_rule(world: World) ->
 
 async def test_events_are_written_with_the_change(world: World) -> None:
     org = world.org()
+    await listened_to(org)  # a consumer listens: its events are recorded
     team = await org.create_team()
     made = await adjust(org, team, 7)
     await org.client.delete(url(team, f"/{made['Id']}"), headers=org.admin)

@@ -16,6 +16,7 @@ from questline.disciplines.models import CheckKind, Task
 from questline.events.models import Event
 from questline.storage import tenancy
 from questline.storage.db import Database
+from tests.events.factories import listened_to
 from tests.factories import World
 
 pytestmark = pytest.mark.anyio
@@ -251,6 +252,7 @@ async def test_invalid_checks_and_hints_are_refused(
 
 async def test_events_and_the_audit_log_carry_no_answer(world: World) -> None:
     org = world.org()
+    await listened_to(org)  # a consumer listens: its events are recorded
     made = (await world.client.post("/discipline", json=DOCUMENT, headers=org.admin)).json()
     url = f"/discipline/{made['Id']}"
     edited = json.loads(json.dumps(made))

@@ -16,7 +16,7 @@ from questline.lti.models import LtiPlatform
 from questline.storage import tenancy
 from questline.storage.db import utcnow
 from questline.xapi.models import LrsConnection
-from tests.events.factories import listened_to
+from tests.events.factories import listened_to, recorded
 from tests.factories import Org, World
 from tests.support.harness import AppHarness
 
@@ -108,3 +108,25 @@ async def test_each_consumer_listens_only_where_it_delivers(
 def test_listeners_with_no_consumer_and_without_asking() -> None:
     assert fanout.Listeners.of([]).sql("o") == "1 = 0"
     assert fanout.EVERYONE.sql("o") == "1 = 1"
+
+
+async def test_a_change_records_its_event_only_where_a_consumer_listens(
+    world: World, app_state: AppHarness
+) -> None:
+    """Every way a change records its event (``events.record``, the progress ledger)
+    asks the consumers: nothing for an organization none listens to, everything once
+    one does; a global discipline's event is every organization's, always recorded."""
+    quiet, listened = world.org(), world.org()
+    await listened_to(listened)
+    for org in (quiet, listened):
+        team = await org.create_team()
+        renamed = await org.client.patch(
+            f"/team/{team['Id']}", json={"Name": "Comets"}, headers=org.admin
+        )
+        assert renamed.status_code == 200, renamed.text
+    events = await recorded(app_state)
+    assert [e.type for e in events if e.organization_id == listened.id] == [
+        "team.created",
+        "team.updated",
+    ]
+    assert [e for e in events if e.organization_id == quiet.id] == []

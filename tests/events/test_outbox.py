@@ -99,6 +99,7 @@ async def test_a_forced_removal_records_each_withdrawal(
     world: World, app_state: AppHarness
 ) -> None:
     org = world.org()
+    await listened_to(org)
     created = await org.client.post("/discipline", json=DOCUMENT, headers=org.admin)
     tasks = created.json()["Levels"][0]["Quests"][0]["Tasks"]
     team = await org.create_team()

@@ -16,6 +16,7 @@ from questline.progress.learner_records import TaskAttempt
 from questline.storage import tenancy
 from questline.storage.db import utcnow
 from questline.web.identity import Role
+from tests.events.factories import listened_to
 from tests.factories import World, bearer
 from tests.learners.factories import ANSWER, learners_game
 
@@ -194,6 +195,7 @@ async def test_an_archived_team_refuses_answers(world: World) -> None:
 
 async def test_paging_and_no_answer_at_rest(world: World) -> None:
     game = await learners_game(world, max_attempts=None)
+    await listened_to(game.org)  # a consumer listens: its events are recorded
     for n in range(3):
         await game.attempt(game.alice, "Answer task", f"plain-guess-{n}")
     url = f"/team/{game.team_id}/attempts"

@@ -11,6 +11,7 @@ from sqlalchemy import select
 from questline.audit.models import AuditEntry
 from questline.events.models import Event
 from questline.storage import tenancy
+from tests.events.factories import listened_to
 from tests.factories import World
 from tests.learners.factories import ANSWER, learners_game
 
@@ -43,6 +44,7 @@ async def test_a_member_marks_a_self_task_done_and_nothing_else(world: World) ->
 
 async def test_a_hint_costs_once_as_a_step_of_the_history(world: World) -> None:
     game = await learners_game(world)
+    await listened_to(game.org)  # a consumer listens: its events are recorded
     await game.complete(game.alice, "Self task")  # score 7
     unlocked = await game.hint(game.alice, "Answer task", 0)
     assert unlocked.status_code == 201, unlocked.text

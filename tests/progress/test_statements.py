@@ -94,9 +94,9 @@ async def test_a_completion_and_a_withdrawal_cost_few_statements(
         for log in (first, repeat, withdrawal):
             assert log.round_trips == [], log.round_trips
             assert log.batched[0] == "BEGIN IMMEDIATE", log.batched
-        # The lookup, then the completion, score, history, outbox event and version: the
-        # group commit records no event for an organization no consumer listens to.
-        writes = 4 if fast_path else 5
+        # The lookup, then the completion, score, history and version (no outbox event:
+        # no consumer listens to this organization).
+        writes = 4
         assert len(first.batched) == 1 + 1 + writes, first.batched
         assert len(repeat.batched) == 1 + 1, repeat.batched  # the lookup finds it done
         assert len(withdrawal.batched) == 1 + 1 + writes, withdrawal.batched

@@ -12,6 +12,7 @@ from sqlalchemy import select
 
 from questline.events.models import Event
 from questline.storage import tenancy
+from tests.events.factories import listened_to
 from tests.factories import World
 from tests.mail.support import outbox
 from tests.submissions.support import (
@@ -197,6 +198,7 @@ async def test_a_submitter_who_left_is_credited_to_nobody(world: World) -> None:
 
 async def test_events_and_audit_entries(world: World) -> None:
     org = world.org()
+    await listened_to(org)  # a consumer listens: its events are recorded
     _, tasks = await review_discipline(org)
     team = await org.create_team()
     ada = await learner(world, org, team["Id"])

@@ -95,6 +95,12 @@ class Listeners:
 
 EVERYONE = Listeners(None)
 
+LISTENERS = "questline_outbox_listeners"
+"""The key of a session's ``info`` that holds the build's ``Listeners`` (the application
+gives it to every session: ``Database.give_sessions``); ``events.record`` then records
+no event for an organization none listens to. A session without it records every
+event."""
+
 
 @tenancy.serves_every_organization
 async def fan_out(db: Database, consumers: Sequence[Consumer]) -> int:

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 import uuid
 from collections.abc import Callable, Iterable
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel
+from sqlalchemy import Insert, bindparam, insert, select, text
 from sqlalchemy import event as sa_event
-from sqlalchemy import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
+from questline.events.fanout import EVERYONE, LISTENERS, Listeners
 from questline.events.models import PLATFORM_ORG, Event
 from questline.storage.db import new_id, utcnow
 
@@ -39,6 +41,7 @@ EventType = Literal[
 ]
 EVENT_TYPES: tuple[str, ...] = get_args(EventType)
 _SESSION_TOPICS = "questline_committed_topics"
+_LISTENED = "questline_listened_organizations"
 EVENTS = "events"
 """The topic of the outbox's events (``on_committed``); a domain with an outbox of its
 own (mail) notes its own topic, so that its sender is not woken by every event."""
@@ -76,6 +79,16 @@ async def record_many(
 ) -> None:
     if type not in EVENT_TYPES:
         raise ValueError(f"unknown event type {type!r}")
+    items = list(items)
+    if not items:
+        return
+    listeners: Listeners = session.info.get(LISTENERS, EVERYONE)
+    known: dict[uuid.UUID, bool] = session.info.setdefault(_LISTENED, {})
+    # The organization to ask the consumers about (none: a global discipline's event,
+    # every organization's; or a session not given them).
+    asked = None if listeners.conditions is None else organization_id
+    if asked is not None and (not listeners.conditions or known.get(asked) is False):
+        return  # no consumer, or none listens to this organization
     now = utcnow()
     rows = [
         {
@@ -88,10 +101,33 @@ async def record_many(
         }
         for item in items
     ]
-    if not rows:
-        return
-    await session.execute(insert(Event), rows)
+    if asked is not None and asked not in known:
+        # Asked in the statement that inserts: an organization no consumer listens to
+        # records nothing (an event a pass would read only to delete).
+        connection = await session.connection()  # Core: no ORM work for one row
+        first = await connection.execute(_insert_if_listened(listeners), rows[0])
+        known[asked] = first.rowcount > 0
+        if not known[asked]:
+            return
+        rows = rows[1:]
+    if rows:
+        await session.execute(insert(Event), rows)
     note_recorded(session)
+
+
+@functools.lru_cache(maxsize=8)
+def _insert_if_listened(listeners: Listeners) -> Insert:
+    """Insert one event (its columns as parameters) if ``listeners`` listen to its
+    organization."""
+    columns = Event.__table__.columns
+    values = [bindparam(name, type_=columns[name].type) for name in _COLUMNS]
+    listened = text(listeners.sql(":organization_id")).bindparams(
+        bindparam("organization_id", type_=columns["organization_id"].type)
+    )
+    return insert(Event).from_select(_COLUMNS, select(*values).where(listened))
+
+
+_COLUMNS = ("organization_id", "id", "type", "payload", "created_at", "pending")
 
 
 def outbox_sql(dialect: str, *, rows: str = "", created_at: str = "", when: str = "true") -> str:
@@ -141,6 +177,7 @@ def on_committed(listener: Callable[[], None], topic: str = EVENTS) -> Callable[
 
 @sa_event.listens_for(Session, "after_commit")
 def _after_commit(session: Session) -> None:
+    session.info.pop(_LISTENED, None)
     for topic in session.info.pop(_SESSION_TOPICS, ()):
         announce_committed(topic)
 
@@ -157,4 +194,5 @@ def announce_committed(topic: str = EVENTS) -> None:
 
 @sa_event.listens_for(Session, "after_rollback")
 def _after_rollback(session: Session) -> None:
+    session.info.pop(_LISTENED, None)
     session.info.pop(_SESSION_TOPICS, None)

@@ -101,7 +101,8 @@ class GroupCommit:
         self.db = db
         self.outbox_listeners = listeners
         """Who may take the outbox events (``fanout.Listeners.of`` the build's consumers):
-        a batch records none for an organization nobody listens to."""
+        a batch on the driver's connection records none for an organization nobody
+        listens to (a session's batch asks the session's, the same)."""
         self.max_batch = max_batch
         self.gather_window = gather_window
         """Seconds a batch may wait for the writers of the last round (0: never)."""
@@ -177,9 +178,7 @@ class GroupCommit:
         try:
             if self.db.is_sqlite:
                 async with self.db.session(write=True) as session:
-                    done = await record.write_in_session(
-                        session, writes, listeners=self.outbox_listeners
-                    )
+                    done = await record.write_in_session(session, writes)
             else:
                 done = await self._commit_pg(writes)
         except Exception:

@@ -20,7 +20,7 @@ from prometheus_client import Counter
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline import events
-from questline.events.fanout import EVERYONE, Listeners
+from questline.events.fanout import EVERYONE, LISTENERS, Listeners
 from questline.progress import ledger_pg, ledger_sqlite, schemas
 from questline.progress.ledger import Completing, Recorded, Withdrawing, Write, Written
 from questline.readmodel.versions import note_bump
@@ -75,12 +75,11 @@ class _OnSessionCommit:
         count_on_commit(self.session, counter, amount)
 
 
-async def write_in_session(
-    session: AsyncSession, writes: Sequence[Write], *, listeners: Listeners = EVERYONE
-) -> Written:
+async def write_in_session(session: AsyncSession, writes: Sequence[Write]) -> Written:
     """``writes`` in the session's transaction; what follows is handed to its commit.
-    ``listeners``: who may take the outbox events (the group commit asks the consumers;
-    a route records every event and the fan-out decides)."""
+    The outbox events are recorded for the organizations an outbox consumer listens to
+    (the session's ``fanout.Listeners``, as ``events.record`` asks them)."""
+    listeners: Listeners = session.info.get(LISTENERS, EVERYONE)
     if session.get_bind().dialect.name == "sqlite":
         done = await ledger_sqlite.write_batch(session, writes, listeners=listeners)
     else:

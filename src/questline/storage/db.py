@@ -177,6 +177,12 @@ class Database:
         self.sessionmaker = async_sessionmaker(
             self.engine, expire_on_commit=False, sync_session_class=session_class, info=info
         )
+        self._session_info = info
+
+    def give_sessions(self, key: str, value: object) -> None:
+        """Every session made from now on holds ``value`` in its ``info`` under ``key``
+        (what the application hands down to code that sees only a session)."""
+        self._session_info[key] = value
 
     def on_commit(self, listener: Callable[[dict[Any, int]], None]) -> None:
         """Call ``listener`` with a transaction's notes right after it commits."""
