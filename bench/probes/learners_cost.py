@@ -34,8 +34,7 @@ HINTED_TASKS = ROUNDS * EACH
 
 def _document() -> dict[str, object]:
     hinted = [
-        {"Title": f"H{i}", "Hints": [{"Text": f"hint {i}", "Cost": 1}]}
-        for i in range(HINTED_TASKS)
+        {"Title": f"H{i}", "Hints": [{"Text": f"hint {i}", "Cost": 1}]} for i in range(HINTED_TASKS)
     ]
     return {
         "Title": "D",

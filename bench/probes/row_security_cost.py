@@ -28,7 +28,8 @@ import shutil
 import statistics
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,18 @@ def prepare(
     return settings, seeded
 
 
+@contextmanager
+def scratch_server(prefix: str) -> Iterator[tuple[PostgresServer, Path]]:
+    """A PostgreSQL server of the probe's own and a scratch directory, both gone after."""
+    workdir = Path(tempfile.mkdtemp(prefix=prefix))
+    server = PostgresServer().start()
+    try:
+        yield server, workdir
+    finally:
+        server.cleanup()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
 def side_of(prepared: Prepared) -> Side:
     settings, seeded = prepared
     return Side(create_app(settings), seeded, tokens_for(settings, seeded)["admin"])
@@ -157,17 +170,12 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=7)
     args = parser.parse_args()
     logging.disable(logging.CRITICAL)
-    workdir = Path(tempfile.mkdtemp(prefix="questline-rls-cost-"))
-    server = PostgresServer().start()
-    try:
+    with scratch_server("questline-rls-cost-") as (server, workdir):
         prepared = {}
         for side in ("off", "on"):
             (workdir / side).mkdir()
             prepared[side] = prepare(server, workdir / side, args.teams, rls=side == "on")
         found = asyncio.run(measure(prepared["off"], prepared["on"], args.rounds))
-    finally:
-        server.cleanup()
-        shutil.rmtree(workdir, ignore_errors=True)
     print(json.dumps({"teams": args.teams, "rounds": args.rounds, **found}, indent=2))
     return 0
 
