@@ -47,6 +47,7 @@ from tests.disciplines.factories import (
     editable,
     task_ids,
 )
+from tests.events.factories import listened_to
 from tests.factories import Org, World, bearer
 from tests.progress.factories import Tree, complete, make_discipline, score_of
 from tests.scim.conftest import directory_for
@@ -796,6 +797,8 @@ async def test_an_operator_writes_a_global_discipline_and_only_the_platform_sees
     organization's transaction sees none of the platform's rows, and a transaction
     that acts for none sees no organization's."""
     a, _b = await two_organizations(world)
+    await listened_to(a)  # a consumer listens: its events are recorded
+    await a.create_team("Listened")  # one of them
     created = await world.client.post(
         "/discipline",
         json={"Title": "Global", "Description": "For all"},
@@ -844,6 +847,7 @@ async def _global_discipline_both_completed(
     )
     teams = []
     for org in await two_organizations(world):
+        await listened_to(org)  # a consumer listens: its events are recorded
         team = await org.create_team("Global")
         for task in task_ids(discipline):
             assert (await complete(org, team["Id"], task)).status_code == 201
