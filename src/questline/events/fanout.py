@@ -15,11 +15,12 @@ process's webhook dispatcher, which runs the passes, so that no pass deletes an 
 consumer of this build wants. This package sits below the consumers and imports none.
 
 Each consumer also says, in SQL, which organizations it may take events of at all
-(``Consumer.listens``: those with a webhook, an LRS, a gradebook). A write that records
-many events (the progress group commit) asks ``Listeners`` in its look-up and records
-no event for an organization none listens to: that event would only be read by a pass
-and deleted. The boundary is the look-up: an event of a write looked up before a
-consumer's row was committed is not recorded (docs/webhooks.md).
+(``Consumer.listens``: those with a webhook, an LRS, a gradebook). Every write asks
+``Listeners`` before it records an event, in a statement it runs anyway (the progress
+ledger's look-up, ``events.record``'s insert), and records none for an organization
+none listens to: that event would only be read by a pass and deleted. The boundary is
+that question: a change that asked before a consumer's row was committed records no
+event (docs/webhooks.md).
 """
 
 from __future__ import annotations
