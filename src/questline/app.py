@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 from asgi_correlation_id import CorrelationIdMiddleware
 from fastapi import FastAPI
 from fastapi.responses import RedirectResponse
+from fastapi.routing import iter_route_contexts
 
 from questline import __version__
 from questline.adjustments.endpoints import router as adjustments_router
@@ -318,8 +319,14 @@ def create_served_app() -> FastAPI:
     Full collections walk every tracked object while holding the GIL; with those
     included they took 160 to 490 ms, stalling every request of the worker (the
     ``/healthz`` probes of tests/web/test_event_loop.py), and 20 to 70 ms without.
-    They live as long as the process anyway."""
+    They live as long as the process anyway.
+
+    Every route's per-application copy is built first (FastAPI builds a router's on
+    the first request routed into it): the first requests pay nothing, and the copies
+    are frozen with the rest."""
     app = create_app()
+    for _ in iter_route_contexts(app.routes):
+        pass
     gc.collect()
     gc.freeze()
     return app

@@ -16,8 +16,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from fastapi.routing import iter_route_contexts
 from starlette.routing import BaseRoute
+
+from questline.web.internals import declared_routes
 
 
 class Edge(enum.Flag):
@@ -100,9 +101,7 @@ class EdgeTable:
         path before the first parameter, which must then start no route with other rules
         (checked here, at start-up)."""
         paths = [
-            (context.path, rules_of(context.original_route))
-            for context in iter_route_contexts(list(routes))
-            if context.path is not None
+            (path, rules_of(route)) for path, route in declared_routes(routes) if path is not None
         ]
         fixed = {path: rules for path, rules in paths if "{" not in path and rules}
         prefixes: dict[str, Edge] = {}

@@ -8,11 +8,14 @@ is installed, so that an upgrade re-reads them here instead of breaking silently
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.dependencies.utils import _should_embed_body_fields
+from fastapi.routing import _IncludedRouter
 from starlette._utils import get_route_path
+from starlette.routing import BaseRoute
 from starlette.types import Scope
 
 CHECKED_AGAINST = {"fastapi": "0.165.0", "starlette": "1.10.0"}
@@ -41,3 +44,23 @@ def native_telemetry_enabled(app: FastAPI) -> bool:
     """Whether FastAPI's own OpenTelemetry support wants the request (then FastAPI's
     ``__call__`` must run: it opens the request's span)."""
     return bool(app._native_telemetry.enabled())
+
+
+def declared_routes(
+    routes: Iterable[BaseRoute], prefix: str = ""
+) -> Iterator[tuple[str | None, BaseRoute]]:
+    """Each route as declared, with the path it answers (its included routers' prefixes
+    before its own), in the order the router tries them: included routers opened.
+
+    FastAPI's public walk (``iter_route_contexts``) first builds each included route's
+    per-application copy (its dependencies analysed, a validator a parameter), most of
+    ``create_app``'s time; FastAPI builds a router's copies itself when a request is
+    first routed into it. What start-up reads (paths, endpoints, declarations) is on the
+    declared routes already (a route without a path: ``None``)."""
+    for route in routes:
+        if isinstance(route, _IncludedRouter):
+            inner = prefix + route.include_context.prefix
+            yield from declared_routes(route.original_router.routes, inner)
+        else:
+            path = getattr(route, "path", None)
+            yield (None if path is None else prefix + path), route

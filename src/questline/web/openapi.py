@@ -27,6 +27,7 @@ from pydantic import BaseModel
 
 from questline.web.edge import Edge, EdgeTable
 from questline.web.errors import PROBLEM_MEDIA_TYPE, ProblemDocument
+from questline.web.internals import declared_routes
 
 _DESCRIPTIONS = {
     400: "Malformed JSON, or JSON nested too deeply; or a `Host` this server does not serve "
@@ -172,12 +173,9 @@ def _humanize(operation_id: str) -> str:
 
 def _api_routes(routes: Sequence[Any]) -> Iterator[APIRoute]:
     """Every ``APIRoute``, also inside included routers (FastAPI keeps those nested)."""
-    for route in routes:
+    for _, route in declared_routes(routes):
         if isinstance(route, APIRoute):
             yield route
-        original = getattr(route, "original_router", None)
-        if original is not None:
-            yield from _api_routes(original.routes)
 
 
 def name_operations(app: FastAPI) -> None:

@@ -20,7 +20,7 @@ from typing import Annotated, Any, Protocol, TypeVar
 
 from fastapi import Depends, Request, Response
 from fastapi.dependencies.models import Dependant
-from fastapi.routing import APIRoute, iter_route_contexts
+from fastapi.routing import APIRoute
 from pydantic import BaseModel
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -39,7 +39,7 @@ from questline.web.errors import (
     Unprocessable,
 )
 from questline.web.identity import ACTING_CALLER, Caller
-from questline.web.internals import route_path
+from questline.web.internals import declared_routes, route_path
 from questline.web.links import service_link
 from questline.web.state import AppState, RequestState, app_state, request_state
 
@@ -163,7 +163,7 @@ def _cleans_up_after(dependant: Dependant) -> bool:
 def flat_routes(routes: Sequence[BaseRoute]) -> list[BaseRoute]:
     """The application's routes in the order its router tries them, included routers
     opened (FastAPI keeps an included router as one entry that matches for its routes)."""
-    return [context.original_route for context in iter_route_contexts(routes)]
+    return [route for _, route in declared_routes(routes)]
 
 
 def let_concrete_paths_win(routes: Sequence[BaseRoute]) -> None:
