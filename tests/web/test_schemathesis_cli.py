@@ -4,9 +4,11 @@ live ``questline serve`` loaded with ``questline demo``, reports no failure.
 This is the run docs/api.md describes ("The API document, checked"), with its
 configuration read from the repository's ``schemathesis.toml`` (every check, every phase,
 stateful included; the few rules no schema can express named there, operation by
-operation), on each backend. Only the number of examples an operation is smaller here
+operation), against the deployment ``make run`` starts: the embedded default (SQLite).
+Only the number of examples an operation is smaller here
 (``QUESTLINE_SCHEMATHESIS_EXAMPLES``, default 5; the documented run takes 15), and the
-seed is fixed so that a failure can be run again.
+seed is fixed so that a failure can be run again. Every operation meets the same checks
+on PostgreSQL too, in process (``test_fuzz.py``, both backends, stateful phase included).
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ from pathlib import Path
 import pytest
 
 from tests.support.live import LiveServer, questline_command
-from tests.support.postgres import PostgresServer, unique_database_name
 
 pytestmark = pytest.mark.slow
 
@@ -44,8 +45,8 @@ class Deployment:
     token: str
 
 
-def _environment(backend: str, root: Path, request: pytest.FixtureRequest) -> dict[str, str]:
-    env = {
+def _environment(root: Path) -> dict[str, str]:
+    return {
         "QUESTLINE_DATA_DIR": str(root / "data"),
         # A run sends a few thousand requests a minute: the limiter would answer most of
         # them 429 (documented, so no failure, but nothing behind it would be tested).
@@ -57,20 +58,14 @@ def _environment(backend: str, root: Path, request: pytest.FixtureRequest) -> di
         "QUESTLINE_SMTP_URL": "console:",
         "QUESTLINE_MAIL_FROM": "Questline demo <questline@localhost>",
     }
-    if backend == "postgresql":
-        postgres: PostgresServer = request.getfixturevalue("postgres_server")
-        env["QUESTLINE_DATABASE_URL"] = postgres.create_database(unique_database_name())
-    return env
 
 
 @pytest.fixture(scope="module")
-def deployment(
-    backend: str, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
-) -> Iterator[Deployment]:
+def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
     """``questline demo`` (migrates, loads the demo organization, prints its admin token
     last), then ``questline serve`` on a free port: what a user does (README)."""
-    root = tmp_path_factory.mktemp(f"schemathesis-{backend}")
-    env = _environment(backend, root, request)
+    root = tmp_path_factory.mktemp("schemathesis")
+    env = _environment(root)
     demo = subprocess.run(
         [*questline_command(), "demo"],
         env={**os.environ, **env},
