@@ -24,6 +24,7 @@ from fastapi import FastAPI
 from sqlalchemy import event, text
 
 from questline.config import Settings
+from questline.readmodel import sources
 from questline.readmodel.sources import PostgresSource
 from questline.readmodel.versions import CHANNEL, bump, bump_all
 from questline.storage.notify import ALL, Notifier, asyncpg_dsn
@@ -244,3 +245,27 @@ async def test_a_writer_that_dies_before_announcing_is_seen_through_the_re_read(
         await asyncio.sleep(0.05)
     assert await app_state.readmodel.version(org.id) == bumped
     assert source.rechecks > rechecks
+
+
+async def test_a_stopped_source_reads_through_the_pool_without_waiting_to_listen(
+    world: World, app_state: AppHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After the application's shutdown stopped it (a request still in flight, or an ASGI
+    host that starts the lifespan again), the source neither listens again nor waits for
+    a listening connection it will never have: each read goes to the pool."""
+    org = world.org()
+    await org.create_team()
+    source = app_state.readmodel.source
+    assert isinstance(source, PostgresSource)
+    await source.stop()
+    # Waiting for a first connection would now last the hour (the guard below fails first).
+    monkeypatch.setattr(sources, "FIRST_CONNECT_WAIT", 3600.0)
+    async with app_state.db.session(write=False) as session:
+        committed = await session.scalar(
+            text("SELECT version FROM readmodel_versions WHERE organization_id = :o"),
+            {"o": org.id},
+        )
+    async with asyncio.timeout(DEADLINE):
+        assert await source.current(org.id) == committed
+    assert not source.healthy
+    assert source.server_pid is None

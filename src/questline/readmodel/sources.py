@@ -298,7 +298,9 @@ class PostgresSource:
 
     # -- reading a version --------------------------------------------------------
     async def current(self, organization_id: uuid.UUID) -> int | None:
-        if self._task is None:
+        # A stopped source starts nothing and waits for nothing: its reads go through the
+        # pool (a request still answered while the application shuts down).
+        if self._task is None and not self._stopping:
             self._start()
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(FIRST_CONNECT_WAIT):
