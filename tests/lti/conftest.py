@@ -71,8 +71,13 @@ def tool(
         server.stop()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def third_party(tool: LiveServer) -> Iterator[ThirdPartyPlatform]:
-    """OpenLearning's lti1p3platform on loopback, with the running tool registered."""
+    """OpenLearning's lti1p3platform on loopback, with the running tool registered: one
+    a test, so that what it refused and kept is that test's. A launch leaves the tool a
+    roster sync that runs after its answer; a sync of the test before, still running
+    when this test's set-up empties the tables (the tool's keys with them), would
+    otherwise ask this test's platform for a token signed with a key no longer
+    published."""
     with running_third_party_platform(tool.url) as running:
         yield running
