@@ -42,13 +42,17 @@ def live_env(settings: Settings, **extra: str) -> dict[str, str]:
     return env
 
 
-@pytest.fixture
-def servers(settings: Settings, tmp_path: Path, backend: str) -> Iterator[list[LiveServer]]:
-    """Two processes on PostgreSQL; one on SQLite (its serve command runs one)."""
+@pytest.fixture(scope="module")
+def servers(
+    migrated_settings: Settings, tmp_path_factory: pytest.TempPathFactory, backend: str
+) -> Iterator[list[LiveServer]]:
+    """Two processes on PostgreSQL; one on SQLite (its serve command runs one). Shared by
+    the module's tests: each acts in organizations of its own."""
     started: list[LiveServer] = []
+    logs = tmp_path_factory.mktemp(f"streams-{backend}")
     try:
         for index in range(2 if backend == "postgresql" else 1):
-            server = LiveServer(env=live_env(settings), log_path=tmp_path / f"s{index}.log")
+            server = LiveServer(env=live_env(migrated_settings), log_path=logs / f"s{index}.log")
             started.append(server.start())
         yield started
     finally:
