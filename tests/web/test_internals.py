@@ -72,3 +72,19 @@ def test_private_names_of_libraries_are_used_in_the_adapters_only() -> None:
     assert outside == [], "\n".join(outside)
     # And the rule sees what it looks for: the adapters themselves hold such uses.
     assert all(_private_uses(path) for path in ADAPTERS)
+
+
+def test_the_declared_routes_are_the_ones_fastapi_routes_to(tmp_path: Path) -> None:
+    """``declared_routes`` walks the included routers without building their copies; on
+    the whole application it must give what FastAPI's own walk gives (each route, its
+    path with every prefix, in the router's order), nested routers (SCIM's) included."""
+    from fastapi.routing import iter_route_contexts
+
+    from questline.app import create_app
+    from questline.config import Settings
+
+    app = create_app(Settings(_env_file=None, data_dir=tmp_path))  # type: ignore[call-arg]
+    declared = list(web_internals.declared_routes(app.routes))
+    built = [(context.path, context.original_route) for context in iter_route_contexts(app.routes)]
+    assert declared == built
+    assert any(path and path.startswith("/scim/v2/") for path, _ in declared)
