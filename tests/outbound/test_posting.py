@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-import httpx
 import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -200,7 +199,7 @@ async def test_a_tls_connection_is_reused_only_for_the_name_it_was_verified_for(
             )
             assert answer.status_code == 204
         assert localhost_tls.server_names == ["localhost"]  # one handshake, two requests
-        with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+        with pytest.raises(posting.PostFailed, match="CERTIFICATE_VERIFY_FAILED"):
             await posting.post(
                 http,
                 f"https://{_bracketed(ipaddress.ip_address(address))}:{port}/hook",

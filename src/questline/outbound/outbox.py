@@ -339,10 +339,24 @@ class Outbox(Generic[A, R]):
             self._give_back(self.claims, attempt)
         self._finished.append(outcome)
         # Its slot is filled now from what is claimed, not by a pass: the next attempt
-        # does not wait for a transaction. The pass it hurries (no coalescing wait of
-        # new work) records the outcomes and claims the next batch meanwhile.
+        # does not wait for a transaction.
         self._start_waiting()
-        self.loop.hurry()
+        if self._runs_low(self.kind.slot(attempt).organization_id):
+            self.loop.hurry()
+
+    def _runs_low(self, organization_id: uuid.UUID) -> bool:
+        """Whether an attempt's end hurries a pass (no coalescing wait of new work) to
+        record the outcomes and claim the next batch: when what is claimed for its
+        organization no longer fills a round of its cap, or when nothing else is in
+        flight or waiting (the last outcomes get recorded). Until then the outcomes
+        wait, and one pass records and claims a round's worth at once: a pass costs
+        about as much for one row as for a round's."""
+        if len(self._sending) <= 1 and not self.waiting:
+            return True
+        queued = sum(
+            1 for a in self.waiting if self.kind.slot(a).organization_id == organization_id
+        )
+        return queued < self.slots.per_organization
 
     async def _purge_now_and_then(self) -> None:
         now = utcnow()

@@ -1,29 +1,39 @@
 """One POST to a checked address: the SSRF check right before, the connection pinned
 to the address checked (the Host header and TLS server name stay the URL's host).
 
-Pinning uses httpx's public surface only: the request goes to the URL with its host
-replaced by the checked address, with the original ``Host`` header and the
-``sni_hostname`` request extension, which httpcore uses as the TLS server name and for
-the certificate's host name check. A pool keyed by address alone would hand a TLS
-connection verified for one name to a request for another name on the same address,
-so HTTPS connections are pooled per server name (``PerServerName``).
+Deliveries (webhook attempts, xAPI statements) are the service's one outbound traffic
+that grows with its writes, so they go through aiohttp, whose request costs a tenth
+of the CPU of httpx's (docs/performance.md, "The outbox and the dispatchers"); the
+rare calls (key sets, discovery documents, LTI services, sign-in) keep httpx.
+
+Pinning uses aiohttp's public surface only: the request goes to the URL with its host
+replaced by the checked address, with the original ``Host`` header and
+``server_hostname`` as the TLS server name and the name the certificate is checked
+for. aiohttp keys its pooled connections by address, port, TLS context *and* server
+name, so a TLS connection verified for one name is never handed to a request for
+another name on the same address.
 """
 
 from __future__ import annotations
 
 import ssl
-from collections import Counter, OrderedDict
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from types import TracebackType
 
-import httpx
+import aiohttp
+from yarl import URL
 
 from questline.outbound import addresses
+from questline.outbound.fetching import tls_context
 
 DRAIN_AT_MOST = 64 * 1024
 """An answer's body up to this size is read (and dropped) to keep its connection."""
-SERVER_NAMES_KEPT = 256
-"""Idle per-name pools beyond this many are closed, least recently used first."""
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+class PostFailed(Exception):
+    """The POST did not get an answer (connection refused or reset, TLS failed, the
+    answer malformed); the message names what failed, never what was sent."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,109 +43,68 @@ class Answer:
     """At most the ``read_at_most`` first bytes of the answer's body."""
 
 
-class PerServerName(httpx.AsyncBaseTransport):
-    """Connection pools keyed by TLS server name (HTTPS) on top of httpx's own, which
-    key by scheme, address and port: a connection is reused only for the name it was
-    verified for. Plain HTTP shares one pool (no identity was verified)."""
-
-    def __init__(
-        self, *, limits: httpx.Limits, verify: ssl.SSLContext | bool, kept: int = SERVER_NAMES_KEPT
-    ) -> None:
-        self._limits = limits
-        self._verify = verify
-        self._kept = kept
-        self._pools: OrderedDict[str, httpx.AsyncHTTPTransport] = OrderedDict()
-        self._busy: Counter[str] = Counter()
-
-    def _key(self, request: httpx.Request) -> str:
-        if request.url.scheme != "https":
-            return ""
-        name = request.extensions.get("sni_hostname")
-        return str(name) if name else request.url.host
-
-    def _pool(self, key: str) -> httpx.AsyncHTTPTransport:
-        pool = self._pools.get(key)
-        if pool is None:
-            pool = httpx.AsyncHTTPTransport(
-                limits=self._limits, verify=self._verify, trust_env=False
-            )
-            self._pools[key] = pool
-        self._pools.move_to_end(key)
-        return pool
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        key = self._key(request)
-        pool = self._pool(key)
-        self._busy[key] += 1
-        try:
-            response = await pool.handle_async_request(request)
-        except BaseException:
-            await self._release(key)
-            raise
-        assert isinstance(response.stream, httpx.AsyncByteStream)
-        return httpx.Response(
-            status_code=response.status_code,
-            headers=response.headers,
-            stream=_Released(response.stream, self, key),
-            extensions=response.extensions,
-        )
-
-    async def _release(self, key: str) -> None:
-        self._busy[key] -= 1
-        if self._busy[key] <= 0:
-            del self._busy[key]
-        while len(self._pools) > self._kept:
-            idle = next((k for k in self._pools if k not in self._busy), None)
-            if idle is None:
-                return
-            await self._pools.pop(idle).aclose()
-
-    async def aclose(self) -> None:
-        pools, self._pools = list(self._pools.values()), OrderedDict()
-        for pool in pools:
-            await pool.aclose()
-
-
-class _Released(httpx.AsyncByteStream):
-    """The inner response's body; closing it gives the pool back to ``PerServerName``."""
-
-    def __init__(self, inner: httpx.AsyncByteStream, owner: PerServerName, key: str) -> None:
-        self._inner = inner
-        self._owner = owner
-        self._key = key
-        self._closed = False
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for chunk in self._inner:
-            yield chunk
-
-    async def aclose(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            await self._inner.aclose()
-        finally:
-            await self._owner._release(self._key)
-
-
-def client(
-    *, timeout: float, max_connections: int, verify: ssl.SSLContext | bool = True
-) -> httpx.AsyncClient:
+class Poster:
     """A connection pool for deliveries: no redirects followed, no proxy from the
     environment (a delivery goes where it was checked to go), HTTPS connections reused
-    only for the server name they were verified for."""
-    limits = httpx.Limits(max_connections=max_connections)
-    return httpx.AsyncClient(
-        timeout=timeout,
-        follow_redirects=False,
-        trust_env=False,
-        transport=PerServerName(limits=limits, verify=verify),
-    )
+    only for the server name they were verified for. Opened on first use (it belongs
+    to the event loop that uses it)."""
+
+    def __init__(
+        self, *, timeout: float, max_connections: int, verify: ssl.SSLContext | bool
+    ) -> None:
+        self._timeout = aiohttp.ClientTimeout(total=timeout)
+        self._max_connections = max_connections
+        self._tls: ssl.SSLContext | bool = tls_context() if verify is True else verify
+        self._session: aiohttp.ClientSession | None = None
+
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            connector = aiohttp.TCPConnector(limit=self._max_connections, ssl=self._tls)
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                timeout=self._timeout,
+                trust_env=False,
+                skip_auto_headers=("User-Agent",),
+            )
+        return self._session
+
+    async def aclose(self) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+
+    async def __aenter__(self) -> Poster:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+def client(*, timeout: float, max_connections: int, verify: ssl.SSLContext | bool = True) -> Poster:
+    """The pool of a dispatcher (or of one test call): at most ``max_connections``
+    connections, each request bounded by ``timeout`` seconds."""
+    return Poster(timeout=timeout, max_connections=max_connections, verify=verify)
+
+
+def host_header(url: URL) -> str:
+    """The ``Host`` header of ``url``: its host (IDNA-encoded, IPv6 in brackets) and its
+    port when it is not the scheme's default."""
+    host = url.raw_host or ""
+    if ":" in host:
+        host = f"[{host}]"
+    port = url.explicit_port
+    if port is None or port == DEFAULT_PORTS.get(url.scheme):
+        return host
+    return f"{host}:{port}"
 
 
 async def post(
-    http: httpx.AsyncClient,
+    http: Poster,
     url: str,
     *,
     content: bytes,
@@ -144,33 +113,39 @@ async def post(
     read_at_most: int = 0,
 ) -> Answer:
     """POST ``content`` to ``url`` after ``addresses.check`` (``UnsafeUrl`` when refused;
-    ``httpx.HTTPError`` when the connection fails). The caller bounds the time."""
+    ``PostFailed`` when there is no answer; ``TimeoutError`` past the pool's timeout)."""
     target = await addresses.check(url, allow_private=allow_private)
-    request = http.build_request(
-        "POST",
-        addresses.pinned_url(target),
-        content=content,
-        headers={**headers, "host": httpx.URL(url).netloc.decode("ascii")},
-        extensions={"sni_hostname": target.host},
-    )
-    response = await http.send(request, stream=True)
     try:
-        body = b""
-        seen = 0
-        # A short answer is read to its end, so that its connection goes back to the
-        # pool (one closed early is dropped); a long one is cut at the limit.
-        async for chunk in response.aiter_bytes():
-            if len(body) < read_at_most:
-                body += chunk[: read_at_most - len(body)]
-            seen += len(chunk)
-            if seen > max(read_at_most, DRAIN_AT_MOST):
-                break
-    finally:
-        await response.aclose()
-    return Answer(response.status_code, body)
+        async with http.session().post(
+            URL(addresses.pinned_url(target), encoded=True),
+            data=content,
+            headers={**headers, "Host": host_header(URL(url))},
+            server_hostname=target.host if target.url.startswith("https:") else None,
+            allow_redirects=False,
+        ) as response:
+            body = b""
+            seen = 0
+            # A short answer is read to its end, so that its connection goes back to the
+            # pool (one left unread is closed); a long one is cut at the limit.
+            async for chunk in response.content.iter_any():
+                if len(body) < read_at_most:
+                    body += chunk[: read_at_most - len(body)]
+                seen += len(chunk)
+                if seen > max(read_at_most, DRAIN_AT_MOST):
+                    response.close()
+                    break
+            return Answer(response.status, body)
+    except TimeoutError:
+        raise  # the caller's deadline, not a failed connection
+    except aiohttp.ClientError as exc:
+        raise PostFailed(f"{type(exc).__name__}: {exc}") from exc
 
 
 def receiving_host(url: str) -> str:
     """The host a delivery goes to, as the per-host limit counts it: the URL's host
     name, lower case (every port and scheme of one host together)."""
-    return (httpx.URL(url).host or url).lower()
+    try:
+        host = URL(url).host
+    except ValueError:
+        host = None
+    return (host or url).lower()

@@ -12,8 +12,6 @@ import json
 import uuid
 from dataclasses import dataclass
 
-import httpx
-
 from questline import __version__
 from questline.config import Settings
 from questline.events.models import Event
@@ -65,14 +63,14 @@ class Sender:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self._client: httpx.AsyncClient | None = None
+        self._client: posting.Poster | None = None
 
     async def close(self) -> None:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
 
-    def _http(self) -> httpx.AsyncClient:
+    def _http(self) -> posting.Poster:
         if self._client is None:
             self._client = posting.client(
                 timeout=self.settings.webhooks_timeout_seconds,
@@ -106,8 +104,8 @@ class Sender:
             return Outcome(attempt, None, str(exc)[:500])
         except TimeoutError:
             return Outcome(attempt, None, "The receiver did not answer in time.")
-        except httpx.HTTPError as exc:
-            return Outcome(attempt, None, f"{type(exc).__name__}: {exc}"[:500])
+        except posting.PostFailed as exc:
+            return Outcome(attempt, None, str(exc)[:500])
 
 
 receiving_host = posting.receiving_host

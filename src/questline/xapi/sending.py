@@ -9,8 +9,6 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
 from questline import __version__
 from questline.config import Settings
 from questline.outbound import addresses, posting
@@ -64,7 +62,7 @@ def verdict_of(status_code: int) -> Verdict:
 
 
 async def post_statements(
-    http: httpx.AsyncClient,
+    http: posting.Poster,
     *,
     endpoint: str,
     authorization: str,
@@ -95,7 +93,7 @@ async def post_statements(
         return Answer(Verdict.RETRY, None, str(exc)[:500])
     except TimeoutError:
         return Answer(Verdict.RETRY, None, "The LRS did not answer in time.")
-    except httpx.HTTPError as exc:
-        return Answer(Verdict.RETRY, None, f"{type(exc).__name__}: {exc}"[:500])
+    except posting.PostFailed as exc:
+        return Answer(Verdict.RETRY, None, str(exc)[:500])
     text = answer.body.decode("utf-8", errors="replace")
     return Answer(verdict_of(answer.status_code), answer.status_code, text)
