@@ -5,11 +5,12 @@ consumer is ``consumer``; the JSON shapes are ``statements``)."""
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import Select, and_, bindparam, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.disciplines.models import Discipline, Level, Quest, Task
@@ -50,6 +51,58 @@ class _TaskTree:
     discipline: Node
 
 
+@functools.cache
+def _node_completion(kind: StatementKind) -> Select[*tuple[Any, ...]]:
+    """Whether a team's completion of a task completed its level (or discipline), in
+    one statement built once: the standing statement of that node if one was made
+    (``already``), when this completion was recorded (``mine``: none when withdrawn
+    since), the node's tasks and points, and the team's completions of them (count,
+    points, the latest ``CompletedAt`` and the latest recording). Attributed to the
+    completion that completed it: when completions of the node were recorded after
+    this one (all fanned out together), the last one's event makes the statement."""
+    level = kind is StatementKind.LEVEL
+    column = Task.level_id if level else Task.discipline_id
+    mark = XapiStatement.level_id if level else XapiStatement.discipline_id
+    org, team, node = bindparam("org"), bindparam("team"), bindparam("node")
+    already = (
+        select(XapiStatement.id)
+        .where(
+            XapiStatement.organization_id == org,
+            XapiStatement.team_id == team,
+            XapiStatement.kind == kind,
+            mark == node,
+            XapiStatement.voided.is_(False),
+        )
+        .limit(1)
+        .scalar_subquery()
+    )
+    mine = (
+        select(TaskCompletion.created_at)
+        .where(
+            TaskCompletion.organization_id == org,
+            TaskCompletion.team_id == team,
+            TaskCompletion.task_id == bindparam("task"),
+        )
+        .scalar_subquery()
+    )
+    tasks = select(func.count(Task.id)).where(column == node).scalar_subquery()
+    total = select(func.coalesce(func.sum(Task.points), 0)).where(column == node).scalar_subquery()
+    return select(
+        already,
+        mine,
+        tasks,
+        total,
+        func.count(TaskCompletion.task_id),
+        func.coalesce(func.sum(TaskCompletion.points), 0),
+        func.max(TaskCompletion.completed_at),
+        func.max(TaskCompletion.created_at),
+    ).where(
+        TaskCompletion.organization_id == org,
+        TaskCompletion.team_id == team,
+        TaskCompletion.task_id.in_(select(Task.id).where(column == node)),
+    )
+
+
 class StatementBuilder:
     """Looks up what a statement names (team, members, the task's tree) and inserts the
     statements of one event, in the fan-out's transaction."""
@@ -58,6 +111,10 @@ class StatementBuilder:
         self.session = session
         self.iris = iris
         self._teams: dict[tuple[uuid.UUID, uuid.UUID], TeamOf] = {}
+        # What a fan-out's events name again and again (a team's completions name the
+        # same tasks and members): looked up once per pass, in its transaction.
+        self._trees: dict[uuid.UUID, _TaskTree | None] = {}
+        self._members: dict[tuple[uuid.UUID, uuid.UUID], tuple[str, str] | None] = {}
 
     async def statements_of(self, event: Any) -> int:
         payload: dict[str, Any] = event.payload
@@ -111,16 +168,24 @@ class StatementBuilder:
         member_id = _uuid(payload, "MemberId")
         if member_id is None:
             return None
-        row = (
-            await self.session.execute(
-                select(Member.given_name, Member.email).where(
-                    Member.organization_id == org_id, Member.id == member_id
+        key = (org_id, member_id)
+        if key not in self._members:
+            row = (
+                await self.session.execute(
+                    select(Member.given_name, Member.email).where(
+                        Member.organization_id == org_id, Member.id == member_id
+                    )
                 )
-            )
-        ).first()
-        return None if row is None else (row[0], row[1])
+            ).first()
+            self._members[key] = None if row is None else (row[0], row[1])
+        return self._members[key]
 
     async def _tree(self, task_id: uuid.UUID) -> _TaskTree | None:
+        if task_id not in self._trees:
+            self._trees[task_id] = await self._look_up_tree(task_id)
+        return self._trees[task_id]
+
+    async def _look_up_tree(self, task_id: uuid.UUID) -> _TaskTree | None:
         row = (
             await self.session.execute(
                 select(
@@ -260,54 +325,19 @@ class StatementBuilder:
     ) -> int:
         """A ``completed`` statement of the level or discipline when the team has now
         completed all of its tasks (once, until a withdrawal voids it)."""
-        column = Task.level_id if kind is StatementKind.LEVEL else Task.discipline_id
-        mark = (
-            XapiStatement.level_id if kind is StatementKind.LEVEL else XapiStatement.discipline_id
-        )
-        already = await self.session.scalar(
-            select(XapiStatement.id).where(
-                XapiStatement.organization_id == event.organization_id,
-                XapiStatement.team_id == team.id,
-                XapiStatement.kind == kind,
-                mark == node.id,
-                XapiStatement.voided.is_(False),
-            )
-        )
+        values = {
+            "org": event.organization_id,
+            "team": team.id,
+            "node": node.id,
+            "task": tree.task.id,
+        }
+        already, mine, tasks, total, done, raw, last, newest = (
+            await self.session.execute(_node_completion(kind), values)
+        ).one()
         if already is not None:
             return 0
-        # Attributed to the completion that completed it: when completions of the level
-        # were recorded after this one (all fanned out together), the last one's event
-        # makes the statement.
-        mine = await self.session.scalar(
-            select(TaskCompletion.created_at).where(
-                TaskCompletion.organization_id == event.organization_id,
-                TaskCompletion.team_id == team.id,
-                TaskCompletion.task_id == tree.task.id,
-            )
-        )
         if mine is None:
             return 0  # withdrawn since
-        tasks, total = (
-            await self.session.execute(
-                select(func.count(Task.id), func.coalesce(func.sum(Task.points), 0)).where(
-                    column == node.id
-                )
-            )
-        ).one()
-        done, raw, last, newest = (
-            await self.session.execute(
-                select(
-                    func.count(TaskCompletion.task_id),
-                    func.coalesce(func.sum(TaskCompletion.points), 0),
-                    func.max(TaskCompletion.completed_at),
-                    func.max(TaskCompletion.created_at),
-                ).where(
-                    TaskCompletion.organization_id == event.organization_id,
-                    TaskCompletion.team_id == team.id,
-                    TaskCompletion.task_id.in_(select(Task.id).where(column == node.id)),
-                )
-            )
-        ).one()
         if not tasks or done < tasks or _as_utc(newest) > _as_utc(mine):
             return 0
         id = statements.statement_id(event.id, kind.value)
