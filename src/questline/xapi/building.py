@@ -10,7 +10,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Select, and_, bindparam, func, or_, select, update
+from sqlalchemy import BindParameter, Select, and_, bindparam, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.disciplines.models import Discipline, Level, Quest, Task
@@ -63,7 +63,9 @@ def _node_completion(kind: StatementKind) -> Select[*tuple[Any, ...]]:
     level = kind is StatementKind.LEVEL
     column = Task.level_id if level else Task.discipline_id
     mark = XapiStatement.level_id if level else XapiStatement.discipline_id
-    org, team, node = bindparam("org"), bindparam("team"), bindparam("node")
+    org: BindParameter[uuid.UUID] = bindparam("org")
+    team: BindParameter[uuid.UUID] = bindparam("team")
+    node: BindParameter[uuid.UUID] = bindparam("node")
     already = (
         select(XapiStatement.id)
         .where(
