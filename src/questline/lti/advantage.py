@@ -17,15 +17,15 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
-import httpx
 from joserfc import jwt
 
 from questline.config import Settings
 from questline.lti.keys import ALGORITHM, SigningKey
-from questline.outbound import addresses
-from questline.outbound.fetching import http_client
+from questline.outbound import addresses, calls
 
 MAX_ANSWER_BYTES = 4 * 1024 * 1024
+CONNECTIONS = 8
+"""Connections to one platform at most (the grades' requests run a few at a time)."""
 CLIENT_ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 NRPS_SCOPE = "https://purl.imsglobal.org/spec/lti-nrps/scope/contextmembership.readonly"
 AGS_LINEITEM_SCOPE = "https://purl.imsglobal.org/spec/lti-ags/scope/lineitem"
@@ -43,7 +43,8 @@ class ServiceFailed(Exception):
 @dataclass(frozen=True, slots=True)
 class Answer:
     status_code: int
-    headers: httpx.Headers
+    links: list[str]
+    """The ``Link`` headers (RFC 8288), for paging."""
     body: bytes
 
     def json(self) -> Any:
@@ -53,12 +54,12 @@ class Answer:
             raise ServiceFailed("The platform's answer is not JSON.") from exc
 
 
-def client(settings: Settings) -> httpx.AsyncClient:
-    return http_client(timeout=settings.lti_http_timeout_seconds)
+def client(settings: Settings) -> calls.Caller:
+    return calls.client(timeout=settings.lti_http_timeout_seconds, max_connections=CONNECTIONS)
 
 
 async def call(
-    http: httpx.AsyncClient,
+    http: calls.Caller,
     method: str,
     url: str,
     *,
@@ -67,29 +68,24 @@ async def call(
     content: bytes | None = None,
 ) -> Answer:
     try:
-        target = await addresses.check(url, allow_private=settings.lti_allow_private_urls)
+        answer = await calls.send(
+            http,
+            method,
+            url,
+            headers=headers,
+            allow_private=settings.lti_allow_private_urls,
+            content=content,
+            read_at_most=MAX_ANSWER_BYTES,
+        )
     except addresses.UnsafeUrl as exc:
         raise ServiceFailed(str(exc)) from exc
-    request = http.build_request(
-        method,
-        addresses.pinned_url(target),
-        content=content,
-        headers={**headers, "host": httpx.URL(url).netloc.decode("ascii")},
-        extensions={"sni_hostname": target.host},
-    )
-    try:
-        response = await http.send(request, stream=True)
-        try:
-            body = bytearray()
-            async for chunk in response.aiter_bytes():
-                body.extend(chunk)
-                if len(body) > MAX_ANSWER_BYTES:
-                    raise ServiceFailed(f"The answer of {url} is too large.")
-        finally:
-            await response.aclose()
-    except httpx.HTTPError as exc:
-        raise ServiceFailed(f"{url} failed ({type(exc).__name__}).") from exc
-    return Answer(response.status_code, response.headers, bytes(body))
+    except TimeoutError as exc:
+        raise ServiceFailed(f"{url} failed (it did not answer in time).") from exc
+    except calls.CallFailed as exc:
+        raise ServiceFailed(f"{url} failed ({str(exc).partition(':')[0]}).") from exc
+    if answer.cut:
+        raise ServiceFailed(f"The answer of {url} is too large.")
+    return Answer(answer.status_code, answer.header_values("link"), answer.body)
 
 
 def client_assertion(*, key: SigningKey, client_id: str, token_url: str) -> str:
@@ -106,7 +102,7 @@ def client_assertion(*, key: SigningKey, client_id: str, token_url: str) -> str:
 
 
 async def access_token(
-    http: httpx.AsyncClient,
+    http: calls.Caller,
     *,
     settings: Settings,
     key: SigningKey,

@@ -36,7 +36,7 @@ from questline.lti.models import (
     LtiPlatform,
     LtiScore,
 )
-from questline.outbound import outbox, posting, retry
+from questline.outbound import calls, outbox, retry
 from questline.outbound.fairness import Slots
 from questline.outbound.outbox import Outbox, Slot
 from questline.storage.db import Database, insert_ignoring_conflicts, utcnow
@@ -178,7 +178,7 @@ class Grades:
                 continue
             group = groups.get((score.organization_id, score.platform_id))
             if group is None:
-                host = posting.receiving_host(platform.lineitems_url)
+                host = calls.receiving_host(platform.lineitems_url)
                 if (
                     slots.room() <= 0
                     or slots.organization_full(score.organization_id)

@@ -25,7 +25,6 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -92,9 +91,9 @@ def _entry(raw: Any) -> RosterEntry | None:
     return RosterEntry(subject, email, shown or "Learner", status == "Active")
 
 
-def _next_link(headers: httpx.Headers) -> str | None:
+def _next_link(links: list[str]) -> str | None:
     """The ``rel="next"`` target of RFC 8288 ``Link`` headers, if any."""
-    for part in headers.get_list("link"):
+    for part in links:
         for link in part.split(","):
             url, _, params = link.partition(";")
             relations = {p.replace(" ", "").replace('"', "") for p in params.split(";")}
@@ -142,7 +141,7 @@ async def read_roster(
                 if entry is not None:
                     roster.entries.append(entry)
             pages += 1
-            url = _next_link(answer.headers)
+            url = _next_link(answer.links)
         del roster.entries[settings.lti_roster_max_members :]
     return roster
 

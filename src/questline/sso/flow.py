@@ -41,7 +41,7 @@ from questline import audit
 from questline.auth import scim_tokens, sessions
 from questline.config import Settings
 from questline.members.service import FoundMember, find_by_email, find_or_create
-from questline.outbound.fetching import tls_context
+from questline.outbound.calls import tls_context
 from questline.readmodel.versions import bump
 from questline.sso import sealing
 from questline.sso.claims import Person, SignInRules, verify_id_token

@@ -1,7 +1,7 @@
 """Sending one attempt: the body, the Standard Webhooks headers, the HTTP POST.
 
 Each attempt re-checks the URL's address and connects to the address it checked
-(``outbound.posting``); the whole attempt is bounded by ``webhooks_timeout_seconds``; the
+(``outbound.calls``); the whole attempt is bounded by ``webhooks_timeout_seconds``; the
 answer's body is never read (only its status matters).
 """
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from questline import __version__
 from questline.config import Settings
 from questline.events.models import Event
-from questline.outbound import addresses, posting
+from questline.outbound import addresses, calls
 from questline.storage.db import utcnow
 from questline.timeformat import rfc3339
 from questline.webhooks import signing
@@ -63,16 +63,16 @@ class Sender:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self._client: posting.Poster | None = None
+        self._client: calls.Caller | None = None
 
     async def close(self) -> None:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
 
-    def _http(self) -> posting.Poster:
+    def _http(self) -> calls.Caller:
         if self._client is None:
-            self._client = posting.client(
+            self._client = calls.client(
                 timeout=self.settings.webhooks_timeout_seconds,
                 max_connections=self.settings.webhooks_concurrency,
             )
@@ -92,7 +92,7 @@ class Sender:
                         body=attempt.body,
                     ),
                 }
-                answer = await posting.post(
+                answer = await calls.post(
                     self._http(),
                     attempt.url,
                     content=attempt.body,
@@ -104,9 +104,9 @@ class Sender:
             return Outcome(attempt, None, str(exc)[:500])
         except TimeoutError:
             return Outcome(attempt, None, "The receiver did not answer in time.")
-        except posting.PostFailed as exc:
+        except calls.CallFailed as exc:
             return Outcome(attempt, None, str(exc)[:500])
 
 
-receiving_host = posting.receiving_host
-"""The per-host limit's host of a webhook URL (``outbound.posting.receiving_host``)."""
+receiving_host = calls.receiving_host
+"""The per-host limit's host of a webhook URL (``outbound.calls.receiving_host``)."""

@@ -36,7 +36,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline import events
 from questline.config import Settings
-from questline.outbound import outbox, posting, retry
+from questline.outbound import calls, outbox, retry
 from questline.outbound.fairness import Slots
 from questline.outbound.outbox import Outbox, Slot
 from questline.storage.db import Database
@@ -77,7 +77,7 @@ class Statements:
     def __init__(self, settings: Settings, db: Database) -> None:
         self.settings = settings
         self.db = db
-        self._http = posting.client(
+        self._http = calls.client(
             timeout=settings.xapi_timeout_seconds, max_connections=settings.xapi_concurrency
         )
 
@@ -143,7 +143,7 @@ class Statements:
             lrs = connections.get(org_id)
             if lrs is None:
                 continue  # deleted meanwhile (its statements go with it)
-            host = posting.receiving_host(lrs.endpoint)
+            host = calls.receiving_host(lrs.endpoint)
             if slots.room() <= 0:
                 break
             if slots.organization_full(org_id) or slots.host_full(host):

@@ -6,7 +6,7 @@ import uuid
 
 from fastapi import APIRouter, Request, Response, status
 
-from questline.outbound import posting
+from questline.outbound import calls
 from questline.storage.db import utcnow
 from questline.web.access import AdminOf
 from questline.web.errors import PublicUrlRequired
@@ -94,7 +94,7 @@ async def test_lrs(request: Request, tenant: AdminOf, session: SessionDep) -> sc
         return schemas.LrsTest(
             ok=False, status_code=None, answer=None, error=str(exc), statement_id=statement_id
         )
-    async with posting.client(timeout=settings.xapi_timeout_seconds, max_connections=1) as http:
+    async with calls.client(timeout=settings.xapi_timeout_seconds, max_connections=1) as http:
         answer = await sending.post_statements(
             http,
             endpoint=lrs.endpoint,

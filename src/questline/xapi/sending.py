@@ -11,7 +11,7 @@ from typing import Any
 
 from questline import __version__
 from questline.config import Settings
-from questline.outbound import addresses, posting
+from questline.outbound import addresses, calls
 from questline.xapi import sealing
 from questline.xapi.models import LrsConnection
 from questline.xapi.statements import XAPI_VERSION
@@ -62,7 +62,7 @@ def verdict_of(status_code: int) -> Verdict:
 
 
 async def post_statements(
-    http: posting.Poster,
+    http: calls.Caller,
     *,
     endpoint: str,
     authorization: str,
@@ -81,7 +81,7 @@ async def post_statements(
     }
     try:
         async with asyncio.timeout(seconds):
-            answer = await posting.post(
+            answer = await calls.post(
                 http,
                 statements_url(endpoint),
                 content=body,
@@ -93,7 +93,7 @@ async def post_statements(
         return Answer(Verdict.RETRY, None, str(exc)[:500])
     except TimeoutError:
         return Answer(Verdict.RETRY, None, "The LRS did not answer in time.")
-    except posting.PostFailed as exc:
+    except calls.CallFailed as exc:
         return Answer(Verdict.RETRY, None, str(exc)[:500])
     text = answer.body.decode("utf-8", errors="replace")
     return Answer(verdict_of(answer.status_code), answer.status_code, text)

@@ -21,7 +21,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from questline.outbound import addresses, posting
+from questline.outbound import addresses, calls
 from tests.webhooks.receiver import receiver
 
 pytestmark = pytest.mark.anyio
@@ -167,10 +167,8 @@ async def test_https_connects_to_the_checked_address_and_verifies_the_name(
     url = f"https://localhost:{localhost_tls.url_port}/hook"
     target = await addresses.check(url, allow_private=True)
     assert addresses.pinned_url(target).startswith("https://" + _bracketed(target.address))
-    async with posting.client(
-        timeout=30, max_connections=4, verify=trusting(localhost_tls)
-    ) as http:
-        answer = await posting.post(http, url, content=b"{}", headers={}, allow_private=True)
+    async with calls.client(timeout=30, max_connections=4, verify=trusting(localhost_tls)) as http:
+        answer = await calls.post(http, url, content=b"{}", headers={}, allow_private=True)
     assert answer.status_code == 204
     # The certificate names "localhost" only: the handshake verified the name while the
     # connection went to the address checked.
@@ -186,11 +184,9 @@ async def test_a_tls_connection_is_reused_only_for_the_name_it_was_verified_for(
     certificate does not name) gets a connection of its own, and its check fails."""
     port = localhost_tls.url_port
     [address] = {str(a) for a in await addresses.resolve("localhost", port)}
-    async with posting.client(
-        timeout=30, max_connections=4, verify=trusting(localhost_tls)
-    ) as http:
+    async with calls.client(timeout=30, max_connections=4, verify=trusting(localhost_tls)) as http:
         for _ in range(2):  # kept alive and reused for the same name
-            answer = await posting.post(
+            answer = await calls.post(
                 http,
                 f"https://localhost:{port}/hook",
                 content=b"{}",
@@ -199,8 +195,8 @@ async def test_a_tls_connection_is_reused_only_for_the_name_it_was_verified_for(
             )
             assert answer.status_code == 204
         assert localhost_tls.server_names == ["localhost"]  # one handshake, two requests
-        with pytest.raises(posting.PostFailed, match="CERTIFICATE_VERIFY_FAILED"):
-            await posting.post(
+        with pytest.raises(calls.CallFailed, match="CERTIFICATE_VERIFY_FAILED"):
+            await calls.post(
                 http,
                 f"https://{_bracketed(ipaddress.ip_address(address))}:{port}/hook",
                 content=b"{}",
@@ -214,8 +210,8 @@ async def test_a_redirect_is_answered_not_followed() -> None:
     with receiver() as elsewhere, receiver() as first:
         first.answers = [307]
         first.answer_headers = {"location": elsewhere.url}
-        async with posting.client(timeout=30, max_connections=1) as http:
-            answer = await posting.post(
+        async with calls.client(timeout=30, max_connections=1) as http:
+            answer = await calls.post(
                 http, first.url, content=b"{}", headers={}, allow_private=True
             )
         assert answer.status_code == 307
@@ -225,9 +221,9 @@ async def test_a_redirect_is_answered_not_followed() -> None:
 
 async def test_an_internal_address_is_refused_before_any_connection() -> None:
     with receiver() as inside:
-        async with posting.client(timeout=30, max_connections=1) as http:
+        async with calls.client(timeout=30, max_connections=1) as http:
             with pytest.raises(addresses.UnsafeUrl):
-                await posting.post(http, inside.url, content=b"{}", headers={}, allow_private=False)
+                await calls.post(http, inside.url, content=b"{}", headers={}, allow_private=False)
         assert inside.requests == []
 
 

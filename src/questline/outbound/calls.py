@@ -1,10 +1,13 @@
-"""One POST to a checked address: the SSRF check right before, the connection pinned
-to the address checked (the Host header and TLS server name stay the URL's host).
+"""One call to another service, for every integration alike (webhook attempts, xAPI
+statements, LTI services, key sets and discovery documents): the SSRF check right
+before, the connection pinned to the address checked (the Host header and TLS server
+name stay the URL's host), no redirect followed, no proxy taken from the environment,
+bounded in time and in what is read.
 
-Deliveries (webhook attempts, xAPI statements) are the service's one outbound traffic
-that grows with its writes, so they go through aiohttp, whose request costs a tenth
-of the CPU of httpx's (docs/performance.md, "The outbox and the dispatchers"); the
-rare calls (key sets, discovery documents, LTI services, sign-in) keep httpx.
+Calls go through aiohttp, whose request costs about a tenth of the CPU of httpx's:
+deliveries are outbound traffic that grows with the service's writes
+(docs/performance.md, "The outbox and the dispatchers"). The sign-in flow's token
+exchange is authlib's client (``sso.flow``), on httpx.
 
 Pinning uses aiohttp's public surface only: the request goes to the URL with its host
 replaced by the checked address, with the original ``Host`` header and
@@ -16,24 +19,25 @@ another name on the same address.
 
 from __future__ import annotations
 
+import functools
 import ssl
 from dataclasses import dataclass
 from types import TracebackType
 
 import aiohttp
+import certifi
 from yarl import URL
 
 from questline.outbound import addresses
-from questline.outbound.fetching import tls_context
 
 DRAIN_AT_MOST = 64 * 1024
 """An answer's body up to this size is read (and dropped) to keep its connection."""
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
-class PostFailed(Exception):
-    """The POST did not get an answer (connection refused or reset, TLS failed, the
-    answer malformed); the message names what failed, never what was sent."""
+class CallFailed(Exception):
+    """The call got no answer (connection refused or reset, TLS failed, the answer
+    malformed); the message names what failed, never what was sent."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,10 +45,27 @@ class Answer:
     status_code: int
     body: bytes
     """At most the ``read_at_most`` first bytes of the answer's body."""
+    cut: bool = False
+    """The body was longer than ``read_at_most`` (``body`` holds its beginning)."""
+    header_lines: tuple[tuple[str, str], ...] = ()
+    """The answer's headers, names in lower case, in their order."""
+
+    def header_values(self, name: str) -> list[str]:
+        """Every value of the header ``name`` (any case), in order."""
+        name = name.lower()
+        return [value for key, value in self.header_lines if key == name]
 
 
-class Poster:
-    """A connection pool for deliveries: no redirects followed, no proxy from the
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """The context every call verifies certificates with (the certifi bundle), made once
+    per process: each new context would load the bundle again (a fraction of a second
+    of CPU)."""
+    return ssl.create_default_context(cafile=certifi.where())
+
+
+class Caller:
+    """A connection pool for calls: no redirects followed, no proxy from the
     environment (a delivery goes where it was checked to go), HTTPS connections reused
     only for the server name they were verified for. Opened on first use (it belongs
     to the event loop that uses it)."""
@@ -73,7 +94,7 @@ class Poster:
         if session is not None:
             await session.close()
 
-    async def __aenter__(self) -> Poster:
+    async def __aenter__(self) -> Caller:
         return self
 
     async def __aexit__(
@@ -85,10 +106,10 @@ class Poster:
         await self.aclose()
 
 
-def client(*, timeout: float, max_connections: int, verify: ssl.SSLContext | bool = True) -> Poster:
+def client(*, timeout: float, max_connections: int, verify: ssl.SSLContext | bool = True) -> Caller:
     """The pool of a dispatcher (or of one test call): at most ``max_connections``
     connections, each request bounded by ``timeout`` seconds."""
-    return Poster(timeout=timeout, max_connections=max_connections, verify=verify)
+    return Caller(timeout=timeout, max_connections=max_connections, verify=verify)
 
 
 def host_header(url: URL) -> str:
@@ -103,20 +124,24 @@ def host_header(url: URL) -> str:
     return f"{host}:{port}"
 
 
-async def post(
-    http: Poster,
+async def send(
+    http: Caller,
+    method: str,
     url: str,
     *,
-    content: bytes,
     headers: dict[str, str],
     allow_private: bool,
+    content: bytes | None = None,
     read_at_most: int = 0,
 ) -> Answer:
-    """POST ``content`` to ``url`` after ``addresses.check`` (``UnsafeUrl`` when refused;
-    ``PostFailed`` when there is no answer; ``TimeoutError`` past the pool's timeout)."""
+    """``method`` ``url`` after ``addresses.check`` (``UnsafeUrl`` when refused;
+    ``CallFailed`` when there is no answer; ``TimeoutError`` past the pool's timeout).
+    The answer's body is read up to ``read_at_most`` bytes (``Answer.cut`` when it is
+    longer)."""
     target = await addresses.check(url, allow_private=allow_private)
     try:
-        async with http.session().post(
+        async with http.session().request(
+            method,
             URL(addresses.pinned_url(target), encoded=True),
             data=content,
             headers={**headers, "Host": host_header(URL(url))},
@@ -134,11 +159,33 @@ async def post(
                 if seen > max(read_at_most, DRAIN_AT_MOST):
                     response.close()
                     break
-            return Answer(response.status, body)
+            lines = tuple((key.lower(), value) for key, value in response.headers.items())
+            return Answer(response.status, body, seen > read_at_most, lines)
     except TimeoutError:
         raise  # the caller's deadline, not a failed connection
     except aiohttp.ClientError as exc:
-        raise PostFailed(f"{type(exc).__name__}: {exc}") from exc
+        raise CallFailed(f"{type(exc).__name__}: {exc}") from exc
+
+
+async def post(
+    http: Caller,
+    url: str,
+    *,
+    content: bytes,
+    headers: dict[str, str],
+    allow_private: bool,
+    read_at_most: int = 0,
+) -> Answer:
+    """POST ``content`` to ``url`` (``send``)."""
+    return await send(
+        http,
+        "POST",
+        url,
+        headers=headers,
+        allow_private=allow_private,
+        content=content,
+        read_at_most=read_at_most,
+    )
 
 
 def receiving_host(url: str) -> str:
