@@ -275,16 +275,17 @@ class StatementBuilder:
                 timestamp=completed_at,
             ),
         )
-        made = 1
         await self.session.flush()
-        for kind, node, parents in (
-            (StatementKind.LEVEL, tree.level, [tree.discipline]),
-            (StatementKind.DISCIPLINE, tree.discipline, []),
-        ):
-            made += await self._level_or_discipline_completed(
-                event, team, tree, kind, node, parents
-            )
-        return made
+        level = await self._node_completed(
+            event, team, tree, StatementKind.LEVEL, tree.level, [tree.discipline]
+        )
+        if level is None:
+            # The level's tasks are the discipline's too: it is not complete either.
+            return 1
+        discipline = await self._node_completed(
+            event, team, tree, StatementKind.DISCIPLINE, tree.discipline, []
+        )
+        return 1 + level + (discipline or 0)
 
     async def _answered(
         self, event: Any, team: TeamOf, task_id: uuid.UUID, payload: dict[str, Any]
@@ -316,7 +317,7 @@ class StatementBuilder:
         await self.session.flush()
         return 1
 
-    async def _level_or_discipline_completed(
+    async def _node_completed(
         self,
         event: Any,
         team: TeamOf,
@@ -324,9 +325,10 @@ class StatementBuilder:
         kind: StatementKind,
         node: Node,
         parents: list[Node],
-    ) -> int:
+    ) -> int | None:
         """A ``completed`` statement of the level or discipline when the team has now
-        completed all of its tasks (once, until a withdrawal voids it)."""
+        completed all of its tasks (once, until a withdrawal voids it): the statements
+        made (0 or 1), or None when the node is not complete with this completion."""
         values = {
             "org": event.organization_id,
             "team": team.id,
@@ -338,9 +340,9 @@ class StatementBuilder:
         ).one()
         if already is not None:
             return 0
-        if mine is None:
-            return 0  # withdrawn since
-        if not tasks or done < tasks or _as_utc(newest) > _as_utc(mine):
+        if mine is None or not tasks or done < tasks:
+            return None  # withdrawn since, or still incomplete
+        if _as_utc(newest) > _as_utc(mine):
             return 0
         id = statements.statement_id(event.id, kind.value)
         self._add(
