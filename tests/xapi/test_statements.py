@@ -93,6 +93,35 @@ async def test_completions_arrive_with_the_statement_shape(
     assert discipline["object"]["definition"]["name"] == {"und": "Crypto"}
 
 
+async def test_each_level_completes_once_and_the_discipline_with_its_last_level(
+    world: World,
+    app_state: AppHarness,
+    settings: Settings,
+    ralph: RalphServer,
+    lrs_user: RalphUser,
+) -> None:
+    org = world.org()
+    await register(org, ralph, lrs_user)
+    team = await org.create_team("Comets")
+    tree = await make_discipline(app_state.db, org_id=org.id, shape=[[[10]], [[5, 3]]])
+    only, second_first, second_last = tree.tasks
+    for index, task in enumerate((only, second_first, second_last)):
+        assert (await complete(org, team["Id"], task, at(index + 1))).status_code == 201
+
+    await deliver(settings, app_state.db)
+
+    made = await rows(app_state.db, org.id)
+    assert [(r.kind, r.level_id) for r in made] == [
+        (StatementKind.TASK, tree.level_ids[0]),
+        (StatementKind.LEVEL, tree.level_ids[0]),
+        (StatementKind.TASK, tree.level_ids[1]),
+        (StatementKind.TASK, tree.level_ids[1]),
+        (StatementKind.LEVEL, tree.level_ids[1]),
+        (StatementKind.DISCIPLINE, tree.level_ids[1]),
+    ]
+    assert {str(r.id) for r in made} == {s["id"] for s in ralph.statements(lrs_user)}
+
+
 async def test_a_completion_by_a_named_member_has_that_member_as_actor(
     world: World,
     app_state: AppHarness,
