@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 
 import httpx
 import pytest
@@ -16,6 +17,7 @@ from questline.storage import tenancy
 from questline.teams import schemas as team_schemas
 from questline.teams import service as teams_service
 from questline.webhooks.dispatcher import Dispatcher
+from questline.webhooks.models import Webhook as WebhookRow
 from tests.factories import World
 from tests.support.harness import AppHarness
 from tests.webhooks.receiver import Receiver
@@ -139,6 +141,39 @@ async def test_retries_keep_the_webhook_id_and_the_list_shows_the_attempts(
     assert delivery["LastStatusCode"] == 204
     assert delivery["Event"] == "team.created"
     assert requests[0].headers["webhook-id"] == f"msg_{delivery['EventId'].replace('-', '')}"
+
+
+async def test_a_success_ends_the_webhook_s_failing_spell(
+    world: World, app_state: AppHarness, hook_receiver: Receiver
+) -> None:
+    """A 2xx after a failure: the webhook is no longer failing (the clock that disables
+    a webhook failing too long starts again at its next failure)."""
+    org = world.org()
+    hook = await subscribe(org, hook_receiver.url)
+
+    async def failing_since() -> object:
+        with tenancy.for_every_organization():
+            async with app_state.db.session(write=False) as session:
+                return await session.scalar(
+                    select(WebhookRow.failing_since).where(WebhookRow.id == uuid.UUID(hook["Id"]))
+                )
+
+    hook_receiver.answers = [500]
+    await org.create_team()
+    once = app_state.settings.model_copy(update={"webhooks_max_attempts": 1})
+    await drain(app_state, settings=once)
+    assert len(hook_receiver.wait_for(1)) == 1
+    assert await failing_since() is not None
+
+    await org.create_team()
+    await drain(app_state)
+    assert len(hook_receiver.wait_for(2)) == 2
+    assert await failing_since() is None
+    [newest, oldest] = (
+        await org.client.get(f"/webhook/{hook['Id']}/deliveries", headers=org.admin)
+    ).json()
+    assert (newest["Status"], newest["LastStatusCode"]) == ("Succeeded", 204)
+    assert (oldest["Status"], oldest["LastStatusCode"]) == ("Failed", 500)
 
 
 async def test_a_webhook_failing_too_long_is_disabled_and_says_so(

@@ -82,16 +82,22 @@ class Leased(Protocol):
     next_attempt_at: dt.datetime
 
 
+def lease_end(now: dt.datetime, lease: dt.timedelta) -> dt.datetime:
+    """When a row claimed ``now`` is due again: past the attempt's timeout (``lease``)
+    for each attempt it may wait behind. A claimed row may wait in the process for the
+    attempts claimed before it at its organization or host (at most ``CLAIM_AHEAD - 1``
+    rounds of the cap, each bounded by the attempt's timeout) before its own: the lease
+    lasts that long too, so that no claim (another process's, or this one's) takes it
+    meanwhile."""
+    return now + lease * CLAIM_AHEAD
+
+
 def lease(row: Leased, now: dt.datetime, lease: dt.timedelta) -> None:
-    """Count a claimed row's attempt and move its next attempt past the attempt's
-    timeout (``lease``) for each attempt it may wait behind: a process that dies
-    mid-attempt leaves the row to be sent again once the lease is over."""
+    """Count a claimed row's attempt and move its next attempt to ``lease_end``: a
+    process that dies mid-attempt leaves the row to be sent again once the lease is
+    over."""
     row.attempts += 1
-    # A claimed row may wait in the process for the attempts claimed before it at its
-    # organization or host (at most ``CLAIM_AHEAD - 1`` rounds of the cap, each bounded
-    # by the attempt's timeout) before its own: the lease lasts that long too, so that
-    # no claim (another process's, or this one's) takes it meanwhile.
-    row.next_attempt_at = now + lease * CLAIM_AHEAD
+    row.next_attempt_at = lease_end(now, lease)
 
 
 class Kind(Protocol[A, R]):

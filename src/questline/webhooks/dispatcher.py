@@ -45,7 +45,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Select, and_, delete, insert, not_, or_, select
+from sqlalchemy import Select, and_, bindparam, case, delete, insert, not_, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline import events
@@ -130,11 +130,11 @@ class Deliveries:
     def _due(
         self,
         session: AsyncSession,
-        query: Select[Any],
+        query: Select[*tuple[Any, ...]],
         now: dt.datetime,
         organizations: set[uuid.UUID],
         webhooks: set[uuid.UUID],
-    ) -> Select[Any]:
+    ) -> Select[*tuple[Any, ...]]:
         """Due deliveries, leaving out full organizations and webhooks of full hosts."""
         query = query.where(
             WebhookDelivery.status == DeliveryStatus.PENDING,
@@ -176,11 +176,11 @@ class Deliveries:
             limit = min(CLAIM_BATCH, room, slots.per_organization)
             due = list(
                 (
-                    await session.scalars(
+                    await session.execute(
                         self._locking(
                             self._due(
                                 session,
-                                select(WebhookDelivery),
+                                select(*DUE_COLUMNS),
                                 now,
                                 full_organizations,
                                 full_host_webhooks,
@@ -193,17 +193,20 @@ class Deliveries:
             )
             if not due:
                 break
+            claim = _Claim()
             skipped = self._claim_rows(
                 slots,
-                session_rows=due,
+                due=due,
                 hooks=await _webhooks(session, due),
                 found=await _events(session, due),
                 now=now,
-                lease=lease,
+                claim=claim,
                 attempts=claimed,
                 full_organizations=full_organizations,
                 full_host_webhooks=full_host_webhooks,
             )
+            # Written before the next round's query, which must not see them due.
+            await claim.write(session, now, outbox.lease_end(now, lease))
             if not skipped and len(due) < limit:
                 break  # every due delivery was seen
         else:
@@ -214,25 +217,26 @@ class Deliveries:
         self,
         slots: Slots,
         *,
-        session_rows: Sequence[WebhookDelivery],
+        due: Sequence[Any],
         hooks: dict[tuple[uuid.UUID, uuid.UUID], Webhook],
-        found: dict[uuid.UUID, Event],
+        found: dict[uuid.UUID, Any],
         now: dt.datetime,
-        lease: dt.timedelta,
+        claim: _Claim,
         attempts: list[Attempt],
         full_organizations: set[uuid.UUID],
         full_host_webhooks: set[uuid.UUID],
     ) -> bool:
-        """Claim what fits of one round's rows; True when some were left for want of a
-        slot (the next round leaves their organization or webhook out)."""
+        """Claim what fits of one round's rows (``DUE_COLUMNS``) into ``claim``; True
+        when some were left for want of a slot (the next round leaves their
+        organization or webhook out)."""
         skipped = False
-        for delivery in session_rows:
+        for delivery in due:
             hook = hooks.get((delivery.organization_id, delivery.webhook_id))
             event = found.get(delivery.event_id)
             if hook is None or not hook.enabled or event is None:
-                delivery.status = DeliveryStatus.FAILED
-                delivery.last_error = (
-                    "The webhook is disabled." if event is not None else "The event expired."
+                claim.fail(
+                    delivery,
+                    "The webhook is disabled." if event is not None else "The event expired.",
                 )
                 continue
             host = receiving_host(hook.url)
@@ -249,12 +253,10 @@ class Deliveries:
             try:
                 secrets = signing_secrets(self.sealer, hook, now)
             except sealing.Unreadable:
-                delivery.status = DeliveryStatus.FAILED
-                delivery.last_error = UNREADABLE_SECRET
+                claim.fail(delivery, UNREADABLE_SECRET)
                 continue
             slots.take(delivery.organization_id, host, hook.id)
-            outbox.lease(delivery, now, lease)
-            delivery.last_attempt_at = now
+            claim.lease(delivery)
             attempts.append(
                 Attempt(
                     organization_id=delivery.organization_id,
@@ -273,6 +275,9 @@ class Deliveries:
     async def record(
         self, session: AsyncSession, outcomes: Sequence[Outcome], now: dt.datetime
     ) -> None:
+        if all(o.ok for o in outcomes):
+            await _record_successes(session, outcomes, now)
+            return
         keys = sorted({(o.attempt.organization_id, o.attempt.webhook_id) for o in outcomes})
         hooks = {
             (h.organization_id, h.id): h
@@ -454,8 +459,107 @@ async def _subscribers(session: AsyncSession, org_ids: set[uuid.UUID]) -> list[W
     return list((await session.scalars(query)).all())
 
 
+DUE_COLUMNS = (
+    WebhookDelivery.organization_id,
+    WebhookDelivery.id,
+    WebhookDelivery.webhook_id,
+    WebhookDelivery.event_id,
+    WebhookDelivery.generation,
+)
+"""What a claim reads of a due delivery (rows, not entities: a claim writes its changes
+in two statements, ``_Claim.write``)."""
+
+_DELIVERIES = WebhookDelivery.__table__
+_HOOKS = Webhook.__table__
+
+
+class _Claim:
+    """One claim round's changes, written in a statement each: the deliveries leased
+    (their attempt counted, due again at the lease's end) and those failed for good
+    (their webhook disabled or gone, their event expired, their secret unreadable)."""
+
+    def __init__(self) -> None:
+        self.leased: list[dict[str, Any]] = []
+        self.failed: list[dict[str, Any]] = []
+
+    def lease(self, delivery: Any) -> None:
+        self.leased.append({"b_org": delivery.organization_id, "b_id": delivery.id})
+
+    def fail(self, delivery: Any, error: str) -> None:
+        self.failed.append(
+            {"b_org": delivery.organization_id, "b_id": delivery.id, "b_error": error}
+        )
+
+    async def write(self, session: AsyncSession, now: dt.datetime, due: dt.datetime) -> None:
+        connection = await session.connection()
+        if self.leased:
+            await connection.execute(
+                _by_key(_DELIVERIES).values(
+                    attempts=_DELIVERIES.c.attempts + 1,
+                    next_attempt_at=due,
+                    last_attempt_at=now,
+                ),
+                self.leased,
+            )
+        if self.failed:
+            await connection.execute(
+                _by_key(_DELIVERIES).values(
+                    status=DeliveryStatus.FAILED, last_error=bindparam("b_error")
+                ),
+                self.failed,
+            )
+
+
+def _by_key(table: Any) -> Any:
+    """An UPDATE of ``table``'s row by its key, run once per parameter set."""
+    return update(table).where(
+        table.c.organization_id == bindparam("b_org"), table.c.id == bindparam("b_id")
+    )
+
+
+async def _record_successes(
+    session: AsyncSession, outcomes: Sequence[Outcome], now: dt.datetime
+) -> None:
+    """Outcomes that are all 2xx, in two statements: each delivery succeeded (noted
+    only, and left due, when a manual retry bumped its generation since the claim: the
+    retry's attempt is still owed), and each webhook is no longer failing. Each
+    statement locks the rows it writes, so a retry committing meanwhile either came
+    first, and its generation is seen here, or waits for this record."""
+    connection = await session.connection()
+    await connection.execute(
+        _by_key(_DELIVERIES).values(
+            status=case(
+                # The stored value, as the column's type writes it (a bare enum member
+                # would be bound by its name).
+                (
+                    _DELIVERIES.c.generation == bindparam("b_generation"),
+                    DeliveryStatus.SUCCEEDED.value,
+                ),
+                else_=_DELIVERIES.c.status,
+            ),
+            last_status_code=bindparam("b_code"),
+            last_attempt_at=now,
+            last_error=None,
+        ),
+        [
+            {
+                "b_org": o.attempt.organization_id,
+                "b_id": o.attempt.delivery_id,
+                "b_generation": o.attempt.generation,
+                "b_code": o.status_code,
+            }
+            for o in outcomes
+        ],
+    )
+    hooks = sorted({(o.attempt.organization_id, o.attempt.webhook_id) for o in outcomes})
+    await connection.execute(
+        _by_key(_HOOKS).where(_HOOKS.c.failing_since.is_not(None)).values(failing_since=None),
+        [{"b_org": org, "b_id": hook} for org, hook in hooks],
+    )
+
+
 async def _webhooks(
-    session: AsyncSession, due: Sequence[WebhookDelivery]
+    session: AsyncSession, due: Sequence[Any]
 ) -> dict[tuple[uuid.UUID, uuid.UUID], Webhook]:
     ids = {d.webhook_id for d in due}
     orgs = {d.organization_id for d in due}
@@ -465,10 +569,13 @@ async def _webhooks(
     return {(h.organization_id, h.id): h for h in rows.all()}
 
 
-async def _events(session: AsyncSession, due: Sequence[WebhookDelivery]) -> dict[uuid.UUID, Event]:
+async def _events(session: AsyncSession, due: Sequence[Any]) -> dict[uuid.UUID, Any]:
+    """The events of ``due``: what their bodies say (``sending.EventFields``)."""
     ids = {d.event_id for d in due}
     orgs = {d.organization_id for d in due} | {PLATFORM_ORG}
-    rows = await session.scalars(
-        select(Event).where(Event.organization_id.in_(orgs), Event.id.in_(ids))
+    rows = await session.execute(
+        select(Event.id, Event.type, Event.created_at, Event.payload).where(
+            Event.organization_id.in_(orgs), Event.id.in_(ids)
+        )
     )
     return {e.id: e for e in rows.all()}

@@ -8,13 +8,14 @@ answer's body is never read (only its status matters).
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import json
 import uuid
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from questline import __version__
 from questline.config import Settings
-from questline.events.models import Event
 from questline.outbound import addresses, calls
 from questline.storage.db import utcnow
 from questline.timeformat import rfc3339
@@ -51,7 +52,18 @@ def message_id(event_id: uuid.UUID) -> str:
     return f"msg_{event_id.hex}"
 
 
-def body_of(event: Event) -> bytes:
+class EventFields(Protocol):
+    """What a delivery's body says of its event (an ``Event``, or a row of its columns)."""
+
+    @property
+    def type(self) -> str: ...
+    @property
+    def created_at(self) -> dt.datetime: ...
+    @property
+    def payload(self) -> Any: ...
+
+
+def body_of(event: EventFields) -> bytes:
     document = {"type": event.type, "timestamp": rfc3339(event.created_at), "data": event.payload}
     return json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode()
 
