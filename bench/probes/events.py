@@ -222,6 +222,16 @@ class Receiver:
         except (asyncio.IncompleteReadError, ConnectionError):
             writer.close()
 
+    def watch(self, pid: int) -> None:
+        """Take the sending process's CPU from now: when its first deliveries arrived
+        before its pid was known (it started sending before it answered as healthy),
+        the span starts here, with what has arrived so far."""
+        self.pid = pid
+        if self.first is not None and not self.cpu:
+            self.first = time.monotonic()
+            self.first_items = self.received
+            self.cpu.append(cpu_seconds(pid))
+
     def count(self, items: int) -> None:
         now = time.monotonic()
         if self.first is None:
@@ -307,7 +317,7 @@ async def delivery_throughput(
     sender = LiveServer(env=env_for(data_dir, url), log_path=tmp / f"sender-{kind}.log")
     await asyncio.to_thread(sender.start)
     assert sender.process is not None
-    receiver.pid = sender.process.pid
+    receiver.watch(sender.process.pid)
     try:
         deadline = time.monotonic() + 600
         while receiver.received < receiver.expected and time.monotonic() < deadline:  # noqa: ASYNC110
