@@ -184,6 +184,38 @@ async def test_a_withdrawal_voids_the_completion_and_what_it_completed(
     assert all(v["actor"]["account"]["name"] == f"team/{team['Id']}" for v in voids)
 
 
+async def test_a_level_completed_withdrawn_and_completed_again_in_one_pass_stands_once(
+    world: World,
+    app_state: AppHarness,
+    settings: Settings,
+    ralph: RalphServer,
+    lrs_user: RalphUser,
+) -> None:
+    org = world.org()
+    await register(org, ralph, lrs_user)
+    team = await org.create_team()
+    tree = await make_discipline(app_state.db, org_id=org.id, shape=[[[10]], [[3]]])
+    task = tree.task(0, 0, 0)
+    assert (await complete(org, team["Id"], task, at(1))).status_code == 201
+    withdrawn = await org.client.delete(f"/team/{team['Id']}/progress/{task}", headers=org.admin)
+    assert withdrawn.status_code == 204, withdrawn.text
+    assert (await complete(org, team["Id"], task, at(2))).status_code == 201
+
+    await deliver(settings, app_state.db)  # the three events in one pass
+
+    made = await rows(app_state.db, org.id)
+    assert [r.kind for r in made] == [
+        StatementKind.TASK,
+        StatementKind.LEVEL,
+        StatementKind.VOIDED,
+        StatementKind.VOIDED,
+        StatementKind.TASK,
+        StatementKind.LEVEL,
+    ]
+    standing = [r for r in made if r.kind is StatementKind.LEVEL and not r.voided]
+    assert [r.id for r in standing] == [made[5].id]
+
+
 async def test_a_retry_stores_nothing_twice(
     world: World,
     app_state: AppHarness,

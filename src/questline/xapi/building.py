@@ -117,6 +117,8 @@ class StatementBuilder:
         # same tasks and members): looked up once per pass, in its transaction.
         self._trees: dict[uuid.UUID, _TaskTree | None] = {}
         self._members: dict[tuple[uuid.UUID, uuid.UUID], tuple[str, str] | None] = {}
+        self._nodes_made: set[tuple[uuid.UUID, uuid.UUID, StatementKind, uuid.UUID]] = set()
+        """The levels and disciplines whose statement this pass made (not yet flushed)."""
 
     async def statements_of(self, event: Any) -> int:
         payload: dict[str, Any] = event.payload
@@ -275,7 +277,6 @@ class StatementBuilder:
                 timestamp=completed_at,
             ),
         )
-        await self.session.flush()
         level = await self._node_completed(
             event, team, tree, StatementKind.LEVEL, tree.level, [tree.discipline]
         )
@@ -314,7 +315,6 @@ class StatementBuilder:
                 timestamp=_time(payload.get("At"), event.created_at),
             ),
         )
-        await self.session.flush()
         return 1
 
     async def _node_completed(
@@ -335,16 +335,22 @@ class StatementBuilder:
             "node": node.id,
             "task": tree.task.id,
         }
-        already, mine, tasks, total, done, raw, last, newest = (
-            await self.session.execute(_node_completion(kind), values)
-        ).one()
-        if already is not None:
+        # The statements of the pass are written together when it ends (one insert for
+        # all): this look-up does not flush them, and the nodes this pass completed are
+        # known here.
+        with self.session.no_autoflush:
+            already, mine, tasks, total, done, raw, last, newest = (
+                await self.session.execute(_node_completion(kind), values)
+            ).one()
+        made = (event.organization_id, team.id, kind, node.id)
+        if already is not None or made in self._nodes_made:
             return 0
         if mine is None or not tasks or done < tasks:
             return None  # withdrawn since, or still incomplete
         if _as_utc(newest) > _as_utc(mine):
             return 0
         id = statements.statement_id(event.id, kind.value)
+        self._nodes_made.add(made)
         self._add(
             event,
             id=id,
@@ -363,7 +369,6 @@ class StatementBuilder:
                 timestamp=_as_utc(last) if last is not None else event.created_at,
             ),
         )
-        await self.session.flush()
         return 1
 
     async def _adjustment(self, event: Any, team: TeamOf, payload: dict[str, Any]) -> int:
@@ -394,6 +399,13 @@ class StatementBuilder:
     async def _void(self, event: Any, team: TeamOf, targets: list[uuid.UUID]) -> int:
         """A ``voided`` statement for each of ``targets`` that was made and still stands
         (one made before the LRS was registered has nothing to void)."""
+        # The look-up below flushes what this pass made: for this team the database
+        # says again which level and discipline statements stand.
+        self._nodes_made = {
+            made
+            for made in self._nodes_made
+            if (made[0], made[1]) != (event.organization_id, team.id)
+        }
         standing = set(
             (
                 await self.session.scalars(
