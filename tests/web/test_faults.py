@@ -26,10 +26,10 @@ from questline.auth.tokens import TokenService
 from questline.config import Settings
 from questline.storage.migrate import upgrade
 from questline.web.identity import Role
-from tests.conftest import BACKENDS
+from tests.conftest import BACKENDS, ROW_SECURITY
 from tests.factories import bearer
-from tests.support.live import LiveServer
-from tests.support.postgres import PostgresServer
+from tests.support.live import LiveServer, database_env
+from tests.support.postgres import PostgresServer, create_row_security_database
 
 pytestmark = [
     pytest.mark.slow,
@@ -46,21 +46,31 @@ class Deployment:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.postgres = PostgresServer().start()
-        self.database_url = self.postgres.create_database("questline_faults")
+        # Under QUESTLINE_TEST_ROW_SECURITY the processes connect as the service's role,
+        # under the policies, as the in-process tests do: these faults (a reconnect, an
+        # idempotency key raced across processes) must hold there too.
+        owner_url: str | None = None
+        if ROW_SECURITY:
+            owner_url, url = create_row_security_database(self.postgres)
+        else:
+            url = self.postgres.create_database("questline_faults")
         self.secret = secrets.token_urlsafe(32)
         settings = Settings(
             data_dir=root / "data",
-            database_url=self.database_url,
+            database_url=url,
+            database_owner_url=owner_url,
+            database_row_security=owner_url is not None,
             jwt_secret=self.secret,
             _env_file=None,  # type: ignore[call-arg]
         )
         upgrade(settings)
+        self.database = database_env(settings)
         self.tokens = TokenService(settings)
         self.servers: list[LiveServer] = []
 
     def server(self, **extra: str) -> LiveServer:
         env = {
-            "QUESTLINE_DATABASE_URL": self.database_url,
+            **self.database,
             "QUESTLINE_DATA_DIR": str(self.root / "data"),
             "QUESTLINE_JWT_SECRET": self.secret,
             "QUESTLINE_LOG_LEVEL": "DEBUG",
