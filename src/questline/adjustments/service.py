@@ -26,7 +26,8 @@ from questline.readmodel.versions import bump
 from questline.storage.db import utcnow
 from questline.teams.models import Team
 from questline.teams.service import audit_team, ensure_active
-from questline.web.errors import Conflict, FieldError, Unprocessable, not_found
+from questline.web.errors import Conflict, FieldError, Unprocessable
+from questline.web.lookups import one_or_not_found
 from questline.web.pagination import PageRequest, cursor_parts
 
 
@@ -138,12 +139,7 @@ async def get_adjustment(
         ScoreAdjustment.team_id == team.id,
         ScoreAdjustment.id == adjustment_id,
     )
-    if for_update:
-        query = query.with_for_update()
-    found = await session.scalar(query)
-    if found is None:
-        raise not_found("adjustment")
-    return found
+    return await one_or_not_found(session, query, kind="adjustment", for_update=for_update)
 
 
 async def withdraw(

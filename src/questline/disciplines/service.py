@@ -31,8 +31,9 @@ from questline.readmodel.lean import LeanRequest
 from questline.readmodel.service import ReadModel
 from questline.storage.db import new_id, utcnow
 from questline.web.bodies import gc_paused, without_gc_pauses
-from questline.web.errors import FieldError, Forbidden, PreconditionFailed, Unprocessable, not_found
+from questline.web.errors import FieldError, Forbidden, PreconditionFailed, Unprocessable
 from questline.web.identity import Caller, Role
+from questline.web.lookups import one_or_not_found
 from questline.web.pagination import PageRequest, cursor_parts
 
 T = TypeVar("T")
@@ -367,12 +368,7 @@ async def get_discipline(
     that follows see the latest committed version; on SQLite writers already queue.
     """
     query = select(Discipline).where(Discipline.id == discipline_id, visible_to(caller.org_id))
-    if for_update:
-        query = query.with_for_update()
-    discipline = await session.scalar(query)
-    if discipline is None:
-        raise not_found("discipline")
-    return discipline
+    return await one_or_not_found(session, query, kind="discipline", for_update=for_update)
 
 
 async def get_for_change(

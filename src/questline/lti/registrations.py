@@ -19,7 +19,8 @@ from questline.lti.models import LtiDeployment, LtiPerson, LtiPlatform
 from questline.organizations.service import ensure_organization
 from questline.outbound import addresses
 from questline.storage.db import utcnow
-from questline.web.errors import Conflict, FieldError, Unprocessable, not_found
+from questline.web.errors import Conflict, FieldError, Unprocessable
+from questline.web.lookups import one_or_not_found
 
 URL_FIELDS = {
     "AuthLoginUrl": "auth_login_url",
@@ -80,12 +81,7 @@ async def get_platform(
     query = select(LtiPlatform).where(
         LtiPlatform.organization_id == org_id, LtiPlatform.id == platform_id
     )
-    if for_update:
-        query = query.with_for_update()
-    found = await session.scalar(query)
-    if found is None:
-        raise not_found("LTI platform")
-    return found
+    return await one_or_not_found(session, query, kind="LTI platform", for_update=for_update)
 
 
 async def list_platforms(session: AsyncSession, *, org_id: uuid.UUID) -> list[LtiPlatform]:

@@ -39,7 +39,7 @@ from scim2_models import (
     UniquenessException,
     User,
 )
-from sqlalchemy import ColumnElement, func, select
+from sqlalchemy import ColumnElement, Select, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline import audit
@@ -54,6 +54,7 @@ from questline.teams.models import Team
 from questline.teams.schemas import MemberAdd, TeamCreate, TeamUpdate
 
 M = TypeVar("M", bound=Resource[Any])
+R = TypeVar("R")
 
 MAX_EXTERNAL_ID = 255
 MAX_USER_NAME = 320
@@ -138,17 +139,27 @@ def _checked_text(value: str | None, limit: int, what: str) -> str | None:
 # Users -------------------------------------------------------------------------------
 
 
+async def _one_or_not_found(
+    session: AsyncSession, query: Select[R] | None, kind: str, given_id: str, for_update: bool
+) -> R:
+    """The resource ``query`` selects, or SCIM's 404 naming the id as given (cut short:
+    it is the client's text); ``query`` is None when the id is not one of ours."""
+    if query is not None and for_update:
+        query = query.with_for_update()
+    found = await session.scalar(query) if query is not None else None
+    if found is None:
+        raise NotFoundException(detail=f"No {kind} {given_id[:64]!r} in your organization.")
+    return found
+
+
 async def get_member(
     session: AsyncSession, *, org_id: uuid.UUID, user_id: str, for_update: bool = False
 ) -> Member:
     member_id = _uuid(user_id)
     query = select(Member).where(Member.organization_id == org_id, Member.id == member_id)
-    if for_update:
-        query = query.with_for_update()
-    member = await session.scalar(query) if member_id is not None else None
-    if member is None:
-        raise NotFoundException(detail=f"No user {user_id[:64]!r} in your organization.")
-    return member
+    return await _one_or_not_found(
+        session, query if member_id is not None else None, "user", user_id, for_update
+    )
 
 
 async def user_of(session: AsyncSession, member: Member, base_url: str) -> User[Any]:
@@ -420,12 +431,9 @@ async def get_team(
 ) -> Team:
     team_id = _uuid(group_id)
     query = select(Team).where(Team.organization_id == org_id, Team.id == team_id)
-    if for_update:
-        query = query.with_for_update()
-    team = await session.scalar(query) if team_id is not None else None
-    if team is None:
-        raise NotFoundException(detail=f"No group {group_id[:64]!r} in your organization.")
-    return team
+    return await _one_or_not_found(
+        session, query if team_id is not None else None, "group", group_id, for_update
+    )
 
 
 async def members_of(

@@ -19,7 +19,8 @@ from questline.readmodel.versions import bump
 from questline.seasons import schemas
 from questline.seasons.models import Season
 from questline.storage.db import utcnow
-from questline.web.errors import Conflict, FieldError, Unprocessable, not_found
+from questline.web.errors import Conflict, FieldError, Unprocessable
+from questline.web.lookups import one_or_not_found
 
 
 def phase_of(season: Season, now: dt.datetime) -> schemas.Phase:
@@ -212,12 +213,7 @@ async def get_season(
     session: AsyncSession, *, org_id: uuid.UUID, season_id: uuid.UUID, for_update: bool = False
 ) -> Season:
     query = select(Season).where(Season.organization_id == org_id, Season.id == season_id)
-    if for_update:
-        query = query.with_for_update()
-    season = await session.scalar(query)
-    if season is None:
-        raise not_found("season")
-    return season
+    return await one_or_not_found(session, query, kind="season", for_update=for_update)
 
 
 async def update_season(

@@ -18,6 +18,7 @@ from questline.storage.db import insert_ignoring_conflicts, utcnow
 from questline.teams import schemas
 from questline.teams.models import Team, TeamStatus
 from questline.web.errors import Conflict, FieldError, PreconditionFailed, Unprocessable, not_found
+from questline.web.lookups import one_or_not_found
 from questline.web.metrics import count_on_commit
 
 TEAMS_CREATED = Counter(
@@ -88,12 +89,7 @@ async def get_team(
     the admin switch see the latest committed value.
     """
     query = select(Team).where(Team.organization_id == org_id, Team.id == team_id)
-    if for_update:
-        query = query.with_for_update()
-    team = await session.scalar(query)
-    if team is None:
-        raise not_found("team")
-    return team
+    return await one_or_not_found(session, query, kind="team", for_update=for_update)
 
 
 async def count_members(session: AsyncSession, *, org_id: uuid.UUID, team_id: uuid.UUID) -> int:
