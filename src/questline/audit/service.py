@@ -28,7 +28,7 @@ import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from asgi_correlation_id import correlation_id
 from pydantic import BaseModel
@@ -176,6 +176,37 @@ async def record(
     mine = dict(zip(_OWN_COLUMNS, own, strict=True))
     row = {**_shared(organization_id, _Context.of(session)), **mine}
     await session.execute(insert(_entries).values(**row))
+
+
+class Owned(Protocol):
+    """A row of one organization (``None``: a global one) with an id of its own."""
+
+    @property
+    def organization_id(self) -> uuid.UUID | None: ...
+
+    @property
+    def id(self) -> uuid.UUID: ...
+
+
+async def record_on(
+    session: AsyncSession,
+    kind: str,
+    row: Owned,
+    action: str,
+    *,
+    before: Mapping[str, Any] | None = None,
+    after: Mapping[str, Any] | None = None,
+) -> None:
+    """``record`` an entry whose target is ``row`` (``(kind, row.id)``), in the
+    organization the row belongs to: a change to a row is logged where the row lives."""
+    await record(
+        session,
+        organization_id=row.organization_id,
+        action=action,
+        target=(kind, row.id),
+        before=before,
+        after=after,
+    )
 
 
 async def record_many(

@@ -438,24 +438,6 @@ def _counts(rows: tree.TreeRows) -> tuple[int, int]:
     return len(rows.of(Level)), len(rows.of(Task))
 
 
-async def _audit(
-    session: AsyncSession,
-    discipline: Discipline,
-    action: str,
-    before: dict[str, object] | None,
-    after: dict[str, object] | None,
-) -> None:
-    """Global disciplines' changes go to the platform's log, outside every organization."""
-    await audit.record(
-        session,
-        organization_id=discipline.organization_id,
-        action=action,
-        target=("discipline", discipline.id),
-        before=before,
-        after=after,
-    )
-
-
 async def bump_for(session: AsyncSession, org_id: uuid.UUID | None) -> None:
     """The read model's version of the discipline's organization, or of every
     organization for a global discipline."""
@@ -494,7 +476,7 @@ async def create_discipline(
     written = Written(discipline, document, body)
     await events.record(session, organization_id=org_id, type="discipline.created", data=outside)
     after = audited(discipline, *_counts(rows), audited_checks(rows.tasks))
-    await _audit(session, discipline, "discipline.created", None, after)
+    await audit.record_on(session, "discipline", discipline, "discipline.created", after=after)
     await bump_for(session, org_id)
     return written
 
@@ -568,7 +550,9 @@ async def replace_discipline(
         data=outside,
     )
     after = audited(discipline, *_counts(rows), audited_checks(rows.tasks))
-    await _audit(session, discipline, "discipline.replaced", before, after)
+    await audit.record_on(
+        session, "discipline", discipline, "discipline.replaced", before=before, after=after
+    )
     await bump_for(session, discipline.organization_id)
     return Written(discipline, document, body)
 
@@ -593,7 +577,9 @@ async def delete_discipline(
         await session.scalars(select(Task.id).where(Task.discipline_id == discipline.id))
     ).all()
     before = audited(discipline, len(document.levels), len(task_ids))
-    await _audit(session, discipline, "discipline.deleted", {**before, "Forced": force}, None)
+    await audit.record_on(
+        session, "discipline", discipline, "discipline.deleted", before={**before, "Forced": force}
+    )
     if task_ids:
         await tasks_removed(
             session, discipline_id=discipline.id, task_ids=list(task_ids), force=force

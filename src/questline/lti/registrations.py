@@ -225,13 +225,8 @@ async def update_platform(
     await _set_deployments(session, platform, wanted)
     after = _shown(platform, wanted)
     if after != before:
-        await audit.record(
-            session,
-            organization_id=platform.organization_id,
-            action="lti.platform_changed",
-            target=("lti_platform", platform.id),
-            before=before,
-            after=after,
+        await audit.record_on(
+            session, "lti_platform", platform, "lti.platform_changed", before=before, after=after
         )
     return platform
 
@@ -247,13 +242,7 @@ async def delete_platform(session: AsyncSession, *, platform: LtiPlatform) -> No
         )
     await session.delete(platform)
     await session.flush()
-    await audit.record(
-        session,
-        organization_id=platform.organization_id,
-        action="lti.platform_removed",
-        target=("lti_platform", platform.id),
-        before=before,
-    )
+    await audit.record_on(session, "lti_platform", platform, "lti.platform_removed", before=before)
 
 
 def to_schema(

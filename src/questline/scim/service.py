@@ -304,7 +304,7 @@ async def create_user(session: AsyncSession, *, org_id: uuid.UUID, user: User[An
     )
     session.add(member)
     await session.flush()
-    await _audit_member(session, member, "member.created", None, audited(member))
+    await audit.record_on(session, "member", member, "member.created", after=audited(member))
     await bump(session, org_id)
     return member
 
@@ -321,23 +321,6 @@ def audited(member: Member) -> dict[str, object]:
     }
 
 
-async def _audit_member(
-    session: AsyncSession,
-    member: Member,
-    action: str,
-    before: dict[str, object] | None,
-    after: dict[str, object] | None,
-) -> None:
-    await audit.record(
-        session,
-        organization_id=member.organization_id,
-        action=action,
-        target=("member", member.id),
-        before=before,
-        after=after,
-    )
-
-
 async def _audit_member_write(
     session: AsyncSession, member: Member, before: dict[str, object], after: dict[str, object]
 ) -> None:
@@ -346,20 +329,28 @@ async def _audit_member_write(
     and one ``member.updated`` for a write that changed nothing (it was still made)."""
     if before["Active"] != after["Active"]:
         action = "member.reactivated" if after["Active"] else "member.deactivated"
-        await _audit_member(
-            session, member, action, {"Active": before["Active"]}, {"Active": after["Active"]}
+        await audit.record_on(
+            session,
+            "member",
+            member,
+            action,
+            before={"Active": before["Active"]},
+            after={"Active": after["Active"]},
         )
     others = [f for f in before if f != "Active" and before[f] != after[f]]
     if others:
-        await _audit_member(
+        await audit.record_on(
             session,
+            "member",
             member,
             "member.updated",
-            {f: before[f] for f in others},
-            {f: after[f] for f in others},
+            before={f: before[f] for f in others},
+            after={f: after[f] for f in others},
         )
     elif before == after:
-        await _audit_member(session, member, "member.updated", before, after)
+        await audit.record_on(
+            session, "member", member, "member.updated", before=before, after=after
+        )
 
 
 async def write_user(session: AsyncSession, *, member: Member, user: User[Any]) -> Member:
@@ -400,7 +391,7 @@ async def _take_out(session: AsyncSession, member: Member, email: str) -> None:
 
 async def delete_user(session: AsyncSession, *, member: Member) -> None:
     await _take_out(session, member, member.email)
-    await _audit_member(session, member, "member.deleted", audited(member), None)
+    await audit.record_on(session, "member", member, "member.deleted", before=audited(member))
     await session.delete(member)
     await session.flush()
     await bump(session, member.organization_id)

@@ -195,7 +195,7 @@ async def create_season(
     session.add(season)
     await session.flush()
     await bump(session, org_id)
-    await _audit(session, season, "season.created", after=_fields(season))
+    await audit.record_on(session, "season", season, "season.created", after=_fields(season))
     return season
 
 
@@ -247,7 +247,9 @@ async def update_season(
     season.updated_at = utcnow()
     await session.flush()
     await bump(session, season.organization_id)
-    await _audit(session, season, "season.changed", before=before, after=_fields(season))
+    await audit.record_on(
+        session, "season", season, "season.changed", before=before, after=_fields(season)
+    )
     return season
 
 
@@ -256,7 +258,7 @@ async def delete_season(session: AsyncSession, *, season: Season) -> None:
     await session.delete(season)
     await session.flush()
     await bump(session, season.organization_id)
-    await _audit(session, season, "season.deleted", before=before)
+    await audit.record_on(session, "season", season, "season.deleted", before=before)
 
 
 async def reveal(session: AsyncSession, *, season: Season) -> Season:
@@ -269,7 +271,9 @@ async def reveal(session: AsyncSession, *, season: Season) -> Season:
     season.updated_at = now
     await session.flush()
     await bump(session, season.organization_id)
-    await _audit(session, season, "season.revealed", after={"RevealedAt": now.isoformat()})
+    await audit.record_on(
+        session, "season", season, "season.revealed", after={"RevealedAt": now.isoformat()}
+    )
     return season
 
 
@@ -286,21 +290,3 @@ def _fields(season: Season) -> dict[str, str | None]:
         "FreezesAt": iso(season.freezes_at),
         "DisciplineId": None if season.discipline_id is None else str(season.discipline_id),
     }
-
-
-async def _audit(
-    session: AsyncSession,
-    season: Season,
-    action: str,
-    *,
-    before: dict[str, str | None] | None = None,
-    after: dict[str, str | None] | None = None,
-) -> None:
-    await audit.record(
-        session,
-        organization_id=season.organization_id,
-        action=action,
-        target=("season", season.id),
-        before=before,
-        after=after,
-    )

@@ -148,14 +148,7 @@ async def audit_team(
 ) -> None:
     """An audit entry whose target is ``team`` (its rename, its adjustments, its
     directory id): every team-targeted entry is written through here."""
-    await audit.record(
-        session,
-        organization_id=team.organization_id,
-        action=action,
-        target=("team", team.id),
-        before=before,
-        after=after,
-    )
+    await audit.record_on(session, "team", team, action, before=before, after=after)
 
 
 async def _ensure_name_free(
