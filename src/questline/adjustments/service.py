@@ -28,7 +28,7 @@ from questline.teams.models import Team
 from questline.teams.service import audit_team, ensure_active
 from questline.web.errors import Conflict, FieldError, Unprocessable
 from questline.web.lookups import one_or_not_found
-from questline.web.pagination import PageRequest, cursor_parts
+from questline.web.pagination import PageRequest, keyset_page
 
 
 def to_schema(
@@ -182,19 +182,12 @@ async def list_adjustments(
         ScoreAdjustment.organization_id == team.organization_id,
         ScoreAdjustment.team_id == team.id,
     )
-    if page.after is not None:
-        at_text, after_id = cursor_parts(page.after, str, uuid.UUID)
-        try:
-            after_at = dt.datetime.fromisoformat(at_text)
-        except ValueError:
-            raise Unprocessable("The 'after' cursor is not one this service issued.") from None
-        query = query.where(
-            (ScoreAdjustment.at > after_at)
-            | ((ScoreAdjustment.at == after_at) & (ScoreAdjustment.id > after_id))
-        )
-    query = query.order_by(ScoreAdjustment.at, ScoreAdjustment.id)
-    if page.fetch_size is not None:
-        query = query.limit(page.fetch_size)
+    query = keyset_page(
+        query,
+        page,
+        (ScoreAdjustment.at, dt.datetime.fromisoformat),
+        (ScoreAdjustment.id, uuid.UUID),
+    )
     return (await session.scalars(query)).all()
 
 

@@ -42,7 +42,7 @@ from questline.storage.db import Database, new_id, utcnow
 from questline.storage.many_rows import write_rows
 from questline.timeformat import rfc3339
 from questline.web.identity import ACTING_CALLER, Caller, Via
-from questline.web.pagination import PageRequest, cursor_parts
+from questline.web.pagination import PageRequest, keyset_page
 
 log = logging.getLogger(__name__)
 
@@ -249,14 +249,13 @@ async def list_entries(
         query = query.where(AuditEntry.at >= filters.start)
     if filters.end is not None:
         query = query.where(AuditEntry.at <= filters.end)
-    if page.after is not None:
-        at_text, before_id = cursor_parts(page.after, dt.datetime.fromisoformat, uuid.UUID)
-        query = query.where(
-            (AuditEntry.at < at_text) | ((AuditEntry.at == at_text) & (AuditEntry.id < before_id))
-        )
-    query = query.order_by(AuditEntry.at.desc(), AuditEntry.id.desc())
-    if page.fetch_size is not None:
-        query = query.limit(page.fetch_size)
+    query = keyset_page(
+        query,
+        page,
+        (AuditEntry.at, dt.datetime.fromisoformat),
+        (AuditEntry.id, uuid.UUID),
+        descending=True,
+    )
     return list((await session.scalars(query)).all())
 
 

@@ -34,7 +34,7 @@ from questline.web.bodies import gc_paused, without_gc_pauses
 from questline.web.errors import FieldError, Forbidden, PreconditionFailed, Unprocessable
 from questline.web.identity import Caller, Role
 from questline.web.lookups import one_or_not_found
-from questline.web.pagination import PageRequest, cursor_parts
+from questline.web.pagination import PageRequest, keyset_page
 
 T = TypeVar("T")
 
@@ -310,12 +310,7 @@ async def list_disciplines(
 ) -> list[DisciplineCounts]:
     """Visible disciplines in creation order with their counts, in one query."""
     query = _summaries(org_id)
-    if page.after is not None:
-        (after,) = cursor_parts(page.after, uuid.UUID)
-        query = query.where(Discipline.id > after)
-    query = query.order_by(Discipline.id)
-    if page.fetch_size is not None:
-        query = query.limit(page.fetch_size)
+    query = keyset_page(query, page, (Discipline.id, uuid.UUID))
     rows = (await session.execute(query)).all()
     return [DisciplineCounts(r[0], int(r[1]), int(r[2]), int(r[3]), int(r[4])) for r in rows]
 

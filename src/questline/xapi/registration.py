@@ -15,7 +15,7 @@ from questline.outbound import addresses
 from questline.storage.db import insert_ignoring_conflicts, utcnow
 from questline.web.errors import FieldError, Unprocessable
 from questline.web.lookups import one_or_not_found
-from questline.web.pagination import PageRequest, cursor_parts
+from questline.web.pagination import PageRequest, keyset_page
 from questline.xapi import schemas, sealing
 from questline.xapi.models import LrsConnection, StatementStatus, XapiStatement
 from questline.xapi.statements import Iris
@@ -146,10 +146,5 @@ async def list_failures(
         XapiStatement.organization_id == org_id,
         XapiStatement.status == StatementStatus.FAILED,
     )
-    if page.after is not None:
-        (before_id,) = cursor_parts(page.after, uuid.UUID)
-        query = query.where(XapiStatement.id < before_id)
-    query = query.order_by(XapiStatement.id.desc())
-    if page.fetch_size is not None:
-        query = query.limit(page.fetch_size)
+    query = keyset_page(query, page, (XapiStatement.id, uuid.UUID), descending=True)
     return list((await session.scalars(query)).all())
