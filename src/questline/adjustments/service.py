@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from questline import events
 from questline.adjustments import schemas
 from questline.adjustments.models import MAX_SCORE, ScoreAdjustment
-from questline.progress.ledger import CLOCK_SKEW
+from questline.progress.ledger import checked_time
 from questline.progress.models import ScoreChange
 from questline.progress.scores import Step, apply_steps
 from questline.readmodel.versions import bump
@@ -46,17 +46,6 @@ def to_schema(
         withdrawn_by=row.withdrawn_by if show_who else None,
         score=score,
     )
-
-
-def _check_at(at: dt.datetime | None, now: dt.datetime) -> dt.datetime:
-    if at is None:
-        return now
-    if at > now + CLOCK_SKEW:
-        raise Unprocessable(
-            "At is in the future.",
-            errors=[FieldError(field="At", message="Must not be in the future.")],
-        )
-    return at
 
 
 def _check_range(team: Team, delta: int) -> None:
@@ -108,7 +97,7 @@ async def adjust(
     for a future time or a score out of range."""
     ensure_active(team, "adjustments")
     now = utcnow()
-    at = _check_at(data.at, now)
+    at = checked_time(data.at, now, "At")
     _check_range(team, data.points)
     row = ScoreAdjustment(
         organization_id=team.organization_id,
