@@ -19,7 +19,6 @@ dropped from ``before``/``after`` whatever the caller passes.
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import enum
 import functools
@@ -37,9 +36,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.audit.models import PLATFORM_ORG, AuditEntry
 from questline.config import Settings
-from questline.storage import tenancy
 from questline.storage.db import Database, new_id, utcnow
 from questline.storage.many_rows import write_rows
+from questline.storage.purging import purge_every
 from questline.timeformat import rfc3339
 from questline.web.identity import ACTING_CALLER, Caller, Via
 from questline.web.pagination import PageRequest, keyset_page
@@ -273,16 +272,16 @@ async def purge_periodically(db: Database, settings: Settings) -> None:
     """Delete entries older than ``QUESTLINE_AUDIT_RETENTION_DAYS`` every
     ``QUESTLINE_AUDIT_PURGE_INTERVAL_SECONDS`` (each process; the deletes are
     idempotent). Started by the application's lifespan, like the idempotency purge."""
-    while True:
-        try:
-            horizon = utcnow() - dt.timedelta(days=settings.audit_retention_days)
-            with tenancy.for_every_organization():  # every organization's expired rows
-                async with db.session(write=True) as session:
-                    purged = await purge_expired(session, older_than=horizon)
-            if purged:
-                log.info("purged %s audit entries past their retention", purged)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # the database is down: try again next time
-            log.warning("audit purge failed: %s", type(exc).__name__)
-        await asyncio.sleep(settings.audit_purge_interval_seconds)
+
+    async def purge(session: AsyncSession) -> int:
+        horizon = utcnow() - dt.timedelta(days=settings.audit_retention_days)
+        return await purge_expired(session, older_than=horizon)
+
+    await purge_every(
+        db,
+        settings.audit_purge_interval_seconds,
+        purge,
+        log=log,
+        name="audit",
+        purged_message="purged %s audit entries past their retention",
+    )

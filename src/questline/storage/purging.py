@@ -1,0 +1,43 @@
+"""The loop that deletes expired rows in the background (audit entries past their
+retention, expired idempotency records), written once.
+
+Each process runs its own loops (the deletes are idempotent); a failed pass, most often
+the database being down, is logged and tried again at the next interval.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from questline.storage import tenancy
+from questline.storage.db import Database
+
+
+async def purge_every(
+    db: Database,
+    interval_seconds: float,
+    purge: Callable[[AsyncSession], Awaitable[int]],
+    *,
+    log: logging.Logger,
+    name: str,
+    purged_message: str,
+) -> None:
+    """Run ``purge`` in a write transaction of its own every ``interval_seconds``, over
+    every organization's rows; ``purged_message`` (one ``%s``: the count) is logged
+    when it deleted any, ``"<name> purge failed"`` when it failed."""
+    while True:
+        try:
+            with tenancy.for_every_organization():  # every organization's expired rows
+                async with db.session(write=True) as session:
+                    purged = await purge(session)
+            if purged:
+                log.info(purged_message, purged)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the database is down: try again next time
+            log.warning("%s purge failed: %s", name, type(exc).__name__)
+        await asyncio.sleep(interval_seconds)
