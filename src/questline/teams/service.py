@@ -297,33 +297,36 @@ async def set_admin_flag(session: AsyncSession, *, team: Team, value: bool | Non
     before = team.is_admin_team
     team.is_admin_team = (not team.is_admin_team) if value is None else value
     team.refresh_ranking_flag()
-    team.updated_at = utcnow()
-    await session.flush()
-    await _record(session, team, "team.admin_changed")
-    await audit_team(
-        session,
-        team,
-        "team.admin_changed",
-        {"IsAdminTeam": before},
-        {"IsAdminTeam": team.is_admin_team},
+    after = team.is_admin_team
+    return await _flag_set(
+        session, team, "team.admin_changed", "team.admin_changed", "IsAdminTeam", before, after
     )
-    await bump(session, team.organization_id)
-    return team
 
 
 async def set_survey_flag(session: AsyncSession, *, team: Team, value: bool) -> Team:
     before = team.is_survey_completed
     team.is_survey_completed = value
+    return await _flag_set(
+        session, team, "team.updated", "team.survey_changed", "IsSurveyCompleted", before, value
+    )
+
+
+async def _flag_set(
+    session: AsyncSession,
+    team: Team,
+    event: str,
+    action: str,
+    field: str,
+    before: bool,
+    after: bool,
+) -> Team:
+    """What follows setting one of the team's flags (``field``, as the API names it):
+    its time stamp, the ``event``, the audit entry with the flag before and after, and
+    the read model's new version."""
     team.updated_at = utcnow()
     await session.flush()
-    await _record(session, team, "team.updated")
-    await audit_team(
-        session,
-        team,
-        "team.survey_changed",
-        {"IsSurveyCompleted": before},
-        {"IsSurveyCompleted": value},
-    )
+    await _record(session, team, event)
+    await audit_team(session, team, action, {field: before}, {field: after})
     await bump(session, team.organization_id)
     return team
 
