@@ -129,20 +129,27 @@ CURSOR_DESCRIPTION = "Cursor from the previous page's `Link` header (opaque, sig
 CURSOR_PATTERN = r"^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$"
 
 
+After = Annotated[
+    str | None, Query(max_length=512, pattern=CURSOR_PATTERN, description=CURSOR_DESCRIPTION)
+]
+"""The ``after`` query parameter of every paged list."""
+
+
+def _page(request: Request, limit: int | None, after: str | None) -> PageRequest:
+    return PageRequest(
+        limit=limit, after=decode_cursor(after, _cursor_key(request)) if after else None
+    )
+
+
 async def page_request(
     request: Request,
     limit: Annotated[
         int | None, Query(ge=1, le=MAX_LIMIT, description="Page size; omit for every item.")
     ] = None,
-    after: Annotated[
-        str | None,
-        Query(max_length=512, pattern=CURSOR_PATTERN, description=CURSOR_DESCRIPTION),
-    ] = None,
+    after: After = None,
 ) -> PageRequest:
     """Opt-in paging: without ``limit``, every item (after the cursor, if one is given)."""
-    return PageRequest(
-        limit=limit, after=decode_cursor(after, _cursor_key(request)) if after else None
-    )
+    return _page(request, limit, after)
 
 
 PageDep = Annotated[PageRequest, Depends(page_request)]
@@ -161,15 +168,10 @@ async def bounded_page_request(
             "the next page is in the `Link` header.",
         ),
     ] = DEFAULT_PAGE_SIZE,
-    after: Annotated[
-        str | None,
-        Query(max_length=512, pattern=CURSOR_PATTERN, description=CURSOR_DESCRIPTION),
-    ] = None,
+    after: After = None,
 ) -> PageRequest:
     """Always paged: lists outside the seed's contract never answer with every row."""
-    return PageRequest(
-        limit=limit, after=decode_cursor(after, _cursor_key(request)) if after else None
-    )
+    return _page(request, limit, after)
 
 
 BoundedPageDep = Annotated[PageRequest, Depends(bounded_page_request)]
