@@ -343,6 +343,24 @@ class MembershipResult:
     membership_created: bool
 
 
+async def _join(session: AsyncSession, team: Team, member_id: uuid.UUID) -> bool:
+    """Put the member in the team; False when it was in it already (its row is left as
+    it is: joining is idempotent)."""
+    result = await session.execute(
+        insert_ignoring_conflicts(
+            session, TeamMembership.__table__, ["organization_id", "team_id", "member_id"]
+        )
+        .values(
+            organization_id=team.organization_id,
+            team_id=team.id,
+            member_id=member_id,
+            created_at=utcnow(),
+        )
+        .returning(TeamMembership.__table__.c.member_id)
+    )
+    return result.scalar_one_or_none() is not None
+
+
 async def add_member(
     session: AsyncSession, *, team: Team, email: str, given_name: str
 ) -> MembershipResult:
@@ -351,19 +369,7 @@ async def add_member(
     found = await members_service.find_or_create(
         session, org_id=team.organization_id, email=email, given_name=given_name
     )
-    result = await session.execute(
-        insert_ignoring_conflicts(
-            session, TeamMembership.__table__, ["organization_id", "team_id", "member_id"]
-        )
-        .values(
-            organization_id=team.organization_id,
-            team_id=team.id,
-            member_id=found.member.id,
-            created_at=utcnow(),
-        )
-        .returning(TeamMembership.__table__.c.member_id)
-    )
-    joined = result.scalar_one_or_none() is not None
+    joined = await _join(session, team, found.member.id)
     if joined or found.created:
         await bump(session, team.organization_id)
     if found.created:
@@ -403,19 +409,7 @@ async def add_members_by_id(
     ensure_active(team, "new members")
     joined: list[uuid.UUID] = []
     for member_id in dict.fromkeys(member_ids):
-        result = await session.execute(
-            insert_ignoring_conflicts(
-                session, TeamMembership.__table__, ["organization_id", "team_id", "member_id"]
-            )
-            .values(
-                organization_id=team.organization_id,
-                team_id=team.id,
-                member_id=member_id,
-                created_at=utcnow(),
-            )
-            .returning(TeamMembership.__table__.c.member_id)
-        )
-        if result.scalar_one_or_none() is not None:
+        if await _join(session, team, member_id):
             joined.append(member_id)
             await _record_membership(session, team, member_id, "member.added")
     if joined:
