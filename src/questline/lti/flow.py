@@ -52,6 +52,7 @@ from questline.members.service import find_or_create
 from questline.readmodel.versions import bump
 from questline.storage import tenancy
 from questline.storage.db import utcnow
+from questline.storage.purging import delete_expired
 from questline.storage.tenancy import finds_the_organization, sweeps_every_organization
 from questline.web.identity import ACTING_CALLER, Caller, Role, Via
 
@@ -109,7 +110,7 @@ class Launched:
 
 @sweeps_every_organization
 async def _purge_expired(session: AsyncSession) -> None:
-    await session.execute(delete(LtiLoginState).where(LtiLoginState.expires_at <= utcnow()))
+    await delete_expired(session, LtiLoginState.expires_at)
 
 
 @finds_the_organization

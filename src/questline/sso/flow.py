@@ -50,6 +50,7 @@ from questline.sso.provider import Provider, ProviderDirectory, ProviderUnusable
 from questline.sso.refusals import LoginRefused
 from questline.sso.service import get_configuration
 from questline.storage.db import utcnow
+from questline.storage.purging import delete_expired
 from questline.storage.tenancy import finds_the_organization, sweeps_every_organization
 from questline.web.errors import Unauthorized
 from questline.web.identity import ACTING_CALLER, Caller, Via
@@ -93,9 +94,7 @@ class SpentLogin:
 
 @sweeps_every_organization
 async def _purge_expired(session: AsyncSession) -> None:
-    now = utcnow()
-    await session.execute(delete(OidcLoginState).where(OidcLoginState.expires_at <= now))
-    await session.execute(delete(SsoSession).where(SsoSession.expires_at <= now))
+    await delete_expired(session, OidcLoginState.expires_at, SsoSession.expires_at)
 
 
 async def provider_for(providers: ProviderDirectory, issuer: str) -> Provider:
