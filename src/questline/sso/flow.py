@@ -37,10 +37,9 @@ from authlib.oauth2.client import OAuth2Client
 from sqlalchemy import delete
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from questline import audit
 from questline.auth import scim_tokens, sessions
 from questline.config import Settings
-from questline.members.service import FoundMember, find_by_email, find_or_create
+from questline.members.service import FoundMember, audit_created, find_by_email, find_or_create
 from questline.outbound.fetching import tls_context
 from questline.readmodel.versions import bump
 from questline.sso import sealing
@@ -290,13 +289,7 @@ async def sign_in(
         session.info[ACTING_CALLER] = Caller(
             subject=subject, role=person.role, org_id=login.organization_id, via=Via.PROVIDER
         )
-        await audit.record(
-            session,
-            organization_id=login.organization_id,
-            action="member.created",
-            target=("member", found.member.id),
-            after={"Email": found.member.email, "GivenName": found.member.given_name},
-        )
+        await audit_created(session, found.member)
         await bump(session, login.organization_id)
     if previous_cookie:  # this browser's earlier session (maybe of another organization)
         await sessions.end_session(session, previous_cookie)

@@ -373,13 +373,7 @@ async def add_member(
     if joined or found.created:
         await bump(session, team.organization_id)
     if found.created:
-        await audit.record(
-            session,
-            organization_id=team.organization_id,
-            action="member.created",
-            target=("member", found.member.id),
-            after={"Email": found.member.email, "GivenName": found.member.given_name},
-        )
+        await members_service.audit_created(session, found.member)
     if joined:
         await _record_membership(session, team, found.member.id, "member.added")
         await audit_team(session, team, "member.added", None, {"MemberId": found.member.id})
