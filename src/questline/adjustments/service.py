@@ -19,15 +19,16 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from questline import events
 from questline.adjustments import schemas
 from questline.adjustments.models import MAX_SCORE, ScoreAdjustment
-from questline.progress.ledger import CLOCK_SKEW
+from questline.progress.ledger import checked_time
 from questline.progress.models import ScoreChange
 from questline.progress.scores import Step, apply_steps
 from questline.readmodel.versions import bump
 from questline.storage.db import utcnow
 from questline.teams.models import Team
 from questline.teams.service import audit_team, ensure_active
-from questline.web.errors import Conflict, FieldError, Unprocessable, not_found
-from questline.web.pagination import PageRequest, cursor_parts
+from questline.web.errors import Conflict, FieldError, Unprocessable
+from questline.web.lookups import one_or_not_found
+from questline.web.pagination import PageRequest, keyset_page
 
 
 def to_schema(
@@ -45,17 +46,6 @@ def to_schema(
         withdrawn_by=row.withdrawn_by if show_who else None,
         score=score,
     )
-
-
-def _check_at(at: dt.datetime | None, now: dt.datetime) -> dt.datetime:
-    if at is None:
-        return now
-    if at > now + CLOCK_SKEW:
-        raise Unprocessable(
-            "At is in the future.",
-            errors=[FieldError(field="At", message="Must not be in the future.")],
-        )
-    return at
 
 
 def _check_range(team: Team, delta: int) -> None:
@@ -107,7 +97,7 @@ async def adjust(
     for a future time or a score out of range."""
     ensure_active(team, "adjustments")
     now = utcnow()
-    at = _check_at(data.at, now)
+    at = checked_time(data.at, now, "At")
     _check_range(team, data.points)
     row = ScoreAdjustment(
         organization_id=team.organization_id,
@@ -138,12 +128,7 @@ async def get_adjustment(
         ScoreAdjustment.team_id == team.id,
         ScoreAdjustment.id == adjustment_id,
     )
-    if for_update:
-        query = query.with_for_update()
-    found = await session.scalar(query)
-    if found is None:
-        raise not_found("adjustment")
-    return found
+    return await one_or_not_found(session, query, kind="adjustment", for_update=for_update)
 
 
 async def withdraw(
@@ -186,19 +171,12 @@ async def list_adjustments(
         ScoreAdjustment.organization_id == team.organization_id,
         ScoreAdjustment.team_id == team.id,
     )
-    if page.after is not None:
-        at_text, after_id = cursor_parts(page.after, str, uuid.UUID)
-        try:
-            after_at = dt.datetime.fromisoformat(at_text)
-        except ValueError:
-            raise Unprocessable("The 'after' cursor is not one this service issued.") from None
-        query = query.where(
-            (ScoreAdjustment.at > after_at)
-            | ((ScoreAdjustment.at == after_at) & (ScoreAdjustment.id > after_id))
-        )
-    query = query.order_by(ScoreAdjustment.at, ScoreAdjustment.id)
-    if page.fetch_size is not None:
-        query = query.limit(page.fetch_size)
+    query = keyset_page(
+        query,
+        page,
+        (ScoreAdjustment.at, dt.datetime.fromisoformat),
+        (ScoreAdjustment.id, uuid.UUID),
+    )
     return (await session.scalars(query)).all()
 
 

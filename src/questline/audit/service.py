@@ -19,7 +19,6 @@ dropped from ``before``/``after`` whatever the caller passes.
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import enum
 import functools
@@ -28,7 +27,7 @@ import re
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from asgi_correlation_id import correlation_id
 from pydantic import BaseModel
@@ -37,12 +36,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.audit.models import PLATFORM_ORG, AuditEntry
 from questline.config import Settings
-from questline.storage import tenancy
 from questline.storage.db import Database, new_id, utcnow
 from questline.storage.many_rows import write_rows
+from questline.storage.purging import purge_every
 from questline.timeformat import rfc3339
 from questline.web.identity import ACTING_CALLER, Caller, Via
-from questline.web.pagination import PageRequest, cursor_parts
+from questline.web.pagination import PageRequest, keyset_page
 
 log = logging.getLogger(__name__)
 
@@ -178,6 +177,37 @@ async def record(
     await session.execute(insert(_entries).values(**row))
 
 
+class Owned(Protocol):
+    """A row of one organization (``None``: a global one) with an id of its own."""
+
+    @property
+    def organization_id(self) -> uuid.UUID | None: ...
+
+    @property
+    def id(self) -> uuid.UUID: ...
+
+
+async def record_on(
+    session: AsyncSession,
+    kind: str,
+    row: Owned,
+    action: str,
+    *,
+    before: Mapping[str, Any] | None = None,
+    after: Mapping[str, Any] | None = None,
+) -> None:
+    """``record`` an entry whose target is ``row`` (``(kind, row.id)``), in the
+    organization the row belongs to: a change to a row is logged where the row lives."""
+    await record(
+        session,
+        organization_id=row.organization_id,
+        action=action,
+        target=(kind, row.id),
+        before=before,
+        after=after,
+    )
+
+
 async def record_many(
     session: AsyncSession, *, organization_id: uuid.UUID | None, changes: Sequence[Change]
 ) -> None:
@@ -218,14 +248,13 @@ async def list_entries(
         query = query.where(AuditEntry.at >= filters.start)
     if filters.end is not None:
         query = query.where(AuditEntry.at <= filters.end)
-    if page.after is not None:
-        at_text, before_id = cursor_parts(page.after, dt.datetime.fromisoformat, uuid.UUID)
-        query = query.where(
-            (AuditEntry.at < at_text) | ((AuditEntry.at == at_text) & (AuditEntry.id < before_id))
-        )
-    query = query.order_by(AuditEntry.at.desc(), AuditEntry.id.desc())
-    if page.fetch_size is not None:
-        query = query.limit(page.fetch_size)
+    query = keyset_page(
+        query,
+        page,
+        (AuditEntry.at, dt.datetime.fromisoformat),
+        (AuditEntry.id, uuid.UUID),
+        descending=True,
+    )
     return list((await session.scalars(query)).all())
 
 
@@ -243,16 +272,16 @@ async def purge_periodically(db: Database, settings: Settings) -> None:
     """Delete entries older than ``QUESTLINE_AUDIT_RETENTION_DAYS`` every
     ``QUESTLINE_AUDIT_PURGE_INTERVAL_SECONDS`` (each process; the deletes are
     idempotent). Started by the application's lifespan, like the idempotency purge."""
-    while True:
-        try:
-            horizon = utcnow() - dt.timedelta(days=settings.audit_retention_days)
-            with tenancy.for_every_organization():  # every organization's expired rows
-                async with db.session(write=True) as session:
-                    purged = await purge_expired(session, older_than=horizon)
-            if purged:
-                log.info("purged %s audit entries past their retention", purged)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # the database is down: try again next time
-            log.warning("audit purge failed: %s", type(exc).__name__)
-        await asyncio.sleep(settings.audit_purge_interval_seconds)
+
+    async def purge(session: AsyncSession) -> int:
+        horizon = utcnow() - dt.timedelta(days=settings.audit_retention_days)
+        return await purge_expired(session, older_than=horizon)
+
+    await purge_every(
+        db,
+        settings.audit_purge_interval_seconds,
+        purge,
+        log=log,
+        name="audit",
+        purged_message="purged %s audit entries past their retention",
+    )

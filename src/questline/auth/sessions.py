@@ -35,6 +35,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from questline.auth.models import DashboardSession, SigninCode
 from questline.config import Settings
 from questline.storage.db import utcnow
+from questline.storage.purging import delete_expired
 from questline.storage.tenancy import finds_the_organization, sweeps_every_organization
 from questline.web.errors import Forbidden, Unauthorized
 from questline.web.identity import Caller, Role, Via
@@ -72,9 +73,7 @@ class Grant:
 
 @sweeps_every_organization
 async def _purge_expired(session: AsyncSession) -> None:
-    now = utcnow()
-    await session.execute(delete(SigninCode).where(SigninCode.expires_at <= now))
-    await session.execute(delete(DashboardSession).where(DashboardSession.expires_at <= now))
+    await delete_expired(session, SigninCode.expires_at, DashboardSession.expires_at)
 
 
 async def mint_signin_code(

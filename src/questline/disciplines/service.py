@@ -31,9 +31,10 @@ from questline.readmodel.lean import LeanRequest
 from questline.readmodel.service import ReadModel
 from questline.storage.db import new_id, utcnow
 from questline.web.bodies import gc_paused, without_gc_pauses
-from questline.web.errors import FieldError, Forbidden, PreconditionFailed, Unprocessable, not_found
+from questline.web.errors import FieldError, Forbidden, PreconditionFailed, Unprocessable
 from questline.web.identity import Caller, Role
-from questline.web.pagination import PageRequest, cursor_parts
+from questline.web.lookups import one_or_not_found
+from questline.web.pagination import PageRequest, keyset_page
 
 T = TypeVar("T")
 
@@ -309,12 +310,7 @@ async def list_disciplines(
 ) -> list[DisciplineCounts]:
     """Visible disciplines in creation order with their counts, in one query."""
     query = _summaries(org_id)
-    if page.after is not None:
-        (after,) = cursor_parts(page.after, uuid.UUID)
-        query = query.where(Discipline.id > after)
-    query = query.order_by(Discipline.id)
-    if page.fetch_size is not None:
-        query = query.limit(page.fetch_size)
+    query = keyset_page(query, page, (Discipline.id, uuid.UUID))
     rows = (await session.execute(query)).all()
     return [DisciplineCounts(r[0], int(r[1]), int(r[2]), int(r[3]), int(r[4])) for r in rows]
 
@@ -367,12 +363,7 @@ async def get_discipline(
     that follows see the latest committed version; on SQLite writers already queue.
     """
     query = select(Discipline).where(Discipline.id == discipline_id, visible_to(caller.org_id))
-    if for_update:
-        query = query.with_for_update()
-    discipline = await session.scalar(query)
-    if discipline is None:
-        raise not_found("discipline")
-    return discipline
+    return await one_or_not_found(session, query, kind="discipline", for_update=for_update)
 
 
 async def get_for_change(
@@ -442,24 +433,6 @@ def _counts(rows: tree.TreeRows) -> tuple[int, int]:
     return len(rows.of(Level)), len(rows.of(Task))
 
 
-async def _audit(
-    session: AsyncSession,
-    discipline: Discipline,
-    action: str,
-    before: dict[str, object] | None,
-    after: dict[str, object] | None,
-) -> None:
-    """Global disciplines' changes go to the platform's log, outside every organization."""
-    await audit.record(
-        session,
-        organization_id=discipline.organization_id,
-        action=action,
-        target=("discipline", discipline.id),
-        before=before,
-        after=after,
-    )
-
-
 async def bump_for(session: AsyncSession, org_id: uuid.UUID | None) -> None:
     """The read model's version of the discipline's organization, or of every
     organization for a global discipline."""
@@ -498,7 +471,7 @@ async def create_discipline(
     written = Written(discipline, document, body)
     await events.record(session, organization_id=org_id, type="discipline.created", data=outside)
     after = audited(discipline, *_counts(rows), audited_checks(rows.tasks))
-    await _audit(session, discipline, "discipline.created", None, after)
+    await audit.record_on(session, "discipline", discipline, "discipline.created", after=after)
     await bump_for(session, org_id)
     return written
 
@@ -572,7 +545,9 @@ async def replace_discipline(
         data=outside,
     )
     after = audited(discipline, *_counts(rows), audited_checks(rows.tasks))
-    await _audit(session, discipline, "discipline.replaced", before, after)
+    await audit.record_on(
+        session, "discipline", discipline, "discipline.replaced", before=before, after=after
+    )
     await bump_for(session, discipline.organization_id)
     return Written(discipline, document, body)
 
@@ -597,7 +572,9 @@ async def delete_discipline(
         await session.scalars(select(Task.id).where(Task.discipline_id == discipline.id))
     ).all()
     before = audited(discipline, len(document.levels), len(task_ids))
-    await _audit(session, discipline, "discipline.deleted", {**before, "Forced": force}, None)
+    await audit.record_on(
+        session, "discipline", discipline, "discipline.deleted", before={**before, "Forced": force}
+    )
     if task_ids:
         await tasks_removed(
             session, discipline_id=discipline.id, task_ids=list(task_ids), force=force

@@ -21,7 +21,7 @@ from questline.web.errors import Forbidden, ServiceUnavailable
 from questline.web.identity import bearer_token
 from questline.web.openapi import problem_responses
 from questline.web.schemas import examples
-from questline.web.state import app_state
+from questline.web.state import app_state, made_once
 
 router = APIRouter(tags=["operations"])
 
@@ -109,13 +109,13 @@ class RenderedMetrics:
 
 
 def _rendered(request: Request) -> RenderedMetrics:
-    found = getattr(request.app.state, "rendered_metrics", None)
-    if found is None:
-        state = app_state(request)
-        found = RenderedMetrics(state.db, state.settings.metrics_cache_seconds)
-        request.app.state.rendered_metrics = found
-    assert isinstance(found, RenderedMetrics)
-    return found
+    state = app_state(request)
+    return made_once(
+        request.app.state,
+        "rendered_metrics",
+        RenderedMetrics,
+        lambda: RenderedMetrics(state.db, state.settings.metrics_cache_seconds),
+    )
 
 
 @router.get("/metrics", include_in_schema=False)

@@ -7,18 +7,18 @@ from pydantic import Field
 from questline.web.example_ids import AT, LATER, TEAM
 from questline.web.schemas import OutputModel, UtcDateTime, examples
 
+_ENTRY_EXAMPLE = {
+    "Rank": 1,
+    "TeamId": TEAM,
+    "Name": "Rockets",
+    "Score": 60,
+    "TasksCompleted": 3,
+    "ReachedAt": LATER,
+}
+
 
 class LeaderboardEntry(OutputModel):
-    model_config = examples(
-        {
-            "Rank": 1,
-            "TeamId": TEAM,
-            "Name": "Rockets",
-            "Score": 60,
-            "TasksCompleted": 3,
-            "ReachedAt": LATER,
-        }
-    )
+    model_config = examples(_ENTRY_EXAMPLE)
 
     rank: int = Field(description="1-based position (offset + index).")
     team_id: uuid.UUID
@@ -35,12 +35,7 @@ class PerMemberEntry(LeaderboardEntry):
 
     model_config = examples(
         {
-            "Rank": 1,
-            "TeamId": TEAM,
-            "Name": "Rockets",
-            "Score": 60,
-            "TasksCompleted": 3,
-            "ReachedAt": LATER,
+            **_ENTRY_EXAMPLE,
             "MemberCount": 4,
             "PointsPerMember": 15.0,
         }

@@ -26,7 +26,7 @@ import uuid
 from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from starlette.background import BackgroundTask
 from starlette.responses import StreamingResponse
@@ -41,6 +41,7 @@ from questline.storage import tenancy
 from questline.storage.db import Database
 from questline.web.errors import ServiceUnavailable
 from questline.web.identity import Role
+from questline.web.state import made_once
 
 MEDIA_TYPE = "text/event-stream"
 
@@ -78,10 +79,7 @@ class Registry:
 
 def registry_of(app: Any) -> Registry:
     """The process's registry (one per application)."""
-    registry = getattr(app.state, "questline_streams", None)
-    if registry is None:
-        registry = app.state.questline_streams = Registry()
-    return cast(Registry, registry)
+    return made_once(app.state, "questline_streams", Registry, Registry)
 
 
 @dataclass(frozen=True, slots=True)

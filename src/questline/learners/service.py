@@ -61,7 +61,7 @@ from questline.web.errors import (
     Unprocessable,
     not_found,
 )
-from questline.web.pagination import PageRequest, cursor_parts
+from questline.web.pagination import PageRequest, keyset_page
 
 SEALED_AS = "submitted answer"
 RATE_WINDOW = dt.timedelta(seconds=60)
@@ -308,12 +308,7 @@ async def list_attempts(
     query = select(TaskAttempt).where(
         TaskAttempt.organization_id == tenant.org_id, TaskAttempt.team_id == team_id
     )
-    if page.after is not None:
-        (after,) = cursor_parts(page.after, uuid.UUID)
-        query = query.where(TaskAttempt.id > after)
-    query = query.order_by(TaskAttempt.id)
-    if page.fetch_size is not None:
-        query = query.limit(page.fetch_size)
+    query = keyset_page(query, page, (TaskAttempt.id, uuid.UUID))
     rows = list((await session.scalars(query)).all())
     more = page.limit is not None and len(rows) > page.limit
     rows = rows[: page.limit] if page.limit is not None else rows

@@ -35,7 +35,7 @@ from questline.lti.refusals import LaunchRefused
 from questline.storage import tenancy
 from questline.web.edge import Edge, at_the_edge
 from questline.web.openapi import OWN_ERRORS, problem_responses
-from questline.web.state import app_state
+from questline.web.state import app_state, made_once
 
 logger = logging.getLogger("questline.lti")
 
@@ -99,12 +99,12 @@ async def form_of(request: Request) -> dict[str, str]:
 
 
 def framing_of(request: Request) -> FrameAncestors:
-    found = getattr(request.app.state, "lti_framing", None)
-    if found is None:
-        found = FrameAncestors(app_state(request).signing_secret)
-        request.app.state.lti_framing = found
-    assert isinstance(found, FrameAncestors)
-    return found
+    return made_once(
+        request.app.state,
+        "lti_framing",
+        FrameAncestors,
+        lambda: FrameAncestors(app_state(request).signing_secret),
+    )
 
 
 def _public_url(request: Request) -> str:

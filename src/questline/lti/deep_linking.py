@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from joserfc import jwt
-from sqlalchemy import delete, or_, select
+from sqlalchemy import or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.auth import sessions
@@ -29,6 +29,7 @@ from questline.lti import keys
 from questline.lti.models import LtiDeepLink, LtiPlatform
 from questline.lti.refusals import LaunchRefused
 from questline.storage.db import utcnow
+from questline.storage.purging import delete_expired
 from questline.storage.tenancy import finds_the_organization, sweeps_every_organization
 
 TICKET_MINUTES = 30
@@ -46,7 +47,7 @@ class Picked:
 
 @sweeps_every_organization
 async def _purge_expired(session: AsyncSession) -> None:
-    await session.execute(delete(LtiDeepLink).where(LtiDeepLink.expires_at <= utcnow()))
+    await delete_expired(session, LtiDeepLink.expires_at)
 
 
 async def open_ticket(

@@ -40,7 +40,6 @@ from email_validator import EmailNotValidError, validate_email
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from questline import audit
 from questline.auth import sessions
 from questline.config import Settings
 from questline.lti import claims as lti
@@ -48,10 +47,11 @@ from questline.lti.framing import ORIGIN
 from questline.lti.models import LtiDeployment, LtiLoginState, LtiPerson, LtiPlatform
 from questline.lti.refusals import LaunchRefused
 from questline.members.models import Member, TeamMembership
-from questline.members.service import find_or_create
+from questline.members.service import audit_created, find_or_create
 from questline.readmodel.versions import bump
 from questline.storage import tenancy
 from questline.storage.db import utcnow
+from questline.storage.purging import delete_expired
 from questline.storage.tenancy import finds_the_organization, sweeps_every_organization
 from questline.web.identity import ACTING_CALLER, Caller, Role, Via
 
@@ -109,7 +109,7 @@ class Launched:
 
 @sweeps_every_organization
 async def _purge_expired(session: AsyncSession) -> None:
-    await session.execute(delete(LtiLoginState).where(LtiLoginState.expires_at <= utcnow()))
+    await delete_expired(session, LtiLoginState.expires_at)
 
 
 @finds_the_organization
@@ -574,17 +574,7 @@ async def _audit_created(
         subject=platform.issuer[:255], role=role, org_id=platform.organization_id, via=Via.PROVIDER
     )
     try:
-        await audit.record(
-            session,
-            organization_id=platform.organization_id,
-            action="member.created",
-            target=("member", member.id),
-            after={
-                "Email": member.email,
-                "GivenName": member.given_name,
-                "LtiPlatformId": platform.id,
-            },
-        )
+        await audit_created(session, member, LtiPlatformId=platform.id)
     finally:
         if acting is None:
             session.info.pop(ACTING_CALLER, None)

@@ -13,13 +13,14 @@
 from __future__ import annotations
 
 import functools
-from typing import Any, cast
+from typing import Any
 
 from starlette.datastructures import State
 
 from questline.config import Settings
 from questline.outbound import fetching
 from questline.outbound.key_sets import KeySets
+from questline.web.state import made_once
 
 MAX_DOCUMENT_BYTES = 256 * 1024
 KEY_REFETCH_SECONDS = 10.0
@@ -46,8 +47,6 @@ def platform_key_sets(settings: Settings) -> KeySets:
 
 def key_sets_of(app_state: State) -> KeySets:
     """The application's platform key sets, made on first use (on ``app.state``)."""
-    directory = getattr(app_state, "lti_key_sets", None)
-    if directory is None:
-        directory = platform_key_sets(app_state.questline.settings)
-        app_state.lti_key_sets = directory
-    return cast(KeySets, directory)
+    return made_once(
+        app_state, "lti_key_sets", KeySets, lambda: platform_key_sets(app_state.questline.settings)
+    )

@@ -19,7 +19,8 @@ from questline.lti.models import LtiDeployment, LtiPerson, LtiPlatform
 from questline.organizations.service import ensure_organization
 from questline.outbound import addresses
 from questline.storage.db import utcnow
-from questline.web.errors import Conflict, FieldError, Unprocessable, not_found
+from questline.web.errors import Conflict, FieldError, Unprocessable
+from questline.web.lookups import one_or_not_found
 
 URL_FIELDS = {
     "AuthLoginUrl": "auth_login_url",
@@ -80,12 +81,7 @@ async def get_platform(
     query = select(LtiPlatform).where(
         LtiPlatform.organization_id == org_id, LtiPlatform.id == platform_id
     )
-    if for_update:
-        query = query.with_for_update()
-    found = await session.scalar(query)
-    if found is None:
-        raise not_found("LTI platform")
-    return found
+    return await one_or_not_found(session, query, kind="LTI platform", for_update=for_update)
 
 
 async def list_platforms(session: AsyncSession, *, org_id: uuid.UUID) -> list[LtiPlatform]:
@@ -229,13 +225,8 @@ async def update_platform(
     await _set_deployments(session, platform, wanted)
     after = _shown(platform, wanted)
     if after != before:
-        await audit.record(
-            session,
-            organization_id=platform.organization_id,
-            action="lti.platform_changed",
-            target=("lti_platform", platform.id),
-            before=before,
-            after=after,
+        await audit.record_on(
+            session, "lti_platform", platform, "lti.platform_changed", before=before, after=after
         )
     return platform
 
@@ -251,13 +242,7 @@ async def delete_platform(session: AsyncSession, *, platform: LtiPlatform) -> No
         )
     await session.delete(platform)
     await session.flush()
-    await audit.record(
-        session,
-        organization_id=platform.organization_id,
-        action="lti.platform_removed",
-        target=("lti_platform", platform.id),
-        before=before,
-    )
+    await audit.record_on(session, "lti_platform", platform, "lti.platform_removed", before=before)
 
 
 def to_schema(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import html
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from email import policy
 from email.headerregistry import Address
@@ -98,19 +99,41 @@ def _paragraphs(letter: Letter, organization: str) -> tuple[str, str]:
     return lead, close
 
 
-def build(letter: Letter, *, mail_from: str, now: dt.datetime) -> EmailMessage:
-    """The message for ``letter``, from ``mail_from`` (``QUESTLINE_MAIL_FROM``)."""
-    name = one_line(letter.to_name, limit=100)
-    organization = one_line(letter.organization_name or "", limit=100) or "your organization"
+def _headed(
+    mail_from: str,
+    *,
+    to_name: str,
+    to_email: str,
+    organization_name: str | None,
+    subject: Callable[[str], str],
+    now: dt.datetime,
+) -> tuple[EmailMessage, str, str]:
+    """A message to one person with all its headers, each one safe line (``subject`` is
+    given the organization's name); and that person's and organization's names."""
+    name = one_line(to_name, limit=100)
+    organization = one_line(organization_name or "", limit=100) or "your organization"
     sender = sender_address(mail_from)
     message = EmailMessage(policy=policy.SMTP)
     message["From"] = one_line(mail_from, limit=500)
     # ``Address`` refuses anything but one address (a comma, a second address, a break).
-    message["To"] = Address(display_name=name, addr_spec=letter.to_email)
-    message["Subject"] = one_line(_subject(letter, organization), limit=250)
+    message["To"] = Address(display_name=name, addr_spec=to_email)
+    message["Subject"] = one_line(subject(organization), limit=250)
     message["Date"] = format_datetime(now)
     message["Message-ID"] = make_msgid(domain=sender.rpartition("@")[2] or None)
     message["Auto-Submitted"] = "auto-generated"  # RFC 3834: no auto-replies to it
+    return message, name, organization
+
+
+def build(letter: Letter, *, mail_from: str, now: dt.datetime) -> EmailMessage:
+    """The message for ``letter``, from ``mail_from`` (``QUESTLINE_MAIL_FROM``)."""
+    message, name, organization = _headed(
+        mail_from,
+        to_name=letter.to_name,
+        to_email=letter.to_email,
+        organization_name=letter.organization_name,
+        subject=lambda organization: _subject(letter, organization),
+        now=now,
+    )
     lead, close = _paragraphs(letter, organization)
     greeting = f"Hello {name}," if name else "Hello,"
     message.set_content(f"{greeting}\n\n{lead}\n\n{letter.link}\n\n{close}\n\n-- \n{PRODUCT}\n")
@@ -143,17 +166,15 @@ class Notice:
 
 
 def build_notice(notice: Notice, *, mail_from: str, now: dt.datetime) -> EmailMessage:
-    """The message for ``notice``; the same header safety as ``build``."""
-    name = one_line(notice.to_name, limit=100)
-    organization = one_line(notice.organization_name or "", limit=100) or "your organization"
-    sender = sender_address(mail_from)
-    message = EmailMessage(policy=policy.SMTP)
-    message["From"] = one_line(mail_from, limit=500)
-    message["To"] = Address(display_name=name, addr_spec=notice.to_email)
-    message["Subject"] = one_line(f"{notice.subject} ({organization})", limit=250)
-    message["Date"] = format_datetime(now)
-    message["Message-ID"] = make_msgid(domain=sender.rpartition("@")[2] or None)
-    message["Auto-Submitted"] = "auto-generated"
+    """The message for ``notice``; the same headers as ``build``."""
+    message, name, organization = _headed(
+        mail_from,
+        to_name=notice.to_name,
+        to_email=notice.to_email,
+        organization_name=notice.organization_name,
+        subject=lambda organization: f"{notice.subject} ({organization})",
+        now=now,
+    )
     greeting = f"Hello {name}," if name else "Hello,"
     message.set_content(
         f"{greeting}\n\n{notice.text}\n\n{notice.link}\n\n-- \n{PRODUCT} ({organization})\n"

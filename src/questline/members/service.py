@@ -11,6 +11,7 @@ from typing import Protocol
 from sqlalchemy import select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from questline import audit
 from questline.members import schemas
 from questline.members.models import Member, TeamMembership
 from questline.storage.db import insert_ignoring_conflicts, new_id, utcnow
@@ -61,6 +62,14 @@ async def find_or_create(
     member = await find_by_email(session, org_id=org_id, email=email)
     assert member is not None, "a member row exists after insert-or-ignore"
     return FoundMember(member=member, created=created)
+
+
+async def audit_created(session: AsyncSession, member: Member, **more: object) -> None:
+    """The ``member.created`` entry of a member made on the way (a team's new member by
+    e-mail, a sign-in through a provider or an LTI launch): its e-mail and name, and
+    ``more`` of how it came."""
+    after = {"Email": member.email, "GivenName": member.given_name, **more}
+    await audit.record_on(session, "member", member, "member.created", after=after)
 
 
 async def find_by_email(session: AsyncSession, *, org_id: uuid.UUID, email: str) -> Member | None:

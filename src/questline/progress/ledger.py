@@ -96,16 +96,17 @@ class Done:
         )
 
 
-def check_completed_at(completed_at: dt.datetime | None, now: dt.datetime) -> dt.datetime:
-    """The completion's time: now when not given; refused (422) beyond the clock skew."""
-    if completed_at is None:
+def checked_time(given: dt.datetime | None, now: dt.datetime, field: str) -> dt.datetime:
+    """When a score change counts (a completion's ``CompletedAt``, an adjustment's
+    ``At``): now when not given; refused (422, naming ``field``) beyond the clock skew."""
+    if given is None:
         return now
-    if completed_at > now + CLOCK_SKEW:
+    if given > now + CLOCK_SKEW:
         raise Unprocessable(
-            "CompletedAt is in the future.",
-            errors=[FieldError(field="CompletedAt", message="Must not be in the future.")],
+            f"{field} is in the future.",
+            errors=[FieldError(field=field, message="Must not be in the future.")],
         )
-    return completed_at
+    return given
 
 
 @dataclass(slots=True)
@@ -260,7 +261,7 @@ class Plan:
             if task is None:
                 return not_found("task")
             try:
-                completed_at = check_completed_at(write.data.completed_at, self.now)
+                completed_at = checked_time(write.data.completed_at, self.now, "CompletedAt")
             except Problem as refused:
                 return refused
             member_id = write.data.member_id

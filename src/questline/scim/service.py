@@ -39,7 +39,7 @@ from scim2_models import (
     UniquenessException,
     User,
 )
-from sqlalchemy import ColumnElement, func, select
+from sqlalchemy import ColumnElement, Select, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline import audit
@@ -54,6 +54,7 @@ from questline.teams.models import Team
 from questline.teams.schemas import MemberAdd, TeamCreate, TeamUpdate
 
 M = TypeVar("M", bound=Resource[Any])
+R = TypeVar("R")
 
 MAX_EXTERNAL_ID = 255
 MAX_USER_NAME = 320
@@ -138,17 +139,27 @@ def _checked_text(value: str | None, limit: int, what: str) -> str | None:
 # Users -------------------------------------------------------------------------------
 
 
+async def _one_or_not_found(
+    session: AsyncSession, query: Select[R] | None, kind: str, given_id: str, for_update: bool
+) -> R:
+    """The resource ``query`` selects, or SCIM's 404 naming the id as given (cut short:
+    it is the client's text); ``query`` is None when the id is not one of ours."""
+    if query is not None and for_update:
+        query = query.with_for_update()
+    found = await session.scalar(query) if query is not None else None
+    if found is None:
+        raise NotFoundException(detail=f"No {kind} {given_id[:64]!r} in your organization.")
+    return found
+
+
 async def get_member(
     session: AsyncSession, *, org_id: uuid.UUID, user_id: str, for_update: bool = False
 ) -> Member:
     member_id = _uuid(user_id)
     query = select(Member).where(Member.organization_id == org_id, Member.id == member_id)
-    if for_update:
-        query = query.with_for_update()
-    member = await session.scalar(query) if member_id is not None else None
-    if member is None:
-        raise NotFoundException(detail=f"No user {user_id[:64]!r} in your organization.")
-    return member
+    return await _one_or_not_found(
+        session, query if member_id is not None else None, "user", user_id, for_update
+    )
 
 
 async def user_of(session: AsyncSession, member: Member, base_url: str) -> User[Any]:
@@ -293,7 +304,7 @@ async def create_user(session: AsyncSession, *, org_id: uuid.UUID, user: User[An
     )
     session.add(member)
     await session.flush()
-    await _audit_member(session, member, "member.created", None, audited(member))
+    await audit.record_on(session, "member", member, "member.created", after=audited(member))
     await bump(session, org_id)
     return member
 
@@ -310,23 +321,6 @@ def audited(member: Member) -> dict[str, object]:
     }
 
 
-async def _audit_member(
-    session: AsyncSession,
-    member: Member,
-    action: str,
-    before: dict[str, object] | None,
-    after: dict[str, object] | None,
-) -> None:
-    await audit.record(
-        session,
-        organization_id=member.organization_id,
-        action=action,
-        target=("member", member.id),
-        before=before,
-        after=after,
-    )
-
-
 async def _audit_member_write(
     session: AsyncSession, member: Member, before: dict[str, object], after: dict[str, object]
 ) -> None:
@@ -335,20 +329,28 @@ async def _audit_member_write(
     and one ``member.updated`` for a write that changed nothing (it was still made)."""
     if before["Active"] != after["Active"]:
         action = "member.reactivated" if after["Active"] else "member.deactivated"
-        await _audit_member(
-            session, member, action, {"Active": before["Active"]}, {"Active": after["Active"]}
+        await audit.record_on(
+            session,
+            "member",
+            member,
+            action,
+            before={"Active": before["Active"]},
+            after={"Active": after["Active"]},
         )
     others = [f for f in before if f != "Active" and before[f] != after[f]]
     if others:
-        await _audit_member(
+        await audit.record_on(
             session,
+            "member",
             member,
             "member.updated",
-            {f: before[f] for f in others},
-            {f: after[f] for f in others},
+            before={f: before[f] for f in others},
+            after={f: after[f] for f in others},
         )
     elif before == after:
-        await _audit_member(session, member, "member.updated", before, after)
+        await audit.record_on(
+            session, "member", member, "member.updated", before=before, after=after
+        )
 
 
 async def write_user(session: AsyncSession, *, member: Member, user: User[Any]) -> Member:
@@ -389,7 +391,7 @@ async def _take_out(session: AsyncSession, member: Member, email: str) -> None:
 
 async def delete_user(session: AsyncSession, *, member: Member) -> None:
     await _take_out(session, member, member.email)
-    await _audit_member(session, member, "member.deleted", audited(member), None)
+    await audit.record_on(session, "member", member, "member.deleted", before=audited(member))
     await session.delete(member)
     await session.flush()
     await bump(session, member.organization_id)
@@ -420,12 +422,9 @@ async def get_team(
 ) -> Team:
     team_id = _uuid(group_id)
     query = select(Team).where(Team.organization_id == org_id, Team.id == team_id)
-    if for_update:
-        query = query.with_for_update()
-    team = await session.scalar(query) if team_id is not None else None
-    if team is None:
-        raise NotFoundException(detail=f"No group {group_id[:64]!r} in your organization.")
-    return team
+    return await _one_or_not_found(
+        session, query if team_id is not None else None, "group", group_id, for_update
+    )
 
 
 async def members_of(

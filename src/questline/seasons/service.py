@@ -19,7 +19,8 @@ from questline.readmodel.versions import bump
 from questline.seasons import schemas
 from questline.seasons.models import Season
 from questline.storage.db import utcnow
-from questline.web.errors import Conflict, FieldError, Unprocessable, not_found
+from questline.web.errors import Conflict, FieldError, Unprocessable
+from questline.web.lookups import one_or_not_found
 
 
 def phase_of(season: Season, now: dt.datetime) -> schemas.Phase:
@@ -194,7 +195,7 @@ async def create_season(
     session.add(season)
     await session.flush()
     await bump(session, org_id)
-    await _audit(session, season, "season.created", after=_fields(season))
+    await audit.record_on(session, "season", season, "season.created", after=_fields(season))
     return season
 
 
@@ -212,12 +213,7 @@ async def get_season(
     session: AsyncSession, *, org_id: uuid.UUID, season_id: uuid.UUID, for_update: bool = False
 ) -> Season:
     query = select(Season).where(Season.organization_id == org_id, Season.id == season_id)
-    if for_update:
-        query = query.with_for_update()
-    season = await session.scalar(query)
-    if season is None:
-        raise not_found("season")
-    return season
+    return await one_or_not_found(session, query, kind="season", for_update=for_update)
 
 
 async def update_season(
@@ -251,7 +247,9 @@ async def update_season(
     season.updated_at = utcnow()
     await session.flush()
     await bump(session, season.organization_id)
-    await _audit(session, season, "season.changed", before=before, after=_fields(season))
+    await audit.record_on(
+        session, "season", season, "season.changed", before=before, after=_fields(season)
+    )
     return season
 
 
@@ -260,7 +258,7 @@ async def delete_season(session: AsyncSession, *, season: Season) -> None:
     await session.delete(season)
     await session.flush()
     await bump(session, season.organization_id)
-    await _audit(session, season, "season.deleted", before=before)
+    await audit.record_on(session, "season", season, "season.deleted", before=before)
 
 
 async def reveal(session: AsyncSession, *, season: Season) -> Season:
@@ -273,7 +271,9 @@ async def reveal(session: AsyncSession, *, season: Season) -> Season:
     season.updated_at = now
     await session.flush()
     await bump(session, season.organization_id)
-    await _audit(session, season, "season.revealed", after={"RevealedAt": now.isoformat()})
+    await audit.record_on(
+        session, "season", season, "season.revealed", after={"RevealedAt": now.isoformat()}
+    )
     return season
 
 
@@ -290,21 +290,3 @@ def _fields(season: Season) -> dict[str, str | None]:
         "FreezesAt": iso(season.freezes_at),
         "DisciplineId": None if season.discipline_id is None else str(season.discipline_id),
     }
-
-
-async def _audit(
-    session: AsyncSession,
-    season: Season,
-    action: str,
-    *,
-    before: dict[str, str | None] | None = None,
-    after: dict[str, str | None] | None = None,
-) -> None:
-    await audit.record(
-        session,
-        organization_id=season.organization_id,
-        action=action,
-        target=("season", season.id),
-        before=before,
-        after=after,
-    )

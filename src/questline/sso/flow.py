@@ -37,10 +37,9 @@ from authlib.oauth2.client import OAuth2Client
 from sqlalchemy import delete
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from questline import audit
 from questline.auth import scim_tokens, sessions
 from questline.config import Settings
-from questline.members.service import FoundMember, find_by_email, find_or_create
+from questline.members.service import FoundMember, audit_created, find_by_email, find_or_create
 from questline.outbound.calls import tls_context
 from questline.readmodel.versions import bump
 from questline.sso import sealing
@@ -50,6 +49,7 @@ from questline.sso.provider import Provider, ProviderDirectory, ProviderUnusable
 from questline.sso.refusals import LoginRefused
 from questline.sso.service import get_configuration
 from questline.storage.db import utcnow
+from questline.storage.purging import delete_expired
 from questline.storage.tenancy import finds_the_organization, sweeps_every_organization
 from questline.web.errors import Unauthorized
 from questline.web.identity import ACTING_CALLER, Caller, Via
@@ -93,9 +93,7 @@ class SpentLogin:
 
 @sweeps_every_organization
 async def _purge_expired(session: AsyncSession) -> None:
-    now = utcnow()
-    await session.execute(delete(OidcLoginState).where(OidcLoginState.expires_at <= now))
-    await session.execute(delete(SsoSession).where(SsoSession.expires_at <= now))
+    await delete_expired(session, OidcLoginState.expires_at, SsoSession.expires_at)
 
 
 async def provider_for(providers: ProviderDirectory, issuer: str) -> Provider:
@@ -291,13 +289,7 @@ async def sign_in(
         session.info[ACTING_CALLER] = Caller(
             subject=subject, role=person.role, org_id=login.organization_id, via=Via.PROVIDER
         )
-        await audit.record(
-            session,
-            organization_id=login.organization_id,
-            action="member.created",
-            target=("member", found.member.id),
-            after={"Email": found.member.email, "GivenName": found.member.given_name},
-        )
+        await audit_created(session, found.member)
         await bump(session, login.organization_id)
     if previous_cookie:  # this browser's earlier session (maybe of another organization)
         await sessions.end_session(session, previous_cookie)

@@ -23,7 +23,7 @@ import functools
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
-from typing import Any, cast
+from typing import Any
 from urllib.parse import urlsplit
 
 from joserfc.jwk import KeySet
@@ -32,6 +32,7 @@ from starlette.datastructures import State
 from questline.config import Settings
 from questline.outbound import addresses, fetching
 from questline.outbound.key_sets import CachedKeys, KeySets, read_key_set
+from questline.web.state import made_once
 
 DISCOVERY_PATH = "/.well-known/openid-configuration"
 MAX_DOCUMENT_BYTES = 512 * 1024
@@ -282,8 +283,9 @@ class ProviderDirectory:
 
 def providers_of(app_state: State) -> ProviderDirectory:
     """The application's provider directory, made on first use (kept on ``app.state``)."""
-    directory = getattr(app_state, "sso_providers", None)
-    if directory is None:
-        directory = ProviderDirectory(app_state.questline.settings)
-        app_state.sso_providers = directory
-    return cast(ProviderDirectory, directory)
+    return made_once(
+        app_state,
+        "sso_providers",
+        ProviderDirectory,
+        lambda: ProviderDirectory(app_state.questline.settings),
+    )

@@ -46,7 +46,7 @@ from questline.web.errors import (
     Unprocessable,
     not_found,
 )
-from questline.web.pagination import PageRequest, cursor_parts
+from questline.web.pagination import PageRequest, keyset_page
 
 
 class SubmissionPending(Conflict):
@@ -218,15 +218,12 @@ async def list_submissions(
         query = query.where(Submission.team_id == filters.team_id)
     if filters.task_id is not None:
         query = query.where(Submission.task_id == filters.task_id)
-    if page.after is not None:
-        after_at, after_id = cursor_parts(page.after, dt.datetime.fromisoformat, uuid.UUID)
-        query = query.where(
-            (Submission.submitted_at > after_at)
-            | ((Submission.submitted_at == after_at) & (Submission.id > after_id))
-        )
-    query = query.order_by(Submission.submitted_at, Submission.id)
-    if page.fetch_size is not None:
-        query = query.limit(page.fetch_size)
+    query = keyset_page(
+        query,
+        page,
+        (Submission.submitted_at, dt.datetime.fromisoformat),
+        (Submission.id, uuid.UUID),
+    )
     return (await session.scalars(query)).all()
 
 

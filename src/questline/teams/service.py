@@ -18,6 +18,7 @@ from questline.storage.db import insert_ignoring_conflicts, utcnow
 from questline.teams import schemas
 from questline.teams.models import Team, TeamStatus
 from questline.web.errors import Conflict, FieldError, PreconditionFailed, Unprocessable, not_found
+from questline.web.lookups import one_or_not_found
 from questline.web.metrics import count_on_commit
 
 TEAMS_CREATED = Counter(
@@ -88,12 +89,7 @@ async def get_team(
     the admin switch see the latest committed value.
     """
     query = select(Team).where(Team.organization_id == org_id, Team.id == team_id)
-    if for_update:
-        query = query.with_for_update()
-    team = await session.scalar(query)
-    if team is None:
-        raise not_found("team")
-    return team
+    return await one_or_not_found(session, query, kind="team", for_update=for_update)
 
 
 async def count_members(session: AsyncSession, *, org_id: uuid.UUID, team_id: uuid.UUID) -> int:
@@ -152,14 +148,7 @@ async def audit_team(
 ) -> None:
     """An audit entry whose target is ``team`` (its rename, its adjustments, its
     directory id): every team-targeted entry is written through here."""
-    await audit.record(
-        session,
-        organization_id=team.organization_id,
-        action=action,
-        target=("team", team.id),
-        before=before,
-        after=after,
-    )
+    await audit.record_on(session, "team", team, action, before=before, after=after)
 
 
 async def _ensure_name_free(
@@ -308,33 +297,36 @@ async def set_admin_flag(session: AsyncSession, *, team: Team, value: bool | Non
     before = team.is_admin_team
     team.is_admin_team = (not team.is_admin_team) if value is None else value
     team.refresh_ranking_flag()
-    team.updated_at = utcnow()
-    await session.flush()
-    await _record(session, team, "team.admin_changed")
-    await audit_team(
-        session,
-        team,
-        "team.admin_changed",
-        {"IsAdminTeam": before},
-        {"IsAdminTeam": team.is_admin_team},
+    after = team.is_admin_team
+    return await _flag_set(
+        session, team, "team.admin_changed", "team.admin_changed", "IsAdminTeam", before, after
     )
-    await bump(session, team.organization_id)
-    return team
 
 
 async def set_survey_flag(session: AsyncSession, *, team: Team, value: bool) -> Team:
     before = team.is_survey_completed
     team.is_survey_completed = value
+    return await _flag_set(
+        session, team, "team.updated", "team.survey_changed", "IsSurveyCompleted", before, value
+    )
+
+
+async def _flag_set(
+    session: AsyncSession,
+    team: Team,
+    event: str,
+    action: str,
+    field: str,
+    before: bool,
+    after: bool,
+) -> Team:
+    """What follows setting one of the team's flags (``field``, as the API names it):
+    its time stamp, the ``event``, the audit entry with the flag before and after, and
+    the read model's new version."""
     team.updated_at = utcnow()
     await session.flush()
-    await _record(session, team, "team.updated")
-    await audit_team(
-        session,
-        team,
-        "team.survey_changed",
-        {"IsSurveyCompleted": before},
-        {"IsSurveyCompleted": value},
-    )
+    await _record(session, team, event)
+    await audit_team(session, team, action, {field: before}, {field: after})
     await bump(session, team.organization_id)
     return team
 
@@ -351,6 +343,24 @@ class MembershipResult:
     membership_created: bool
 
 
+async def _join(session: AsyncSession, team: Team, member_id: uuid.UUID) -> bool:
+    """Put the member in the team; False when it was in it already (its row is left as
+    it is: joining is idempotent)."""
+    result = await session.execute(
+        insert_ignoring_conflicts(
+            session, TeamMembership.__table__, ["organization_id", "team_id", "member_id"]
+        )
+        .values(
+            organization_id=team.organization_id,
+            team_id=team.id,
+            member_id=member_id,
+            created_at=utcnow(),
+        )
+        .returning(TeamMembership.__table__.c.member_id)
+    )
+    return result.scalar_one_or_none() is not None
+
+
 async def add_member(
     session: AsyncSession, *, team: Team, email: str, given_name: str
 ) -> MembershipResult:
@@ -359,29 +369,11 @@ async def add_member(
     found = await members_service.find_or_create(
         session, org_id=team.organization_id, email=email, given_name=given_name
     )
-    result = await session.execute(
-        insert_ignoring_conflicts(
-            session, TeamMembership.__table__, ["organization_id", "team_id", "member_id"]
-        )
-        .values(
-            organization_id=team.organization_id,
-            team_id=team.id,
-            member_id=found.member.id,
-            created_at=utcnow(),
-        )
-        .returning(TeamMembership.__table__.c.member_id)
-    )
-    joined = result.scalar_one_or_none() is not None
+    joined = await _join(session, team, found.member.id)
     if joined or found.created:
         await bump(session, team.organization_id)
     if found.created:
-        await audit.record(
-            session,
-            organization_id=team.organization_id,
-            action="member.created",
-            target=("member", found.member.id),
-            after={"Email": found.member.email, "GivenName": found.member.given_name},
-        )
+        await members_service.audit_created(session, found.member)
     if joined:
         await _record_membership(session, team, found.member.id, "member.added")
         await audit_team(session, team, "member.added", None, {"MemberId": found.member.id})
@@ -411,19 +403,7 @@ async def add_members_by_id(
     ensure_active(team, "new members")
     joined: list[uuid.UUID] = []
     for member_id in dict.fromkeys(member_ids):
-        result = await session.execute(
-            insert_ignoring_conflicts(
-                session, TeamMembership.__table__, ["organization_id", "team_id", "member_id"]
-            )
-            .values(
-                organization_id=team.organization_id,
-                team_id=team.id,
-                member_id=member_id,
-                created_at=utcnow(),
-            )
-            .returning(TeamMembership.__table__.c.member_id)
-        )
-        if result.scalar_one_or_none() is not None:
+        if await _join(session, team, member_id):
             joined.append(member_id)
             await _record_membership(session, team, member_id, "member.added")
     if joined:

@@ -9,7 +9,6 @@ record conflicts, its transaction rolls back, and it replays the first one's res
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import hashlib
 import logging
@@ -23,8 +22,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
 from questline.config import Settings
-from questline.storage import tenancy
 from questline.storage.db import Base, Database, UTCDateTime, utcnow
+from questline.storage.purging import purge_every
 from questline.web.errors import Unprocessable
 from questline.web.metrics import IDEMPOTENT_REPLAYS
 
@@ -151,15 +150,11 @@ async def purge_periodically(db: Database, settings: Settings) -> None:
     """Delete expired records every ``QUESTLINE_IDEMPOTENCY_PURGE_INTERVAL_SECONDS`` (each
     process; the deletes are idempotent). Started by the application's lifespan."""
     ttl = dt.timedelta(hours=settings.idempotency_ttl_hours)
-    while True:
-        try:
-            with tenancy.for_every_organization():  # every organization's expired rows
-                async with db.session(write=True) as session:
-                    purged = await purge_expired(session, ttl=ttl)
-            if purged:
-                logger.info("purged %s expired idempotency records", purged)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # the database is down: try again next time
-            logger.warning("idempotency purge failed: %s", type(exc).__name__)
-        await asyncio.sleep(settings.idempotency_purge_interval_seconds)
+    await purge_every(
+        db,
+        settings.idempotency_purge_interval_seconds,
+        lambda session: purge_expired(session, ttl=ttl),
+        log=logger,
+        name="idempotency",
+        purged_message="purged %s expired idempotency records",
+    )

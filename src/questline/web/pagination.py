@@ -9,16 +9,20 @@ import base64
 import hashlib
 import hmac
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar, TypeVarTuple
 
 from fastapi import Depends, Query, Request, Response
+from sqlalchemy import ColumnElement, Select, and_, or_
+from sqlalchemy.orm import QueryableAttribute
 
 from questline.web.errors import Unprocessable
 from questline.web.links import service_link
 
 MAX_LIMIT = 1000
 T = TypeVar("T")
+Ts = TypeVarTuple("Ts")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +44,38 @@ def cursor_parts(values: list[Any], *converters: Any) -> tuple[Any, ...]:
         return tuple(convert(value) for convert, value in zip(converters, values, strict=True))
     except (TypeError, ValueError) as exc:
         raise Unprocessable(NOT_ISSUED) from exc
+
+
+Key = tuple[QueryableAttribute[Any], Callable[[Any], Any]]
+"""A keyset column and how its cursor value is read back (``uuid.UUID``,
+``dt.datetime.fromisoformat``): the columns in sort order, the last one unique."""
+
+
+def keyset_page(
+    query: Select[*Ts], page: PageRequest, *keys: Key, descending: bool = False
+) -> Select[*Ts]:
+    """``query`` as one keyset page: the rows after the cursor's, in the keys' order,
+    one more than ``limit`` (to learn whether a next page exists)."""
+    columns = [column for column, _ in keys]
+    if page.after is not None:
+        values = cursor_parts(page.after, *(convert for _, convert in keys))
+        query = query.where(_beyond(columns, values, descending))
+    query = query.order_by(*(column.desc() if descending else column for column in columns))
+    if page.fetch_size is not None:
+        query = query.limit(page.fetch_size)
+    return query
+
+
+def _beyond(
+    columns: Sequence[QueryableAttribute[Any]], values: Sequence[Any], descending: bool
+) -> ColumnElement[bool]:
+    """After ``values`` in the order: past the first key, or equal on it and past on
+    the rest."""
+    first, value = columns[0], values[0]
+    past: ColumnElement[bool] = first < value if descending else first > value
+    if len(columns) == 1:
+        return past
+    return or_(past, and_(first == value, _beyond(columns[1:], values[1:], descending)))
 
 
 NOT_ISSUED = "The 'after' cursor is not one this service issued; use a Link header's."
@@ -93,20 +129,27 @@ CURSOR_DESCRIPTION = "Cursor from the previous page's `Link` header (opaque, sig
 CURSOR_PATTERN = r"^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$"
 
 
+After = Annotated[
+    str | None, Query(max_length=512, pattern=CURSOR_PATTERN, description=CURSOR_DESCRIPTION)
+]
+"""The ``after`` query parameter of every paged list."""
+
+
+def _page(request: Request, limit: int | None, after: str | None) -> PageRequest:
+    return PageRequest(
+        limit=limit, after=decode_cursor(after, _cursor_key(request)) if after else None
+    )
+
+
 async def page_request(
     request: Request,
     limit: Annotated[
         int | None, Query(ge=1, le=MAX_LIMIT, description="Page size; omit for every item.")
     ] = None,
-    after: Annotated[
-        str | None,
-        Query(max_length=512, pattern=CURSOR_PATTERN, description=CURSOR_DESCRIPTION),
-    ] = None,
+    after: After = None,
 ) -> PageRequest:
     """Opt-in paging: without ``limit``, every item (after the cursor, if one is given)."""
-    return PageRequest(
-        limit=limit, after=decode_cursor(after, _cursor_key(request)) if after else None
-    )
+    return _page(request, limit, after)
 
 
 PageDep = Annotated[PageRequest, Depends(page_request)]
@@ -125,15 +168,10 @@ async def bounded_page_request(
             "the next page is in the `Link` header.",
         ),
     ] = DEFAULT_PAGE_SIZE,
-    after: Annotated[
-        str | None,
-        Query(max_length=512, pattern=CURSOR_PATTERN, description=CURSOR_DESCRIPTION),
-    ] = None,
+    after: After = None,
 ) -> PageRequest:
     """Always paged: lists outside the seed's contract never answer with every row."""
-    return PageRequest(
-        limit=limit, after=decode_cursor(after, _cursor_key(request)) if after else None
-    )
+    return _page(request, limit, after)
 
 
 BoundedPageDep = Annotated[PageRequest, Depends(bounded_page_request)]

@@ -12,10 +12,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import cast
+from typing import TypeVar, cast
 
 from fastapi import Request
 from sqlalchemy.ext.asyncio import AsyncSession
+from starlette.datastructures import State
 
 from questline.config import Settings
 from questline.storage.db import Database
@@ -47,6 +48,20 @@ class RequestState:
     pending_key: idempotency.PendingKey | None = None
     committing: bool = False
     """The commit was sent: a failure now leaves the outcome unknown (never retried)."""
+
+
+T = TypeVar("T")
+
+
+def made_once(state: State, name: str, kind: type[T], make: Callable[[], T]) -> T:
+    """``state.<name>``: one ``kind`` per application, made by ``make`` on first use and
+    kept on the application's state (not in a module-level registry)."""
+    found = getattr(state, name, None)
+    if found is None:
+        found = make()
+        setattr(state, name, found)
+    assert isinstance(found, kind)
+    return found
 
 
 def app_state(request: Request) -> AppState:

@@ -13,8 +13,9 @@ from questline.config import Settings
 from questline.organizations.service import ensure_organization
 from questline.outbound import addresses
 from questline.storage.db import insert_ignoring_conflicts, utcnow
-from questline.web.errors import FieldError, Unprocessable, not_found
-from questline.web.pagination import PageRequest, cursor_parts
+from questline.web.errors import FieldError, Unprocessable
+from questline.web.lookups import one_or_not_found
+from questline.web.pagination import PageRequest, keyset_page
 from questline.xapi import schemas, sealing
 from questline.xapi.models import LrsConnection, StatementStatus, XapiStatement
 from questline.xapi.statements import Iris
@@ -33,12 +34,7 @@ async def get_lrs(
     session: AsyncSession, *, org_id: uuid.UUID, for_update: bool = False
 ) -> LrsConnection:
     query = select(LrsConnection).where(LrsConnection.organization_id == org_id)
-    if for_update:
-        query = query.with_for_update()
-    found = await session.scalar(query)
-    if found is None:
-        raise not_found("LRS")
-    return found
+    return await one_or_not_found(session, query, kind="LRS", for_update=for_update)
 
 
 async def put_lrs(
@@ -150,10 +146,5 @@ async def list_failures(
         XapiStatement.organization_id == org_id,
         XapiStatement.status == StatementStatus.FAILED,
     )
-    if page.after is not None:
-        (before_id,) = cursor_parts(page.after, uuid.UUID)
-        query = query.where(XapiStatement.id < before_id)
-    query = query.order_by(XapiStatement.id.desc())
-    if page.fetch_size is not None:
-        query = query.limit(page.fetch_size)
+    query = keyset_page(query, page, (XapiStatement.id, uuid.UUID), descending=True)
     return list((await session.scalars(query)).all())
