@@ -14,8 +14,14 @@ def id_parser(kind: str, name: str):  # type: ignore[no-untyped-def]
 
     # async: FastAPI runs a plain ``def`` dependency in its thread pool, a hand-off per
     # request that queues under load (docs/reliability.md).
+    # Read as text (a malformed id is this 404, not the framework's 422) but documented
+    # as what it is: a client, or a fuzzer, that follows the document sends UUIDs, and
+    # ``/team/bulk`` is not taken for ``/team/{team_id}``.
     async def parse(
-        raw: Annotated[str, Path(alias=name, description=f"Id of the {kind}")],
+        raw: Annotated[
+            str,
+            Path(alias=name, description=f"Id of the {kind}", json_schema_extra={"format": "uuid"}),
+        ],
     ) -> uuid.UUID:
         try:
             return uuid.UUID(raw)
