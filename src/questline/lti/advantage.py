@@ -82,7 +82,7 @@ async def call(
     except TimeoutError as exc:
         raise ServiceFailed(f"{url} failed (it did not answer in time).") from exc
     except calls.CallFailed as exc:
-        raise ServiceFailed(f"{url} failed ({str(exc).partition(':')[0]}).") from exc
+        raise ServiceFailed(f"{url} failed ({exc.kind}).") from exc
     if answer.cut:
         raise ServiceFailed(f"The answer of {url} is too large.")
     return Answer(answer.status_code, answer.header_values("link"), answer.body)

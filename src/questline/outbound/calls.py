@@ -39,6 +39,11 @@ class CallFailed(Exception):
     """The call got no answer (connection refused or reset, TLS failed, the answer
     malformed); the message names what failed, never what was sent."""
 
+    def __init__(self, kind: str, detail: str) -> None:
+        super().__init__(f"{kind}: {detail}")
+        self.kind = kind
+        """What failed, in a word (the client library's name for it)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Answer:
@@ -164,7 +169,7 @@ async def send(
     except TimeoutError:
         raise  # the caller's deadline, not a failed connection
     except aiohttp.ClientError as exc:
-        raise CallFailed(f"{type(exc).__name__}: {exc}") from exc
+        raise CallFailed(type(exc).__name__, str(exc)) from exc
 
 
 async def post(

@@ -35,8 +35,7 @@ async def get_json(
     except TimeoutError as exc:
         raise FetchFailed(f"The {what} at {url} did not answer in time.") from exc
     except calls.CallFailed as exc:
-        name = str(exc).partition(":")[0]
-        raise FetchFailed(f"The {what} at {url} cannot be fetched ({name}).") from exc
+        raise FetchFailed(f"The {what} at {url} cannot be fetched ({exc.kind}).") from exc
     if answer.status_code != 200:
         raise FetchFailed(f"The {what} at {url} answered HTTP {answer.status_code}.")
     if answer.cut:
