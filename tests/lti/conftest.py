@@ -60,7 +60,7 @@ def tool(
         "QUESTLINE_WEBHOOKS_POLL_SECONDS": "0.2",
         "QUESTLINE_XAPI_DISPATCHER_ENABLED": "false",
         "QUESTLINE_RATE_LIMIT_ENABLED": "false",
-        "QUESTLINE_LOG_LEVEL": "WARNING",
+        "QUESTLINE_LOG_LEVEL": "INFO",  # its log names why it refused a launch
     }
     env.update(database_env(migrated_settings))
     server = LiveServer(env=env, log_path=tmp_path_factory.mktemp("tool") / "serve.log", port=port)
