@@ -34,18 +34,12 @@ from questline.web.pagination import PageRequest, keyset_page
 def to_schema(
     row: ScoreAdjustment, *, score: int | None = None, show_who: bool = True
 ) -> schemas.Adjustment:
-    return schemas.Adjustment(
-        id=row.id,
-        team_id=row.team_id,
-        points=row.points,
-        reason=row.reason,
-        at=row.at,
-        recorded_by=row.recorded_by if show_who else None,
-        created_at=row.created_at,
-        withdrawn_at=row.withdrawn_at,
-        withdrawn_by=row.withdrawn_by if show_who else None,
-        score=score,
-    )
+    """The adjustment as the API shows it; members get it without who made or withdrew
+    it (``RecordedBy``, ``WithdrawnBy``), as they get submissions without the reviewer."""
+    update: dict[str, object] = {"score": score}
+    if not show_who:
+        update |= {"recorded_by": None, "withdrawn_by": None}
+    return schemas.Adjustment.model_validate(row).model_copy(update=update)
 
 
 def _check_range(team: Team, delta: int) -> None:
