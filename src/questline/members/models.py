@@ -6,11 +6,13 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    ColumnElement,
     ForeignKey,
     ForeignKeyConstraint,
     Index,
     String,
     UniqueConstraint,
+    and_,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -71,3 +73,12 @@ class TeamMembership(Base):
     team_id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
     member_id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+def membership_of_member() -> ColumnElement[bool]:
+    """Join condition of a team membership and its member: the same organization and
+    member id, the composite key the foreign key (and row-level security) go by."""
+    return and_(
+        TeamMembership.organization_id == Member.organization_id,
+        TeamMembership.member_id == Member.id,
+    )
