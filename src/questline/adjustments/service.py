@@ -9,7 +9,6 @@ A withdrawal is a negative step at the time it is made, as for a completion.
 
 from __future__ import annotations
 
-import datetime as dt
 import uuid
 from collections.abc import Sequence
 
@@ -28,7 +27,7 @@ from questline.teams.models import Team
 from questline.teams.service import audit_team, ensure_active
 from questline.web.errors import Conflict, FieldError, Unprocessable
 from questline.web.lookups import one_or_not_found
-from questline.web.pagination import PageRequest, keyset_page
+from questline.web.pagination import PageRequest, keyset_page, time_then_id
 
 
 def to_schema(
@@ -165,12 +164,7 @@ async def list_adjustments(
         ScoreAdjustment.organization_id == team.organization_id,
         ScoreAdjustment.team_id == team.id,
     )
-    query = keyset_page(
-        query,
-        page,
-        (ScoreAdjustment.at, dt.datetime.fromisoformat),
-        (ScoreAdjustment.id, uuid.UUID),
-    )
+    query = keyset_page(query, page, *time_then_id(ScoreAdjustment.at, ScoreAdjustment.id))
     return (await session.scalars(query)).all()
 
 
