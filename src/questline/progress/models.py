@@ -13,10 +13,10 @@ import datetime as dt
 import enum
 import uuid
 
-from sqlalchemy import BigInteger, Enum, ForeignKey, ForeignKeyConstraint, Index, String
+from sqlalchemy import BigInteger, ForeignKey, ForeignKeyConstraint, Index, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from questline.storage.db import Base, UTCDateTime, new_id, utcnow
+from questline.storage.db import Base, UTCDateTime, new_id, text_enum, utcnow
 
 
 class ScoreChange(enum.StrEnum):
@@ -105,14 +105,7 @@ class ScoreEvent(Base):
     adjustment_id: Mapped[uuid.UUID | None] = mapped_column(default=None)
     """The adjustment of an ``Adjusted`` or ``AdjustWithdrawn`` step (no foreign key,
     like ``task_id``)."""
-    kind: Mapped[ScoreChange] = mapped_column(
-        Enum(
-            ScoreChange,
-            native_enum=False,
-            length=16,
-            values_callable=lambda e: [m.value for m in e],
-        )
-    )
+    kind: Mapped[ScoreChange] = mapped_column(text_enum(ScoreChange))
     delta: Mapped[int]
     score_after: Mapped[int] = mapped_column(BigInteger)
     """The team's score right after this change was applied (in the order applied)."""

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 import asyncpg
 import orjson
-from sqlalchemy import DateTime, Dialect, MetaData, event, insert
+from sqlalchemy import DateTime, Dialect, Enum, MetaData, event, insert
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import (
@@ -104,6 +104,12 @@ class UTCDateTime(TypeDecorator[dt.datetime]):
         if value.tzinfo is None:
             return value.replace(tzinfo=dt.UTC)
         return value.astimezone(dt.UTC)
+
+
+def text_enum(kind: type[enum.StrEnum]) -> Enum:
+    """The column type of an enum: its members' values (not their names) as text of at
+    most 16 characters, not a database enum type."""
+    return Enum(kind, native_enum=False, length=16, values_callable=lambda e: [m.value for m in e])
 
 
 def json_text(value: Any) -> str:

@@ -13,11 +13,11 @@ import datetime as dt
 import enum
 import uuid
 
-from sqlalchemy import Enum, ForeignKey, ForeignKeyConstraint, Index, String, Text
+from sqlalchemy import ForeignKey, ForeignKeyConstraint, Index, String, Text
 from sqlalchemy import text as sql
 from sqlalchemy.orm import Mapped, mapped_column
 
-from questline.storage.db import Base, UTCDateTime, new_id, utcnow
+from questline.storage.db import Base, UTCDateTime, new_id, text_enum, utcnow
 
 MAX_TEXT = 10_000
 MAX_URL = 2048
@@ -71,12 +71,7 @@ class Submission(Base):
     text: Mapped[str | None] = mapped_column(Text, default=None)
     url: Mapped[str | None] = mapped_column(String(MAX_URL), default=None)
     state: Mapped[SubmissionState] = mapped_column(
-        Enum(
-            SubmissionState,
-            native_enum=False,
-            length=16,
-            values_callable=lambda e: [m.value for m in e],
-        ),
+        text_enum(SubmissionState),
         default=SubmissionState.PENDING,
     )
     submitted_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
