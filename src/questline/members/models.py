@@ -8,7 +8,6 @@ from sqlalchemy import (
     JSON,
     ColumnElement,
     ForeignKey,
-    ForeignKeyConstraint,
     Index,
     String,
     UniqueConstraint,
@@ -16,7 +15,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from questline.storage.db import Base, UTCDateTime, new_id, utcnow
+from questline.storage.db import Base, UTCDateTime, new_id, tenant_foreign_key, utcnow
 
 
 class Member(Base):
@@ -54,16 +53,8 @@ class TeamMembership(Base):
 
     __tablename__ = "team_members"
     __table_args__ = (
-        ForeignKeyConstraint(
-            ["organization_id", "team_id"],
-            ["teams.organization_id", "teams.id"],
-            ondelete="CASCADE",
-        ),
-        ForeignKeyConstraint(
-            ["organization_id", "member_id"],
-            ["members.organization_id", "members.id"],
-            ondelete="CASCADE",
-        ),
+        tenant_foreign_key("team_id", "teams"),
+        tenant_foreign_key("member_id", "members"),
         Index("ix_team_members_member", "organization_id", "member_id"),
     )
 

@@ -6,10 +6,10 @@ import datetime as dt
 import enum
 import uuid
 
-from sqlalchemy import JSON, ForeignKey, ForeignKeyConstraint, Index, String
+from sqlalchemy import JSON, ForeignKey, Index, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from questline.storage.db import Base, UTCDateTime, new_id, text_enum, utcnow
+from questline.storage.db import Base, UTCDateTime, new_id, tenant_foreign_key, text_enum, utcnow
 
 
 class DeliveryStatus(enum.StrEnum):
@@ -47,11 +47,7 @@ class Webhook(Base):
 class WebhookDelivery(Base):
     __tablename__ = "webhook_deliveries"
     __table_args__ = (
-        ForeignKeyConstraint(
-            ["organization_id", "webhook_id"],
-            ["webhooks.organization_id", "webhooks.id"],
-            ondelete="CASCADE",
-        ),
+        tenant_foreign_key("webhook_id", "webhooks"),
         # The dispatcher claims due deliveries, oldest due first.
         Index("ix_webhook_deliveries_due", "status", "next_attempt_at"),
         # A webhook's deliveries, newest first (the paged list).
