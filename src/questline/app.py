@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -58,6 +57,7 @@ from questline.sso.endpoints import rate_limited as sso_rate_limited
 from questline.sso.endpoints import router as sso_router
 from questline.storage.db import Database
 from questline.submissions.endpoints import router as submissions_router
+from questline.tasks import cancel_and_wait
 from questline.teams.endpoints import router as teams_router
 from questline.web import idempotency
 from questline.web.admission import ConcurrencyLimitMiddleware
@@ -99,12 +99,6 @@ Errors are RFC 9457 problem documents (`application/problem+json`).
 SHUTDOWN_STEP_SECONDS = 30.0
 """The most one step of the shutdown may take (a dispatcher's stop, the queued progress
 writes, the pool's close) before the next one runs anyway."""
-
-
-async def _cancelled(task: asyncio.Task[None]) -> None:
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -163,8 +157,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             yield
         finally:
             steps: list[ShutdownStep] = [
-                ("idempotency purge", lambda: _cancelled(purger)),
-                ("audit purge", lambda: _cancelled(audit_purger)),
+                ("idempotency purge", lambda: cancel_and_wait(purger)),
+                ("audit purge", lambda: cancel_and_wait(audit_purger)),
             ]
             if dispatcher is not None:
                 steps.append(("webhook dispatcher", dispatcher.stop))

@@ -13,10 +13,10 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 
-from sqlalchemy import ForeignKey, ForeignKeyConstraint, Index, String
+from sqlalchemy import ForeignKey, Index, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from questline.storage.db import Base, UTCDateTime, new_id, utcnow
+from questline.storage.db import Base, UTCDateTime, new_id, tenant_foreign_key, utcnow
 
 MAX_POINTS = 2**31 - 1
 """An adjustment's bound either way: the range of ``points`` here and of the history's
@@ -30,11 +30,7 @@ MAX_SUBJECT = 255
 class ScoreAdjustment(Base):
     __tablename__ = "score_adjustments"
     __table_args__ = (
-        ForeignKeyConstraint(
-            ["organization_id", "team_id"],
-            ["teams.organization_id", "teams.id"],
-            ondelete="CASCADE",
-        ),
+        tenant_foreign_key("team_id", "teams"),
         # A team's list, in time order; the windowed rankings' look-up per team.
         Index("ix_score_adjustments_team_at", "organization_id", "team_id", "at"),
     )

@@ -9,7 +9,6 @@ A withdrawal is a negative step at the time it is made, as for a completion.
 
 from __future__ import annotations
 
-import datetime as dt
 import uuid
 from collections.abc import Sequence
 
@@ -28,24 +27,18 @@ from questline.teams.models import Team
 from questline.teams.service import audit_team, ensure_active
 from questline.web.errors import Conflict, FieldError, Unprocessable
 from questline.web.lookups import one_or_not_found
-from questline.web.pagination import PageRequest, keyset_page
+from questline.web.pagination import PageRequest, keyset_page, time_then_id
 
 
 def to_schema(
     row: ScoreAdjustment, *, score: int | None = None, show_who: bool = True
 ) -> schemas.Adjustment:
-    return schemas.Adjustment(
-        id=row.id,
-        team_id=row.team_id,
-        points=row.points,
-        reason=row.reason,
-        at=row.at,
-        recorded_by=row.recorded_by if show_who else None,
-        created_at=row.created_at,
-        withdrawn_at=row.withdrawn_at,
-        withdrawn_by=row.withdrawn_by if show_who else None,
-        score=score,
-    )
+    """The adjustment as the API shows it; members get it without who made or withdrew
+    it (``RecordedBy``, ``WithdrawnBy``), as they get submissions without the reviewer."""
+    update: dict[str, object] = {"score": score}
+    if not show_who:
+        update |= {"recorded_by": None, "withdrawn_by": None}
+    return schemas.Adjustment.model_validate(row).model_copy(update=update)
 
 
 def _check_range(team: Team, delta: int) -> None:
@@ -171,12 +164,7 @@ async def list_adjustments(
         ScoreAdjustment.organization_id == team.organization_id,
         ScoreAdjustment.team_id == team.id,
     )
-    query = keyset_page(
-        query,
-        page,
-        (ScoreAdjustment.at, dt.datetime.fromisoformat),
-        (ScoreAdjustment.id, uuid.UUID),
-    )
+    query = keyset_page(query, page, *time_then_id(ScoreAdjustment.at, ScoreAdjustment.id))
     return (await session.scalars(query)).all()
 
 

@@ -22,18 +22,7 @@ router = APIRouter(tags=["audit"], route_class=TransactionalRoute)
 
 
 def to_schema(entry: AuditEntry) -> schemas.AuditEntry:
-    return schemas.AuditEntry(
-        id=entry.id,
-        at=entry.at,
-        actor=entry.actor,
-        actor_role=entry.actor_role,
-        actor_via=entry.actor_via,
-        action=entry.action,
-        target_type=entry.target_type,
-        target_id=entry.target_id,
-        request_id=entry.request_id,
-        changes=entry.changes,
-    )
+    return schemas.AuditEntry.model_validate(entry)
 
 
 def to_row(entry: schemas.AuditEntry) -> schemas.AuditEntryRow:

@@ -41,7 +41,7 @@ from questline.storage.many_rows import write_rows
 from questline.storage.purging import purge_every
 from questline.timeformat import rfc3339
 from questline.web.identity import ACTING_CALLER, Caller, Via
-from questline.web.pagination import PageRequest, keyset_page
+from questline.web.pagination import PageRequest, keyset_page, time_then_id
 
 log = logging.getLogger(__name__)
 
@@ -248,13 +248,7 @@ async def list_entries(
         query = query.where(AuditEntry.at >= filters.start)
     if filters.end is not None:
         query = query.where(AuditEntry.at <= filters.end)
-    query = keyset_page(
-        query,
-        page,
-        (AuditEntry.at, dt.datetime.fromisoformat),
-        (AuditEntry.id, uuid.UUID),
-        descending=True,
-    )
+    query = keyset_page(query, page, *time_then_id(AuditEntry.at, AuditEntry.id), descending=True)
     return list((await session.scalars(query)).all())
 
 

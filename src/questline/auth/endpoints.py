@@ -19,7 +19,7 @@ from questline.auth import sessions
 from questline.auth.authentication import identity_of
 from questline.auth.models import DashboardSession
 from questline.auth.schemas import SessionCreate, SessionInfo
-from questline.members.models import Member, TeamMembership
+from questline.members.models import Member, TeamMembership, membership_of_member
 from questline.members.service import email_key
 from questline.organizations.service import ensure_organization
 from questline.storage import tenancy
@@ -47,11 +47,7 @@ async def _team_ids(session: AsyncSession, org_id: uuid.UUID, email: str | None)
         return []
     rows = await session.execute(
         select(TeamMembership.team_id)
-        .join(
-            Member,
-            (Member.organization_id == TeamMembership.organization_id)
-            & (Member.id == TeamMembership.member_id),
-        )
+        .join(Member, membership_of_member())
         .where(Member.organization_id == org_id, Member.email_key == email_key(email))
         .order_by(TeamMembership.team_id)
     )

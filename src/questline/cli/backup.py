@@ -15,6 +15,7 @@ PostgreSQL has its own tools (``pg_dump`` / ``pg_restore``): see docs/deploy.md.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -106,18 +107,24 @@ def restore(settings: Settings, source: Path, *, force: bool = False) -> str:
     return revision
 
 
+def _run(step: Callable[..., str], path: Path, *, force: bool) -> str:
+    """``backup`` or ``restore`` on the configured database: its schema revision, or the
+    ``BackupError`` on stderr and exit status 1."""
+    try:
+        from questline.config import Settings
+
+        return step(Settings(), path, force=force)
+    except BackupError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+
+
 def backup_command(
     path: Annotated[Path, typer.Argument(help="Where to write the backup (one SQLite file).")],
     force: Annotated[bool, typer.Option(help="Overwrite PATH if it exists.")] = False,
 ) -> None:
     """Back up the SQLite database to PATH, safely while the service is serving."""
-    try:
-        from questline.config import Settings
-
-        revision = backup(Settings(), path, force=force)
-    except BackupError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from None
+    revision = _run(backup, path, force=force)
     typer.echo(f"backed up to {path.resolve()} (schema revision {revision})")
 
 
@@ -128,13 +135,7 @@ def restore_command(
     ] = False,
 ) -> None:
     """Restore the SQLite database from a backup; refuses over an existing one without --force."""
-    try:
-        from questline.config import Settings
-
-        revision = restore(Settings(), path, force=force)
-    except BackupError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from None
+    revision = _run(restore, path, force=force)
     typer.echo(
         f"restored from {path.resolve()} (schema revision {revision}); "
         "`questline serve` migrates it to the current schema on start."

@@ -14,10 +14,10 @@ import enum
 import uuid
 from typing import Any
 
-from sqlalchemy import JSON, Enum, ForeignKey, Index, String, Text, false
+from sqlalchemy import JSON, ForeignKey, Index, String, Text, false
 from sqlalchemy.orm import Mapped, mapped_column
 
-from questline.storage.db import Base, UTCDateTime, new_id, utcnow
+from questline.storage.db import Base, UTCDateTime, new_id, text_enum, utcnow
 
 
 class Color(enum.StrEnum):
@@ -54,10 +54,6 @@ class ResourceOwner(enum.StrEnum):
     TASK = "task"
 
 
-def _enum(kind: type[enum.StrEnum]) -> Enum:
-    return Enum(kind, native_enum=False, length=16, values_callable=lambda e: [m.value for m in e])
-
-
 class Discipline(Base):
     __tablename__ = "disciplines"
 
@@ -67,7 +63,7 @@ class Discipline(Base):
     )
     title: Mapped[str] = mapped_column(String(200))
     description: Mapped[str] = mapped_column(Text)
-    color: Mapped[Color | None] = mapped_column(_enum(Color))
+    color: Mapped[Color | None] = mapped_column(text_enum(Color))
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
     version: Mapped[int] = mapped_column(default=1)
@@ -125,7 +121,7 @@ class Task(Base):
     description: Mapped[str] = mapped_column(Text, default="")
     points: Mapped[int] = mapped_column(default=10)
     check_kind: Mapped[CheckKind] = mapped_column(
-        _enum(CheckKind), default=CheckKind.ADMIN, server_default=CheckKind.ADMIN.value
+        text_enum(CheckKind), default=CheckKind.ADMIN, server_default=CheckKind.ADMIN.value
     )
     max_attempts: Mapped[int | None]
     """``Answer`` tasks: the attempts a team has (null: unlimited)."""
@@ -144,7 +140,7 @@ class Resource(Base):
     discipline_id: Mapped[uuid.UUID] = mapped_column(
         ForeignKey("disciplines.id", ondelete="CASCADE")
     )
-    owner_kind: Mapped[ResourceOwner] = mapped_column(_enum(ResourceOwner))
+    owner_kind: Mapped[ResourceOwner] = mapped_column(text_enum(ResourceOwner))
     owner_id: Mapped[uuid.UUID]
     """The discipline, level, quest or task the resource hangs on."""
     position: Mapped[int]

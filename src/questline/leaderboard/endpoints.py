@@ -19,10 +19,10 @@ from questline.teams import service as teams_service
 from questline.web import csvexport
 from questline.web.access import MemberOf
 from questline.web.edge import Edge, at_the_edge
-from questline.web.errors import FieldError, Unprocessable, not_found
+from questline.web.errors import FieldError, Unprocessable
 from questline.web.links import service_link
 from questline.web.openapi import problem_responses
-from questline.web.paths import TeamId
+from questline.web.paths import TeamId, optional_id_query
 from questline.web.routing import RouteAnswer, SessionDep, TransactionalRoute, answers_early
 from questline.web.schemas import InputDateTime, QueryBoolean
 from questline.web.state import app_state
@@ -32,25 +32,14 @@ router = APIRouter(tags=["leaderboard"], route_class=TransactionalRoute)
 MAX_TOP = 50
 
 
-async def _discipline(
-    discipline: Annotated[
-        str | None,
-        Query(
-            max_length=64,
-            description="Rank by the points earned in this discipline (its id).",
-        ),
-    ] = None,
-) -> uuid.UUID | None:
-    """A discipline id that is malformed names no discipline: 404, like an unknown one."""
-    if discipline is None:
-        return None
-    try:
-        return uuid.UUID(discipline)
-    except ValueError:
-        raise not_found("discipline") from None
-
-
-DisciplineQuery = Annotated[uuid.UUID | None, Depends(_discipline)]
+DisciplineQuery = Annotated[
+    uuid.UUID | None,
+    Depends(
+        optional_id_query(
+            "discipline", "discipline", "Rank by the points earned in this discipline (its id)."
+        )
+    ),
+]
 
 
 async def _window(
@@ -78,25 +67,14 @@ def _series(series: graphs.Series) -> schemas.Series:
     )
 
 
-async def _around(
-    around: Annotated[
-        str | None,
-        Query(
-            max_length=64,
-            description="A team's id: the `limit` entries centred on it, with true ranks.",
-        ),
-    ] = None,
-) -> uuid.UUID | None:
-    """A malformed team id names no team: 404, like an unknown one."""
-    if around is None:
-        return None
-    try:
-        return uuid.UUID(around)
-    except ValueError:
-        raise not_found("team") from None
-
-
-AroundQuery = Annotated[uuid.UUID | None, Depends(_around)]
+AroundQuery = Annotated[
+    uuid.UUID | None,
+    Depends(
+        optional_id_query(
+            "team", "around", "A team's id: the `limit` entries centred on it, with true ranks."
+        )
+    ),
+]
 
 
 async def _asked(

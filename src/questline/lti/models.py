@@ -12,10 +12,10 @@ import datetime as dt
 import uuid
 from typing import Any
 
-from sqlalchemy import JSON, ForeignKey, ForeignKeyConstraint, Index, String, UniqueConstraint
+from sqlalchemy import JSON, ForeignKey, Index, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from questline.storage.db import Base, UTCDateTime, new_id, utcnow
+from questline.storage.db import Base, UTCDateTime, new_id, tenant_foreign_key, utcnow
 
 
 class LtiPlatform(Base):
@@ -55,11 +55,7 @@ class LtiDeployment(Base):
 
     __tablename__ = "lti_deployments"
     __table_args__ = (
-        ForeignKeyConstraint(
-            ["organization_id", "platform_id"],
-            ["lti_platforms.organization_id", "lti_platforms.id"],
-            ondelete="CASCADE",
-        ),
+        tenant_foreign_key("platform_id", "lti_platforms"),
         UniqueConstraint("issuer", "client_id", "deployment_id"),
         Index("ix_lti_deployments_platform", "organization_id", "platform_id"),
     )
@@ -131,16 +127,8 @@ class LtiPerson(Base):
 
     __tablename__ = "lti_people"
     __table_args__ = (
-        ForeignKeyConstraint(
-            ["organization_id", "platform_id"],
-            ["lti_platforms.organization_id", "lti_platforms.id"],
-            ondelete="CASCADE",
-        ),
-        ForeignKeyConstraint(
-            ["organization_id", "member_id"],
-            ["members.organization_id", "members.id"],
-            ondelete="CASCADE",
-        ),
+        tenant_foreign_key("platform_id", "lti_platforms"),
+        tenant_foreign_key("member_id", "members"),
         Index("ix_lti_people_member", "organization_id", "member_id"),
     )
 
@@ -159,13 +147,7 @@ class LtiLineItem(Base):
     """A discipline's line item in a platform's gradebook (AGS), made on its first score."""
 
     __tablename__ = "lti_line_items"
-    __table_args__ = (
-        ForeignKeyConstraint(
-            ["organization_id", "platform_id"],
-            ["lti_platforms.organization_id", "lti_platforms.id"],
-            ondelete="CASCADE",
-        ),
-    )
+    __table_args__ = (tenant_foreign_key("platform_id", "lti_platforms"),)
 
     organization_id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
     platform_id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
@@ -186,11 +168,7 @@ class LtiScore(Base):
 
     __tablename__ = "lti_scores"
     __table_args__ = (
-        ForeignKeyConstraint(
-            ["organization_id", "platform_id"],
-            ["lti_platforms.organization_id", "lti_platforms.id"],
-            ondelete="CASCADE",
-        ),
+        tenant_foreign_key("platform_id", "lti_platforms"),
         Index("ix_lti_scores_due", "status", "next_attempt_at"),
     )
 

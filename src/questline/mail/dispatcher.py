@@ -43,7 +43,7 @@ from email.message import EmailMessage
 from typing import Any
 
 import aiosmtplib
-from sqlalchemy import delete, select
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline import events
@@ -58,7 +58,7 @@ from questline.members.service import email_key
 from questline.organizations.models import Organization
 from questline.outbound import outbox, retry
 from questline.outbound.fairness import Slots
-from questline.outbound.outbox import Outbox, Slot
+from questline.outbound.outbox import Outbox, Slot, delete_settled
 from questline.storage.db import Database, utcnow
 from questline.web.identity import Role
 
@@ -278,11 +278,8 @@ class Letters:
             job.next_attempt_at = now + backoff(self.settings, job.attempts)
 
     async def purge(self, session: AsyncSession, now: dt.datetime) -> None:
-        horizon = now - dt.timedelta(days=self.settings.events_retention_days)
-        await session.execute(
-            delete(MailJob).where(
-                MailJob.created_at < horizon, MailJob.status != MailStatus.PENDING
-            )
+        await delete_settled(
+            session, self.settings, now, MailJob.created_at, MailJob.status, MailStatus.PENDING
         )
 
 

@@ -17,14 +17,12 @@ from functools import lru_cache
 
 from fastapi import Request
 from limits import RateLimitItem, parse
-from limits.aio.storage import Storage
 from limits.aio.strategies import FixedWindowRateLimiter
-from limits.storage import storage_from_string
 
 from questline.config import Settings
 from questline.mail.service import address_key
 from questline.web.errors import TooManyRequests
-from questline.web.ratelimit import storage_uri
+from questline.web.ratelimit import counter_storage
 from questline.web.state import app_state
 
 _APP_KEY = "questline_mail_limits"
@@ -37,13 +35,7 @@ def _item(text: str) -> RateLimitItem:
 
 class SigninLimits:
     def __init__(self, settings: Settings) -> None:
-        uri = storage_uri(settings.rate_limit_storage)
-        options: dict[str, float | str | bool] = {}
-        if "redis" in uri:
-            options = {"implementation": "redispy", "key_prefix": "questline-ratelimit"}
-        storage = storage_from_string(uri, **options)
-        assert isinstance(storage, Storage), uri
-        self.strategy = FixedWindowRateLimiter(storage)
+        self.strategy = FixedWindowRateLimiter(counter_storage(settings))
 
     async def check(self, request: Request, *, org_id: uuid.UUID, email: str) -> None:
         """429 with ``Retry-After`` when either counter is spent (both are counted)."""

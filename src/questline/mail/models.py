@@ -13,10 +13,10 @@ import enum
 import uuid
 from typing import Any
 
-from sqlalchemy import JSON, Enum, Index, String
+from sqlalchemy import JSON, Index, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from questline.storage.db import Base, UTCDateTime, new_id, utcnow
+from questline.storage.db import Base, UTCDateTime, new_id, text_enum, utcnow
 
 
 class MailKind(enum.StrEnum):
@@ -51,9 +51,7 @@ class MailJob(Base):
     """No foreign key: a sign-in link may be asked for an organization that does not
     exist (the answer must not tell)."""
     id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=new_id)
-    kind: Mapped[MailKind] = mapped_column(
-        Enum(MailKind, native_enum=False, length=16, values_callable=lambda e: [m.value for m in e])
-    )
+    kind: Mapped[MailKind] = mapped_column(text_enum(MailKind))
     email: Mapped[str] = mapped_column(String(320))
     """Sign-in link: the address as asked for; invitation: the member's at queueing."""
     member_id: Mapped[uuid.UUID | None]
@@ -62,12 +60,7 @@ class MailJob(Base):
     """A notice's ``Subject``, ``Text`` and ``Path`` (the dashboard page its link opens):
     what the domain that queued it wants said, nothing secret."""
     status: Mapped[MailStatus] = mapped_column(
-        Enum(
-            MailStatus,
-            native_enum=False,
-            length=16,
-            values_callable=lambda e: [m.value for m in e],
-        ),
+        text_enum(MailStatus),
         default=MailStatus.PENDING,
     )
     attempts: Mapped[int] = mapped_column(default=0)

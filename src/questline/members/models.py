@@ -6,15 +6,16 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    ColumnElement,
     ForeignKey,
-    ForeignKeyConstraint,
     Index,
     String,
     UniqueConstraint,
+    and_,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from questline.storage.db import Base, UTCDateTime, new_id, utcnow
+from questline.storage.db import Base, UTCDateTime, new_id, tenant_foreign_key, utcnow
 
 
 class Member(Base):
@@ -52,16 +53,8 @@ class TeamMembership(Base):
 
     __tablename__ = "team_members"
     __table_args__ = (
-        ForeignKeyConstraint(
-            ["organization_id", "team_id"],
-            ["teams.organization_id", "teams.id"],
-            ondelete="CASCADE",
-        ),
-        ForeignKeyConstraint(
-            ["organization_id", "member_id"],
-            ["members.organization_id", "members.id"],
-            ondelete="CASCADE",
-        ),
+        tenant_foreign_key("team_id", "teams"),
+        tenant_foreign_key("member_id", "members"),
         Index("ix_team_members_member", "organization_id", "member_id"),
     )
 
@@ -71,3 +64,12 @@ class TeamMembership(Base):
     team_id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
     member_id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
     created_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+def membership_of_member() -> ColumnElement[bool]:
+    """Join condition of a team membership and its member: the same organization and
+    member id, the composite key the foreign key (and row-level security) go by."""
+    return and_(
+        TeamMembership.organization_id == Member.organization_id,
+        TeamMembership.member_id == Member.id,
+    )

@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline import audit
 from questline.members import schemas
-from questline.members.models import Member, TeamMembership
+from questline.members.models import Member, TeamMembership, membership_of_member
 from questline.storage.db import insert_ignoring_conflicts, new_id, utcnow
 from questline.web.pagination import PageRequest, cursor_parts
 
@@ -140,11 +140,8 @@ async def list_members(
     """Members by e-mail, optionally only one team's; keyset-paged on (email_key, id)."""
     query = select(Member).where(Member.organization_id == org_id)
     if team_id is not None:
-        query = query.join(
-            TeamMembership,
-            (TeamMembership.organization_id == Member.organization_id)
-            & (TeamMembership.member_id == Member.id),
-        ).where(TeamMembership.team_id == team_id)
+        query = query.join(TeamMembership, membership_of_member())
+        query = query.where(TeamMembership.team_id == team_id)
     if page.after is not None:
         email_after, id_after = cursor_parts(page.after, str, uuid.UUID)
         query = query.where(tuple_(Member.email_key, Member.id) > (email_after, id_after))

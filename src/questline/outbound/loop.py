@@ -10,12 +10,13 @@ filled; the pass starts at once, or right after the one running)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import fcntl
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import IO
+
+from questline.tasks import cancel_and_wait
 
 COALESCE_SECONDS = 0.05
 """After a wake-up: how long to let further work gather before a pass."""
@@ -66,9 +67,7 @@ class PassLoop:
 
     async def stop(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(self._task)
             self._task = None
         if self._lock_file is not None:
             self._lock_file.close()

@@ -45,7 +45,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
+from sqlalchemy import delete
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import QueryableAttribute
 
 from questline.config import Settings
 from questline.outbound.fairness import Slots
@@ -55,6 +57,7 @@ from questline.storage.db import Database, utcnow
 
 A = TypeVar("A")
 R = TypeVar("R")
+S = TypeVar("S")
 
 Listen = Callable[[Callable[[], None]], Callable[[], None]]
 """Subscribes a listener to the commits that wake a dispatcher (``events.on_committed``
@@ -147,6 +150,22 @@ class Kind(Protocol[A, R]):
     async def close(self) -> None:
         """Let go of what the kind holds (an HTTP pool)."""
         ...
+
+
+async def delete_settled(
+    session: AsyncSession,
+    settings: Settings,
+    now: dt.datetime,
+    created_at: QueryableAttribute[dt.datetime],
+    status: QueryableAttribute[S],
+    pending: S,
+) -> dt.datetime:
+    """A kind's ``purge``: delete its rows made before the events' retention
+    (``QUESTLINE_EVENTS_RETENTION_DAYS``) that are no longer ``pending``; a pending row
+    stays however old. Returns that horizon, for a kind that purges more."""
+    horizon = now - dt.timedelta(days=settings.events_retention_days)
+    await session.execute(delete(created_at.class_).where(created_at < horizon, status != pending))
+    return horizon
 
 
 class Outbox(Generic[A, R]):

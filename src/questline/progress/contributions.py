@@ -18,7 +18,7 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.members.callers import identity_matches
-from questline.members.models import Member, TeamMembership
+from questline.members.models import Member, TeamMembership, membership_of_member
 from questline.progress.models import TaskCompletion
 from questline.readmodel.service import ReadModel
 from questline.web.identity import Caller, Role
@@ -36,11 +36,7 @@ async def teams_of(session: AsyncSession, *, org_id: uuid.UUID, caller: Caller) 
     """The ids of the teams whose members include the caller (``members.callers``)."""
     rows = await session.scalars(
         select(TeamMembership.team_id)
-        .join(
-            Member,
-            (Member.organization_id == TeamMembership.organization_id)
-            & (Member.id == TeamMembership.member_id),
-        )
+        .join(Member, membership_of_member())
         .where(TeamMembership.organization_id == org_id, identity_matches(caller))
     )
     return frozenset(uuid.UUID(str(team_id)) for team_id in rows.all())

@@ -5,10 +5,10 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 
-from sqlalchemy import ForeignKey, ForeignKeyConstraint, Index, String, Text
+from sqlalchemy import ForeignKey, Index, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from questline.storage.db import Base, UTCDateTime, new_id, utcnow
+from questline.storage.db import Base, UTCDateTime, new_id, tenant_foreign_key, utcnow
 
 
 class TaskAttempt(Base):
@@ -18,11 +18,7 @@ class TaskAttempt(Base):
 
     __tablename__ = "task_attempts"
     __table_args__ = (
-        ForeignKeyConstraint(
-            ["organization_id", "team_id"],
-            ["teams.organization_id", "teams.id"],
-            ondelete="CASCADE",
-        ),
+        tenant_foreign_key("team_id", "teams"),
         # The team's attempts at a task (MaxAttempts), and its list in order.
         Index("ix_task_attempts_team", "organization_id", "team_id", "task_id"),
         # One member's recent attempts (the rate limit).
@@ -47,13 +43,7 @@ class TaskAttempt(Base):
 
 class HintUnlock(Base):
     __tablename__ = "hint_unlocks"
-    __table_args__ = (
-        ForeignKeyConstraint(
-            ["organization_id", "team_id"],
-            ["teams.organization_id", "teams.id"],
-            ondelete="CASCADE",
-        ),
-    )
+    __table_args__ = (tenant_foreign_key("team_id", "teams"),)
 
     organization_id: Mapped[uuid.UUID] = mapped_column(
         ForeignKey("organizations.id", ondelete="CASCADE"), primary_key=True

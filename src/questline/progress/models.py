@@ -13,10 +13,10 @@ import datetime as dt
 import enum
 import uuid
 
-from sqlalchemy import BigInteger, Enum, ForeignKey, ForeignKeyConstraint, Index, String
+from sqlalchemy import BigInteger, ForeignKey, Index, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from questline.storage.db import Base, UTCDateTime, new_id, utcnow
+from questline.storage.db import Base, UTCDateTime, new_id, tenant_foreign_key, text_enum, utcnow
 
 
 class ScoreChange(enum.StrEnum):
@@ -49,11 +49,7 @@ COMPLETIONS_STEP = {
 class TaskCompletion(Base):
     __tablename__ = "task_completions"
     __table_args__ = (
-        ForeignKeyConstraint(
-            ["organization_id", "team_id"],
-            ["teams.organization_id", "teams.id"],
-            ondelete="CASCADE",
-        ),
+        tenant_foreign_key("team_id", "teams"),
         # Per-discipline leaderboard and overview: the team's completions in one discipline.
         Index("ix_task_completions_discipline", "organization_id", "discipline_id", "team_id"),
         # Removing tasks (and the tasks FK check) finds completions by task, across teams.
@@ -82,11 +78,7 @@ class TaskCompletion(Base):
 class ScoreEvent(Base):
     __tablename__ = "score_events"
     __table_args__ = (
-        ForeignKeyConstraint(
-            ["organization_id", "team_id"],
-            ["teams.organization_id", "teams.id"],
-            ondelete="CASCADE",
-        ),
+        tenant_foreign_key("team_id", "teams"),
         # A team's graph reads its history in time order, and nothing else.
         Index("ix_score_events_team_at", "organization_id", "team_id", "at", "id"),
     )
@@ -105,14 +97,7 @@ class ScoreEvent(Base):
     adjustment_id: Mapped[uuid.UUID | None] = mapped_column(default=None)
     """The adjustment of an ``Adjusted`` or ``AdjustWithdrawn`` step (no foreign key,
     like ``task_id``)."""
-    kind: Mapped[ScoreChange] = mapped_column(
-        Enum(
-            ScoreChange,
-            native_enum=False,
-            length=16,
-            values_callable=lambda e: [m.value for m in e],
-        )
-    )
+    kind: Mapped[ScoreChange] = mapped_column(text_enum(ScoreChange))
     delta: Mapped[int]
     score_after: Mapped[int] = mapped_column(BigInteger)
     """The team's score right after this change was applied (in the order applied)."""

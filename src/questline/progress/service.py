@@ -59,13 +59,5 @@ async def complete_task(
 
 
 def to_schema(completion: TaskCompletion, score: int | None = None) -> schemas.Completion:
-    return schemas.Completion(
-        team_id=completion.team_id,
-        task_id=completion.task_id,
-        discipline_id=completion.discipline_id,
-        points=completion.points,
-        completed_at=completion.completed_at,
-        member_id=completion.member_id,
-        recorded_by=completion.recorded_by,
-        score=score,
-    )
+    shown = schemas.Completion.model_validate(completion)
+    return shown if score is None else shown.model_copy(update={"score": score})

@@ -44,7 +44,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline import audit
 from questline.auth import sessions
-from questline.members.models import Member, TeamMembership
+from questline.members.models import Member, TeamMembership, membership_of_member
 from questline.members.service import email_key, team_ids_of
 from questline.readmodel.versions import bump
 from questline.scim import filters, resources
@@ -436,11 +436,7 @@ async def members_of(
         return found
     rows = await session.execute(
         select(TeamMembership.team_id, Member.id, Member.email)
-        .join(
-            Member,
-            (Member.organization_id == TeamMembership.organization_id)
-            & (Member.id == TeamMembership.member_id),
-        )
+        .join(Member, membership_of_member())
         .where(TeamMembership.organization_id == org_id, TeamMembership.team_id.in_(team_ids))
         .order_by(TeamMembership.team_id, Member.email_key)
     )

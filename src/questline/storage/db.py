@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 import asyncpg
 import orjson
-from sqlalchemy import DateTime, Dialect, MetaData, event, insert
+from sqlalchemy import DateTime, Dialect, Enum, ForeignKeyConstraint, MetaData, event, insert
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import (
@@ -104,6 +104,23 @@ class UTCDateTime(TypeDecorator[dt.datetime]):
         if value.tzinfo is None:
             return value.replace(tzinfo=dt.UTC)
         return value.astimezone(dt.UTC)
+
+
+def text_enum(kind: type[enum.StrEnum]) -> Enum:
+    """The column type of an enum: its members' values (not their names) as text of at
+    most 16 characters, not a database enum type."""
+    return Enum(kind, native_enum=False, length=16, values_callable=lambda e: [m.value for m in e])
+
+
+def tenant_foreign_key(column: str, table: str) -> ForeignKeyConstraint:
+    """The foreign key of ``column`` to the row of ``table`` in the same organization
+    (``organization_id`` on both sides, so that no row points into another
+    organization), deleted with that row."""
+    return ForeignKeyConstraint(
+        ["organization_id", column],
+        [f"{table}.organization_id", f"{table}.id"],
+        ondelete="CASCADE",
+    )
 
 
 def json_text(value: Any) -> str:

@@ -46,6 +46,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from sqlalchemy.orm import Session
 
 from questline.config import Settings
+from questline.tasks import cancel_and_wait
 
 log = logging.getLogger("questline.storage.replicas")
 
@@ -328,9 +329,7 @@ class ReplicaRouter:
 
     async def close(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(self._task)
             self._task = None
         for replica in self.replicas:
             await replica.engine.dispose()

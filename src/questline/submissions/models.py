@@ -13,11 +13,11 @@ import datetime as dt
 import enum
 import uuid
 
-from sqlalchemy import Enum, ForeignKey, ForeignKeyConstraint, Index, String, Text
+from sqlalchemy import ForeignKey, Index, String, Text
 from sqlalchemy import text as sql
 from sqlalchemy.orm import Mapped, mapped_column
 
-from questline.storage.db import Base, UTCDateTime, new_id, utcnow
+from questline.storage.db import Base, UTCDateTime, new_id, tenant_foreign_key, text_enum, utcnow
 
 MAX_TEXT = 10_000
 MAX_URL = 2048
@@ -34,11 +34,7 @@ class SubmissionState(enum.StrEnum):
 class Submission(Base):
     __tablename__ = "submissions"
     __table_args__ = (
-        ForeignKeyConstraint(
-            ["organization_id", "team_id"],
-            ["teams.organization_id", "teams.id"],
-            ondelete="CASCADE",
-        ),
+        tenant_foreign_key("team_id", "teams"),
         # The review queue: an organization's submissions in one state, oldest first.
         Index("ix_submissions_queue", "organization_id", "state", "submitted_at", "id"),
         # A team's list, oldest first.
@@ -71,12 +67,7 @@ class Submission(Base):
     text: Mapped[str | None] = mapped_column(Text, default=None)
     url: Mapped[str | None] = mapped_column(String(MAX_URL), default=None)
     state: Mapped[SubmissionState] = mapped_column(
-        Enum(
-            SubmissionState,
-            native_enum=False,
-            length=16,
-            values_callable=lambda e: [m.value for m in e],
-        ),
+        text_enum(SubmissionState),
         default=SubmissionState.PENDING,
     )
     submitted_at: Mapped[dt.datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -15,7 +15,6 @@ once, one changes the row and the other finds it decided (409).
 
 from __future__ import annotations
 
-import datetime as dt
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -46,7 +45,7 @@ from questline.web.errors import (
     Unprocessable,
     not_found,
 )
-from questline.web.pagination import PageRequest, keyset_page
+from questline.web.pagination import PageRequest, keyset_page, time_then_id
 
 
 class SubmissionPending(Conflict):
@@ -218,12 +217,7 @@ async def list_submissions(
         query = query.where(Submission.team_id == filters.team_id)
     if filters.task_id is not None:
         query = query.where(Submission.task_id == filters.task_id)
-    query = keyset_page(
-        query,
-        page,
-        (Submission.submitted_at, dt.datetime.fromisoformat),
-        (Submission.id, uuid.UUID),
-    )
+    query = keyset_page(query, page, *time_then_id(Submission.submitted_at, Submission.id))
     return (await session.scalars(query)).all()
 
 

@@ -7,7 +7,6 @@ import uuid
 from sqlalchemy import (
     JSON,
     BigInteger,
-    Enum,
     ForeignKey,
     Index,
     String,
@@ -15,7 +14,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from questline.storage.db import Base, UTCDateTime, new_id, utcnow
+from questline.storage.db import Base, UTCDateTime, new_id, text_enum, utcnow
 
 
 class TeamStatus(enum.StrEnum):
@@ -36,9 +35,7 @@ class Team(Base):
     """The case-folded name (up to 3 characters a character: 'ß' folds to 'ss')."""
     """The name lower-cased: unique per organization, and the list order."""
     status: Mapped[TeamStatus] = mapped_column(
-        Enum(
-            TeamStatus, native_enum=False, length=16, values_callable=lambda e: [m.value for m in e]
-        ),
+        text_enum(TeamStatus),
         default=TeamStatus.ACTIVE,
     )
     tags: Mapped[list[str]] = mapped_column(JSON, default=list)

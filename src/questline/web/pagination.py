@@ -6,9 +6,11 @@ Lists stay JSON arrays; the next page is announced in an RFC 8288 ``Link`` heade
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import hashlib
 import hmac
 import json
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar, TypeVarTuple
@@ -49,6 +51,14 @@ def cursor_parts(values: list[Any], *converters: Any) -> tuple[Any, ...]:
 Key = tuple[QueryableAttribute[Any], Callable[[Any], Any]]
 """A keyset column and how its cursor value is read back (``uuid.UUID``,
 ``dt.datetime.fromisoformat``): the columns in sort order, the last one unique."""
+
+
+def time_then_id(
+    at: QueryableAttribute[dt.datetime], row_id: QueryableAttribute[uuid.UUID]
+) -> tuple[Key, Key]:
+    """The keys of a list in time order, its id breaking ties: the cursor is
+    ``[at.isoformat(), str(row_id)]``."""
+    return (at, dt.datetime.fromisoformat), (row_id, uuid.UUID)
 
 
 def keyset_page(

@@ -1,9 +1,11 @@
-"""Path ids: a malformed id is a 404 like an unknown one (DESIGN §2), never a 422."""
+"""Path ids, and the optional ids of a query (``?season={id}``): a malformed id is a 404
+like an unknown one (DESIGN §2), never a 422."""
 
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Annotated
 
-from fastapi import Depends, Path
+from fastapi import Depends, Path, Query
 
 from questline.web.errors import not_found
 
@@ -23,6 +25,29 @@ def id_parser(kind: str, name: str):  # type: ignore[no-untyped-def]
             Path(alias=name, description=f"Id of the {kind}", json_schema_extra={"format": "uuid"}),
         ],
     ) -> uuid.UUID:
+        try:
+            return uuid.UUID(raw)
+        except ValueError:
+            raise not_found(kind) from None
+
+    return parse
+
+
+def optional_id_query(
+    kind: str, name: str, description: str
+) -> Callable[[str | None], Awaitable[uuid.UUID | None]]:
+    """The dependency that reads the optional query id ``name`` (absent: None), for a
+    read that the ``kind`` narrows: a malformed id names no ``kind``, 404 like an
+    unknown one. Read as text, at most 64 characters, for the same reason as a path
+    id."""
+
+    async def parse(
+        raw: Annotated[
+            str | None, Query(alias=name, max_length=64, description=description)
+        ] = None,
+    ) -> uuid.UUID | None:
+        if raw is None:
+            return None
         try:
             return uuid.UUID(raw)
         except ValueError:

@@ -70,6 +70,18 @@ def storage_uri(configured: str) -> str:
     return configured if configured.startswith("async+") else f"async+{configured}"
 
 
+def counter_storage(settings: Settings) -> Storage:
+    """Where every rate limit's counters live (``QUESTLINE_RATE_LIMIT_STORAGE``): the
+    sign-in link's limits count in the same store, under the same key prefix."""
+    uri = storage_uri(settings.rate_limit_storage)
+    options: dict[str, float | str | bool] = {}
+    if "redis" in uri:
+        options = {"implementation": "redispy", "key_prefix": "questline-ratelimit"}
+    storage = storage_from_string(uri, **options)
+    assert isinstance(storage, Storage), uri
+    return storage
+
+
 @dataclass(frozen=True, slots=True)
 class Verdict:
     allowed: bool
@@ -95,13 +107,7 @@ class RateLimiter:
             RouteClass.BULK: parse(settings.rate_limit_bulk),
             RouteClass.SCIM: parse(settings.rate_limit_scim),
         }
-        uri = storage_uri(settings.rate_limit_storage)
-        options: dict[str, float | str | bool] = {}
-        if "redis" in uri:
-            options = {"implementation": "redispy", "key_prefix": "questline-ratelimit"}
-        storage = storage_from_string(uri, **options)
-        assert isinstance(storage, Storage), uri
-        self.storage = storage
+        self.storage = counter_storage(settings)
         self.strategy = FixedWindowRateLimiter(self.storage)
 
     async def hit(self, route_class: RouteClass, identity: str) -> Verdict:

@@ -54,7 +54,7 @@ from questline.events import fanout
 from questline.events.models import PLATFORM_ORG, Event
 from questline.outbound import outbox, retry
 from questline.outbound.fairness import Slots
-from questline.outbound.outbox import Outbox, Slot
+from questline.outbound.outbox import Outbox, Slot, delete_settled
 from questline.storage import sealing
 from questline.storage.db import Database, new_id, utcnow
 from questline.storage.many_rows import one_of
@@ -359,12 +359,13 @@ class Deliveries:
             delivery.next_attempt_at = now + backoff(self.settings, delivery.attempts)
 
     async def purge(self, session: AsyncSession, now: dt.datetime) -> None:
-        horizon = now - dt.timedelta(days=self.settings.events_retention_days)
-        await session.execute(
-            delete(WebhookDelivery).where(
-                WebhookDelivery.created_at < horizon,
-                WebhookDelivery.status != DeliveryStatus.PENDING,
-            )
+        horizon = await delete_settled(
+            session,
+            self.settings,
+            now,
+            WebhookDelivery.created_at,
+            WebhookDelivery.status,
+            DeliveryStatus.PENDING,
         )
         await session.execute(
             delete(Event).where(Event.created_at < horizon, Event.pending.is_(False))

@@ -6,10 +6,10 @@ import datetime as dt
 import enum
 import uuid
 
-from sqlalchemy import JSON, Enum, ForeignKey, ForeignKeyConstraint, Index, String
+from sqlalchemy import JSON, ForeignKey, Index, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from questline.storage.db import Base, UTCDateTime, new_id, utcnow
+from questline.storage.db import Base, UTCDateTime, new_id, tenant_foreign_key, text_enum, utcnow
 
 
 class DeliveryStatus(enum.StrEnum):
@@ -47,11 +47,7 @@ class Webhook(Base):
 class WebhookDelivery(Base):
     __tablename__ = "webhook_deliveries"
     __table_args__ = (
-        ForeignKeyConstraint(
-            ["organization_id", "webhook_id"],
-            ["webhooks.organization_id", "webhooks.id"],
-            ondelete="CASCADE",
-        ),
+        tenant_foreign_key("webhook_id", "webhooks"),
         # The dispatcher claims due deliveries, oldest due first.
         Index("ix_webhook_deliveries_due", "status", "next_attempt_at"),
         # A webhook's deliveries, newest first (the paged list).
@@ -64,14 +60,7 @@ class WebhookDelivery(Base):
     event_id: Mapped[uuid.UUID]
     """The ``webhook-id`` of every attempt is ``msg_`` + this (the same on retries)."""
     event_type: Mapped[str] = mapped_column(String(64))
-    status: Mapped[DeliveryStatus] = mapped_column(
-        Enum(
-            DeliveryStatus,
-            native_enum=False,
-            length=16,
-            values_callable=lambda e: [m.value for m in e],
-        )
-    )
+    status: Mapped[DeliveryStatus] = mapped_column(text_enum(DeliveryStatus))
     attempts: Mapped[int] = mapped_column(default=0)
     generation: Mapped[int] = mapped_column(default=0, server_default="0")
     """Bumped by every manual retry: an attempt claimed under an older generation does

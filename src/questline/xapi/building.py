@@ -14,7 +14,7 @@ from sqlalchemy import BindParameter, Select, and_, bindparam, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.disciplines.models import Discipline, Level, Quest, Task
-from questline.members.models import Member, TeamMembership
+from questline.members.models import Member, TeamMembership, membership_of_member
 from questline.progress.models import TaskCompletion
 from questline.storage.db import utcnow
 from questline.teams.models import Team
@@ -147,13 +147,7 @@ class StatementBuilder:
             members = (
                 await self.session.execute(
                     select(Member.given_name, Member.email)
-                    .join(
-                        TeamMembership,
-                        and_(
-                            TeamMembership.organization_id == Member.organization_id,
-                            TeamMembership.member_id == Member.id,
-                        ),
-                    )
+                    .join(TeamMembership, membership_of_member())
                     .where(
                         TeamMembership.organization_id == org_id,
                         TeamMembership.team_id == team_id,

@@ -31,14 +31,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import delete, not_, select
+from sqlalchemy import not_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline import events
 from questline.config import Settings
 from questline.outbound import calls, outbox, retry
 from questline.outbound.fairness import Slots
-from questline.outbound.outbox import Outbox, Slot
+from questline.outbound.outbox import Outbox, Slot, delete_settled
 from questline.storage.db import Database
 from questline.storage.many_rows import one_of
 from questline.xapi import sealing, sending
@@ -229,14 +229,15 @@ class Statements:
             )
 
     async def purge(self, session: AsyncSession, now: dt.datetime) -> None:
-        horizon = now - dt.timedelta(days=self.settings.events_retention_days)
         # Sent statements are kept as long as events (a withdrawal voids by them);
         # failures too, for the admin to read.
-        await session.execute(
-            delete(XapiStatement).where(
-                XapiStatement.created_at < horizon,
-                XapiStatement.status != StatementStatus.PENDING,
-            )
+        await delete_settled(
+            session,
+            self.settings,
+            now,
+            XapiStatement.created_at,
+            XapiStatement.status,
+            StatementStatus.PENDING,
         )
 
 

@@ -7,10 +7,10 @@ import enum
 import uuid
 from typing import Any
 
-from sqlalchemy import JSON, Enum, ForeignKey, Index, String
+from sqlalchemy import JSON, ForeignKey, Index, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from questline.storage.db import Base, UTCDateTime, utcnow
+from questline.storage.db import Base, UTCDateTime, text_enum, utcnow
 
 
 class StatementStatus(enum.StrEnum):
@@ -69,14 +69,7 @@ class XapiStatement(Base):
     id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
     """The statement's ``id``: uuid5 of the event (the same on every retry)."""
     event_id: Mapped[uuid.UUID]
-    kind: Mapped[StatementKind] = mapped_column(
-        Enum(
-            StatementKind,
-            native_enum=False,
-            length=16,
-            values_callable=lambda e: [m.value for m in e],
-        )
-    )
+    kind: Mapped[StatementKind] = mapped_column(text_enum(StatementKind))
     team_id: Mapped[uuid.UUID]
     task_id: Mapped[uuid.UUID | None]
     level_id: Mapped[uuid.UUID | None]
@@ -84,14 +77,7 @@ class XapiStatement(Base):
     voided: Mapped[bool] = mapped_column(default=False)
     """A later ``voided`` statement refers to this one."""
     statement: Mapped[Any] = mapped_column(JSON)
-    status: Mapped[StatementStatus] = mapped_column(
-        Enum(
-            StatementStatus,
-            native_enum=False,
-            length=16,
-            values_callable=lambda e: [m.value for m in e],
-        )
-    )
+    status: Mapped[StatementStatus] = mapped_column(text_enum(StatementStatus))
     alone: Mapped[bool] = mapped_column(default=False)
     """Sent on its own: its batch was refused with a 4xx (isolating the bad statement)."""
     attempts: Mapped[int] = mapped_column(default=0)
