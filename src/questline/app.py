@@ -19,6 +19,7 @@ from questline.audit.endpoints import router as audit_router
 from questline.auth.authentication import Identity
 from questline.auth.endpoints import router as auth_router
 from questline.auth.tokens import TokenService, load_or_create_secret
+from questline.background import cancel_and_wait
 from questline.bulk.endpoints import router as bulk_router
 from questline.config import Settings
 from questline.dashboard import endpoints as dashboard
@@ -57,7 +58,6 @@ from questline.sso.endpoints import rate_limited as sso_rate_limited
 from questline.sso.endpoints import router as sso_router
 from questline.storage.db import Database
 from questline.submissions.endpoints import router as submissions_router
-from questline.tasks import cancel_and_wait
 from questline.teams.endpoints import router as teams_router
 from questline.web import idempotency
 from questline.web.admission import ConcurrencyLimitMiddleware

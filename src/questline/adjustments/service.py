@@ -35,10 +35,11 @@ def to_schema(
 ) -> schemas.Adjustment:
     """The adjustment as the API shows it; members get it without who made or withdrew
     it (``RecordedBy``, ``WithdrawnBy``), as they get submissions without the reviewer."""
-    update: dict[str, object] = {"score": score}
+    shown = schemas.Adjustment.model_validate(row)
+    update: dict[str, object] = {} if score is None else {"score": score}
     if not show_who:
         update |= {"recorded_by": None, "withdrawn_by": None}
-    return schemas.Adjustment.model_validate(row).model_copy(update=update)
+    return shown.model_copy(update=update) if update else shown
 
 
 def _check_range(team: Team, delta: int) -> None:

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import IO
 
-from questline.tasks import cancel_and_wait
+from questline.background import cancel_and_wait
 
 COALESCE_SECONDS = 0.05
 """After a wake-up: how long to let further work gather before a pass."""

@@ -45,8 +45,8 @@ from sqlalchemy.engine.url import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from sqlalchemy.orm import Session
 
+from questline.background import cancel_and_wait
 from questline.config import Settings
-from questline.tasks import cancel_and_wait
 
 log = logging.getLogger("questline.storage.replicas")
 

@@ -10,6 +10,14 @@ from fastapi import Depends, Path, Query
 from questline.web.errors import not_found
 
 
+def id_or_not_found(raw: str, kind: str) -> uuid.UUID:
+    """The id ``raw`` names; a malformed one names no ``kind``: 404, like an unknown one."""
+    try:
+        return uuid.UUID(raw)
+    except ValueError:
+        raise not_found(kind) from None
+
+
 def id_parser(kind: str, name: str):  # type: ignore[no-untyped-def]
     """The dependency that reads the path id ``name`` (``Depends(id_parser(...))`` in a
     domain's ``Annotated`` id type): a malformed one is 404 naming ``kind``."""
@@ -25,10 +33,7 @@ def id_parser(kind: str, name: str):  # type: ignore[no-untyped-def]
             Path(alias=name, description=f"Id of the {kind}", json_schema_extra={"format": "uuid"}),
         ],
     ) -> uuid.UUID:
-        try:
-            return uuid.UUID(raw)
-        except ValueError:
-            raise not_found(kind) from None
+        return id_or_not_found(raw, kind)
 
     return parse
 
@@ -46,12 +51,7 @@ def optional_id_query(
             str | None, Query(alias=name, max_length=64, description=description)
         ] = None,
     ) -> uuid.UUID | None:
-        if raw is None:
-            return None
-        try:
-            return uuid.UUID(raw)
-        except ValueError:
-            raise not_found(kind) from None
+        return None if raw is None else id_or_not_found(raw, kind)
 
     return parse
 

@@ -1,4 +1,5 @@
-"""Stopping a background task: cancel it, then wait until it has ended.
+"""Stopping a background task (an ``asyncio.Task``, not a discipline's task): cancel it,
+then wait until it has ended.
 
 A module of its own that imports no package, like ``timeformat``, so that the plumbing
 (the outbound loop, the replicas' monitor) and the application's lifespan share it.
