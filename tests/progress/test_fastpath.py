@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy import select
 
 from questline.events.models import Event
+from questline.progress.early_write import MAX_BODY
 from questline.storage import tenancy
 from questline.web.metrics import PROGRESS_BATCH_WRITES, PROGRESS_BATCHES
 from questline.web.middleware import REQUESTS
@@ -229,7 +230,7 @@ async def test_hostile_and_foreign_requests_write_nothing_through_the_fast_path(
     assert no_length.status_code == 201, no_length.text  # the route wrote it
     gone = await org.client.delete(f"{url}/{task}", headers=org.admin)
     assert gone.status_code == 204
-    padded = b'{"TaskId": "' + task.encode() + b'"' + b" " * 2000 + b"}"
+    padded = b'{"TaskId": "' + task.encode() + b'"' + b" " * MAX_BODY + b"}"
     large = await org.client.post(
         url, content=padded, headers={**org.admin, "Content-Type": "application/json"}
     )

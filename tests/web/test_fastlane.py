@@ -20,12 +20,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 from fastapi import FastAPI
 
 from questline.web.fastlane import ANSWERED, lanes_of
+from questline.web.identity import Role
 from questline.web.middleware import REQUESTS
 from tests.factories import Org, World, bearer
+from tests.learners.factories import ANSWER, Game, learners_game
 from tests.progress.factories import at, make_discipline
 from tests.web.conftest import AppFactory, client_for
 
@@ -319,6 +322,64 @@ async def _compare_write_pair(
     return len(seen[0])
 
 
+async def _compare_answers(
+    fast: httpx.AsyncClient, slow: httpx.AsyncClient, log: AccessLog, world: World
+) -> int:
+    """A learner's answers and their refusals, each application on a game of its own
+    (twin disciplines, teams and members), in the same order: wrong, wrong again, right
+    with no attempts left, already completed, another team's member, another
+    organization's, a task of another kind, a locked level, bad bodies, odd ids."""
+    foreign = world.org()
+    foreign_member = await foreign.create_member("eve@example.org")
+    foreign_token = bearer(
+        world.tokens.mint(role=Role.MEMBER, org_id=foreign.id, subject="e", email="eve@example.org")
+    )
+    assert foreign_member["Id"]
+    seen: list[list[Seen]] = []
+    for client in (fast, slow):
+        game = await learners_game(world, sequential=True, max_attempts=2)
+        rename = {
+            **{game.task(title): f"<{title}>" for title in ("Answer task", "Later answer")},
+            game.team_id: "<team>",
+            game.team_id.upper(): "<TEAM>",
+            game.alice_id: "<alice>",
+            game.bob_id: "<bob>",
+            game.discipline["Id"]: "<discipline>",
+        }
+        url = f"/team/{game.team_id}/attempts"
+        json = {"Content-Type": "application/json"}
+
+        def answer(title: str, value: str, game: Game = game) -> bytes:
+            return orjson.dumps({"TaskId": game.task(title), "Answer": value})
+
+        requests = [
+            Request("POST", url, {**game.alice, **json}, answer("Answer task", "nope")),
+            Request("POST", url, {**game.outsider, **json}, answer("Answer task", "nope")),
+            Request("POST", url, {**foreign_token, **json}, answer("Answer task", "nope")),
+            Request("POST", url, {**game.alice, **json}, answer("Self task", "nope")),
+            Request("POST", url, {**game.alice, **json}, answer("Later answer", "later")),
+            Request("POST", url, {**game.alice, **json}, b'{"TaskId": 5, "Answer": "x"}'),
+            Request("POST", url, {**game.alice, **json}, b'{"TaskId": '),
+            Request("POST", url, {**game.bob, **json}, answer("Answer task", ANSWER.lower())),
+            Request("POST", url, {**game.alice, **json}, answer("Answer task", ANSWER)),
+            Request("POST", f"/team/{game.team_id.upper()}/attempts", game.alice, None),
+            Request("POST", "/team/not-a-team/attempts", {**game.alice, **json}, b"{}"),
+            Request("POST", url, {"Authorization": "Bearer x", **json}, b"{}"),
+        ]
+        answers = [await _send(client, log, r, rename=rename) for r in requests]
+        completed = await game.complete(game.org.admin, "Answer task")
+        assert completed.status_code == 201, completed.text
+        done = Request("POST", url, {**game.bob, **json}, answer("Answer task", ANSWER))
+        answers.append(await _send(client, log, done, rename=rename))
+        requests.append(done)
+        seen.append(answers)
+    statuses = [answer.status for answer in seen[0]]
+    assert statuses == [200, 403, 404, 422, 409, 422, 400, 200, 409, 422, 404, 401, 409]
+    for request, by_lane, by_route in zip(requests, *seen, strict=True):
+        assert by_lane == by_route, request
+    return len(seen[0])
+
+
 async def test_the_fast_lane_answers_as_every_route_does(
     app: FastAPI, make_app: AppFactory, world: World, access_log: AccessLog
 ) -> None:
@@ -328,6 +389,7 @@ async def test_the_fast_lane_answers_as_every_route_does(
     writes = {
         ("POST", "/team/{team_id}/progress"),
         ("DELETE", "/team/{team_id}/progress/{task_id}"),
+        ("POST", "/team/{team_id}/attempts"),
     }
     reads = {path for method, path in declared if method == "GET"}
     assert declared == {("GET", path) for path in reads} | writes, declared
@@ -342,6 +404,7 @@ async def test_the_fast_lane_answers_as_every_route_does(
                 fast, slow, access_log, list(_read_requests(scene, path))
             )
         compared += await _compare_writes(fast, slow, access_log, scene)
+        compared += await _compare_answers(fast, slow, access_log, world)
     answered = _grown(answered_before, _samples(ANSWERED))
     # Not vacuous: the fast lane answered something of every route that declares it.
     assert {(method, route) for method, route in answered} == declared, answered

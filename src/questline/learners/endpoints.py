@@ -5,17 +5,18 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response, status
 
 from questline.learners import schemas, service
+from questline.learners.early_answer import GroupCommittedAnswer
 from questline.web.access import MemberOf
 from questline.web.openapi import problem_responses
 from questline.web.pagination import PageDep, announce_next_page
 from questline.web.paths import TeamId
-from questline.web.routing import SessionDep, TransactionalRoute
+from questline.web.routing import SessionDep, TransactionalRoute, answers_early
 from questline.web.state import app_state
 
 router = APIRouter(prefix="/team", tags=["learners"], route_class=TransactionalRoute)
 
 
-def _json(model: schemas.AttemptResult | schemas.UnlockedHint, status_code: int) -> Response:
+def _json(model: schemas.UnlockedHint, status_code: int) -> Response:
     return Response(
         content=model.model_dump_json(by_alias=True),
         status_code=status_code,
@@ -32,6 +33,7 @@ def _json(model: schemas.AttemptResult | schemas.UnlockedHint, status_code: int)
         **problem_responses(400, 401, 403, 404, 409, 415, 422, 429),
     },
 )
+@answers_early(GroupCommittedAnswer())
 async def submit_attempt(
     team_id: TeamId,
     request: Request,
@@ -52,7 +54,7 @@ async def submit_attempt(
     outcome = await service.submit_attempt(
         session, tenant=tenant, team_id=team_id, data=data, settings=app_state(request).settings
     )
-    return _json(outcome.result, 201 if outcome.created else 200)
+    return service.attempt_response(outcome)
 
 
 @router.get(

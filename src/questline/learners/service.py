@@ -1,6 +1,8 @@
 """What a team's members do themselves: answer (``Answer`` tasks), mark done (``Self``),
 unlock hints. Every completion goes through the progress ledger (``progress.record``),
-as an admin's does; a hint's cost is a step of the score history (``scores.apply_steps``).
+as an admin's does, and so does an answer (``progress.ledger.Answering``: one more kind
+of ledger write, group-committed like a progress write); a hint's cost is a step of the
+score history (``scores.apply_steps``).
 
 The refusals come in one order for every action: 404 team, 403 not the team's member,
 409 archived team, 404 task, the task's kind (422, or 403 for a member's self-check of
@@ -10,14 +12,13 @@ another kind), 409 locked level, then the action's own (409 done, 409 no attempt
 
 from __future__ import annotations
 
-import datetime as dt
 import functools
-import math
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import BindParameter, Select, bindparam, exists, func, select, true
+from fastapi import Response
+from sqlalchemy import Select, bindparam, func, select, true
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline import audit, events
@@ -25,12 +26,10 @@ from questline.config import Settings
 from questline.disciplines.checks import (
     TaskCheck,
     answer_keys,
-    any_matches,
     task_check,
     task_check_of,
     task_check_query,
 )
-from questline.disciplines.models import CheckKind
 from questline.learners import schemas
 from questline.members.callers import (
     acting_as,
@@ -40,13 +39,11 @@ from questline.members.callers import (
     named_values,
 )
 from questline.progress import record
-from questline.progress import schemas as progress_schemas
-from questline.progress.learner_records import HintUnlock, TaskAttempt
-from questline.progress.ledger import Recorded
+from questline.progress.learner_records import SEALED_AS, HintUnlock, TaskAttempt
+from questline.progress.ledger import Answered, Answering
 from questline.progress.locks import ensure_open
-from questline.progress.models import ScoreChange, TaskCompletion
+from questline.progress.models import ScoreChange
 from questline.progress.scores import Step, apply_steps
-from questline.progress.self_check import learner_completion
 from questline.readmodel.versions import bump
 from questline.storage.db import utcnow
 from questline.teams.models import Team
@@ -54,17 +51,11 @@ from questline.teams.service import ensure_active, get_team
 from questline.timeformat import rfc3339
 from questline.web.access import Tenant
 from questline.web.errors import (
-    AlreadyCompleted,
     FieldError,
-    NoAttemptsLeft,
-    TooManyRequests,
     Unprocessable,
     not_found,
 )
 from questline.web.pagination import PageRequest, keyset_page
-
-SEALED_AS = "submitted answer"
-RATE_WINDOW = dt.timedelta(seconds=60)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +94,6 @@ async def _acting(
     tenant: Tenant,
     team_id: uuid.UUID,
     task_id: uuid.UUID,
-    kind: CheckKind | None,
     action: str,
 ) -> Acting:
     """The team (locked: one team's learner actions run one at a time), the caller's
@@ -127,68 +117,8 @@ async def _acting(
     task = task_check_of(found[0][1:after_task])
     if task is None:
         raise not_found("task")
-    if kind is not None and task.kind is not kind:
-        raise Unprocessable(
-            f"The task is completed by {task.kind.value}, not by {kind.value}.",
-            errors=[FieldError(field="TaskId", message=f"Name a task of Kind {kind.value}.")],
-        )
     await ensure_open(session, org_id=tenant.org_id, team_id=team_id, task=task)
     return Acting(team, task, member_id)
-
-
-@functools.cache
-def _attempt_counts() -> Select[*tuple[Any, ...]]:
-    """What an attempt's own refusals read, in one statement built once: whether the
-    team completed the task, the team's attempts at it, and the actor's ``limit``-th
-    latest attempt within the last minute (``skip`` = limit - 1), if any. That last one
-    is one row through the (organization, actor, at) index, reading at most the
-    minute's rows (an actor's older attempts are never read); while it is within the
-    minute the limit is reached, and it leaves the window at +60 s."""
-    org: BindParameter[uuid.UUID] = bindparam("org")
-    team: BindParameter[uuid.UUID] = bindparam("team")
-    task: BindParameter[uuid.UUID] = bindparam("task")
-    completed = exists().where(
-        TaskCompletion.organization_id == org,
-        TaskCompletion.team_id == team,
-        TaskCompletion.task_id == task,
-    )
-    used = (
-        select(func.count())
-        .where(
-            TaskAttempt.organization_id == org,
-            TaskAttempt.team_id == team,
-            TaskAttempt.task_id == task,
-        )
-        .scalar_subquery()
-    )
-    limit_reached_at = (
-        select(TaskAttempt.at)
-        .where(
-            TaskAttempt.organization_id == org,
-            TaskAttempt.actor == bindparam("actor"),
-            TaskAttempt.at > bindparam("since"),
-        )
-        .order_by(TaskAttempt.at.desc())
-        .offset(bindparam("skip"))
-        .limit(1)
-        .scalar_subquery()
-    )
-    return select(completed, used, limit_reached_at)
-
-
-def _check_rate(oldest: dt.datetime | None, *, now: dt.datetime, limit: int) -> None:
-    """429 with ``Retry-After`` when the actor made ``limit`` attempts in the last minute
-    (counted from the stored ones, so every process agrees)."""
-    if oldest is None:
-        return
-    oldest = oldest if oldest.tzinfo is not None else oldest.replace(tzinfo=dt.UTC)
-    if oldest <= now - RATE_WINDOW:
-        return
-    wait = max(1, math.ceil((oldest + RATE_WINDOW - now).total_seconds()))
-    raise TooManyRequests(
-        f"At most {limit} answers a minute from one member; retry in {wait} seconds.",
-        headers={"Retry-After": str(wait)},
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +126,40 @@ class AttemptOutcome:
     result: schemas.AttemptResult
     created: bool
     """A right answer that completed the task (201)."""
+
+
+def answering(
+    *, tenant: Tenant, team_id: uuid.UUID, data: schemas.AttemptCreate, settings: Settings
+) -> Answering:
+    """The ledger's write of an answer (``progress.ledger.Plan._answer`` has its rules)."""
+    return Answering(
+        org_id=tenant.org_id,
+        team_id=team_id,
+        task_id=data.task_id,
+        answer=data.answer,
+        caller=tenant.caller,
+        keys=functools.partial(answer_keys, settings),
+        per_minute=settings.attempts_per_minute,
+    )
+
+
+def attempt_response(outcome: AttemptOutcome) -> Response:
+    """201 with the completion when right, 200 when wrong."""
+    return Response(
+        content=outcome.result.model_dump_json(by_alias=True),
+        status_code=201 if outcome.created else 200,
+        media_type="application/json",
+    )
+
+
+def attempt_outcome(answered: Answered) -> AttemptOutcome:
+    """The response of an answer the ledger counted."""
+    result = schemas.AttemptResult(
+        correct=answered.correct,
+        attempts_left=answered.attempts_left,
+        completion=answered.completion,
+    )
+    return AttemptOutcome(result, answered.correct)
 
 
 async def submit_attempt(
@@ -206,88 +170,11 @@ async def submit_attempt(
     data: schemas.AttemptCreate,
     settings: Settings,
 ) -> AttemptOutcome:
-    """Check the answer; a right one completes the task through the progress ledger
-    (with the caller's member as ``MemberId``)."""
-    acting = await _acting(
-        session,
-        tenant=tenant,
-        team_id=team_id,
-        task_id=data.task_id,
-        kind=CheckKind.ANSWER,
-        action="answers",
-    )
-    org_id, task = tenant.org_id, acting.task
-    now = utcnow()
-    actor = str(acting.member_id) if acting.member_id else tenant.caller.subject
-    limit = settings.attempts_per_minute
-    # The three counts the refusals below read, in one statement (one round trip, not
-    # three); the refusals keep their order.
-    counted = {
-        "org": org_id,
-        "team": team_id,
-        "task": task.task_id,
-        "actor": actor,
-        "since": now - RATE_WINDOW,
-        "skip": limit - 1,
-    }
-    done, used, oldest = (await session.execute(_attempt_counts(), counted)).one()
-    if done:
-        raise AlreadyCompleted("The team already completed this task; nothing was counted.")
-    used = int(used or 0)
-    if task.max_attempts is not None and used >= task.max_attempts:
-        raise NoAttemptsLeft(
-            f"The team used all {task.max_attempts} attempts at this task; this one was "
-            "not counted."
-        )
-    _check_rate(oldest, now=now, limit=limit)
-    keys = answer_keys(settings, task.owner)
-    correct = any_matches(keys, data.answer, task.answers)
-    left = None if task.max_attempts is None else task.max_attempts - used - 1
-    completion: progress_schemas.Completion | None = None
-    if correct:
-        recorded: Recorded = await record.complete(
-            session,
-            org_id=org_id,
-            team_id=team_id,
-            data=learner_completion(task.task_id, acting.member_id),
-            recorded_by=tenant.caller.subject,
-        )
-        if not recorded.created:
-            raise AlreadyCompleted("The team already completed this task; nothing was counted.")
-        completion = recorded.completion
-    session.add(
-        TaskAttempt(
-            organization_id=org_id,
-            team_id=team_id,
-            task_id=task.task_id,
-            member_id=acting.member_id,
-            actor=actor,
-            at=now,
-            correct=correct,
-            answer=keys.sealer.seal(data.answer, organization=org_id, purpose=SEALED_AS),
-        )
-    )
-    # Never the answer: who tried which task, when, and whether it was right.
-    await events.record(
-        session,
-        organization_id=org_id,
-        type="attempt.created",
-        data={
-            "TeamId": team_id,
-            "TaskId": task.task_id,
-            "DisciplineId": task.discipline_id,
-            "MemberId": acting.member_id,
-            "At": rfc3339(now),
-            "Correct": correct,
-            "AttemptsLeft": left,
-        },
-    )
-    if not correct and task.max_attempts is not None:
-        # The overview's AttemptsLeft, the only cached read a wrong answer changes (null
-        # for a task with unlimited attempts, so nothing to renew then).
-        await bump(session, org_id)
-    result = schemas.AttemptResult(correct=correct, attempts_left=left, completion=completion)
-    return AttemptOutcome(result, correct)
+    """Check the answer, in the session's transaction (a batch of one of the progress
+    ledger, whose group commit answers the plain case before routing): a right one
+    completes the task with the caller's member as ``MemberId``."""
+    write = answering(tenant=tenant, team_id=team_id, data=data, settings=settings)
+    return attempt_outcome(await record.answer(session, write))
 
 
 def _attempt_cursor(row: TaskAttempt) -> list[str]:
@@ -353,7 +240,7 @@ async def unlock_hint(
     """Show the hint to the team; the first unlock costs its ``Cost`` (a step of the
     score history), a repeat nothing."""
     acting = await _acting(
-        session, tenant=tenant, team_id=team_id, task_id=data.task_id, kind=None, action="hints"
+        session, tenant=tenant, team_id=team_id, task_id=data.task_id, action="hints"
     )
     task = acting.task
     if data.index >= len(task.hints):

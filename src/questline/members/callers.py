@@ -41,7 +41,7 @@ def _as_uuid(value: str) -> uuid.UUID | None:
         return None
 
 
-def _identity(caller: Caller) -> tuple[list[str], uuid.UUID | None]:
+def names_of(caller: Caller) -> tuple[list[str], uuid.UUID | None]:
     """What names the caller's member: the e-mail keys of its e-mail and of its subject,
     and its subject as a member id (when it is one)."""
     keys = {value.strip().lower() for value in (caller.email, caller.subject) if value}
@@ -50,7 +50,7 @@ def _identity(caller: Caller) -> tuple[list[str], uuid.UUID | None]:
 
 def identity_matches(caller: Caller) -> ColumnElement[bool]:
     """Members the caller's identity names (its e-mail, or its subject as e-mail or id)."""
-    keys, as_id = _identity(caller)
+    keys, as_id = names_of(caller)
     names: list[ColumnElement[bool]] = [Member.email_key.in_(keys)]
     if as_id is not None:
         names.append(Member.id == as_id)
@@ -100,7 +100,7 @@ def named_members() -> Select[uuid.UUID, str, bool]:
 
 def named_values(caller: Caller, team_id: uuid.UUID | None) -> dict[str, Any]:
     """The values of ``named_members`` for the caller (no team: in none)."""
-    keys, as_id = _identity(caller)
+    keys, as_id = names_of(caller)
     return {
         "named_org": caller.org_id,
         "named_team": team_id,

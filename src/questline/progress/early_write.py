@@ -1,5 +1,6 @@
 """Progress writes answered early: ``POST /team/{id}/progress`` and
-``DELETE /team/{id}/progress/{taskId}`` group-committed by the fast lane.
+``DELETE /team/{id}/progress/{taskId}`` group-committed by the fast lane (and, with the
+same steps, a learner's answer: ``learners.early_answer``).
 
 The routes declare ``GroupCommittedWrite`` (``answers_early``); the fast lane has by then
 matched the route and applied its access rule and query check; only an admin's writes
@@ -23,11 +24,12 @@ the route runs the request from the start. The response is built by
 
 from __future__ import annotations
 
-from typing import cast
+import uuid
+from typing import TypeVar, cast
 
 import orjson
 from fastapi import Request, Response, status
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from questline.progress import schemas
 from questline.progress.group_commit import GroupCommit
@@ -39,9 +41,46 @@ from questline.web.paths import canonical_uuid
 from questline.web.routing import url_of
 from questline.web.state import app_state
 
-MAX_BODY = 1024
-"""Bytes of a body this answer reads (a completion is about 100); larger ones take the
-route, with its own limits."""
+M = TypeVar("M", bound=BaseModel)
+
+MAX_BODY = 8192
+"""Bytes of a body an early write reads (a completion is about 100; an answer with the
+longest ``Answer``, escaped, a few thousand); larger ones take the route, with its own
+limits."""
+
+
+def early_team(request: Request, caller: Caller) -> tuple[uuid.UUID, uuid.UUID] | None:
+    """The (organization, team) of a write this answer may take, or None: the route
+    answers (the lane is off, read replicas hand out the write's position, the team id is
+    not in its canonical form)."""
+    state = app_state(request)
+    org_id = caller.org_id
+    if org_id is None or not state.settings.progress_fast_path_enabled:
+        return None
+    if state.db.replicas.enabled:
+        return None
+    team_id = canonical_uuid(str(request.path_params.get("team_id", "")))
+    return None if team_id is None else (org_id, team_id)
+
+
+async def small_json_body(request: Request, model: type[M]) -> M | None:
+    """The body as the route checks it, in its order; ``None``: the route answers (no
+    JSON media type, an ``Idempotency-Key``, a body over ``MAX_BODY`` or one the route
+    refuses, with its own problem document)."""
+    headers = request.headers
+    if "idempotency-key" in headers or not is_json_media(headers.get("content-type", "")):
+        return None
+    length = headers.get("content-length")
+    if length is None or not length.isdigit() or int(length) > MAX_BODY:
+        return None
+    body = await request.body()
+    if len(body) > MAX_BODY:
+        return None
+    try:
+        check_json_text(body, app_state(request).settings.max_json_depth)
+        return model.model_validate(orjson.loads(body))
+    except (Problem, orjson.JSONDecodeError, ValidationError):
+        return None
 
 
 def group_commit_of(request: Request) -> GroupCommit:
@@ -71,17 +110,12 @@ class GroupCommittedWrite:
     """The early answer of the two progress writes (see the module's docstring)."""
 
     async def __call__(self, request: Request, caller: Caller) -> Response | None:
-        state = app_state(request)
-        org_id = caller.org_id
-        if org_id is None or not state.settings.progress_fast_path_enabled:
-            return None
         if caller.role is not Role.ADMIN:
-            return None  # a member's self-check: the route's rules (learners.service)
-        if state.db.replicas.enabled:
+            return None  # a member's self-check: the route's rules (progress.self_check)
+        found = early_team(request, caller)
+        if found is None:
             return None
-        team_id = canonical_uuid(str(request.path_params.get("team_id", "")))
-        if team_id is None:
-            return None
+        org_id, team_id = found
         writes = group_commit_of(request)
         if request.method == "DELETE":
             task_id = canonical_uuid(str(request.path_params.get("task_id", "")))
@@ -91,7 +125,7 @@ class GroupCommittedWrite:
             if isinstance(withdrawn, Problem):
                 raise withdrawn
             return None if withdrawn is None else Response(status_code=204)
-        data = await self._body(request)
+        data = await small_json_body(request, schemas.ProgressCreate)
         if data is None:
             return None
         outcome = await writes.write(Completing(org_id, team_id, data, caller.subject))
@@ -100,21 +134,3 @@ class GroupCommittedWrite:
         if not isinstance(outcome, Recorded):
             return None
         return completion_response(request, outcome)
-
-    @staticmethod
-    async def _body(request: Request) -> schemas.ProgressCreate | None:
-        """The body as the route checks it, in its order; ``None``: the route answers."""
-        headers = request.headers
-        if "idempotency-key" in headers or not is_json_media(headers.get("content-type", "")):
-            return None
-        length = headers.get("content-length")
-        if length is None or not length.isdigit() or int(length) > MAX_BODY:
-            return None
-        body = await request.body()
-        if len(body) > MAX_BODY:
-            return None
-        try:
-            check_json_text(body, app_state(request).settings.max_json_depth)
-            return schemas.ProgressCreate.model_validate(orjson.loads(body))
-        except (Problem, orjson.JSONDecodeError, ValidationError):
-            return None

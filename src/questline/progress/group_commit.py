@@ -45,7 +45,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,7 +54,8 @@ from prometheus_client import Counter
 from questline import events
 from questline.events.fanout import EVERYONE, Listeners
 from questline.progress import ledger_pg, record
-from questline.progress.ledger import Outcome, Refused, Write, Written
+from questline.progress.ledger import Answering, Outcome, Refused, Write, Written
+from questline.storage import tenancy
 from questline.storage.db import Database
 from questline.web.errors import ServiceUnavailable
 from questline.web.metrics import (
@@ -179,6 +180,8 @@ class GroupCommit:
             if self.db.is_sqlite:
                 async with self.db.session(write=True) as session:
                     done = await record.write_in_session(session, writes)
+            elif any(isinstance(write, Answering) for write in writes):
+                done = await self._commit_in_sessions(writes)
             else:
                 done = await self._commit_pg(writes)
         except Exception:
@@ -202,7 +205,7 @@ class GroupCommit:
         SQLAlchemy per statement (those were most of a batch's time). What a session
         does after its commit is done here."""
         if self.db.row_security:
-            done = await self._commit_per_organization(writes)
+            done = await self._per_organization(writes, self._commit_acting_for)
         else:
             async with self.db.driver_connection() as driver:
                 done = await ledger_pg.write_batch(
@@ -214,7 +217,40 @@ class GroupCommit:
         record.follow_commit(done, _Committed(self.db))
         return done
 
-    async def _commit_per_organization(self, writes: Sequence[Write]) -> Written:
+    async def _commit_acting_for(
+        self, organization_id: uuid.UUID, writes: Sequence[Write]
+    ) -> Written:
+        """Row-level security: an organization's part of a batch on the driver's
+        connection, acting for it."""
+        async with self.db.driver_acting_for(organization_id) as driver:
+            return await ledger_pg.write_batch(
+                self._fetcher(driver),
+                writes,
+                in_transaction=self.db.statements_share_a_transaction,
+                listeners=self.outbox_listeners,
+            )
+
+    async def _commit_in_sessions(self, writes: Sequence[Write]) -> Written:
+        """PostgreSQL, a batch with answers: in a session's transaction, where the ledger
+        holds the batch's teams before it counts their attempts (``ledger_pg``); under
+        row-level security, one transaction for each organization's part."""
+        if self.db.row_security:
+            return await self._per_organization(writes, self._commit_in_session_for)
+        async with self.db.session(write=True) as session:
+            return await record.write_in_session(session, writes)
+
+    async def _commit_in_session_for(
+        self, organization_id: uuid.UUID, writes: Sequence[Write]
+    ) -> Written:
+        with tenancy.acting_for(organization_id):
+            async with self.db.session(write=True) as session:
+                return await record.write_in_session(session, writes)
+
+    async def _per_organization(
+        self,
+        writes: Sequence[Write],
+        commit_part: Callable[[uuid.UUID, Sequence[Write]], Awaitable[Written]],
+    ) -> Written:
         """Row-level security: each organization's writes of the batch act for it on their
         own (the policies hide the other organizations' rows from a statement). An
         organization whose part failed is answered by its routes, one write at a time;
@@ -226,15 +262,8 @@ class GroupCommit:
         versions: dict[uuid.UUID, int] = {}
         completed = withdrawn = recorded_events = 0
         for organization_id, mine in positions.items():
-            part = [writes[position] for position in mine]
             try:
-                async with self.db.driver_acting_for(organization_id) as driver:
-                    done = await ledger_pg.write_batch(
-                        self._fetcher(driver),
-                        part,
-                        in_transaction=self.db.statements_share_a_transaction,
-                        listeners=self.outbox_listeners,
-                    )
+                done = await commit_part(organization_id, [writes[p] for p in mine])
             except Exception:
                 # A part fails as a whole batch does.
                 self.failed_batches += 1

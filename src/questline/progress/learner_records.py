@@ -10,6 +10,9 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from questline.storage.db import Base, UTCDateTime, new_id, tenant_foreign_key, utcnow
 
+SEALED_AS = "submitted answer"
+"""The purpose a submitted answer is sealed for (``storage.sealing``)."""
+
 
 class TaskAttempt(Base):
     """One counted attempt (refused attempts are not stored). The submitted answer is

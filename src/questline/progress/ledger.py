@@ -19,14 +19,33 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
+from questline.disciplines.checks import AnswerKeys, TaskCheck, any_matches
+from questline.disciplines.models import CheckKind
+from questline.events.service import as_payload
+from questline.members.callers import acting_as, best_named
 from questline.progress import schemas
+from questline.progress.learner_records import SEALED_AS
 from questline.progress.models import ScoreChange
+from questline.progress.rates import rate_refusal, window
 from questline.storage.db import new_id
 from questline.teams.models import TeamStatus
-from questline.web.errors import Conflict, FieldError, Problem, Unprocessable, not_found
+from questline.timeformat import rfc3339
+from questline.web.errors import (
+    AlreadyCompleted,
+    Conflict,
+    FieldError,
+    NoAttemptsLeft,
+    Problem,
+    Unprocessable,
+    not_found,
+)
+from questline.web.identity import Caller
 
 CLOCK_SKEW = dt.timedelta(seconds=5)
 """How far in the future a ``CompletedAt`` may be before it is refused (client clocks)."""
@@ -48,11 +67,53 @@ class Withdrawing:
     task_id: uuid.UUID
 
 
-Write = Completing | Withdrawing
+@dataclass(frozen=True, slots=True)
+class Answering:
+    """A team's answer to an ``Answer`` task (``POST /team/{id}/attempts``): counted, and
+    when right it completes the task as the caller's member."""
+
+    org_id: uuid.UUID
+    team_id: uuid.UUID
+    task_id: uuid.UUID
+    answer: str
+    caller: Caller
+    keys: Callable[[uuid.UUID | None], AnswerKeys]
+    """The answer keys of a discipline's owner (``disciplines.checks.answer_keys``)."""
+    per_minute: int
+    """One actor's attempts a minute at most (``QUESTLINE_ATTEMPTS_PER_MINUTE``)."""
+
+    def actor(self, member_id: uuid.UUID | None) -> str:
+        """Whose rate the attempt counts against: the member's, or the admin's subject."""
+        return str(member_id) if member_id else self.caller.subject
+
+
+Write = Completing | Withdrawing | Answering
 
 
 def task_of(write: Write) -> uuid.UUID:
     return write.data.task_id if isinstance(write, Completing) else write.task_id
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerSight:
+    """What the look-up found for an answer beyond the team, task and completion: the
+    task's check, the members the caller's identity names (rows of
+    ``members.callers.named_members``), the team's attempts at the task, and the lock of
+    its level (``progress.locks``)."""
+
+    check: TaskCheck | None
+    named: Sequence[Sequence[Any]]
+    used: int
+    locked: Problem | None
+
+
+@dataclass(frozen=True, slots=True)
+class Answered:
+    """An answer's outcome: right (``completion``: the task completed by it) or wrong."""
+
+    correct: bool
+    attempts_left: int | None
+    completion: schemas.Completion | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,9 +126,9 @@ class Recorded:
     outbox event and the response)."""
 
 
-Outcome = Recorded | schemas.Completion
-"""What a write did: ``Recorded`` (completed, or found done), or the withdrawn
-``Completion`` with the team's new score."""
+Outcome = Recorded | schemas.Completion | Answered
+"""What a write did: ``Recorded`` (completed, or found done), the withdrawn
+``Completion`` with the team's new score, or an ``Answered``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,15 +228,10 @@ def history_row(
     }
 
 
-def event_row(org_id: uuid.UUID, completing: bool, body: bytes) -> dict[str, Any]:
-    """The outbox event of a completion or withdrawal: its payload is the completion's
-    JSON as the API answers it (with the new score)."""
-    return {
-        "organization_id": org_id,
-        "id": new_id(),
-        "type": "progress.completed" if completing else "progress.withdrawn",
-        "payload": body.decode(),
-    }
+def event_row(org_id: uuid.UUID, type: str, body: bytes) -> dict[str, Any]:
+    """One outbox event: its payload is the JSON as the API writes it (a completion's
+    with the new score)."""
+    return {"organization_id": org_id, "id": new_id(), "type": type, "payload": body.decode()}
 
 
 Refused = Problem
@@ -195,8 +251,15 @@ class Changes:
     teams: list[dict[str, Any]]
     history: list[dict[str, Any]]
     events: list[dict[str, Any]]
+    attempts: list[dict[str, Any]]
+    """The answers counted (``task_attempts`` rows, the answer sealed)."""
     organizations: list[uuid.UUID]
     """Whose read-model version to bump, sorted (the lock order)."""
+
+
+def archived(action: str) -> Conflict:
+    """The refusal of an archived team (``teams.service.ensure_active``'s words)."""
+    return Conflict(f"The team is archived and refuses {action}; make it Active first.")
 
 
 @dataclass(slots=True)
@@ -216,9 +279,24 @@ class Plan:
     listened: dict[uuid.UUID, bool] = field(default_factory=dict)
     """By organization: whether an outbox consumer listens to it (``fanout.Listeners``):
     no event is recorded for one nobody listens to."""
+    answers: dict[int, AnswerSight] = field(default_factory=dict)
+    """By write position: what an answer's look-up found (``see_answer``)."""
+    recent: dict[tuple[uuid.UUID, str], dict[int, dt.datetime]] = field(default_factory=dict)
+    """By (organization, actor): the actor's stored attempts within the minute that
+    the batch's answers may find at their limit, by rank (0: the latest;
+    ``see_recent``)."""
+    answered: dict[tuple[uuid.UUID, str], int] = field(default_factory=dict)
+    """By (organization, actor): answers counted in this batch."""
+    used: dict[tuple[uuid.UUID, uuid.UUID, uuid.UUID], int] = field(default_factory=dict)
+    """Attempts decided in this batch, by (organization, team, task)."""
     history: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    bumped: set[uuid.UUID] = field(default_factory=set)
+    """Organizations whose cached reads a counted answer changes (``AttemptsLeft``)."""
     written: list[Write] = field(default_factory=list)
+    completed: int = 0
+    withdrawn: int = 0
 
     def see(
         self,
@@ -242,17 +320,51 @@ class Plan:
         if done_key not in self.done:
             self.done[done_key] = self.first_done[done_key] = done
 
+    def see_answer(self, position: int, sight: AnswerSight) -> None:
+        """What the answer look-up found for the ``Answering`` at ``position``."""
+        self.answers[position] = sight
+
+    def rate_looks(self, writes: Sequence[Write]) -> list[tuple[uuid.UUID, str, int, int]]:
+        """What the rate look-up reads (``see_recent``): for each actor of the batch's
+        answers (its member, as ``acting_as`` decides it), the (offset, count) of its
+        stored attempts within the minute, latest first, that can be at its limit
+        (``rates.window``)."""
+        answers: dict[tuple[uuid.UUID, str], tuple[int, int]] = {}
+        for position, write in enumerate(writes):
+            sight = self.answers.get(position)
+            if not isinstance(write, Answering) or sight is None:
+                continue
+            try:
+                member_id = acting_as(write.caller, best_named(write.caller, sight.named))
+            except Problem:
+                continue
+            key = (write.org_id, write.actor(member_id))
+            count, limit = answers.get(key, (0, write.per_minute))
+            answers[key] = (count + 1, limit)
+        return [
+            (org_id, actor, *window(limit, count))
+            for (org_id, actor), (count, limit) in answers.items()
+        ]
+
+    def see_recent(
+        self, org_id: uuid.UUID, actor: str, offset: int, at: Sequence[dt.datetime]
+    ) -> None:
+        """The actor's stored attempts within the minute from rank ``offset`` on."""
+        self.recent[(org_id, actor)] = {offset + rank: t for rank, t in enumerate(at)}
+
     def decide(self, position: int, write: Write) -> Outcome | Refused:
         """The write's outcome, or its refusal in the order the API always gave them:
         404 team, 409 archived team, then for a completion 404 task and 422 (a future
         ``CompletedAt``, a ``MemberId`` not of the team), for a withdrawal 404
-        completion. A repeated completion
-        changes nothing; only the write that adds a completion changes the score."""
+        completion (an answer: ``_answer``). A repeated completion changes nothing; only
+        the write that adds a completion changes the score."""
+        if isinstance(write, Answering):
+            return self._answer(position, write)
         team = self.teams.get((write.org_id, write.team_id))
         if team is None:
             return not_found("team")
         if team.status != TeamStatus.ACTIVE.value:
-            return Conflict("The team is archived and refuses progress; make it Active first.")
+            return archived("progress")
         task_id = task_of(write)
         done_key = (write.org_id, write.team_id, task_id)
         done = self.done[done_key]
@@ -282,6 +394,99 @@ class Plan:
         withdrawn, _ = self._step(write, team, done, ScoreChange.WITHDRAWN, self.now)
         return withdrawn
 
+    def _answer(self, position: int, write: Answering) -> Answered | Refused:
+        """An answer, its refusals in the order of every learner action (404 team, 403
+        not the team's member, 409 archived, 404 task, 422 not an ``Answer`` task, 409
+        locked level), then its own (409 done, 409 no attempts left, 429 too fast). A
+        refused answer is neither stored nor counted."""
+        team = self.teams.get((write.org_id, write.team_id))
+        sight = self.answers.get(position)
+        if team is None or sight is None:
+            return not_found("team")
+        try:
+            member_id = acting_as(write.caller, best_named(write.caller, sight.named))
+        except Problem as refused:
+            return refused
+        if team.status != TeamStatus.ACTIVE.value:
+            return archived("answers")
+        task, check = self.tasks.get(position), sight.check
+        if task is None or check is None:
+            return not_found("task")
+        if check.kind is not CheckKind.ANSWER:
+            return Unprocessable(
+                f"The task is completed by {check.kind.value}, not by Answer.",
+                errors=[FieldError(field="TaskId", message="Name a task of Kind Answer.")],
+            )
+        if sight.locked is not None:
+            return sight.locked
+        key = (write.org_id, write.team_id, write.task_id)
+        if self.done[key] is not None:
+            return AlreadyCompleted("The team already completed this task; nothing was counted.")
+        used = sight.used + self.used.get(key, 0)
+        if check.max_attempts is not None and used >= check.max_attempts:
+            return NoAttemptsLeft(
+                f"The team used all {check.max_attempts} attempts at this task; this one was "
+                "not counted."
+            )
+        actor = (write.org_id, write.actor(member_id))
+        earlier = self.answered.get(actor, 0)
+        rank = write.per_minute - 1 - earlier  # the limit-th latest, this batch's first
+        limit_th = self.now if rank < 0 else self.recent.get(actor, {}).get(rank)
+        too_fast = rate_refusal(limit_th, now=self.now, limit=write.per_minute)
+        if too_fast is not None:
+            return too_fast
+        correct = any_matches(write.keys(check.owner), write.answer, check.answers)
+        left = None if check.max_attempts is None else check.max_attempts - used - 1
+        completion = None
+        if correct:
+            added = Done(task[0], task[1], self.now, member_id, write.caller.subject)
+            self.done[key] = added
+            completion, _ = self._step(write, team, added, ScoreChange.COMPLETED, self.now)
+        elif check.max_attempts is not None:
+            self.bumped.add(write.org_id)  # the overview's AttemptsLeft
+        self.used[key] = self.used.get(key, 0) + 1
+        self.answered[actor] = earlier + 1
+        self._count(write, member_id, actor[1], correct, left, check.discipline_id)
+        return Answered(correct, left, completion)
+
+    def _count(
+        self,
+        write: Answering,
+        member_id: uuid.UUID | None,
+        actor: str,
+        correct: bool,
+        left: int | None,
+        discipline_id: uuid.UUID,
+    ) -> None:
+        """The answer's ``task_attempts`` row (the answer sealed) and its
+        ``attempt.created`` event (never the answer)."""
+        sealer = write.keys(write.org_id).sealer
+        self.attempts.append(
+            {
+                "organization_id": write.org_id,
+                "id": new_id(),
+                "team_id": write.team_id,
+                "task_id": write.task_id,
+                "member_id": member_id,
+                "actor": actor,
+                "at": self.now,
+                "correct": correct,
+                "answer": sealer.seal(write.answer, organization=write.org_id, purpose=SEALED_AS),
+            }
+        )
+        if self.listened.get(write.org_id, True):
+            summary = {
+                "TeamId": write.team_id,
+                "TaskId": write.task_id,
+                "DisciplineId": discipline_id,
+                "MemberId": member_id,
+                "At": rfc3339(self.now),
+                "Correct": correct,
+                "AttemptsLeft": left,
+            }
+            body = orjson.dumps(as_payload(summary))
+            self.events.append(event_row(write.org_id, "attempt.created", body))
+
     def _step(
         self, write: Write, team: TeamState, done: Done, kind: ScoreChange, at: dt.datetime
     ) -> tuple[schemas.Completion, bytes]:
@@ -307,9 +512,19 @@ class Plan:
         completion = done.as_completion(write.team_id, task_id, score)
         body = schemas.COMPLETION_JSON.to_json(completion, by_alias=True)
         if self.listened.get(write.org_id, True):
-            self.events.append(event_row(write.org_id, completing, body))
+            type = "progress.completed" if completing else "progress.withdrawn"
+            self.events.append(event_row(write.org_id, type, body))
         self.written.append(write)
+        if completing:
+            self.completed += 1
+        else:
+            self.withdrawn += 1
         return completion, body
+
+    @property
+    def changes_anything(self) -> bool:
+        """Whether the batch writes anything (a step, or an answer counted)."""
+        return bool(self.written or self.attempts)
 
     def changes(self) -> Changes:
         """The net result of every write decided."""
@@ -361,7 +576,8 @@ class Plan:
             teams=teams,
             history=self.history,
             events=self.events,
-            organizations=sorted({write.org_id for write in self.written}),
+            attempts=self.attempts,
+            organizations=sorted({write.org_id for write in self.written} | self.bumped),
         )
 
 
@@ -384,5 +600,4 @@ def written(
     plan: Plan, outcomes: list[Outcome | Refused], versions: dict[uuid.UUID, int]
 ) -> Written:
     """The ``Written`` of a decided plan."""
-    completed = sum(isinstance(w, Completing) for w in plan.written)
-    return Written(outcomes, versions, completed, len(plan.written) - completed, len(plan.events))
+    return Written(outcomes, versions, plan.completed, plan.withdrawn, len(plan.events))

@@ -41,9 +41,14 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+import orjson
+
 from questline.events.fanout import EVERYONE, Listeners
 from questline.events.service import outbox_sql
+from questline.members.callers import names_of
+from questline.progress.answer_sight import answer_sight
 from questline.progress.ledger import (
+    Answering,
     Completing,
     Done,
     Outcome,
@@ -55,6 +60,7 @@ from questline.progress.ledger import (
     task_of,
     written,
 )
+from questline.progress.rates import RATE_WINDOW
 from questline.readmodel.http import dumps
 from questline.readmodel.versions import bump_sql
 from questline.storage.db import utcnow
@@ -89,10 +95,63 @@ def lookup_sql(listeners: Listeners) -> str:
     return LOOKUP.format(listened=listeners.sql("w.org"))
 
 
+ANSWER_LOOKUP = """
+SELECT w.i, k.check_kind, k.max_attempts, k.answers, k.owner, k.level_id, k.sequential,
+       k.discipline_id, k.points,
+       (SELECT count(*) FROM task_attempts AS a
+        WHERE a.organization_id = w.org AND a.team_id = w.team AND a.task_id = w.task) AS used,
+       (SELECT json_agg(json_build_array(m.id, m.email_key, EXISTS (
+                   SELECT 1 FROM team_members AS tm
+                   WHERE tm.organization_id = m.organization_id AND tm.team_id = w.team
+                     AND tm.member_id = m.id)))::text
+        FROM members AS m
+        WHERE m.organization_id = w.org
+          AND (m.email_key IN (SELECT json_array_elements_text(w.keys::json))
+               OR m.id = w.as_id)
+          AND m.active IS NOT false) AS named,
+       l.title AS level_title, p.id AS previous_id, p.title AS previous_title,
+       (SELECT count(*) FROM tasks AS pt WHERE pt.level_id = p.id) AS previous_tasks,
+       (SELECT count(*) FROM task_completions AS c JOIN tasks AS pt ON pt.id = c.task_id
+        WHERE c.organization_id = w.org AND c.team_id = w.team
+          AND pt.level_id = p.id) AS previous_done
+FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[])
+     WITH ORDINALITY AS w(org, team, task, as_id, keys, i)
+LEFT JOIN LATERAL (
+    SELECT tasks.check_kind, tasks.max_attempts, tasks.answers::text AS answers,
+           d.organization_id AS owner, tasks.level_id, d.sequential, tasks.discipline_id,
+           tasks.points
+    FROM tasks JOIN disciplines AS d ON d.id = tasks.discipline_id
+    WHERE tasks.id = w.task AND (d.organization_id IS NULL OR d.organization_id = w.org)
+) AS k ON true
+LEFT JOIN levels AS l ON l.id = k.level_id
+LEFT JOIN LATERAL (
+    SELECT q.id, q.title FROM levels AS q
+    WHERE k.sequential AND q.discipline_id = k.discipline_id AND q.position < l.position
+    ORDER BY q.position DESC LIMIT 1
+) AS p ON true
+"""
+"""What each answer of a batch reads beyond ``LOOKUP`` (``answer_sight.COLUMNS``
+after ``i``): the arrays of organizations, teams, tasks, the callers' subjects as
+member ids, and their e-mail keys (each a JSON array)."""
+
+RECENT = """
+SELECT w.i, a.at
+FROM unnest($1::uuid[], $2::text[], $3::int[], $4::int[])
+     WITH ORDINALITY AS w(org, actor, skip, take, i)
+JOIN LATERAL (
+    SELECT at FROM task_attempts
+    WHERE organization_id = w.org AND actor = w.actor AND at > $5
+    ORDER BY at DESC OFFSET w.skip LIMIT w.take
+) AS a ON true
+ORDER BY w.i, a.at DESC
+"""
+"""Each actor's attempts within the minute that may be at its limit (``rates.window``)."""
+
 _WRITTEN_FIRST = """(SELECT ok FROM ok)
   AND (SELECT count(*) FROM added) + (SELECT count(*) FROM replaced)
       + (SELECT count(*) FROM removed) + (SELECT count(*) FROM scored)
-      + (SELECT count(*) FROM history) + (SELECT count(*) FROM outbox) >= 0"""
+      + (SELECT count(*) FROM history) + (SELECT count(*) FROM outbox)
+      + (SELECT count(*) FROM attempted) >= 0"""
 
 WRITE = f"""
 WITH disciplines_held AS (
@@ -180,6 +239,16 @@ WITH disciplines_held AS (
         kind text, delta int, score_after bigint, at timestamptz)
     WHERE (SELECT ok FROM ok)
     RETURNING 1
+), attempted AS (
+    INSERT INTO task_attempts (organization_id, id, team_id, task_id, member_id, actor, at,
+                               correct, answer)
+    SELECT r.organization_id, r.id, r.team_id, r.task_id, r.member_id, r.actor, r.at,
+           r.correct, r.answer
+    FROM json_to_recordset($10::json) AS r(
+        organization_id uuid, id uuid, team_id uuid, task_id uuid, member_id uuid,
+        actor text, at timestamptz, correct boolean, answer text)
+    WHERE (SELECT ok FROM ok)
+    RETURNING 1
 ), outbox AS (
     {outbox_sql("postgresql", rows="$6", created_at="$1", when="(SELECT ok FROM ok)")}
     RETURNING 1
@@ -229,19 +298,25 @@ async def write_batch(
         [w.team_id for w in writes],
         [task_of(w) for w in writes],
     )
+    answers = [(p, w) for p, w in enumerate(writes) if isinstance(w, Answering)]
     for attempt in range(ATTEMPTS):
-        if attempt and in_transaction:
+        if in_transaction and (attempt or answers):
+            # An answer counts what the team's attempts were: the teams are held first,
+            # as the route always held its team (an answer changes no team row, so the
+            # write's version check cannot see another one).
             await fetch(HOLD, lists[0], lists[1])
         plan = Plan(now=utcnow())
         members = [w.data.member_id if isinstance(w, Completing) else None for w in writes]
         _look_up(await fetch(lookup, *lists, members), writes, plan)
+        if answers:
+            await _look_up_answers(fetch, writes, answers, plan)
         outcomes: list[Outcome | Refused] = [
             plan.decide(position, write) for position, write in enumerate(writes)
         ]
-        if not plan.written:
+        if not plan.changes_anything:
             return written(plan, outcomes, {})
         versions = await _write(fetch, plan)
-        if versions:
+        if versions is not None:
             return written(plan, outcomes, versions)
     raise Contended(f"{len(writes)} progress writes met concurrent changes {ATTEMPTS} times")
 
@@ -276,6 +351,40 @@ def _look_up(rows: Sequence[Any], writes: Sequence[Write], plan: Plan) -> None:
         )
 
 
+async def _look_up_answers(
+    fetch: Fetch, writes: Sequence[Write], answers: Sequence[tuple[int, Answering]], plan: Plan
+) -> None:
+    """What the answers of the batch read beyond ``LOOKUP``, then their actors' rates."""
+    names = [names_of(w.caller) for _, w in answers]
+    rows = await fetch(
+        ANSWER_LOOKUP,
+        [w.org_id for _, w in answers],
+        [w.team_id for _, w in answers],
+        [w.task_id for _, w in answers],
+        [as_id for _, as_id in names],
+        [orjson.dumps(keys).decode() for keys, _ in names],
+    )
+    for row in rows:
+        position, write = answers[int(row["i"]) - 1]
+        plan.see_answer(position, answer_sight(write.task_id, list(row.values())[1:], _uuid))
+    looks = plan.rate_looks(writes)
+    if not looks:
+        return
+    stored = await fetch(
+        RECENT,
+        [org_id for org_id, _, _, _ in looks],
+        [actor for _, actor, _, _ in looks],
+        [offset for _, _, offset, _ in looks],
+        [count for _, _, _, count in looks],
+        plan.now - RATE_WINDOW,
+    )
+    found: dict[int, list[Any]] = {}
+    for row in stored:
+        found.setdefault(int(row["i"]) - 1, []).append(row["at"])
+    for index, (org_id, actor, offset, _) in enumerate(looks):
+        plan.see_recent(org_id, actor, offset, found.get(index, []))
+
+
 def _uuid(value: Any) -> uuid.UUID:
     """asyncpg's UUID (a subclass of its own) as the standard one."""
     return value if type(value) is uuid.UUID else uuid.UUID(bytes=value.bytes)
@@ -285,8 +394,8 @@ def _json(rows: list[dict[str, Any]]) -> str:
     return dumps(rows).decode()
 
 
-async def _write(fetch: Fetch, plan: Plan) -> dict[uuid.UUID, int]:
-    """The plan's net changes in one statement; the versions bumped, or nothing when a
+async def _write(fetch: Fetch, plan: Plan) -> dict[uuid.UUID, int] | None:
+    """The plan's net changes in one statement; the versions bumped, or None when a
     team or task had changed since the look-up (then nothing was written)."""
     changes = plan.changes()
     rows = await fetch(
@@ -300,5 +409,9 @@ async def _write(fetch: Fetch, plan: Plan) -> dict[uuid.UUID, int]:
         changes.organizations,
         _json(changes.tasks),
         _json(changes.replaced),
+        _json(changes.attempts),
     )
-    return {_uuid(row["organization_id"]): int(row["version"]) for row in rows}
+    versions = {_uuid(row["organization_id"]): int(row["version"]) for row in rows}
+    if not versions and changes.organizations:
+        return None
+    return versions

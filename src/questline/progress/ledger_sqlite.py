@@ -15,11 +15,15 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+import orjson
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.events.fanout import EVERYONE, Listeners
 from questline.events.service import outbox_sql
+from questline.members.callers import names_of
+from questline.progress.answer_sight import answer_sight
 from questline.progress.ledger import (
+    Answering,
     Completing,
     Done,
     Outcome,
@@ -31,6 +35,7 @@ from questline.progress.ledger import (
     task_of,
     written,
 )
+from questline.progress.rates import RATE_WINDOW
 from questline.readmodel.versions import bump_sql
 from questline.storage.db import SqliteBatch, parse_sqlite_time, run_in_sqlite_thread, utcnow
 
@@ -60,6 +65,52 @@ def lookup_sql(listeners: Listeners) -> str:
     """``LOOKUP`` asking ``listeners`` whether the write's organization is listened to."""
     return LOOKUP.format(listened=listeners.sql("t.organization_id"))
 
+
+ANSWER_LOOKUP = """
+SELECT k.check_kind, k.max_attempts, k.answers, k.owner, k.level_id, k.sequential,
+       k.discipline_id, k.points,
+       (SELECT count(*) FROM task_attempts AS a
+        WHERE a.organization_id = ?1 AND a.team_id = ?2 AND a.task_id = ?3),
+       (SELECT json_group_array(json_array(m.id, m.email_key, EXISTS (
+                   SELECT 1 FROM team_members AS tm
+                   WHERE tm.organization_id = m.organization_id AND tm.team_id = ?2
+                     AND tm.member_id = m.id)))
+        FROM members AS m
+        WHERE m.organization_id = ?1
+          AND (m.email_key IN (SELECT value FROM json_each(?4)) OR m.id = ?5)
+          AND m.active IS NOT 0),
+       l.title, p.id, p.title,
+       (SELECT count(*) FROM tasks AS pt WHERE pt.level_id = p.id),
+       (SELECT count(*) FROM task_completions AS c JOIN tasks AS pt ON pt.id = c.task_id
+        WHERE c.organization_id = ?1 AND c.team_id = ?2 AND pt.level_id = p.id)
+FROM (SELECT 1) AS one
+LEFT JOIN (
+    SELECT tasks.check_kind, tasks.max_attempts, tasks.answers, d.organization_id AS owner,
+           tasks.level_id, d.sequential, tasks.discipline_id, tasks.points
+    FROM tasks JOIN disciplines AS d ON d.id = tasks.discipline_id
+    WHERE tasks.id = ?3 AND (d.organization_id IS NULL OR d.organization_id = ?1)
+) AS k ON 1
+LEFT JOIN levels AS l ON l.id = k.level_id
+LEFT JOIN levels AS p ON k.sequential AND p.discipline_id = k.discipline_id
+  AND p.position = (SELECT max(q.position) FROM levels AS q
+                    WHERE q.discipline_id = k.discipline_id AND q.position < l.position)
+"""
+"""What an answer reads beyond ``LOOKUP`` (``answer_sight.COLUMNS``): ?1 organization,
+?2 team, ?3 task, ?4 the caller's e-mail keys (a JSON array), ?5 its subject as a member
+id."""
+
+RECENT = """
+SELECT at FROM task_attempts
+WHERE organization_id = ? AND actor = ? AND at > ?
+ORDER BY at DESC LIMIT ? OFFSET ?
+"""
+"""An actor's attempts within the minute that may be at its limit (``rates.window``)."""
+
+ATTEMPT = """
+INSERT INTO task_attempts (organization_id, id, team_id, task_id, member_id, actor, at,
+                           correct, answer)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+"""
 
 ADD = """
 INSERT INTO task_completions (organization_id, team_id, task_id, discipline_id, points,
@@ -95,6 +146,10 @@ def _uuid(value: str | None) -> uuid.UUID | None:
     return None if value is None else uuid.UUID(value)
 
 
+def _as_uuid(value: Any) -> uuid.UUID:
+    return uuid.UUID(str(value))
+
+
 def run(batch: SqliteBatch, writes: Sequence[Write], listeners: Listeners = EVERYONE) -> Written:
     """The batch's statements, in the driver's thread."""
     plan = Plan(now=utcnow())  # under the write lock: the history's times follow commits
@@ -127,10 +182,24 @@ def run(batch: SqliteBatch, writes: Sequence[Write], listeners: Listeners = EVER
             member_of_team=bool(row[13]),
             listened=bool(row[0]),
         )
+        if isinstance(write, Answering):
+            keys, as_id = names_of(write.caller)
+            found = batch.one(
+                ANSWER_LOOKUP,
+                write.org_id,
+                write.team_id,
+                task_id,
+                orjson.dumps(keys).decode(),
+                as_id,
+            )
+            plan.see_answer(position, answer_sight(task_id, found, _as_uuid))
+    for org_id, actor, offset, count in plan.rate_looks(writes):
+        stored = batch.rows(RECENT, org_id, actor, plan.now - RATE_WINDOW, count, offset)
+        plan.see_recent(org_id, actor, offset, [parse_sqlite_time(row[0]) for row in stored])
     outcomes: list[Outcome | Refused] = [
         plan.decide(position, write) for position, write in enumerate(writes)
     ]
-    if not plan.written:
+    if not plan.changes_anything:
         return written(plan, outcomes, {})
     changes = plan.changes()
     now = plan.now
@@ -175,6 +244,19 @@ def run(batch: SqliteBatch, writes: Sequence[Write], listeners: Listeners = EVER
             h["score_after"],
             h["at"],
             now,
+        )
+    for a in changes.attempts:
+        batch.rows(
+            ATTEMPT,
+            a["organization_id"],
+            a["id"],
+            a["team_id"],
+            a["task_id"],
+            a["member_id"],
+            a["actor"],
+            a["at"],
+            a["correct"],
+            a["answer"],
         )
     outbox = outbox_sql("sqlite")
     for e in changes.events:

@@ -67,6 +67,18 @@ async def level_states(
     return [LevelState(row[0], row[1], int(row[2]), int(row[3])) for row in rows]
 
 
+def closed_by(level_title: str, previous: LevelState | None) -> Locked | None:
+    """The refusal (409 ``locked``, naming the level to finish first) of an action on a
+    task of the level ``level_title`` of a sequential discipline, whose previous level
+    is ``previous`` (None: the first level), or None when the level is open."""
+    if previous is None or previous.completed >= previous.tasks:
+        return None
+    return Locked(
+        f"The level {level_title!r} is locked: complete every task of the level "
+        f"{previous.title!r} first ({previous.completed} of {previous.tasks} done)."
+    )
+
+
 async def ensure_open(
     session: AsyncSession, *, org_id: uuid.UUID, team_id: uuid.UUID, task: TaskCheck
 ) -> None:
@@ -80,11 +92,8 @@ async def ensure_open(
     previous: LevelState | None = None
     for level in levels:
         if level.level_id == task.level_id:
-            if previous is not None and previous.completed < previous.tasks:
-                raise Locked(
-                    f"The level {level.title!r} is locked: complete every task of the level "
-                    f"{previous.title!r} first ({previous.completed} of {previous.tasks} "
-                    "done)."
-                )
+            refused = closed_by(level.title, previous)
+            if refused is not None:
+                raise refused
             return
         previous = level

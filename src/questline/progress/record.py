@@ -22,7 +22,15 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from questline import events
 from questline.events.fanout import EVERYONE, LISTENERS, Listeners
 from questline.progress import ledger_pg, ledger_sqlite, schemas
-from questline.progress.ledger import Completing, Recorded, Withdrawing, Write, Written
+from questline.progress.ledger import (
+    Answered,
+    Answering,
+    Completing,
+    Recorded,
+    Withdrawing,
+    Write,
+    Written,
+)
 from questline.readmodel.versions import note_bump
 from questline.web.metrics import TASKS_COMPLETED, TASKS_WITHDRAWN, count_on_commit
 
@@ -51,13 +59,14 @@ def follow_commit(done: Written, to: Followers) -> None:
     """What follows the commit of a batch of progress writes, wherever it was written
     (a route's session, the group commit): the organizations' new read-model versions,
     the outbox events for the dispatchers, the completions and withdrawals counted."""
-    if not done.versions:
-        return
-    to.versions(dict(done.versions))
+    if done.versions:
+        to.versions(dict(done.versions))
     if done.events:
         to.events()
-    to.count(TASKS_COMPLETED, done.completed)
-    to.count(TASKS_WITHDRAWN, done.withdrawn)
+    if done.completed:
+        to.count(TASKS_COMPLETED, done.completed)
+    if done.withdrawn:
+        to.count(TASKS_WITHDRAWN, done.withdrawn)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,4 +127,14 @@ async def withdraw(
     if isinstance(outcome, Exception):
         raise outcome
     assert isinstance(outcome, schemas.Completion)
+    return outcome
+
+
+async def answer(session: AsyncSession, answering: Answering) -> Answered:
+    """Count the team's answer; a right one completes the task (``ledger.Plan._answer``
+    has the rules). Raises its refusal."""
+    [outcome] = (await write_in_session(session, [answering])).outcomes
+    if isinstance(outcome, Exception):
+        raise outcome
+    assert isinstance(outcome, Answered)
     return outcome
