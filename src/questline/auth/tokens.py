@@ -26,11 +26,24 @@ def load_or_create_secret(settings: Settings) -> str:
     """The HS256 secret: configured, or kept in the data directory (created once)."""
     if settings.jwt_secret is not None:
         return _long_enough(settings.jwt_secret, "QUESTLINE_JWT_SECRET")
+    kept = _kept_secrets.get(settings.data_dir)
+    if kept is not None:
+        return kept
     path: Path = settings.ensure_data_dir() / SECRET_FILE_NAME
     try:
-        return _long_enough(path.read_text().strip(), str(path))
+        secret = _long_enough(path.read_text().strip(), str(path))
     except FileNotFoundError:
-        pass
+        secret = _create_secret(path)
+    _kept_secrets[settings.data_dir] = secret
+    return secret
+
+
+_kept_secrets: dict[Path, str] = {}
+"""The secret of each data directory, once read: the sealers of answers, webhooks and
+xAPI ask for it on every write, and the file never changes under a running process."""
+
+
+def _create_secret(path: Path) -> str:
     secret = secrets.token_urlsafe(48)
     # Written whole to a private file, then published with link(), which fails when the
     # name exists: two processes starting at once (workers, `serve` beside `token

@@ -98,17 +98,20 @@ def lookup_sql(listeners: Listeners) -> str:
 ANSWER_LOOKUP = """
 SELECT w.i, k.check_kind, k.max_attempts, k.answers, k.owner, k.level_id, k.sequential,
        k.discipline_id, k.points,
-       (SELECT count(*) FROM task_attempts AS a
-        WHERE a.organization_id = w.org AND a.team_id = w.team AND a.task_id = w.task) AS used,
+       CASE WHEN k.max_attempts IS NOT NULL THEN (
+           SELECT count(*) FROM task_attempts AS a
+           WHERE a.organization_id = w.org AND a.team_id = w.team AND a.task_id = w.task)
+       END AS used,
        (SELECT json_agg(json_build_array(m.id, m.email_key, EXISTS (
                    SELECT 1 FROM team_members AS tm
                    WHERE tm.organization_id = m.organization_id AND tm.team_id = w.team
                      AND tm.member_id = m.id)))::text
         FROM members AS m
-        WHERE m.organization_id = w.org
-          AND (m.email_key IN (SELECT json_array_elements_text(w.keys::json))
-               OR m.id = w.as_id)
-          AND m.active IS NOT false) AS named,
+        WHERE m.organization_id = w.org AND m.active IS NOT false
+          AND m.id IN (SELECT n.id FROM members AS n
+                       WHERE n.organization_id = w.org
+                         AND n.email_key IN (SELECT json_array_elements_text(w.keys::json))
+                       UNION ALL SELECT w.as_id)) AS named,
        l.title AS level_title, p.id AS previous_id, p.title AS previous_title,
        (SELECT count(*) FROM tasks AS pt WHERE pt.level_id = p.id) AS previous_tasks,
        (SELECT count(*) FROM task_completions AS c JOIN tasks AS pt ON pt.id = c.task_id

@@ -69,16 +69,19 @@ def lookup_sql(listeners: Listeners) -> str:
 ANSWER_LOOKUP = """
 SELECT k.check_kind, k.max_attempts, k.answers, k.owner, k.level_id, k.sequential,
        k.discipline_id, k.points,
-       (SELECT count(*) FROM task_attempts AS a
-        WHERE a.organization_id = ?1 AND a.team_id = ?2 AND a.task_id = ?3),
+       CASE WHEN k.max_attempts IS NOT NULL THEN (
+           SELECT count(*) FROM task_attempts AS a
+           WHERE a.organization_id = ?1 AND a.team_id = ?2 AND a.task_id = ?3) END,
        (SELECT json_group_array(json_array(m.id, m.email_key, EXISTS (
                    SELECT 1 FROM team_members AS tm
                    WHERE tm.organization_id = m.organization_id AND tm.team_id = ?2
                      AND tm.member_id = m.id)))
         FROM members AS m
-        WHERE m.organization_id = ?1
-          AND (m.email_key IN (SELECT value FROM json_each(?4)) OR m.id = ?5)
-          AND m.active IS NOT 0),
+        WHERE m.organization_id = ?1 AND m.active IS NOT 0
+          AND m.id IN (SELECT n.id FROM members AS n
+                       WHERE n.organization_id = ?1
+                         AND n.email_key IN (SELECT value FROM json_each(?4))
+                       UNION ALL SELECT ?5)),
        l.title, p.id, p.title,
        (SELECT count(*) FROM tasks AS pt WHERE pt.level_id = p.id),
        (SELECT count(*) FROM task_completions AS c JOIN tasks AS pt ON pt.id = c.task_id

@@ -30,6 +30,7 @@ Plumbing only: the callers hand in the secrets; nothing here imports a domain.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import os
@@ -64,10 +65,21 @@ class Unreadable(ValueError):
     current nor the previous one, or altered."""
 
 
+@functools.lru_cache(maxsize=16)
 def key_id(signing_secret: str) -> str:
     """A short public name of a signing secret (which secret sealed a value)."""
     digest = hmac.new(signing_secret.encode(), b"questline sealing key id", hashlib.sha256)
     return digest.hexdigest()[:8]
+
+
+@functools.lru_cache(maxsize=4096)
+def _derived(signing_secret: str, info: bytes) -> bytes:
+    """A key derived from a signing secret for one scope (and purpose): derived once a
+    process for each, as a learner's answer or a webhook's delivery asks for one on
+    every write; bounded, as the organizations are many."""
+    return HKDF(algorithm=hashes.SHA256(), length=32, salt=_SALT, info=info).derive(
+        signing_secret.encode()
+    )
 
 
 def is_sealed(value: str) -> bool:
@@ -82,10 +94,7 @@ class Sealer:
     previous: str | None = None
 
     def _cipher(self, signing_secret: str, organization: Scope) -> AESGCM:
-        key = HKDF(
-            algorithm=hashes.SHA256(), length=32, salt=_SALT, info=_info(organization)
-        ).derive(signing_secret.encode())
-        return AESGCM(key)
+        return AESGCM(_derived(signing_secret, _info(organization)))
 
     def seal(self, plaintext: str, *, organization: Scope, purpose: str) -> str:
         nonce = os.urandom(_NONCE_BYTES)
@@ -121,10 +130,7 @@ class Sealer:
         return is_sealed(value) and value[len(PREFIX) :].startswith(key_id(self.current) + ":")
 
     def _digest_key(self, signing_secret: str, organization: uuid.UUID, purpose: str) -> bytes:
-        info = b"digest:" + organization.bytes + b":" + purpose.encode()
-        return HKDF(algorithm=hashes.SHA256(), length=32, salt=_SALT, info=info).derive(
-            signing_secret.encode()
-        )
+        return _derived(signing_secret, b"digest:" + organization.bytes + b":" + purpose.encode())
 
     def _digest_under(
         self, signing_secret: str, value: str, organization: uuid.UUID, purpose: str
