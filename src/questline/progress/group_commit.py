@@ -180,8 +180,6 @@ class GroupCommit:
             if self.db.is_sqlite:
                 async with self.db.session(write=True) as session:
                     done = await record.write_in_session(session, writes)
-            elif any(isinstance(write, Answering) for write in writes):
-                done = await self._commit_in_sessions(writes)
             else:
                 done = await self._commit_pg(writes)
         except Exception:
@@ -203,17 +201,17 @@ class GroupCommit:
         """The batch on the driver's connection (``Database.driver_connection``), each
         statement its own transaction: no session, no BEGIN or COMMIT round trip, no
         SQLAlchemy per statement (those were most of a batch's time). What a session
-        does after its commit is done here."""
+        does after its commit is done here.
+
+        A batch with answers runs in one transaction of the driver's, in which the
+        ledger holds its teams before it counts their attempts (``ledger_pg``): an
+        answer changes no team row, so the write's version check cannot see another
+        process's answers."""
         if self.db.row_security:
             done = await self._per_organization(writes, self._commit_acting_for)
         else:
             async with self.db.driver_connection() as driver:
-                done = await ledger_pg.write_batch(
-                    self._fetcher(driver),
-                    writes,
-                    in_transaction=False,
-                    listeners=self.outbox_listeners,
-                )
+                done = await self._write_on(driver, writes, in_transaction=False)
         record.follow_commit(done, _Committed(self.db))
         return done
 
@@ -221,30 +219,27 @@ class GroupCommit:
         self, organization_id: uuid.UUID, writes: Sequence[Write]
     ) -> Written:
         """Row-level security: an organization's part of a batch on the driver's
-        connection, acting for it."""
-        async with self.db.driver_acting_for(organization_id) as driver:
-            return await ledger_pg.write_batch(
-                self._fetcher(driver),
-                writes,
-                in_transaction=self.db.statements_share_a_transaction,
-                listeners=self.outbox_listeners,
-            )
-
-    async def _commit_in_sessions(self, writes: Sequence[Write]) -> Written:
-        """PostgreSQL, a batch with answers: in a session's transaction, where the ledger
-        holds the batch's teams before it counts their attempts (``ledger_pg``); under
-        row-level security, one transaction for each organization's part."""
-        if self.db.row_security:
-            return await self._per_organization(writes, self._commit_in_session_for)
-        async with self.db.session(write=True) as session:
-            return await record.write_in_session(session, writes)
-
-    async def _commit_in_session_for(
-        self, organization_id: uuid.UUID, writes: Sequence[Write]
-    ) -> Written:
+        connection, acting for it (its transactions too: ``tenancy.ActingConnection``)."""
         with tenancy.acting_for(organization_id):
-            async with self.db.session(write=True) as session:
-                return await record.write_in_session(session, writes)
+            async with self.db.driver_acting_for(organization_id) as driver:
+                return await self._write_on(
+                    driver, writes, in_transaction=self.db.statements_share_a_transaction
+                )
+
+    async def _write_on(
+        self, driver: Any, writes: Sequence[Write], *, in_transaction: bool
+    ) -> Written:
+        """``ledger_pg.write_batch`` on the driver's connection (``in_transaction``: its
+        statements already share one), a batch with answers in a transaction."""
+        fetch = self._fetcher(driver)
+        if in_transaction or not any(isinstance(write, Answering) for write in writes):
+            return await ledger_pg.write_batch(
+                fetch, writes, in_transaction=in_transaction, listeners=self.outbox_listeners
+            )
+        async with driver.transaction():
+            return await ledger_pg.write_batch(
+                fetch, writes, in_transaction=True, listeners=self.outbox_listeners
+            )
 
     async def _per_organization(
         self,

@@ -41,8 +41,6 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-import orjson
-
 from questline.events.fanout import EVERYONE, Listeners
 from questline.events.service import outbox_sql
 from questline.members.callers import names_of
@@ -108,17 +106,17 @@ SELECT w.i, k.check_kind, k.max_attempts, k.answers, k.owner, k.level_id, k.sequ
                      AND tm.member_id = m.id)))::text
         FROM members AS m
         WHERE m.organization_id = w.org AND m.active IS NOT false
-          AND m.id IN (SELECT n.id FROM members AS n
-                       WHERE n.organization_id = w.org
-                         AND n.email_key IN (SELECT json_array_elements_text(w.keys::json))
-                       UNION ALL SELECT w.as_id)) AS named,
+          AND m.id = ANY(ARRAY(SELECT n.id FROM members AS n
+                               WHERE n.organization_id = w.org
+                                 AND n.email_key IN (w.key, w.other_key)
+                               UNION ALL SELECT w.as_id))) AS named,
        l.title AS level_title, p.id AS previous_id, p.title AS previous_title,
        (SELECT count(*) FROM tasks AS pt WHERE pt.level_id = p.id) AS previous_tasks,
        (SELECT count(*) FROM task_completions AS c JOIN tasks AS pt ON pt.id = c.task_id
         WHERE c.organization_id = w.org AND c.team_id = w.team
           AND pt.level_id = p.id) AS previous_done
-FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[])
-     WITH ORDINALITY AS w(org, team, task, as_id, keys, i)
+FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $6::text[])
+     WITH ORDINALITY AS w(org, team, task, as_id, key, other_key, i)
 LEFT JOIN LATERAL (
     SELECT tasks.check_kind, tasks.max_attempts, tasks.answers::text AS answers,
            d.organization_id AS owner, tasks.level_id, d.sequential, tasks.discipline_id,
@@ -135,7 +133,9 @@ LEFT JOIN LATERAL (
 """
 """What each answer of a batch reads beyond ``LOOKUP`` (``answer_sight.COLUMNS``
 after ``i``): the arrays of organizations, teams, tasks, the callers' subjects as
-member ids, and their e-mail keys (each a JSON array)."""
+member ids, and their e-mail keys (a caller has at most two: its e-mail's and its
+subject's). The named members are found by index (``= ANY(ARRAY(…))``): as a join or an
+``IN``, the planner walked the organization's members once for each."""
 
 RECENT = """
 SELECT w.i, a.at
@@ -365,7 +365,8 @@ async def _look_up_answers(
         [w.team_id for _, w in answers],
         [w.task_id for _, w in answers],
         [as_id for _, as_id in names],
-        [orjson.dumps(keys).decode() for keys, _ in names],
+        [keys[0] if keys else None for keys, _ in names],
+        [keys[1] if len(keys) > 1 else None for keys, _ in names],
     )
     for row in rows:
         position, write = answers[int(row["i"]) - 1]
