@@ -146,6 +146,11 @@ def normalized_name(max_length: int) -> AfterValidator:
     return AfterValidator(normalize)
 
 
+Name = Annotated[str, text(100), normalized_name(100)]
+"""A name people give: an organization's, a season's, a team's, a member's given name.
+Trimmed, NFKC-normalized, nothing invisible, 1 to 100 characters before and after."""
+
+
 def fits_when_case_folded(max_length: int) -> AfterValidator:
     def check(value: str) -> str:
         if len(value.casefold()) > max_length:
