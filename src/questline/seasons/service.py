@@ -171,16 +171,9 @@ async def create_season(
     check_times(data.starts_at, data.ends_at, data.freezes_at)
     await check_discipline(session, org_id=org_id, discipline_id=data.discipline_id)
     now = utcnow()
-    season = Season(
-        organization_id=org_id,
-        name=data.name,
-        starts_at=data.starts_at,
-        ends_at=data.ends_at,
-        freezes_at=data.freezes_at,
-        discipline_id=data.discipline_id,
-        created_at=now,
-        updated_at=now,
-    )
+    # SeasonCreate names its fields as the row does: the body is the one list of what an
+    # admin sets on a new season (a field added to both needs no third copy here).
+    season = Season(organization_id=org_id, **data.model_dump(), created_at=now, updated_at=now)
     session.add(season)
     await session.flush()
     await bump(session, org_id)
