@@ -12,7 +12,7 @@ from questline.teams import service as teams_service
 from questline.web import csvexport
 from questline.web.access import AdminOf, MemberOf
 from questline.web.openapi import problem_responses
-from questline.web.pagination import PageDep, announce_next_page, split_page
+from questline.web.pagination import PagingDep
 from questline.web.paths import TeamId, id_parser
 from questline.web.routing import SessionDep, TransactionalRoute, url_of
 
@@ -58,25 +58,19 @@ async def adjust_score(
     responses={**csvexport.openapi(schemas.Adjustment), **problem_responses(401, 403, 404, 422)},
 )
 async def list_adjustments(
-    team_id: TeamId,
-    request: Request,
-    response: Response,
-    tenant: MemberOf,
-    session: SessionDep,
-    page: PageDep,
+    team_id: TeamId, tenant: MemberOf, session: SessionDep, paging: PagingDep
 ) -> list[schemas.Adjustment] | Response:
     """The team's adjustments by `At`, withdrawn ones too (with `WithdrawnAt`); opt-in
     paging (`limit`, `after`; the next page in the `Link` header). Members see them
     without who made them. With `Accept: text/csv`: as CSV."""
     team = await teams_service.get_team(session, org_id=tenant.org_id, team_id=team_id)
-    rows, more = split_page(
-        list(await service.list_adjustments(session, team=team, page=page)), page
-    )
-    announce_next_page(request, response, page, service.cursor_of(rows[-1]) if more else None)
-    found = [service.to_schema(r, show_who=tenant.is_admin) for r in rows]
-    if csvexport.wants_csv(request):
+    rows = await service.list_adjustments(session, team=team, page=paging.page)
+    found = [
+        service.to_schema(r, show_who=tenant.is_admin) for r in paging.rows(rows, service.cursor_of)
+    ]
+    if csvexport.wants_csv(paging.request):
         return csvexport.export(
-            schemas.Adjustment, found, f"team-{team.id}-adjustments.csv", response
+            schemas.Adjustment, found, f"team-{team.id}-adjustments.csv", paging.response
         )
     return found
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import orjson
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Query, Response
 
 from questline.audit import schemas, service
 from questline.audit.models import AuditEntry
@@ -14,7 +14,9 @@ from questline.web import csvexport
 from questline.web.access import AdminOf
 from questline.web.errors import FieldError, Unprocessable
 from questline.web.openapi import problem_responses
-from questline.web.pagination import BoundedPageDep, announce_next_page, split_page
+from questline.web.pagination import (
+    BoundedPagingDep,
+)
 from questline.web.routing import SessionDep, TransactionalRoute
 from questline.web.schemas import InputDateTime
 
@@ -37,11 +39,9 @@ def to_row(entry: schemas.AuditEntry) -> schemas.AuditEntryRow:
     responses={**csvexport.openapi(schemas.AuditEntryRow), **problem_responses(401, 403, 422)},
 )
 async def list_audit_entries(
-    request: Request,
-    response: Response,
     tenant: AdminOf,
     session: SessionDep,
-    page: BoundedPageDep,
+    paging: BoundedPagingDep,
     actor: Annotated[
         str | None, Query(max_length=255, description="Only this actor's (subject) changes.")
     ] = None,
@@ -68,6 +68,7 @@ async def list_audit_entries(
     at most 1000; the next page in the `Link` header). With `Accept: text/csv`: the page
     as CSV (`Changes` as JSON text). Entries are kept `QUESTLINE_AUDIT_RETENTION_DAYS`
     (365) days; nothing else edits or deletes them."""
+    request = paging.request
     repeated = [
         name
         for name in dict.fromkeys(request.query_params)
@@ -84,12 +85,12 @@ async def list_audit_entries(
             errors=[FieldError(field="from", message="Must not be after 'to'.")],
         )
     filters = service.Filters(actor=actor, action=action, target=target, start=start, end=end)
-    rows = await service.list_entries(session, org_id=tenant.org_id, filters=filters, page=page)
-    rows, more = split_page(rows, page)
-    announce_next_page(request, response, page, service.cursor_of(rows[-1]) if more else None)
-    entries = [to_schema(r) for r in rows]
+    rows = await service.list_entries(
+        session, org_id=tenant.org_id, filters=filters, page=paging.page
+    )
+    entries = [to_schema(r) for r in paging.rows(rows, service.cursor_of)]
     if csvexport.wants_csv(request):
         return csvexport.export(
-            schemas.AuditEntryRow, [to_row(e) for e in entries], "audit.csv", response
+            schemas.AuditEntryRow, [to_row(e) for e in entries], "audit.csv", paging.response
         )
     return entries

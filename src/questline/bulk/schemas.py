@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from questline.members.find_many import Person
 from questline.teams.schemas import Tags, TeamName
 from questline.web.errors import MAX_LISTED_ERRORS, FieldError, PayloadTooLarge, Unprocessable
-from questline.web.schemas import normalized_name, text
+from questline.web.schemas import Name
 
 CSV_COLUMNS = ("team", "email", "givenName", "tags")
 CSV_HEADER = ",".join(CSV_COLUMNS)
@@ -19,7 +18,7 @@ CSV_OPTIONAL_COLUMNS = ("invite",)
 """Columns a file may add: ``invite`` (true/false) e-mails the row's member an invitation."""
 TAG_SEPARATOR = ";"
 
-GivenName = Annotated[str, text(100), normalized_name(100)]
+GivenName = Name
 
 
 class CsvRow(BaseModel):

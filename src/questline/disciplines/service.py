@@ -35,6 +35,7 @@ from questline.web.errors import FieldError, Forbidden, PreconditionFailed, Unpr
 from questline.web.identity import Caller, Role
 from questline.web.lookups import one_or_not_found
 from questline.web.pagination import PageRequest, keyset_page
+from questline.web.schemas import shown_row
 
 T = TypeVar("T")
 
@@ -337,16 +338,9 @@ def cursor_of(discipline: Discipline) -> list[str]:
 
 
 def to_summary(counted: DisciplineCounts) -> schemas.DisciplineSummary:
-    d = counted.discipline
-    return schemas.DisciplineSummary(
-        id=d.id,
-        title=d.title,
-        description=d.description,
-        organization_id=d.organization_id,
-        color=d.color,
-        sequential=d.sequential,
-        created_at=d.created_at,
-        updated_at=d.updated_at,
+    return shown_row(
+        schemas.DisciplineSummary,
+        counted.discipline,
         level_count=counted.level_count,
         quest_count=counted.quest_count,
         task_count=counted.task_count,

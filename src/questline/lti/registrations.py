@@ -21,6 +21,7 @@ from questline.outbound import addresses
 from questline.storage.db import utcnow
 from questline.web.errors import Conflict, FieldError, Unprocessable
 from questline.web.lookups import one_or_not_found
+from questline.web.schemas import shown_row
 
 URL_FIELDS = {
     "AuthLoginUrl": "auth_login_url",
@@ -248,19 +249,10 @@ async def delete_platform(session: AsyncSession, *, platform: LtiPlatform) -> No
 def to_schema(
     platform: LtiPlatform, deployments: Sequence[str], tool: schemas.ToolUrls | None
 ) -> schemas.Platform:
-    return schemas.Platform(
-        id=platform.id,
-        organization_id=platform.organization_id,
-        issuer=platform.issuer,
-        client_id=platform.client_id,
+    return shown_row(
+        schemas.Platform,
+        platform,
         deployment_ids=list(deployments),
-        auth_login_url=platform.auth_login_url,
-        auth_token_url=platform.auth_token_url,
-        key_set_url=platform.key_set_url,
         frame_origins=list(platform.frame_origins or []),
-        context_title=platform.context_title,
-        last_sync_at=platform.last_sync_at,
         tool=tool,
-        created_at=platform.created_at,
-        updated_at=platform.updated_at,
     )

@@ -1,11 +1,13 @@
 from __future__ import annotations
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter
 
 from questline.members import schemas, service
 from questline.web.access import MemberOf
 from questline.web.openapi import problem_responses
-from questline.web.pagination import BoundedPageDep, announce_next_page, split_page
+from questline.web.pagination import (
+    BoundedPagingDep,
+)
 from questline.web.paths import MemberId
 from questline.web.routing import SessionDep, TransactionalRoute
 
@@ -14,19 +16,14 @@ router = APIRouter(prefix="/member", tags=["members"], route_class=Transactional
 
 @router.get("", response_model=list[schemas.Member], responses=problem_responses(401, 403, 422))
 async def list_members(
-    request: Request,
-    response: Response,
-    tenant: MemberOf,
-    session: SessionDep,
-    page: BoundedPageDep,
+    tenant: MemberOf, session: SessionDep, paging: BoundedPagingDep
 ) -> list[schemas.Member]:
     """The members of the caller's organization, by e-mail, with the teams each is in;
     paged (`limit`, default 100, at most 1000; the next page in the `Link` header).
     Members (role `member`) see names, not e-mail addresses (`Email` is null)."""
-    rows = await service.list_members(session, org_id=tenant.org_id, page=page)
-    rows, more = split_page(rows, page)
-    announce_next_page(request, response, page, service.cursor_of(rows[-1]) if more else None)
-    described = await service.describe(session, org_id=tenant.org_id, members=rows)
+    rows = await service.list_members(session, org_id=tenant.org_id, page=paging.page)
+    members = paging.rows(rows, service.cursor_of)
+    described = await service.describe(session, org_id=tenant.org_id, members=members)
     return service.as_seen_by(tenant, described)
 
 

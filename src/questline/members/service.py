@@ -16,6 +16,7 @@ from questline.members import schemas
 from questline.members.models import Member, TeamMembership, membership_of_member
 from questline.storage.db import insert_ignoring_conflicts, new_id, utcnow
 from questline.web.pagination import PageRequest, cursor_parts
+from questline.web.schemas import shown_row
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,17 +118,7 @@ async def describe(
     session: AsyncSession, *, org_id: uuid.UUID, members: Sequence[Member]
 ) -> list[schemas.Member]:
     teams = await team_ids_of(session, org_id=org_id, member_ids=[m.id for m in members])
-    return [
-        schemas.Member(
-            id=m.id,
-            organization_id=m.organization_id,
-            email=m.email,
-            given_name=m.given_name,
-            team_ids=teams.get(m.id, []),
-            created_at=m.created_at,
-        )
-        for m in members
-    ]
+    return [shown_row(schemas.Member, m, team_ids=teams.get(m.id, [])) for m in members]
 
 
 async def list_members(

@@ -3,21 +3,19 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
 
 from pydantic import Field
 
 from questline.web.example_ids import AT, ORG
 from questline.web.schemas import (
     InputModel,
+    Name,
     OutputModel,
     UtcDateTime,
     examples,
-    normalized_name,
-    text,
 )
 
-OrganizationName = Annotated[str, text(100), normalized_name(100)]
+OrganizationName = Name
 
 
 class Organization(OutputModel):

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import enum
 import uuid
-from typing import Annotated, Any
+from typing import Any
 
 from pydantic import Field
 
@@ -10,14 +10,13 @@ from questline.web.example_ids import AT, DISCIPLINE, LATER, ORG, SEASON
 from questline.web.schemas import (
     InputDateTime,
     InputModel,
+    Name,
     OutputModel,
     UtcDateTime,
     examples,
-    normalized_name,
-    text,
 )
 
-SeasonName = Annotated[str, text(100), normalized_name(100)]
+SeasonName = Name
 
 STARTS = "2026-12-01T00:00:00Z"
 FREEZES = "2026-12-20T00:00:00Z"

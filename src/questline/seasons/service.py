@@ -21,6 +21,7 @@ from questline.seasons.models import Season
 from questline.storage.db import utcnow
 from questline.web.errors import Conflict, FieldError, Unprocessable
 from questline.web.lookups import one_or_not_found
+from questline.web.schemas import shown_row
 
 
 def phase_of(season: Season, now: dt.datetime) -> schemas.Phase:
@@ -131,19 +132,7 @@ async def window_view(
 
 
 def to_schema(season: Season, now: dt.datetime | None = None) -> schemas.Season:
-    return schemas.Season(
-        id=season.id,
-        organization_id=season.organization_id,
-        name=season.name,
-        starts_at=season.starts_at,
-        ends_at=season.ends_at,
-        freezes_at=season.freezes_at,
-        revealed_at=season.revealed_at,
-        discipline_id=season.discipline_id,
-        phase=phase_of(season, now or utcnow()),
-        created_at=season.created_at,
-        updated_at=season.updated_at,
-    )
+    return shown_row(schemas.Season, season, phase=phase_of(season, now or utcnow()))
 
 
 def check_times(
@@ -182,16 +171,9 @@ async def create_season(
     check_times(data.starts_at, data.ends_at, data.freezes_at)
     await check_discipline(session, org_id=org_id, discipline_id=data.discipline_id)
     now = utcnow()
-    season = Season(
-        organization_id=org_id,
-        name=data.name,
-        starts_at=data.starts_at,
-        ends_at=data.ends_at,
-        freezes_at=data.freezes_at,
-        discipline_id=data.discipline_id,
-        created_at=now,
-        updated_at=now,
-    )
+    # SeasonCreate names its fields as the row does: the body is the one list of what an
+    # admin sets on a new season (a field added to both needs no third copy here).
+    season = Season(organization_id=org_id, **data.model_dump(), created_at=now, updated_at=now)
     session.add(season)
     await session.flush()
     await bump(session, org_id)

@@ -15,6 +15,7 @@ from questline.sso.models import SsoConfiguration
 from questline.sso.provider import Provider, ProviderDirectory, ProviderUnusable
 from questline.storage.db import utcnow
 from questline.web.errors import FieldError, Unprocessable, not_found
+from questline.web.schemas import shown_row
 
 logger = logging.getLogger("questline.sso")
 
@@ -164,18 +165,11 @@ def audited(row: SsoConfiguration, *, credential: str = "stored") -> dict[str, o
 def to_schema(
     row: SsoConfiguration, *, provider: Provider | None, login_url: str, redirect_uri: str
 ) -> schemas.SsoConfiguration:
-    return schemas.SsoConfiguration(
-        organization_id=row.organization_id,
-        issuer=row.issuer,
-        client_id=row.client_id,
+    return shown_row(
+        schemas.SsoConfiguration,
+        row,
         client_secret_set=bool(row.client_secret_sealed),
-        admin_groups=list(row.admin_groups),
-        groups_claim=row.groups_claim,
-        allowed_email_domains=list(row.allowed_email_domains),
-        enabled=row.enabled,
         redirect_uri=redirect_uri,
         login_url=login_url,
         end_session_endpoint=provider.end_session_endpoint if provider else None,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
     )

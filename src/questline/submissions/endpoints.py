@@ -14,7 +14,7 @@ from questline.submissions.models import SubmissionState
 from questline.teams import service as teams_service
 from questline.web.access import AdminOf, MemberOf
 from questline.web.openapi import problem_responses
-from questline.web.pagination import PageDep, announce_next_page, split_page
+from questline.web.pagination import PagingDep
 from questline.web.paths import TeamId, id_parser
 from questline.web.routing import SessionDep, TransactionalRoute, url_of
 from questline.web.state import app_state
@@ -60,27 +60,20 @@ async def submit_work(
     responses=problem_responses(401, 403, 404, 422),
 )
 async def list_team_submissions(
-    team_id: TeamId,
-    request: Request,
-    response: Response,
-    tenant: MemberOf,
-    session: SessionDep,
-    page: PageDep,
+    team_id: TeamId, tenant: MemberOf, session: SessionDep, paging: PagingDep
 ) -> list[schemas.Submission]:
     """The team's submissions, oldest first, decided ones too; opt-in paging (`limit`,
     `after`; the next page in the `Link` header). Admins and the team's members."""
     team = await teams_service.get_team(session, org_id=tenant.org_id, team_id=team_id)
     await service.ensure_sees_team(session, tenant=tenant, team_id=team.id)
-    rows, more = split_page(
-        list(
-            await service.list_submissions(
-                session, org_id=tenant.org_id, filters=service.Filters(team_id=team.id), page=page
-            )
-        ),
-        page,
+    filters = service.Filters(team_id=team.id)
+    rows = await service.list_submissions(
+        session, org_id=tenant.org_id, filters=filters, page=paging.page
     )
-    announce_next_page(request, response, page, service.cursor_of(rows[-1]) if more else None)
-    return [service.to_schema(row, show_who=tenant.is_admin) for row in rows]
+    return [
+        service.to_schema(row, show_who=tenant.is_admin)
+        for row in paging.rows(rows, service.cursor_of)
+    ]
 
 
 @router.get(
@@ -89,11 +82,9 @@ async def list_team_submissions(
     responses=problem_responses(401, 403, 422),
 )
 async def list_submissions(
-    request: Request,
-    response: Response,
     tenant: AdminOf,
     session: SessionDep,
-    page: PageDep,
+    paging: PagingDep,
     state: Annotated[SubmissionState | None, Query(description="Only those in this state.")] = None,
     team: Annotated[uuid.UUID | None, Query(description="Only this team's.")] = None,
     task: Annotated[uuid.UUID | None, Query(description="Only those of this task.")] = None,
@@ -101,16 +92,10 @@ async def list_submissions(
     """The organization's submissions, oldest first: `?state=Pending` is the review
     queue. Opt-in paging (`limit`, `after`; the next page in the `Link` header)."""
     filters = service.Filters(state=state, team_id=team, task_id=task)
-    rows, more = split_page(
-        list(
-            await service.list_submissions(
-                session, org_id=tenant.org_id, filters=filters, page=page
-            )
-        ),
-        page,
+    rows = await service.list_submissions(
+        session, org_id=tenant.org_id, filters=filters, page=paging.page
     )
-    announce_next_page(request, response, page, service.cursor_of(rows[-1]) if more else None)
-    return [service.to_schema(row) for row in rows]
+    return [service.to_schema(row) for row in paging.rows(rows, service.cursor_of)]
 
 
 @router.get(

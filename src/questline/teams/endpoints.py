@@ -16,10 +16,8 @@ from questline.web import csvexport
 from questline.web.access import AdminOf, MemberOf
 from questline.web.openapi import problem_responses
 from questline.web.pagination import (
-    BoundedPageDep,
+    BoundedPagingDep,
     PageDep,
-    announce_next_page,
-    split_page,
 )
 from questline.web.paths import MemberId, TeamId
 from questline.web.preconditions import IF_MATCH_SCHEMA, if_match_header
@@ -174,24 +172,16 @@ async def delete_team(
     responses=problem_responses(401, 403, 404, 422),
 )
 async def list_team_members(
-    team_id: TeamId,
-    request: Request,
-    response: Response,
-    tenant: MemberOf,
-    session: SessionDep,
-    page: BoundedPageDep,
+    team_id: TeamId, tenant: MemberOf, session: SessionDep, paging: BoundedPagingDep
 ) -> list[Member]:
     """The team's members, by e-mail; paged (`limit`, default 100, at most 1000; the next
     page in the `Link` header). Members (role `member`) see names, not e-mails."""
     team = await service.get_team(session, org_id=tenant.org_id, team_id=team_id)
-    rows = list(
-        await queries.team_members(session, org_id=tenant.org_id, team_id=team.id, page=page)
+    rows = await queries.team_members(
+        session, org_id=tenant.org_id, team_id=team.id, page=paging.page
     )
-    rows, more = split_page(rows, page)
-    announce_next_page(
-        request, response, page, members_service.cursor_of(rows[-1]) if more else None
-    )
-    described = await members_service.describe(session, org_id=tenant.org_id, members=rows)
+    members = paging.rows(rows, members_service.cursor_of)
+    described = await members_service.describe(session, org_id=tenant.org_id, members=members)
     return members_service.as_seen_by(tenant, described)
 
 

@@ -11,6 +11,7 @@ from questline.teams.models import TeamStatus
 from questline.web.example_ids import AT, MEMBER, ORG, TEAM
 from questline.web.schemas import (
     InputModel,
+    Name,
     OutputModel,
     StrictBoolean,
     UtcDateTime,
@@ -24,7 +25,7 @@ MAX_TAGS = 20
 NAME_KEY_LENGTH = 300
 MAX_MEMBERS_ON_CREATE = 1000
 
-TeamName = Annotated[str, text(100), normalized_name(100), fits_when_case_folded(NAME_KEY_LENGTH)]
+TeamName = Annotated[Name, fits_when_case_folded(NAME_KEY_LENGTH)]
 """NFKC-normalized (a fullwidth R is a plain R), no invisible characters, 1 to 100
 characters after normalization; its case-folded key fits ``teams.name_key``."""
 Tag = Annotated[str, text(50), normalized_name(50)]
@@ -85,7 +86,7 @@ class MemberAdd(InputModel):
     model_config = examples({"email": "ada@example.org", "givenName": "Ada"})
 
     email: Annotated[EmailStr, Field(max_length=320)]
-    given_name: Annotated[str, text(100), normalized_name(100)] = Field(alias="givenName")
+    given_name: Name = Field(alias="givenName")
     invite: StrictBoolean = Field(
         default=False,
         alias="Invite",

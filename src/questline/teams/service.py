@@ -20,6 +20,7 @@ from questline.teams.models import Team, TeamStatus
 from questline.web.errors import Conflict, FieldError, PreconditionFailed, Unprocessable, not_found
 from questline.web.lookups import one_or_not_found
 from questline.web.metrics import count_on_commit
+from questline.web.schemas import shown_row
 
 TEAMS_CREATED = Counter(
     "questline_teams_created", "Teams created, one by one (POST /team) and in bulk"
@@ -37,18 +38,7 @@ def etag_of(team: Team) -> str:
 
 
 def to_schema(team: Team, member_count: int) -> schemas.Team:
-    return schemas.Team(
-        id=team.id,
-        name=team.name,
-        organization_id=team.organization_id,
-        status=team.status,
-        tags=list(team.tags),
-        score=team.score,
-        is_survey_completed=team.is_survey_completed,
-        is_admin_team=team.is_admin_team,
-        member_count=member_count,
-        created_at=team.created_at,
-    )
+    return shown_row(schemas.Team, team, member_count=member_count)
 
 
 def name_key(name: str) -> str:

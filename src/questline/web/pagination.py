@@ -207,3 +207,35 @@ def split_page(rows: list[T], page: PageRequest) -> tuple[list[T], bool]:
     if page.limit is None or len(rows) <= page.limit:
         return rows, False
     return rows[: page.limit], True
+
+
+@dataclass(frozen=True, slots=True)
+class Paging:
+    """A paged list's request: the page asked for, and the request and response that
+    announce the next one. A route takes this instead of its request, response and page,
+    and ``rows`` cuts the page and writes its ``Link`` in one step."""
+
+    request: Request
+    response: Response
+    page: PageRequest
+
+    def rows(self, fetched: Sequence[T], key: Callable[[T], list[Any]]) -> list[T]:
+        """This page of ``fetched`` (read with one row more than asked: ``fetch_size``),
+        and the next page announced from the ``key`` of its last row when more follow."""
+        rows, more = split_page(list(fetched), self.page)
+        announce_next_page(self.request, self.response, self.page, key(rows[-1]) if more else None)
+        return rows
+
+
+async def paging(request: Request, response: Response, page: PageDep) -> Paging:
+    """``PageDep`` (opt-in paging), with what announces the next page."""
+    return Paging(request, response, page)
+
+
+async def bounded_paging(request: Request, response: Response, page: BoundedPageDep) -> Paging:
+    """``BoundedPageDep`` (always paged), with what announces the next page."""
+    return Paging(request, response, page)
+
+
+PagingDep = Annotated[Paging, Depends(paging)]
+BoundedPagingDep = Annotated[Paging, Depends(bounded_paging)]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import unicodedata
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -46,6 +46,23 @@ class OutputModel(BaseModel):
     model_config = ConfigDict(
         alias_generator=to_pascal, populate_by_name=True, from_attributes=True
     )
+
+
+Shown = TypeVar("Shown", bound=OutputModel)
+
+
+def shown_row(model: type[Shown], row: object, **computed: Any) -> Shown:
+    """The response body ``model`` of a stored ``row``: each field is the row's attribute
+    of the same name, but for the fields given in ``computed`` (counts, phases, URLs,
+    renamed or hidden columns). One copy rule for every domain's ``to_schema``, so that
+    a field added to a model and its row needs no third list to be shown."""
+    if unknown := computed.keys() - model.model_fields.keys():
+        raise TypeError(f"{model.__name__} has no fields {sorted(unknown)}")
+    values = {
+        name: computed[name] if name in computed else getattr(row, name)
+        for name in model.model_fields
+    }
+    return model.model_validate(values)
 
 
 class InputModel(BaseModel):
@@ -127,6 +144,11 @@ def normalized_name(max_length: int) -> AfterValidator:
         return normalized
 
     return AfterValidator(normalize)
+
+
+Name = Annotated[str, text(100), normalized_name(100)]
+"""A name people give: an organization's, a season's, a team's, a member's given name.
+Trimmed, NFKC-normalized, nothing invisible, 1 to 100 characters before and after."""
 
 
 def fits_when_case_folded(max_length: int) -> AfterValidator:

@@ -8,7 +8,7 @@ from questline.storage import sealing
 from questline.web.access import AdminOf
 from questline.web.errors import Conflict
 from questline.web.openapi import problem_responses
-from questline.web.pagination import PageDep, announce_next_page, split_page
+from questline.web.pagination import PagingDep
 from questline.web.paths import DeliveryId, WebhookId
 from questline.web.routing import SessionDep, TransactionalRoute, url_of
 from questline.web.state import app_state
@@ -140,20 +140,13 @@ async def rotate_secret(
     responses=problem_responses(401, 403, 404, 422),
 )
 async def list_deliveries(
-    webhook_id: WebhookId,
-    request: Request,
-    response: Response,
-    tenant: AdminOf,
-    session: SessionDep,
-    page: PageDep,
+    webhook_id: WebhookId, tenant: AdminOf, session: SessionDep, paging: PagingDep
 ) -> list[schemas.Delivery]:
     """The webhook's deliveries, newest first: event, status, attempts, the last answer's
     status code and time (opt-in paging: `limit`, `after`)."""
     webhook = await service.get_webhook(session, org_id=tenant.org_id, webhook_id=webhook_id)
-    rows = await service.list_deliveries(session, webhook=webhook, page=page)
-    rows, more = split_page(rows, page)
-    announce_next_page(request, response, page, [str(rows[-1].id)] if more else None)
-    return [service.delivery_schema(d) for d in rows]
+    rows = await service.list_deliveries(session, webhook=webhook, page=paging.page)
+    return [service.delivery_schema(d) for d in paging.rows(rows, lambda d: [str(d.id)])]
 
 
 @router.post(

@@ -18,6 +18,7 @@ from questline.storage import sealing
 from questline.storage.db import utcnow
 from questline.web.errors import FieldError, Unprocessable, not_found
 from questline.web.pagination import PageRequest, cursor_parts
+from questline.web.schemas import shown_row
 from questline.webhooks import schemas, signing
 from questline.webhooks.models import DeliveryStatus, Webhook, WebhookDelivery
 
@@ -35,18 +36,10 @@ async def check_url(url: str, *, allow_private: bool) -> None:
 
 
 def to_schema(webhook: Webhook) -> schemas.Webhook:
-    return schemas.Webhook(
-        id=webhook.id,
-        organization_id=webhook.organization_id,
-        url=webhook.url,
-        events=list(webhook.events),
-        description=webhook.description,
-        enabled=webhook.enabled,
-        disabled_reason=webhook.disabled_reason,
-        failing_since=webhook.failing_since,
+    return shown_row(
+        schemas.Webhook,
+        webhook,
         previous_secret_expires_at=_overlap_end(webhook, utcnow()),
-        created_at=webhook.created_at,
-        updated_at=webhook.updated_at,
     )
 
 
@@ -242,18 +235,11 @@ async def rotate_secret(
 
 def delivery_schema(delivery: WebhookDelivery) -> schemas.Delivery:
     pending = delivery.status is DeliveryStatus.PENDING
-    return schemas.Delivery(
-        id=delivery.id,
-        webhook_id=delivery.webhook_id,
-        event_id=delivery.event_id,
+    return shown_row(
+        schemas.Delivery,
+        delivery,
         event=delivery.event_type,
-        status=delivery.status,
-        attempts=delivery.attempts,
-        last_status_code=delivery.last_status_code,
-        last_attempt_at=delivery.last_attempt_at,
-        last_error=delivery.last_error,
         next_attempt_at=delivery.next_attempt_at if pending else None,
-        created_at=delivery.created_at,
     )
 
 

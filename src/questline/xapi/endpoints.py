@@ -11,7 +11,7 @@ from questline.storage.db import utcnow
 from questline.web.access import AdminOf
 from questline.web.errors import PublicUrlRequired
 from questline.web.openapi import problem_responses
-from questline.web.pagination import PageDep, announce_next_page, split_page
+from questline.web.pagination import PagingDep
 from questline.web.routing import SessionDep, TransactionalRoute
 from questline.web.state import app_state
 from questline.xapi import registration, schemas, sealing, sending, statements
@@ -118,17 +118,11 @@ async def test_lrs(request: Request, tenant: AdminOf, session: SessionDep) -> sc
     responses=problem_responses(401, 403, 404, 422),
 )
 async def list_failures(
-    request: Request,
-    response: Response,
-    tenant: AdminOf,
-    session: SessionDep,
-    page: PageDep,
+    tenant: AdminOf, session: SessionDep, paging: PagingDep
 ) -> list[schemas.Failure]:
     """Statements the LRS refused (a 4xx for the statement alone) or that failed every
     attempt, newest first, with the LRS's answer (opt-in paging: `limit`, `after`).
     They block nothing: the other statements are delivered."""
     await registration.get_lrs(session, org_id=tenant.org_id)
-    rows = await registration.list_failures(session, org_id=tenant.org_id, page=page)
-    rows, more = split_page(rows, page)
-    announce_next_page(request, response, page, [str(rows[-1].id)] if more else None)
-    return [registration.failure_schema(r) for r in rows]
+    rows = await registration.list_failures(session, org_id=tenant.org_id, page=paging.page)
+    return [registration.failure_schema(r) for r in paging.rows(rows, lambda r: [str(r.id)])]

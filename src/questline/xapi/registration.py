@@ -16,6 +16,7 @@ from questline.storage.db import insert_ignoring_conflicts, utcnow
 from questline.web.errors import FieldError, Unprocessable
 from questline.web.lookups import one_or_not_found
 from questline.web.pagination import PageRequest, keyset_page
+from questline.web.schemas import shown_row
 from questline.xapi import schemas, sealing
 from questline.xapi.models import LrsConnection, StatementStatus, XapiStatement
 from questline.xapi.statements import Iris
@@ -110,32 +111,18 @@ async def to_schema(session: AsyncSession, lrs: LrsConnection, iris: Iris) -> sc
             )
         ).all()
     )
-    return schemas.Lrs(
-        endpoint=lrs.endpoint,
+    return shown_row(
+        schemas.Lrs,
+        lrs,
         auth="Bearer" if lrs.token else "Basic",
-        username=lrs.username,
         activity_base_iri=iris.activities,
         pending=int(counts.get(StatementStatus.PENDING, 0)),
         failed=int(counts.get(StatementStatus.FAILED, 0)),
-        failing_since=lrs.failing_since,
-        last_error=lrs.last_error,
-        created_at=lrs.created_at,
-        updated_at=lrs.updated_at,
     )
 
 
 def failure_schema(row: XapiStatement) -> schemas.Failure:
-    return schemas.Failure(
-        statement_id=row.id,
-        event_id=row.event_id,
-        kind=row.kind,
-        attempts=row.attempts,
-        last_status_code=row.last_status_code,
-        last_error=row.last_error,
-        last_attempt_at=row.last_attempt_at,
-        created_at=row.created_at,
-        statement=row.statement,
-    )
+    return shown_row(schemas.Failure, row, statement_id=row.id)
 
 
 async def list_failures(
