@@ -135,3 +135,20 @@ def preflight(
             task = learners.spare_answer_task
             answers.append(client.delete(f"/team/{team}/progress/{task}", headers=admin))
         return answers
+
+
+def withdraw_answered(base_url: str, admin_token: str, learners: Learners) -> int:
+    """Withdraw every right answer the warm-up left completed (its last answers come
+    back after wrk stops, and are never withdrawn): the measured run then meets no
+    ``already-completed``. Returns how many it withdrew."""
+    admin = {"Authorization": f"Bearer {admin_token}"}
+    withdrawn = 0
+    with httpx.Client(base_url=base_url, timeout=60) as client:
+        for line in learners.attempts.read_text().splitlines():
+            team, task, _ = line.split()
+            gone = client.delete(f"/team/{team}/progress/{task}", headers=admin)
+            if gone.status_code == 204:
+                withdrawn += 1
+            elif gone.status_code != 404:
+                gone.raise_for_status()
+    return withdrawn

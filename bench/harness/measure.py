@@ -176,10 +176,12 @@ def measure(ctx: Context, row: Row) -> RowResult:
             seconds=ctx.load.warmup_s,
         )
     env["BENCH_RUN"] = uuid.uuid4().hex[:8]
+    if row.learner == "right":
+        learners.withdraw_answered(ctx.service.base_url, ctx.tokens["admin"], _learners(ctx))
     ids = len(ctx.seeded.progress_pairs)
     if row.ids in ("attempts", "hints"):
-        # Past the lines the warm-up used: its right answers still in flight when it
-        # stopped were never withdrawn (409 again), its hints are unlocked.
+        # Past the lines the warm-up used: its hints are unlocked (its right answers
+        # were withdrawn above).
         ids = len(Path(env["BENCH_IDS"]).read_text().splitlines())
     env["BENCH_OFFSET"] = str(ids // 2 // ctx.load.threads)
     measured: Measured = run_wrk(

@@ -18,7 +18,7 @@ from questline.storage.db import utcnow
 from questline.web.identity import Role
 from tests.events.factories import listened_to
 from tests.factories import World, bearer
-from tests.learners.factories import ANSWER, learners_game
+from tests.learners.factories import ANSWER, Game, learners_game
 
 pytestmark = pytest.mark.anyio
 
@@ -218,3 +218,30 @@ async def test_paging_and_no_answer_at_rest(world: World) -> None:
     assert len(payloads) == 3
     assert "plain-guess" not in json.dumps(payloads)
     assert {p["Correct"] for p in payloads} == {False}
+
+
+async def _guess(game: Game, headers: dict[str, str], n: int, statuses: list[int]) -> None:
+    statuses.append((await game.attempt(headers, "Answer task", f"guess {n}")).status_code)
+
+
+async def test_concurrent_answers_keep_the_rate_and_the_attempts_limit(world: World) -> None:
+    """Answers sent at once share a group commit's batch: the batch counts each against
+    the member's rate and the team's attempts as the route would, one at a time."""
+    game = await learners_game(world, max_attempts=None)
+    statuses: list[int] = []
+    async with anyio.create_task_group() as group:
+        for n in range(13):
+            group.start_soon(_guess, game, game.alice, n, statuses)
+    assert sorted(statuses) == [200] * 10 + [429] * 3, statuses
+    listed = await game.client.get(f"/team/{game.team_id}/attempts", headers=game.org.admin)
+    assert len(listed.json()) == 10
+
+    limited = await learners_game(world, max_attempts=3)
+    statuses.clear()
+    async with anyio.create_task_group() as group:
+        for n in range(4):
+            group.start_soon(_guess, limited, limited.alice, n, statuses)
+            group.start_soon(_guess, limited, limited.bob, n, statuses)
+    assert sorted(statuses) == [200] * 3 + [409] * 5, statuses
+    url = f"/team/{limited.team_id}/attempts"
+    assert len((await limited.client.get(url, headers=limited.org.admin)).json()) == 3

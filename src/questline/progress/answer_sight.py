@@ -5,11 +5,14 @@
 The statements ask what ``disciplines.checks.task_check_query`` (the task's check),
 ``members.callers.named_members`` (the members the caller's identity names) and
 ``progress.locks.level_states`` (the previous level's tasks and the team's completions
-of them) ask, for the ledger's batches, which run their own SQL.
+of them) ask, for the ledger's batches, which run their own SQL; and, for each member
+named and for the caller's subject (whichever the answer's actor turns out to be), the
+stored attempts its rate may find at the limit (``rates.window``).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -18,8 +21,9 @@ import orjson
 
 from questline.disciplines.checks import TaskCheck
 from questline.disciplines.models import CheckKind
-from questline.progress.ledger import AnswerSight
+from questline.progress.ledger import Answering, AnswerSight, Write
 from questline.progress.locks import LevelState, closed_by
+from questline.progress.rates import window
 
 COLUMNS = (
     "check_kind",
@@ -32,6 +36,7 @@ COLUMNS = (
     "points",
     "used",
     "named",
+    "subject_recent",
     "level_title",
     "previous_id",
     "previous_title",
@@ -44,11 +49,38 @@ def _json(value: Any) -> Any:
     return orjson.loads(value) if isinstance(value, str | bytes) else value
 
 
+def rate_windows(writes: Sequence[Write]) -> dict[int, tuple[int, int]]:
+    """By position of each answer: the window of its actor's stored attempts to read
+    (``rates.window``), for as many answers as its caller sends in the batch (a caller
+    names one member: two callers naming the same member in one batch are each counted
+    on their own, so that rare pair may pass the limit by one)."""
+    callers: dict[tuple[uuid.UUID, str, str | None], list[int]] = {}
+    for position, write in enumerate(writes):
+        if isinstance(write, Answering):
+            key = (write.org_id, write.caller.subject, write.caller.email)
+            callers.setdefault(key, []).append(position)
+    found = {}
+    for positions in callers.values():
+        limit = max(1, max(writes[p].per_minute for p in positions))  # type: ignore[union-attr]
+        for position in positions:
+            found[position] = window(limit, len(positions))
+    return found
+
+
+def _times(value: Any, offset: int) -> dict[int, dt.datetime]:
+    """Stored attempts' times (a JSON array, latest first) by rank from ``offset``."""
+    found = {}
+    for rank, text in enumerate(_json(value) or ()):
+        at = dt.datetime.fromisoformat(str(text))
+        found[offset + rank] = at if at.tzinfo is not None else at.replace(tzinfo=dt.UTC)
+    return found
+
+
 def answer_sight(
-    task_id: uuid.UUID, row: Sequence[Any], as_uuid: Callable[[Any], uuid.UUID]
+    task_id: uuid.UUID, row: Sequence[Any], as_uuid: Callable[[Any], uuid.UUID], offset: int
 ) -> AnswerSight:
     """The sight of an answer from its look-up's ``COLUMNS`` (``as_uuid``: the dialect's
-    ids as UUIDs)."""
+    ids as UUIDs; ``offset``: the rank of the first stored attempt read for a rate)."""
     (
         kind,
         max_attempts,
@@ -60,18 +92,22 @@ def answer_sight(
         points,
         used,
         named,
+        subject_recent,
         level_title,
         previous_id,
         previous_title,
         previous_tasks,
         previous_done,
     ) = row
-    members = [
-        (uuid.UUID(str(member_id)), str(email_key), bool(in_team))
-        for member_id, email_key, in_team in _json(named) or ()
-    ]
+    members = []
+    recent = {}
+    for member_id, email_key, in_team, member_recent in _json(named) or ():
+        member = uuid.UUID(str(member_id))
+        members.append((member, str(email_key), bool(in_team)))
+        recent[str(member)] = _times(member_recent, offset)
+    subject = _times(subject_recent, offset)
     if kind is None:
-        return AnswerSight(check=None, named=members, used=int(used or 0), locked=None)
+        return AnswerSight(None, members, int(used or 0), None, recent, subject)
     check = TaskCheck(
         task_id=task_id,
         discipline_id=as_uuid(discipline_id),
@@ -96,4 +132,6 @@ def answer_sight(
         named=members,
         used=int(used or 0),
         locked=closed_by(str(level_title), previous),
+        recent=recent,
+        subject_recent=subject,
     )

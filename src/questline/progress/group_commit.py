@@ -54,7 +54,7 @@ from prometheus_client import Counter
 from questline import events
 from questline.events.fanout import EVERYONE, Listeners
 from questline.progress import ledger_pg, record
-from questline.progress.ledger import Answering, Outcome, Refused, Write, Written
+from questline.progress.ledger import Outcome, Refused, Write, Written
 from questline.storage import tenancy
 from questline.storage.db import Database
 from questline.web.errors import ServiceUnavailable
@@ -203,10 +203,9 @@ class GroupCommit:
         SQLAlchemy per statement (those were most of a batch's time). What a session
         does after its commit is done here.
 
-        A batch with answers runs in one transaction of the driver's, in which the
-        ledger holds its teams before it counts their attempts (``ledger_pg``): an
-        answer changes no team row, so the write's version check cannot see another
-        process's answers."""
+        A batch that answers a task limiting its attempts runs again in one
+        transaction of the driver's, in which the ledger holds its teams before it
+        counts their attempts (``ledger_pg.NeedsHolding``)."""
         if self.db.row_security:
             done = await self._per_organization(writes, self._commit_acting_for)
         else:
@@ -230,12 +229,15 @@ class GroupCommit:
         self, driver: Any, writes: Sequence[Write], *, in_transaction: bool
     ) -> Written:
         """``ledger_pg.write_batch`` on the driver's connection (``in_transaction``: its
-        statements already share one), a batch with answers in a transaction."""
+        statements already share one); again in a transaction when it must hold its
+        teams."""
         fetch = self._fetcher(driver)
-        if in_transaction or not any(isinstance(write, Answering) for write in writes):
+        try:
             return await ledger_pg.write_batch(
                 fetch, writes, in_transaction=in_transaction, listeners=self.outbox_listeners
             )
+        except ledger_pg.NeedsHolding:
+            pass
         async with driver.transaction():
             return await ledger_pg.write_batch(
                 fetch, writes, in_transaction=True, listeners=self.outbox_listeners

@@ -32,7 +32,7 @@ from questline.members.callers import acting_as, best_named
 from questline.progress import schemas
 from questline.progress.learner_records import SEALED_AS
 from questline.progress.models import ScoreChange
-from questline.progress.rates import rate_refusal, window
+from questline.progress.rates import rate_refusal
 from questline.storage.db import new_id
 from questline.teams.models import TeamStatus
 from questline.timeformat import rfc3339
@@ -99,12 +99,18 @@ class AnswerSight:
     """What the look-up found for an answer beyond the team, task and completion: the
     task's check, the members the caller's identity names (rows of
     ``members.callers.named_members``), the team's attempts at the task, and the lock of
-    its level (``progress.locks``)."""
+    its level (``progress.locks``), and the rates of the actors it may be."""
 
     check: TaskCheck | None
     named: Sequence[Sequence[Any]]
     used: int
+    """The team's attempts at the task (counted only when the task limits them)."""
     locked: Problem | None
+    recent: dict[str, dict[int, dt.datetime]]
+    """By member id (each one named): that member's stored attempts within the minute
+    its rate may find at the limit, by rank (0: the latest; ``rates.window``)."""
+    subject_recent: dict[int, dt.datetime]
+    """The same for the caller's subject (the actor of an admin acting as none)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,10 +287,6 @@ class Plan:
     no event is recorded for one nobody listens to."""
     answers: dict[int, AnswerSight] = field(default_factory=dict)
     """By write position: what an answer's look-up found (``see_answer``)."""
-    recent: dict[tuple[uuid.UUID, str], dict[int, dt.datetime]] = field(default_factory=dict)
-    """By (organization, actor): the actor's stored attempts within the minute that
-    the batch's answers may find at their limit, by rank (0: the latest;
-    ``see_recent``)."""
     answered: dict[tuple[uuid.UUID, str], int] = field(default_factory=dict)
     """By (organization, actor): answers counted in this batch."""
     used: dict[tuple[uuid.UUID, uuid.UUID, uuid.UUID], int] = field(default_factory=dict)
@@ -323,34 +325,6 @@ class Plan:
     def see_answer(self, position: int, sight: AnswerSight) -> None:
         """What the answer look-up found for the ``Answering`` at ``position``."""
         self.answers[position] = sight
-
-    def rate_looks(self, writes: Sequence[Write]) -> list[tuple[uuid.UUID, str, int, int]]:
-        """What the rate look-up reads (``see_recent``): for each actor of the batch's
-        answers (its member, as ``acting_as`` decides it), the (offset, count) of its
-        stored attempts within the minute, latest first, that can be at its limit
-        (``rates.window``)."""
-        answers: dict[tuple[uuid.UUID, str], tuple[int, int]] = {}
-        for position, write in enumerate(writes):
-            sight = self.answers.get(position)
-            if not isinstance(write, Answering) or sight is None:
-                continue
-            try:
-                member_id = acting_as(write.caller, best_named(write.caller, sight.named))
-            except Problem:
-                continue
-            key = (write.org_id, write.actor(member_id))
-            count, limit = answers.get(key, (0, write.per_minute))
-            answers[key] = (count + 1, limit)
-        return [
-            (org_id, actor, *window(limit, count))
-            for (org_id, actor), (count, limit) in answers.items()
-        ]
-
-    def see_recent(
-        self, org_id: uuid.UUID, actor: str, offset: int, at: Sequence[dt.datetime]
-    ) -> None:
-        """The actor's stored attempts within the minute from rank ``offset`` on."""
-        self.recent[(org_id, actor)] = {offset + rank: t for rank, t in enumerate(at)}
 
     def decide(self, position: int, write: Write) -> Outcome | Refused:
         """The write's outcome, or its refusal in the order the API always gave them:
@@ -429,9 +403,10 @@ class Plan:
                 "not counted."
             )
         actor = (write.org_id, write.actor(member_id))
+        stored = sight.recent.get(actor[1], {}) if member_id else sight.subject_recent
         earlier = self.answered.get(actor, 0)
         rank = write.per_minute - 1 - earlier  # the limit-th latest, this batch's first
-        limit_th = self.now if rank < 0 else self.recent.get(actor, {}).get(rank)
+        limit_th = self.now if rank < 0 else stored.get(rank)
         too_fast = rate_refusal(limit_th, now=self.now, limit=write.per_minute)
         if too_fast is not None:
             return too_fast

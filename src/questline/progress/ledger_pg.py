@@ -32,6 +32,15 @@ sequential scan of ``teams`` (docs/performance.md).
 
 Writes to the same team in one batch apply in arrival order; they were concurrent
 requests, so that is one order the clients could have seen.
+
+An answer (``ledger.Answering``) changes no team row unless it is right, so the version
+check cannot see another process's answers. A right answer steps the score and is
+checked like any completion. A wrong one to a task whose attempts are unlimited needs
+nothing else exact but the answerer's rate, which is exact within a process (one batch
+at a time) and may let one more answer through when one member's answers land in two
+processes' batches in the same instant. A task that limits its attempts is counted
+exactly: outside a transaction the batch stops (``NeedsHolding``) and is run again in one
+that holds its teams first, as the route does.
 """
 
 from __future__ import annotations
@@ -44,7 +53,7 @@ from typing import Any
 from questline.events.fanout import EVERYONE, Listeners
 from questline.events.service import outbox_sql
 from questline.members.callers import names_of
-from questline.progress.answer_sight import answer_sight
+from questline.progress.answer_sight import answer_sight, rate_windows
 from questline.progress.ledger import (
     Answering,
     Completing,
@@ -62,6 +71,7 @@ from questline.progress.rates import RATE_WINDOW
 from questline.readmodel.http import dumps
 from questline.readmodel.versions import bump_sql
 from questline.storage.db import utcnow
+from questline.web.identity import Role
 
 LOOKUP = """
 SELECT w.i, {listened} AS listened, t.status, t.score, t.score_reached_at, t.version,
@@ -103,20 +113,23 @@ SELECT w.i, k.check_kind, k.max_attempts, k.answers, k.owner, k.level_id, k.sequ
        (SELECT json_agg(json_build_array(m.id, m.email_key, EXISTS (
                    SELECT 1 FROM team_members AS tm
                    WHERE tm.organization_id = m.organization_id AND tm.team_id = w.team
-                     AND tm.member_id = m.id)))::text
+                     AND tm.member_id = m.id),
+                   ({recent_of_member})))::text
         FROM members AS m
         WHERE m.organization_id = w.org AND m.active IS NOT false
           AND m.id = ANY(ARRAY(SELECT n.id FROM members AS n
                                WHERE n.organization_id = w.org
                                  AND n.email_key IN (w.key, w.other_key)
                                UNION ALL SELECT w.as_id))) AS named,
+       ({recent_of_subject}) AS subject_recent,
        l.title AS level_title, p.id AS previous_id, p.title AS previous_title,
        (SELECT count(*) FROM tasks AS pt WHERE pt.level_id = p.id) AS previous_tasks,
        (SELECT count(*) FROM task_completions AS c JOIN tasks AS pt ON pt.id = c.task_id
         WHERE c.organization_id = w.org AND c.team_id = w.team
           AND pt.level_id = p.id) AS previous_done
-FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::text[], $6::text[])
-     WITH ORDINALITY AS w(org, team, task, as_id, key, other_key, i)
+FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::varchar[], $6::varchar[],
+            $7::varchar[], $8::int[], $9::int[])
+     WITH ORDINALITY AS w(org, team, task, as_id, key, other_key, subject, skip, take, i)
 LEFT JOIN LATERAL (
     SELECT tasks.check_kind, tasks.max_attempts, tasks.answers::text AS answers,
            d.organization_id AS owner, tasks.level_id, d.sequential, tasks.discipline_id,
@@ -124,31 +137,29 @@ LEFT JOIN LATERAL (
     FROM tasks JOIN disciplines AS d ON d.id = tasks.discipline_id
     WHERE tasks.id = w.task AND (d.organization_id IS NULL OR d.organization_id = w.org)
 ) AS k ON true
-LEFT JOIN levels AS l ON l.id = k.level_id
+LEFT JOIN levels AS l ON k.sequential AND l.id = k.level_id
 LEFT JOIN LATERAL (
     SELECT q.id, q.title FROM levels AS q
     WHERE k.sequential AND q.discipline_id = k.discipline_id AND q.position < l.position
     ORDER BY q.position DESC LIMIT 1
 ) AS p ON true
 """
+RECENT = """SELECT json_agg(r.at)::text FROM (
+    SELECT a.at FROM task_attempts AS a
+    WHERE a.organization_id = w.org AND a.actor = {actor} AND a.at > $10
+    ORDER BY a.at DESC OFFSET w.skip LIMIT w.take) AS r"""
+"""An actor's attempts within the minute that may be at its limit (``rates.window``)."""
+
+ANSWER_LOOKUP = ANSWER_LOOKUP.format(
+    recent_of_member=RECENT.format(actor="m.id::text"),
+    recent_of_subject=RECENT.format(actor="w.subject"),
+)
 """What each answer of a batch reads beyond ``LOOKUP`` (``answer_sight.COLUMNS``
 after ``i``): the arrays of organizations, teams, tasks, the callers' subjects as
-member ids, and their e-mail keys (a caller has at most two: its e-mail's and its
-subject's). The named members are found by index (``= ANY(ARRAY(…))``): as a join or an
+member ids, their e-mail keys (a caller has at most two: its e-mail's and its
+subject's), their subjects, the windows of their rates (``rates.window``), a minute
+ago. The named members are found by index (``= ANY(ARRAY(…))``): as a join or an
 ``IN``, the planner walked the organization's members once for each."""
-
-RECENT = """
-SELECT w.i, a.at
-FROM unnest($1::uuid[], $2::text[], $3::int[], $4::int[])
-     WITH ORDINALITY AS w(org, actor, skip, take, i)
-JOIN LATERAL (
-    SELECT at FROM task_attempts
-    WHERE organization_id = w.org AND actor = w.actor AND at > $5
-    ORDER BY at DESC OFFSET w.skip LIMIT w.take
-) AS a ON true
-ORDER BY w.i, a.at DESC
-"""
-"""Each actor's attempts within the minute that may be at its limit (``rates.window``)."""
 
 _WRITTEN_FIRST = """(SELECT ok FROM ok)
   AND (SELECT count(*) FROM added) + (SELECT count(*) FROM replaced)
@@ -284,6 +295,18 @@ class Contended(Exception):
     """The batch's teams or tasks kept changing between its look-up and its write."""
 
 
+class NeedsHolding(Exception):
+    """A batch outside a transaction answers a task that limits its attempts: counting
+    them exactly takes the batch's teams held, in a transaction (nothing was written)."""
+
+
+def _limits_attempts(plan: Plan) -> bool:
+    return any(
+        sight.check is not None and sight.check.max_attempts is not None
+        for sight in plan.answers.values()
+    )
+
+
 async def write_batch(
     fetch: Fetch,
     writes: Sequence[Write],
@@ -313,6 +336,8 @@ async def write_batch(
         _look_up(await fetch(lookup, *lists, members), writes, plan)
         if answers:
             await _look_up_answers(fetch, writes, answers, plan)
+            if not in_transaction and _limits_attempts(plan):
+                raise NeedsHolding
         outcomes: list[Outcome | Refused] = [
             plan.decide(position, write) for position, write in enumerate(writes)
         ]
@@ -357,8 +382,9 @@ def _look_up(rows: Sequence[Any], writes: Sequence[Write], plan: Plan) -> None:
 async def _look_up_answers(
     fetch: Fetch, writes: Sequence[Write], answers: Sequence[tuple[int, Answering]], plan: Plan
 ) -> None:
-    """What the answers of the batch read beyond ``LOOKUP``, then their actors' rates."""
+    """What the answers of the batch read beyond ``LOOKUP``."""
     names = [names_of(w.caller) for _, w in answers]
+    windows = rate_windows(writes)
     rows = await fetch(
         ANSWER_LOOKUP,
         [w.org_id for _, w in answers],
@@ -367,26 +393,15 @@ async def _look_up_answers(
         [as_id for _, as_id in names],
         [keys[0] if keys else None for keys, _ in names],
         [keys[1] if len(keys) > 1 else None for keys, _ in names],
+        [None if w.caller.role is Role.MEMBER else w.caller.subject for _, w in answers],
+        [windows[p][0] for p, _ in answers],
+        [windows[p][1] for p, _ in answers],
+        plan.now - RATE_WINDOW,
     )
     for row in rows:
         position, write = answers[int(row["i"]) - 1]
-        plan.see_answer(position, answer_sight(write.task_id, list(row.values())[1:], _uuid))
-    looks = plan.rate_looks(writes)
-    if not looks:
-        return
-    stored = await fetch(
-        RECENT,
-        [org_id for org_id, _, _, _ in looks],
-        [actor for _, actor, _, _ in looks],
-        [offset for _, _, offset, _ in looks],
-        [count for _, _, _, count in looks],
-        plan.now - RATE_WINDOW,
-    )
-    found: dict[int, list[Any]] = {}
-    for row in stored:
-        found.setdefault(int(row["i"]) - 1, []).append(row["at"])
-    for index, (org_id, actor, offset, _) in enumerate(looks):
-        plan.see_recent(org_id, actor, offset, found.get(index, []))
+        values = list(row.values())[1:]
+        plan.see_answer(position, answer_sight(write.task_id, values, _uuid, windows[position][0]))
 
 
 def _uuid(value: Any) -> uuid.UUID:

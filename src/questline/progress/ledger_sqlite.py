@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from questline.events.fanout import EVERYONE, Listeners
 from questline.events.service import outbox_sql
 from questline.members.callers import names_of
-from questline.progress.answer_sight import answer_sight
+from questline.progress.answer_sight import answer_sight, rate_windows
 from questline.progress.ledger import (
     Answering,
     Completing,
@@ -38,6 +38,7 @@ from questline.progress.ledger import (
 from questline.progress.rates import RATE_WINDOW
 from questline.readmodel.versions import bump_sql
 from questline.storage.db import SqliteBatch, parse_sqlite_time, run_in_sqlite_thread, utcnow
+from questline.web.identity import Role
 
 LOOKUP = """
 SELECT {listened}, t.status, t.score, t.score_reached_at, t.version,
@@ -67,7 +68,12 @@ def lookup_sql(listeners: Listeners) -> str:
 
 
 ANSWER_LOOKUP = """
-SELECT k.check_kind, k.max_attempts, k.answers, k.owner, k.level_id, k.sequential,
+SELECT {{listened}}, t.status, t.score, t.score_reached_at, t.version,
+       EXISTS (SELECT 1 FROM score_events AS e
+               WHERE e.organization_id = t.organization_id AND e.team_id = t.id),
+       k.discipline_id, k.points,
+       c.discipline_id, c.points, c.completed_at, c.member_id, c.recorded_by, 0,
+       k.check_kind, k.max_attempts, k.answers, k.owner, k.level_id, k.sequential,
        k.discipline_id, k.points,
        CASE WHEN k.max_attempts IS NOT NULL THEN (
            SELECT count(*) FROM task_attempts AS a
@@ -75,39 +81,63 @@ SELECT k.check_kind, k.max_attempts, k.answers, k.owner, k.level_id, k.sequentia
        (SELECT json_group_array(json_array(m.id, m.email_key, EXISTS (
                    SELECT 1 FROM team_members AS tm
                    WHERE tm.organization_id = m.organization_id AND tm.team_id = ?2
-                     AND tm.member_id = m.id)))
+                     AND tm.member_id = m.id),
+                   ({recent_of_member})))
         FROM members AS m
         WHERE m.organization_id = ?1 AND m.active IS NOT 0
           AND m.id IN (SELECT n.id FROM members AS n
                        WHERE n.organization_id = ?1
                          AND n.email_key IN (SELECT value FROM json_each(?4))
                        UNION ALL SELECT ?5)),
+       CASE WHEN ?6 IS NOT NULL THEN ({recent_of_subject}) END,
        l.title, p.id, p.title,
        (SELECT count(*) FROM tasks AS pt WHERE pt.level_id = p.id),
-       (SELECT count(*) FROM task_completions AS c JOIN tasks AS pt ON pt.id = c.task_id
-        WHERE c.organization_id = ?1 AND c.team_id = ?2 AND pt.level_id = p.id)
-FROM (SELECT 1) AS one
+       (SELECT count(*) FROM task_completions AS pc JOIN tasks AS pt ON pt.id = pc.task_id
+        WHERE pc.organization_id = ?1 AND pc.team_id = ?2 AND pt.level_id = p.id)
+FROM teams AS t
 LEFT JOIN (
     SELECT tasks.check_kind, tasks.max_attempts, tasks.answers, d.organization_id AS owner,
            tasks.level_id, d.sequential, tasks.discipline_id, tasks.points
     FROM tasks JOIN disciplines AS d ON d.id = tasks.discipline_id
     WHERE tasks.id = ?3 AND (d.organization_id IS NULL OR d.organization_id = ?1)
 ) AS k ON 1
-LEFT JOIN levels AS l ON l.id = k.level_id
+LEFT JOIN task_completions AS c
+  ON c.organization_id = t.organization_id AND c.team_id = t.id AND c.task_id = ?3
+LEFT JOIN levels AS l ON k.sequential AND l.id = k.level_id
 LEFT JOIN levels AS p ON k.sequential AND p.discipline_id = k.discipline_id
   AND p.position = (SELECT max(q.position) FROM levels AS q
                     WHERE q.discipline_id = k.discipline_id AND q.position < l.position)
+WHERE t.organization_id = ?1 AND t.id = ?2
 """
-"""What an answer reads beyond ``LOOKUP`` (``answer_sight.COLUMNS``): ?1 organization,
-?2 team, ?3 task, ?4 the caller's e-mail keys (a JSON array), ?5 its subject as a member
-id."""
 
-RECENT = """
-SELECT at FROM task_attempts
-WHERE organization_id = ? AND actor = ? AND at > ?
-ORDER BY at DESC LIMIT ? OFFSET ?
-"""
+RECENT = """SELECT json_group_array(r.at) FROM (
+    SELECT a.at FROM task_attempts AS a
+    WHERE a.organization_id = ?1 AND a.actor = {actor} AND a.at > ?7
+    ORDER BY a.at DESC LIMIT ?9 OFFSET ?8) AS r"""
 """An actor's attempts within the minute that may be at its limit (``rates.window``)."""
+
+_MEMBER_ACTOR = (
+    "lower(substr(hex_id, 1, 8) || '-' || substr(hex_id, 9, 4) || '-' || substr(hex_id, 13, 4)"
+    " || '-' || substr(hex_id, 17, 4) || '-' || substr(hex_id, 21))"
+).replace("hex_id", "m.id")
+"""A member's id as ``str(uuid)`` writes it, which is how an attempt names its actor
+(SQLite keeps ids as 32 hex digits)."""
+
+ANSWER_LOOKUP = ANSWER_LOOKUP.format(
+    recent_of_member=RECENT.format(actor=_MEMBER_ACTOR), recent_of_subject=RECENT.format(actor="?6")
+)
+"""An answer's ``LOOKUP`` and what it reads beyond (``answer_sight.COLUMNS``), in one
+statement: ?1 organization, ?2 team, ?3 task, ?4 the caller's e-mail keys (a JSON array),
+?5 its subject as a member id, ?6 its subject when it may be the actor (an admin's; a
+member acts as its member), ?7 a minute ago, ?8 and ?9 the window of the actor's rate
+(``rates.window``), for each member named and for the subject."""
+
+
+@functools.lru_cache(maxsize=8)
+def answer_lookup_sql(listeners: Listeners) -> str:
+    """``ANSWER_LOOKUP`` asking ``listeners`` whether the organization is listened to."""
+    return ANSWER_LOOKUP.format(listened=listeners.sql("t.organization_id"))
+
 
 ATTEMPT = """
 INSERT INTO task_attempts (organization_id, id, team_id, task_id, member_id, actor, at,
@@ -157,12 +187,16 @@ def run(batch: SqliteBatch, writes: Sequence[Write], listeners: Listeners = EVER
     """The batch's statements, in the driver's thread."""
     plan = Plan(now=utcnow())  # under the write lock: the history's times follow commits
     lookup = lookup_sql(listeners)
+    windows = rate_windows(writes)
     for position, write in enumerate(writes):
         task_id = task_of(write)
-        member_id = write.data.member_id if isinstance(write, Completing) else None
-        row = batch.one(
-            lookup, member_id, task_id, write.org_id, task_id, write.org_id, write.team_id
-        )
+        if isinstance(write, Answering):
+            row = _answer_row(batch, write, listeners, plan, windows[position])
+        else:
+            member_id = write.data.member_id if isinstance(write, Completing) else None
+            row = batch.one(
+                lookup, member_id, task_id, write.org_id, task_id, write.org_id, write.team_id
+            )
         if row is None:
             continue
         discipline_id = _uuid(row[6])
@@ -186,19 +220,8 @@ def run(batch: SqliteBatch, writes: Sequence[Write], listeners: Listeners = EVER
             listened=bool(row[0]),
         )
         if isinstance(write, Answering):
-            keys, as_id = names_of(write.caller)
-            found = batch.one(
-                ANSWER_LOOKUP,
-                write.org_id,
-                write.team_id,
-                task_id,
-                orjson.dumps(keys).decode(),
-                as_id,
-            )
-            plan.see_answer(position, answer_sight(task_id, found, _as_uuid))
-    for org_id, actor, offset, count in plan.rate_looks(writes):
-        stored = batch.rows(RECENT, org_id, actor, plan.now - RATE_WINDOW, count, offset)
-        plan.see_recent(org_id, actor, offset, [parse_sqlite_time(row[0]) for row in stored])
+            offset = windows[position][0]
+            plan.see_answer(position, answer_sight(task_id, row[14:], _as_uuid, offset))
     outcomes: list[Outcome | Refused] = [
         plan.decide(position, write) for position, write in enumerate(writes)
     ]
@@ -270,6 +293,27 @@ def run(batch: SqliteBatch, writes: Sequence[Write], listeners: Listeners = EVER
         (_, version) = batch.one(bump, org_id)
         versions[org_id] = int(version)
     return written(plan, outcomes, versions)
+
+
+def _answer_row(
+    batch: SqliteBatch,
+    write: Answering,
+    listeners: Listeners,
+    plan: Plan,
+    window: tuple[int, int],
+) -> Any:
+    keys, as_id = names_of(write.caller)
+    return batch.one(
+        answer_lookup_sql(listeners),
+        write.org_id,
+        write.team_id,
+        write.task_id,
+        orjson.dumps(keys).decode(),
+        as_id,
+        None if write.caller.role is Role.MEMBER else write.caller.subject,
+        plan.now - RATE_WINDOW,
+        *window,
+    )
 
 
 def _completion(row: dict[str, Any]) -> tuple[Any, ...]:
