@@ -3,13 +3,19 @@ the audit log (and its CSV), webhooks' events, the progress CSV."""
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+import uuid
 
 import pytest
 from sqlalchemy import select
 
+from questline.config import Settings
+from questline.disciplines.checks import answer_keys
 from questline.events.models import Event
+from questline.progress.ledger import Answering
+from questline.web.identity import Caller, Role
 from tests.factories import World
 from tests.learners.factories import ANSWER, learners_game
 
@@ -54,3 +60,23 @@ async def test_no_answer_in_responses_logs_audit_events_or_csv(
     assert ANSWER not in everything
     assert WRONG not in everything
     assert "Sesame" not in everything
+
+
+def test_an_answer_is_not_in_its_writes_representation() -> None:
+    """A batch's writes may be logged (a failed batch says what it held): an answer's
+    text, its caller's token claims and its keys stay out of ``repr``."""
+    settings = Settings(_env_file=None, jwt_secret="s" * 48)
+    caller = Caller(subject="sub", role=Role.MEMBER, org_id=uuid.uuid4(), email="a@example.org")
+    write = Answering(
+        org_id=uuid.uuid4(),
+        team_id=uuid.uuid4(),
+        task_id=uuid.uuid4(),
+        answer=WRONG,
+        caller=caller,
+        keys=functools.partial(answer_keys, settings),
+        per_minute=10,
+    )
+    shown = repr(write)
+    assert str(write.task_id) in shown
+    for secret in (WRONG, "s" * 48, "a@example.org"):
+        assert secret not in shown

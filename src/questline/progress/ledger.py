@@ -75,9 +75,10 @@ class Answering:
     org_id: uuid.UUID
     team_id: uuid.UUID
     task_id: uuid.UUID
-    answer: str
-    caller: Caller
-    keys: Callable[[uuid.UUID | None], AnswerKeys]
+    answer: str = field(repr=False)
+    """What the learner sent: never in a representation of the write (a log line)."""
+    caller: Caller = field(repr=False)
+    keys: Callable[[uuid.UUID | None], AnswerKeys] = field(repr=False)
     """The answer keys of a discipline's owner (``disciplines.checks.answer_keys``)."""
     per_minute: int
     """One actor's attempts a minute at most (``QUESTLINE_ATTEMPTS_PER_MINUTE``)."""
