@@ -396,10 +396,15 @@ class Settings(BaseSettings):
 
     def ensure_data_dir(self) -> Path:
         """The data directory, private to the service's user (0700)."""
-        self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if self.data_dir.stat().st_mode & 0o077:
-            self.data_dir.chmod(0o700)
-        return self.data_dir
+        return private_dir(self.data_dir)
+
+
+def private_dir(path: Path) -> Path:
+    """``path`` as a directory private to the service's user (0700), made if missing."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if path.stat().st_mode & 0o077:
+        path.chmod(0o700)
+    return path
 
 
 def get_settings() -> Settings:

@@ -7,6 +7,7 @@ With an identity provider: RS256/ES256 verified with a PEM public key or a JWKS 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import os
 import secrets
 import tempfile
@@ -17,7 +18,7 @@ from typing import Any
 
 import jwt
 
-from questline.config import SECRET_FILE_NAME, Settings
+from questline.config import SECRET_FILE_NAME, Settings, private_dir
 from questline.web.errors import Unauthorized
 from questline.web.identity import Caller, Role, Via
 
@@ -26,21 +27,19 @@ def load_or_create_secret(settings: Settings) -> str:
     """The HS256 secret: configured, or kept in the data directory (created once)."""
     if settings.jwt_secret is not None:
         return _long_enough(settings.jwt_secret, "QUESTLINE_JWT_SECRET")
-    kept = _kept_secrets.get(settings.data_dir)
-    if kept is not None:
-        return kept
-    path: Path = settings.ensure_data_dir() / SECRET_FILE_NAME
+    return _secret_kept_in(settings.data_dir)
+
+
+@functools.lru_cache(maxsize=16)
+def _secret_kept_in(data_dir: Path) -> str:
+    """The secret kept in ``data_dir``, created there once; read once a process: the
+    sealers of answers, webhooks and xAPI ask for it on every write, and the file never
+    changes under a running process."""
+    path = private_dir(data_dir) / SECRET_FILE_NAME
     try:
-        secret = _long_enough(path.read_text().strip(), str(path))
+        return _long_enough(path.read_text().strip(), str(path))
     except FileNotFoundError:
-        secret = _create_secret(path)
-    _kept_secrets[settings.data_dir] = secret
-    return secret
-
-
-_kept_secrets: dict[Path, str] = {}
-"""The secret of each data directory, once read: the sealers of answers, webhooks and
-xAPI ask for it on every write, and the file never changes under a running process."""
+        return _create_secret(path)
 
 
 def _create_secret(path: Path) -> str:
