@@ -54,16 +54,16 @@ def rate_windows(writes: Sequence[Write]) -> dict[int, tuple[int, int]]:
     (``rates.window``), for as many answers as its caller sends in the batch (a caller
     names one member: two callers naming the same member in one batch are each counted
     on their own, so that rare pair may pass the limit by one)."""
-    callers: dict[tuple[uuid.UUID, str, str | None], list[int]] = {}
+    callers: dict[tuple[uuid.UUID, str, str | None], list[tuple[int, Answering]]] = {}
     for position, write in enumerate(writes):
         if isinstance(write, Answering):
             key = (write.org_id, write.caller.subject, write.caller.email)
-            callers.setdefault(key, []).append(position)
+            callers.setdefault(key, []).append((position, write))
     found = {}
-    for positions in callers.values():
-        limit = max(1, max(writes[p].per_minute for p in positions))  # type: ignore[union-attr]
-        for position in positions:
-            found[position] = window(limit, len(positions))
+    for answers in callers.values():
+        limit = max(1, max(write.per_minute for _, write in answers))
+        for position, _ in answers:
+            found[position] = window(limit, len(answers))
     return found
 
 

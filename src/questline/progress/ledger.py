@@ -35,10 +35,10 @@ from questline.progress.models import ScoreChange
 from questline.progress.rates import rate_refusal
 from questline.storage.db import new_id
 from questline.teams.models import TeamStatus
+from questline.teams.service import archived
 from questline.timeformat import rfc3339
 from questline.web.errors import (
     AlreadyCompleted,
-    Conflict,
     FieldError,
     NoAttemptsLeft,
     Problem,
@@ -262,11 +262,6 @@ class Changes:
     """The answers counted (``task_attempts`` rows, the answer sealed)."""
     organizations: list[uuid.UUID]
     """Whose read-model version to bump, sorted (the lock order)."""
-
-
-def archived(action: str) -> Conflict:
-    """The refusal of an archived team (``teams.service.ensure_active``'s words)."""
-    return Conflict(f"The team is archived and refuses {action}; make it Active first.")
 
 
 @dataclass(slots=True)

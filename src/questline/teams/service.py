@@ -321,9 +321,14 @@ async def _flag_set(
     return team
 
 
+def archived(action: str) -> Conflict:
+    """The refusal of an archived team's ``action`` (the routes' and the ledger's)."""
+    return Conflict(f"The team is archived and refuses {action}; make it Active first.")
+
+
 def ensure_active(team: Team, action: str) -> None:
     if team.status is TeamStatus.ARCHIVED:
-        raise Conflict(f"The team is archived and refuses {action}; make it Active first.")
+        raise archived(action)
 
 
 @dataclass(frozen=True, slots=True)
