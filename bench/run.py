@@ -88,8 +88,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument(
         "--row-security",
-        action="store_true",
-        help="PostgreSQL: the service connects as a role under row-level security",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="PostgreSQL: the service connects as a role under row-level security, as "
+        "it does by default (--no-row-security: as the one role that owns the tables)",
     )
     parser.add_argument("--no-markdown", action="store_true", help="leave BENCHMARKS.md alone")
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs)")

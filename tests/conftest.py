@@ -27,6 +27,7 @@ from tests.support.harness import AppHarness
 from tests.support.postgres import (
     PostgresServer,
     create_row_security_database,
+    row_security_requested,
     unique_database_name,
 )
 
@@ -36,7 +37,7 @@ BACKENDS = [
     if b.strip()
 ]
 
-ROW_SECURITY = os.environ.get("QUESTLINE_TEST_ROW_SECURITY", "") not in ("", "0")
+ROW_SECURITY = row_security_requested()
 """PostgreSQL tests connect as a service role under row-level security (docs/deploy.md,
 "Two database roles"); tests/security/test_row_security.py always does."""
 
@@ -126,7 +127,9 @@ def migrated_settings(
             )
         else:
             url = server.create_database(unique_database_name())
-            settings = Settings(data_dir=data_dir, database_url=url, **TEST_SETTINGS)
+            settings = Settings(
+                data_dir=data_dir, database_url=url, database_row_security=False, **TEST_SETTINGS
+            )
     else:
         settings = Settings(data_dir=data_dir, **TEST_SETTINGS)
     upgrade(settings)

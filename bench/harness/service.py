@@ -53,9 +53,9 @@ def service_env(data_dir: Path, url: str | None, *, owner_url: str | None = None
     }
     if url:
         env["QUESTLINE_DATABASE_URL"] = url
+    env["QUESTLINE_DATABASE_ROW_SECURITY"] = "true" if owner_url else "false"
     if owner_url:
         env["QUESTLINE_DATABASE_OWNER_URL"] = owner_url
-        env["QUESTLINE_DATABASE_ROW_SECURITY"] = "true"
     return env
 
 

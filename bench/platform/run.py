@@ -267,7 +267,7 @@ def run_backend(backend: str, args: argparse.Namespace, wrk: str) -> dict[str, A
         data_dir = workdir / "data"
         data_dir.mkdir()
         settings = Settings(data_dir=data_dir, database_url=url, jwt_secret=JWT_SECRET,
-                            _env_file=None)  # fmt: skip
+                            database_row_security=False, _env_file=None)  # fmt: skip
         upgrade(settings)
         seeded = asyncio.run(_seed(settings.resolved_database_url, found))
         rows = sum(seeded.rows.values())

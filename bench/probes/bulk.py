@@ -331,7 +331,9 @@ def main(argv: list[str] | None = None) -> int:
             server = PostgresServer().start()
             try:
                 url = server.create_database("bench")
-                settings = Settings(data_dir=Path(tmp) / "pg", database_url=url, **base)  # type: ignore[arg-type]
+                settings = Settings(
+                    data_dir=Path(tmp) / "pg", database_url=url, database_row_security=False, **base
+                )  # type: ignore[arg-type]
                 results += run(settings, "postgresql", args)
             finally:
                 server.cleanup()

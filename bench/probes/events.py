@@ -70,6 +70,7 @@ def env_for(data_dir: Path, url: str | None, **extra: str) -> dict[str, str]:
     }
     if url:
         env["QUESTLINE_DATABASE_URL"] = url
+        env["QUESTLINE_DATABASE_ROW_SECURITY"] = "false"  # the database's owner: one role
     return env
 
 
@@ -350,7 +351,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             url = postgres.create_database("bench_events")
         data_dir = workdir / "data"
         settings = Settings(
-            data_dir=data_dir, database_url=url, jwt_secret=JWT_SECRET, _env_file=None
+            data_dir=data_dir,
+            database_url=url,
+            database_row_security=False,
+            jwt_secret=JWT_SECRET,
+            _env_file=None,
         )
         await asyncio.to_thread(upgrade, settings)
         tokens = TokenService(settings)

@@ -250,11 +250,16 @@ def main() -> int:
         database_url = postgres.create_database("questline_load")
         secret = secrets.token_urlsafe(32)
         settings = Settings(
-            data_dir=root, database_url=database_url, jwt_secret=secret, _env_file=None
+            data_dir=root,
+            database_url=database_url,
+            database_row_security=False,
+            jwt_secret=secret,
+            _env_file=None,
         )  # type: ignore[call-arg]
         upgrade(settings)
         env = {
             "QUESTLINE_DATABASE_URL": database_url,
+            "QUESTLINE_DATABASE_ROW_SECURITY": "false",
             "QUESTLINE_DATA_DIR": str(root),
             "QUESTLINE_JWT_SECRET": secret,
             "QUESTLINE_RATE_LIMIT_ENABLED": "false",

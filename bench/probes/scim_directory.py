@@ -56,6 +56,7 @@ def env_for(data_dir: Path, url: str | None) -> dict[str, str]:
     }
     if url:
         env["QUESTLINE_DATABASE_URL"] = url
+        env["QUESTLINE_DATABASE_ROW_SECURITY"] = "false"  # the database's owner: one role
     return env
 
 
@@ -104,6 +105,7 @@ def run_backend(backend: str, args: argparse.Namespace, workdir: Path) -> dict[s
         settings = Settings(
             data_dir=data_dir,
             database_url=url,
+            database_row_security=False,
             jwt_secret=JWT_SECRET,
             _env_file=None,  # type: ignore[call-arg]
         )

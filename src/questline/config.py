@@ -40,12 +40,14 @@ class Settings(BaseSettings):
     db upgrade``, ``serve --migrate``); default: ``database_url``. With row-level
     security the service's own ``database_url`` names a role that does not own them
     (docs/deploy.md, "Two database roles")."""
-    database_row_security: bool = False
+    database_row_security: bool = True
     """PostgreSQL: act under the tenant tables' row-level security policies: every
     transaction sets the organization it acts for, and the few look-ups across
-    organizations switch to ``database_every_organization_role``. The service refuses to
-    start when its role would bypass the policies (it owns the tables, is a superuser or
-    has BYPASSRLS) or cannot take that role."""
+    organizations switch to ``database_every_organization_role``. On by default: the
+    service refuses to start when its role would bypass the policies (it owns the tables,
+    is a superuser or has BYPASSRLS) or cannot take that role; a deployment with one role
+    that owns the tables turns it off, and runs without that second wall (docs/deploy.md,
+    "Two database roles"). SQLite has no row security."""
     database_every_organization_role: str = "questline_every_organization"
     """PostgreSQL, with ``database_row_security``: the role (NOLOGIN BYPASSRLS, granted to
     the service's role) that the functions marked ``@finds_the_organization``,

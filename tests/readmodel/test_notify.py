@@ -10,7 +10,6 @@ periodic re-read (``questline.readmodel.sources.RECHECK_AFTER``).
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
 import sys
 import uuid
@@ -31,6 +30,7 @@ from questline.storage.notify import ALL, Notifier, asyncpg_dsn
 from tests.factories import World
 from tests.progress.factories import complete, make_discipline
 from tests.support.harness import AppHarness
+from tests.support.live import inherited_env
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres_only]
 
@@ -198,14 +198,6 @@ async def test_a_failed_send_is_retried_on_a_new_connection(
         await notifier.close()
 
 
-def _environment(settings: Settings) -> dict[str, str]:
-    env = {**os.environ, "QUESTLINE_DATA_DIR": str(settings.data_dir)}
-    env.pop("QUESTLINE_DATABASE_URL", None)
-    if settings.database_url:
-        env["QUESTLINE_DATABASE_URL"] = settings.database_url
-    return env
-
-
 async def test_a_writer_that_dies_before_announcing_is_seen_through_the_re_read(
     world: World, app_state: AppHarness, settings: Settings, heard: tuple[Heard, Any]
 ) -> None:
@@ -220,7 +212,7 @@ async def test_a_writer_that_dies_before_announcing_is_seen_through_the_re_read(
     result = await asyncio.to_thread(
         subprocess.run,
         [sys.executable, "-m", "tests.readmodel.writer", str(org.id), "--die-after-commit"],
-        env=_environment(settings),
+        env=inherited_env(settings),
         capture_output=True,
         text=True,
         timeout=60,

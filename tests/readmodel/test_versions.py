@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
 import sys
 import uuid
@@ -21,6 +20,7 @@ from questline.readmodel.versions import bump, read_version
 from tests.factories import Org, World, bearer
 from tests.progress.factories import make_discipline
 from tests.support.harness import AppHarness
+from tests.support.live import inherited_env
 
 pytestmark = pytest.mark.anyio
 
@@ -182,14 +182,6 @@ async def test_another_app_instance_sees_a_commit(
     assert await other.readmodel.version(org.id) == bumped
 
 
-def _environment(settings: Settings) -> dict[str, str]:
-    env = {**os.environ, "QUESTLINE_DATA_DIR": str(settings.data_dir)}
-    env.pop("QUESTLINE_DATABASE_URL", None)
-    if settings.database_url:
-        env["QUESTLINE_DATABASE_URL"] = settings.database_url
-    return env
-
-
 async def test_another_process_commit_is_seen(
     world: World, app_state: AppHarness, settings: Settings
 ) -> None:
@@ -200,7 +192,7 @@ async def test_another_process_commit_is_seen(
     result = await asyncio.to_thread(
         subprocess.run,
         [sys.executable, "-m", "tests.readmodel.writer", str(org.id)],
-        env=_environment(settings),
+        env=inherited_env(settings),
         capture_output=True,
         text=True,
         timeout=60,

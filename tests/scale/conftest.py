@@ -19,6 +19,7 @@ from prometheus_client import REGISTRY
 from questline.app import create_app
 from questline.storage.replicas import ReplicaRouter
 from tests.conftest import BACKENDS
+from tests.support.postgres import row_security_requested
 from tests.support.topology import Cluster
 
 needs_postgres = pytest.mark.skipif(
@@ -31,7 +32,7 @@ def cluster() -> Iterator[Cluster]:
     """Shared by the tests that do not stop anything (each uses its own organizations)."""
     if "postgresql" not in BACKENDS:
         pytest.skip("PostgreSQL backend not selected")
-    made = Cluster(server_pool_size=4).start()
+    made = Cluster(server_pool_size=4, row_security=row_security_requested()).start()
     try:
         yield made
     finally:

@@ -33,6 +33,7 @@ from tests.factories import bearer
 from tests.scale.conftest import needs_postgres
 from tests.support.live import LiveServer
 from tests.support.pgbouncer import Target
+from tests.support.postgres import row_security_requested
 from tests.support.topology import DATABASE, Cluster, Topology
 
 pytestmark = [pytest.mark.slow, needs_postgres]
@@ -43,7 +44,7 @@ ENV = {"QUESTLINE_RATE_LIMIT_READS": f"{READ_LIMIT}/hour"}
 
 @pytest.fixture(scope="module")
 def topology() -> Iterator[Topology]:
-    cluster = Cluster(server_pool_size=6).start()
+    cluster = Cluster(server_pool_size=6, row_security=row_security_requested()).start()
     made = Topology(cluster)
     try:
         made.start(3, **ENV)
@@ -249,7 +250,7 @@ def test_killing_the_replica_fails_no_read_and_it_serves_again_when_back(
 
 @pytest.fixture
 def failover() -> Iterator[Topology]:
-    cluster = Cluster(server_pool_size=6).start()
+    cluster = Cluster(server_pool_size=6, row_security=row_security_requested()).start()
     made = Topology(cluster)
     try:
         made.start(2)
@@ -304,6 +305,6 @@ def test_the_promoted_replica_takes_over_after_the_primary_stops(failover: Topol
     # for LISTEN (the old one is gone; meanwhile versions are read through the pool).
     for index, server in enumerate(servers):
         server.stop()
-        env = {**server.env, "QUESTLINE_DATABASE_LISTEN_URL": cluster.standby.url(DATABASE)}
+        env = {**server.env, "QUESTLINE_DATABASE_LISTEN_URL": cluster.url_on(cluster.standby)}
         servers[index] = LiveServer(env=env, log_path=server.log_path).start()
         assert team_names(servers[index].url, admin) == sorted(names)

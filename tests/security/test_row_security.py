@@ -427,10 +427,20 @@ async def test_start_up_refuses_a_role_that_bypasses_the_policies(settings: Sett
     as_owner = settings.model_copy(update={"database_url": settings.database_owner_url})
     db = Database(as_owner)
     try:
-        with pytest.raises(RowSecurityMisconfigured, match="owns the tables"):
+        with pytest.raises(RowSecurityMisconfigured, match="owns the tables") as refused:
             await db.check_row_security(as_owner)
+        # The way out for a deployment with one role, named where it stops.
+        assert "QUESTLINE_DATABASE_ROW_SECURITY=false" in str(refused.value)
     finally:
         await db.dispose()
+
+
+def test_row_security_is_on_by_default_on_postgresql_only(tmp_path: Path) -> None:
+    """Unset, the setting is on: a PostgreSQL deployment runs under the policies unless
+    it says otherwise; SQLite has none."""
+    url = "postgresql+asyncpg://questline_service@db.internal/questline"
+    assert Settings(_env_file=None, data_dir=tmp_path, database_url=url).row_security
+    assert not Settings(_env_file=None, data_dir=tmp_path).row_security
 
 
 async def test_start_up_refuses_the_service_role_with_row_security_off(

@@ -56,6 +56,7 @@ def fresh(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Setti
     if backend == "postgresql":
         server: PostgresServer = request.getfixturevalue("postgres_server")
         options["database_url"] = server.create_database(unique_database_name())
+        options["database_row_security"] = False  # the database's owner: one role
     return Settings(**options)
 
 

@@ -39,14 +39,22 @@ def database_env(settings: Settings) -> dict[str, str]:
     env: dict[str, str] = {}
     if settings.database_url:
         env["QUESTLINE_DATABASE_URL"] = settings.database_url
+    env["QUESTLINE_DATABASE_ROW_SECURITY"] = str(settings.database_row_security).lower()
     if settings.database_row_security:
-        env["QUESTLINE_DATABASE_ROW_SECURITY"] = "true"
         env["QUESTLINE_DATABASE_EVERY_ORGANIZATION_ROLE"] = (
             settings.database_every_organization_role
         )
         if settings.database_owner_url:
             env["QUESTLINE_DATABASE_OWNER_URL"] = settings.database_owner_url
     return env
+
+
+def inherited_env(settings: Settings) -> dict[str, str]:
+    """This process's environment with the data directory and database of ``settings``
+    (a command a test runs against the test's own database)."""
+    env = {**os.environ, "QUESTLINE_DATA_DIR": str(settings.data_dir)}
+    env.pop("QUESTLINE_DATABASE_URL", None)
+    return {**env, **database_env(settings)}
 
 
 LOADED_MACHINE = {

@@ -27,6 +27,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sqlalchemy.engine import make_url
+
 
 def system_bin_dir() -> Path | None:
     candidates = sorted(
@@ -275,10 +277,25 @@ def run_sql(url: str, *statements: str) -> None:
     asyncio.run(run())
 
 
-def create_row_security_database(server: PostgresServer) -> tuple[str, str]:
-    """A database as docs/deploy.md describes it for row-level security: owned by the
-    owner role (migrations), used by a service role that owns nothing and may take the
-    every-organization role. The owner's URL and the service's."""
+def row_security_requested() -> bool:
+    """Whether PostgreSQL tests connect as a service role under row-level security, as
+    the service does by default (docs/deploy.md, "Two database roles");
+    ``QUESTLINE_TEST_ROW_SECURITY=0`` runs them as the tables' owner, without it."""
+    return os.environ.get("QUESTLINE_TEST_ROW_SECURITY", "1") not in ("", "0", "false")
+
+
+def as_role(url: str, role: str) -> str:
+    """``url`` with ``role`` as its user (the harness's servers trust local roles)."""
+    return make_url(url).set(username=role).render_as_string(hide_password=False)
+
+
+def create_row_security_database(
+    server: PostgresServer, name: str | None = None
+) -> tuple[str, str]:
+    """A database (``name``, else a fresh one) as docs/deploy.md describes it for
+    row-level security: owned by the owner role (migrations), used by a service role
+    that owns nothing and may take the every-organization role. The owner's URL and the
+    service's."""
     roles = [
         f"CREATE ROLE {OWNER_ROLE} LOGIN",
         f"CREATE ROLE {SERVICE_ROLE} LOGIN",
@@ -289,8 +306,8 @@ def create_row_security_database(server: PostgresServer) -> tuple[str, str]:
     for statement in roles:  # once per server: another fixture may have made them
         with contextlib.suppress(Exception):
             run_sql(admin, statement)
-    name = unique_database_name("questline_rls")
+    name = name or unique_database_name("questline_rls")
     run_sql(admin, f'CREATE DATABASE "{name}" OWNER {OWNER_ROLE}')
     run_sql(server.url(name), f"ALTER SCHEMA public OWNER TO {OWNER_ROLE}")
-    base = f"postgresql+asyncpg://{{}}@127.0.0.1:{server.port}/{name}"
-    return base.format(OWNER_ROLE), base.format(SERVICE_ROLE)
+    url = server.url(name)
+    return as_role(url, OWNER_ROLE), as_role(url, SERVICE_ROLE)

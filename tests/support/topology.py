@@ -9,7 +9,10 @@
   ``QUESTLINE_DATABASE_LISTEN_URL`` → the primary directly (LISTEN needs a session),
   ``QUESTLINE_DATABASE_REPLICA_URLS`` → the replica, and the same JWT secret.
 
-Migrations run once against the primary directly, as the deploy step does.
+Migrations run once against the primary directly, as the deploy step does. With
+``row_security`` the cluster is the one of docs/deploy.md ("Two database roles"): the
+owner role migrates, and every process connects (through pgbouncer, directly for
+LISTEN, and to the replica) as the service role, under the policies.
 """
 
 from __future__ import annotations
@@ -26,9 +29,14 @@ from questline.auth.tokens import TokenService
 from questline.config import Settings
 from questline.storage.migrate import upgrade
 from questline.web.identity import Role
-from tests.support.live import LiveServer
+from tests.support.live import LiveServer, database_env
 from tests.support.pgbouncer import PgBouncer, Target, ensure_tool
-from tests.support.postgres import PostgresServer
+from tests.support.postgres import (
+    SERVICE_ROLE,
+    PostgresServer,
+    as_role,
+    create_row_security_database,
+)
 from tests.support.redis import RedisServer
 from tests.support.replica import StandbyServer, replicating_primary
 
@@ -48,17 +56,25 @@ class Cluster:
     server_pool_size: int = 20
     """pgbouncer's server connections per database (the tests make it small, so that
     client connections share them)."""
+    row_security: bool = False
+    """Two database roles and the policies (``QUESTLINE_TEST_ROW_SECURITY``)."""
+    owner_url: str | None = None
+    """The owner role's direct URL (migrations), with ``row_security``."""
 
     def start(self) -> Cluster:
         ensure_tool("pgbouncer", "pgbouncer")
         try:
             self.primary = replicating_primary()
-            self.primary.create_database(DATABASE)
+            if self.row_security:
+                self.owner_url, _ = create_row_security_database(self.primary, DATABASE)
+            else:
+                self.primary.create_database(DATABASE)
             upgrade(self.settings(database_url=self.direct_url))
             if self.with_standby:
                 self.standby = StandbyServer(primary=self.primary).start()
             self.bouncer = PgBouncer(
                 {DATABASE: Target(self.primary.port, DATABASE)},
+                user=self.role,
                 settings={"default_pool_size": str(self.server_pool_size)},
             ).start()
         except BaseException:
@@ -67,9 +83,20 @@ class Cluster:
         return self
 
     @property
+    def role(self) -> str:
+        """Who the service connects as: the service role under the policies, else the
+        servers' own user."""
+        assert self.primary is not None
+        return SERVICE_ROLE if self.row_security else self.primary.user
+
+    def url_on(self, server: PostgresServer) -> str:
+        """The service's direct URL of the database on ``server`` (primary or standby)."""
+        return as_role(server.url(DATABASE), self.role)
+
+    @property
     def direct_url(self) -> str:
         assert self.primary is not None
-        return self.primary.url(DATABASE)
+        return self.url_on(self.primary)
 
     @property
     def pooled_url(self) -> str:
@@ -79,7 +106,7 @@ class Cluster:
     @property
     def replica_url(self) -> str:
         assert self.standby is not None
-        return self.standby.url(DATABASE)
+        return self.url_on(self.standby)
 
     def settings(self, **changes: Any) -> Settings:
         """Settings of an in-process app on this cluster (rate limits off)."""
@@ -94,6 +121,9 @@ class Cluster:
             "rate_limit_enabled": False,
             "_env_file": None,
         }
+        values["database_row_security"] = self.row_security
+        if self.row_security:
+            values["database_owner_url"] = self.owner_url
         values.update(changes)
         return Settings(**values)
 
@@ -110,6 +140,8 @@ class Cluster:
         if self.standby is not None:
             env["QUESTLINE_DATABASE_REPLICA_URLS"] = self.replica_url
             env["QUESTLINE_DATABASE_REPLICA_TRANSACTION_POOLER"] = "false"  # direct
+        env.update(database_env(self.settings()))
+        env["QUESTLINE_DATABASE_URL"] = self.pooled_url
         return env
 
     @property

@@ -41,7 +41,9 @@ def throwaway_settings(backend: str, tmp_path: Path, request: pytest.FixtureRequ
     if backend == "postgresql":
         server: PostgresServer = request.getfixturevalue("postgres_server")
         url = server.create_database(f"broken_{uuid.uuid4().hex[:12]}")
-        settings = Settings(data_dir=tmp_path, database_url=url, **TEST_SETTINGS)
+        settings = Settings(
+            data_dir=tmp_path, database_url=url, database_row_security=False, **TEST_SETTINGS
+        )
     else:
         settings = Settings(data_dir=tmp_path, **TEST_SETTINGS)
     upgrade(settings)

@@ -332,7 +332,11 @@ class Database:
             problems.append(f"the role {every!r} lacks BYPASSRLS")
         if problems:
             raise RowSecurityMisconfigured(
-                "QUESTLINE_DATABASE_ROW_SECURITY is on, but " + "; ".join(problems) + "."
+                "QUESTLINE_DATABASE_ROW_SECURITY is on (the default), but "
+                + "; ".join(problems)
+                + ". Connect as a role the policies bind (docs/deploy.md, \"Two database "
+                "roles\"), or set QUESTLINE_DATABASE_ROW_SECURITY=false to run with one role "
+                "and without that second wall."
             )
 
     async def dispose(self) -> None:
