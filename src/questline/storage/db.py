@@ -334,8 +334,8 @@ class Database:
             raise RowSecurityMisconfigured(
                 "QUESTLINE_DATABASE_ROW_SECURITY is on (the default), but "
                 + "; ".join(problems)
-                + ". Connect as a role the policies bind (docs/deploy.md, \"Two database "
-                "roles\"), or set QUESTLINE_DATABASE_ROW_SECURITY=false to run with one role "
+                + '. Connect as a role the policies bind (docs/deploy.md, "Two database '
+                'roles"), or set QUESTLINE_DATABASE_ROW_SECURITY=false to run with one role '
                 "and without that second wall."
             )
 
