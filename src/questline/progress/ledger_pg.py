@@ -3,7 +3,9 @@ size. The group commit runs a batch of many on the driver's connection, each sta
 its own transaction; the route runs a batch of one in its session's transaction
 (``record``). Both: ``write_batch``.
 
-1. ``LOOKUP`` reads, in one snapshot, what ``ledger.Plan.see`` takes for each write.
+1. ``LOOKUP`` reads, in one snapshot, what ``ledger.Plan.see`` takes for each write
+   (``ANSWER_LOOKUP`` for answers, with what they read beyond; a batch that mixes
+   answers and progress writes runs both).
 2. ``ledger.Plan`` decides every write in turn.
 3. ``WRITE`` applies the net result in one statement: it first locks the disciplines
    of the tasks it completes (``FOR KEY SHARE``: a discipline's replace or delete waits
@@ -53,7 +55,7 @@ from typing import Any
 from questline.events.fanout import EVERYONE, Listeners
 from questline.events.service import outbox_sql
 from questline.members.callers import names_of
-from questline.progress.answer_sight import answer_sight, rate_windows
+from questline.progress.answer_sight import COLUMNS, answer_sight, rate_windows
 from questline.progress.ledger import (
     Answering,
     Completing,
@@ -104,7 +106,14 @@ def lookup_sql(listeners: Listeners) -> str:
 
 
 ANSWER_LOOKUP = """
-SELECT w.i, k.check_kind, k.max_attempts, k.answers, k.owner, k.level_id, k.sequential,
+SELECT w.i, {{listened}} AS listened, t.status, t.score, t.score_reached_at, t.version,
+       EXISTS (SELECT 1 FROM score_events AS e
+               WHERE e.organization_id = w.org AND e.team_id = w.team) AS has_history,
+       k.discipline_id, k.points,
+       c.discipline_id AS done_discipline_id, c.points AS done_points,
+       c.completed_at AS done_at, c.member_id AS done_member_id,
+       c.recorded_by AS done_recorded_by, false AS member_of_team,
+       k.check_kind, k.max_attempts, k.answers, k.owner, k.level_id, k.sequential,
        k.discipline_id, k.points,
        CASE WHEN k.max_attempts IS NOT NULL THEN (
            SELECT count(*) FROM task_attempts AS a
@@ -130,6 +139,7 @@ SELECT w.i, k.check_kind, k.max_attempts, k.answers, k.owner, k.level_id, k.sequ
 FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::varchar[], $6::varchar[],
             $7::varchar[], $8::int[], $9::int[])
      WITH ORDINALITY AS w(org, team, task, as_id, key, other_key, subject, skip, take, i)
+JOIN teams AS t ON t.organization_id = w.org AND t.id = w.team
 LEFT JOIN LATERAL (
     SELECT tasks.check_kind, tasks.max_attempts, tasks.answers::text AS answers,
            d.organization_id AS owner, tasks.level_id, d.sequential, tasks.discipline_id,
@@ -137,6 +147,8 @@ LEFT JOIN LATERAL (
     FROM tasks JOIN disciplines AS d ON d.id = tasks.discipline_id
     WHERE tasks.id = w.task AND (d.organization_id IS NULL OR d.organization_id = w.org)
 ) AS k ON true
+LEFT JOIN task_completions AS c
+  ON c.organization_id = w.org AND c.team_id = w.team AND c.task_id = w.task
 LEFT JOIN levels AS l ON k.sequential AND l.id = k.level_id
 LEFT JOIN LATERAL (
     SELECT q.id, q.title FROM levels AS q
@@ -154,12 +166,22 @@ ANSWER_LOOKUP = ANSWER_LOOKUP.format(
     recent_of_member=RECENT.format(actor="m.id::text"),
     recent_of_subject=RECENT.format(actor="w.subject"),
 )
-"""What each answer of a batch reads beyond ``LOOKUP`` (``answer_sight.COLUMNS``
-after ``i``): the arrays of organizations, teams, tasks, the callers' subjects as
-member ids, their e-mail keys (a caller has at most two: its e-mail's and its
-subject's), their subjects, the windows of their rates (``rates.window``), a minute
-ago. The named members are found by index (``= ANY(ARRAY(…))``): as a join or an
-``IN``, the planner walked the organization's members once for each."""
+"""The answers' ``LOOKUP``, and what they read beyond it (``answer_sight.COLUMNS``
+after ``member_of_team``), in one statement: the arrays of organizations, teams,
+tasks, the callers' subjects as member ids, their e-mail keys (a caller has at most
+two: its e-mail's and its subject's), their subjects, the windows of their rates
+(``rates.window``), a minute ago. A batch of answers alone is then looked up in one
+statement, as a batch of progress writes is. The named members are found by index
+(``= ANY(ARRAY(…))``): as a join or an ``IN``, the planner walked the organization's
+members once for each."""
+
+
+@functools.lru_cache(maxsize=8)
+def answer_lookup_sql(listeners: Listeners) -> str:
+    """``ANSWER_LOOKUP`` asking ``listeners`` whether each answer's organization is
+    listened to."""
+    return ANSWER_LOOKUP.format(listened=listeners.sql("w.org"))
+
 
 _WRITTEN_FIRST = """(SELECT ok FROM ok)
   AND (SELECT count(*) FROM added) + (SELECT count(*) FROM replaced)
@@ -318,24 +340,19 @@ async def write_batch(
     outcome, in order (a refusal: nothing written for it). ``in_transaction``: the
     statements share one transaction (the route's), so a failed check locks the teams
     before the next attempt. ``listeners``: who may take the outbox events."""
-    lookup = lookup_sql(listeners)
-    lists = (
-        [w.org_id for w in writes],
-        [w.team_id for w in writes],
-        [task_of(w) for w in writes],
-    )
     answers = [(p, w) for p, w in enumerate(writes) if isinstance(w, Answering)]
+    others = [p for p, w in enumerate(writes) if not isinstance(w, Answering)]
     for attempt in range(ATTEMPTS):
         if in_transaction and (attempt or answers):
             # An answer counts what the team's attempts were: the teams are held first,
             # as the route always held its team (an answer changes no team row, so the
             # write's version check cannot see another one).
-            await fetch(HOLD, lists[0], lists[1])
+            await fetch(HOLD, [w.org_id for w in writes], [w.team_id for w in writes])
         plan = Plan(now=utcnow())
-        members = [w.data.member_id if isinstance(w, Completing) else None for w in writes]
-        _look_up(await fetch(lookup, *lists, members), writes, plan)
+        if others:
+            await _look_up(fetch, lookup_sql(listeners), writes, others, plan)
         if answers:
-            await _look_up_answers(fetch, writes, answers, plan)
+            await _look_up_answers(fetch, answer_lookup_sql(listeners), writes, answers, plan)
             if not in_transaction and _limits_attempts(plan):
                 raise NeedsHolding
         outcomes: list[Outcome | Refused] = [
@@ -349,44 +366,67 @@ async def write_batch(
     raise Contended(f"{len(writes)} progress writes met concurrent changes {ATTEMPTS} times")
 
 
-def _look_up(rows: Sequence[Any], writes: Sequence[Write], plan: Plan) -> None:
+async def _look_up(
+    fetch: Fetch, sql: str, writes: Sequence[Write], positions: Sequence[int], plan: Plan
+) -> None:
+    """``LOOKUP`` of the writes at ``positions`` (progress writes)."""
+    chosen = [writes[p] for p in positions]
+    rows = await fetch(
+        sql,
+        [w.org_id for w in chosen],
+        [w.team_id for w in chosen],
+        [task_of(w) for w in chosen],
+        [w.data.member_id if isinstance(w, Completing) else None for w in chosen],
+    )
     for row in rows:
-        position = int(row["i"]) - 1
-        discipline_id = row["discipline_id"]
-        done_at = row["done_at"]
-        plan.see(
-            position,
-            writes[position],
-            team=TeamState(
-                status=row["status"],
-                version=int(row["version"]),
-                score=int(row["score"]),
-                reached_at=row["score_reached_at"],
-                has_history=bool(row["has_history"]),
-            ),
-            task=None if discipline_id is None else (_uuid(discipline_id), int(row["points"])),
-            done=None
-            if done_at is None
-            else Done(
-                _uuid(row["done_discipline_id"]),
-                int(row["done_points"]),
-                done_at,
-                None if row["done_member_id"] is None else _uuid(row["done_member_id"]),
-                row["done_recorded_by"],
-            ),
-            member_of_team=bool(row["member_of_team"]),
-            listened=bool(row["listened"]),
-        )
+        position = positions[int(row["i"]) - 1]
+        _see(plan, position, writes[position], row)
+
+
+def _see(plan: Plan, position: int, write: Write, row: Any) -> None:
+    """What a look-up's row (``LOOKUP``'s columns) found for the write at ``position``."""
+    discipline_id = row["discipline_id"]
+    done_at = row["done_at"]
+    plan.see(
+        position,
+        write,
+        team=TeamState(
+            status=row["status"],
+            version=int(row["version"]),
+            score=int(row["score"]),
+            reached_at=row["score_reached_at"],
+            has_history=bool(row["has_history"]),
+        ),
+        task=None if discipline_id is None else (_uuid(discipline_id), int(row["points"])),
+        done=None
+        if done_at is None
+        else Done(
+            _uuid(row["done_discipline_id"]),
+            int(row["done_points"]),
+            done_at,
+            None if row["done_member_id"] is None else _uuid(row["done_member_id"]),
+            row["done_recorded_by"],
+        ),
+        member_of_team=bool(row["member_of_team"]),
+        listened=bool(row["listened"]),
+    )
+
+
+ANSWER_COLUMNS = len(COLUMNS)
 
 
 async def _look_up_answers(
-    fetch: Fetch, writes: Sequence[Write], answers: Sequence[tuple[int, Answering]], plan: Plan
+    fetch: Fetch,
+    sql: str,
+    writes: Sequence[Write],
+    answers: Sequence[tuple[int, Answering]],
+    plan: Plan,
 ) -> None:
-    """What the answers of the batch read beyond ``LOOKUP``."""
+    """``ANSWER_LOOKUP`` of the batch's answers: what ``LOOKUP`` reads, and more."""
     names = [names_of(w.caller) for _, w in answers]
     windows = rate_windows(writes)
     rows = await fetch(
-        ANSWER_LOOKUP,
+        sql,
         [w.org_id for _, w in answers],
         [w.team_id for _, w in answers],
         [w.task_id for _, w in answers],
@@ -400,7 +440,8 @@ async def _look_up_answers(
     )
     for row in rows:
         position, write = answers[int(row["i"]) - 1]
-        values = list(row.values())[1:]
+        _see(plan, position, write, row)
+        values = list(row.values())[-ANSWER_COLUMNS:]
         plan.see_answer(position, answer_sight(write.task_id, values, _uuid, windows[position][0]))
 
 
