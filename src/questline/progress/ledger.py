@@ -27,7 +27,6 @@ import orjson
 
 from questline.disciplines.checks import AnswerKeys, TaskCheck, any_matches
 from questline.disciplines.models import CheckKind
-from questline.events.service import as_payload
 from questline.members.callers import acting_as, best_named
 from questline.progress import schemas
 from questline.progress.learner_records import SEALED_AS
@@ -455,7 +454,7 @@ class Plan:
                 "Correct": correct,
                 "AttemptsLeft": left,
             }
-            body = orjson.dumps(as_payload(summary))
+            body = orjson.dumps(summary)  # ids as the API writes them (orjson's UUIDs)
             self.events.append(event_row(write.org_id, "attempt.created", body))
 
     def _step(
