@@ -30,7 +30,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import logging
-import secrets
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -40,7 +39,7 @@ from email_validator import EmailNotValidError, validate_email
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from questline.auth import sessions
+from questline.auth import login_states, sessions
 from questline.config import Settings
 from questline.lti import claims as lti
 from questline.lti.framing import ORIGIN
@@ -70,9 +69,8 @@ def origin_of(url: str) -> str:
 
 
 def login_cookie_name(state_hash: str) -> str:
-    """One cookie per login under way (single sign-on's rule): two launches in two
-    frames of one page do not collide."""
-    return LOGIN_COOKIE_PREFIX + state_hash[:16]
+    """The cookie of one login under way (``auth.login_states``)."""
+    return login_states.cookie_name(LOGIN_COOKIE_PREFIX, state_hash)
 
 
 Bound = tuple[uuid.UUID, uuid.UUID]
@@ -231,21 +229,18 @@ async def start_login(
         bound = None
         chosen_client_id, login_url = shared[0].client_id, shared[0].auth_login_url
     await _purge_expired(session)
-    state = secrets.token_urlsafe(32)
-    nonce = secrets.token_urlsafe(32)
-    browser = secrets.token_urlsafe(32)
-    state_hash = sessions.digest(state)
+    login = login_states.new_login()
     now = utcnow()
     lifetime = dt.timedelta(minutes=settings.lti_login_minutes)
     session.add(
         LtiLoginState(
-            state_hash=state_hash,
+            state_hash=login.state_hash,
             issuer=issuer,
             client_id=chosen_client_id,
             organization_id=bound[0] if bound else None,
             platform_id=bound[1] if bound else None,
-            browser_hash=sessions.digest(browser),
-            nonce=nonce,
+            browser_hash=login.browser_hash,
+            nonce=login.nonce,
             target_link_uri=target or default_target,
             created_at=now,
             expires_at=now + lifetime,
@@ -260,16 +255,16 @@ async def start_login(
         "client_id": chosen_client_id,
         "redirect_uri": redirect_uri,
         "login_hint": login_hint,
-        "state": state,
-        "nonce": nonce,
+        "state": login.state,
+        "nonce": login.nonce,
     }
     if message_hint is not None:
         query["lti_message_hint"] = message_hint
     separator = "&" if urlsplit(login_url).query else "?"
     return LoginStart(
         redirect_url=f"{login_url}{separator}{urlencode(query)}",
-        cookie_name=login_cookie_name(state_hash),
-        cookie_value=browser,
+        cookie_name=login_cookie_name(login.state_hash),
+        cookie_value=login.browser,
         max_age=int(lifetime.total_seconds()),
     )
 
@@ -280,9 +275,9 @@ async def spend_login(
 ) -> SpentLogin:
     """Spend the login of ``state``: once, only before it expires, and only in the
     browser that started it (its login cookie)."""
-    if not state or len(state) > 200:
+    state_hash = login_states.state_hash_of(state)
+    if state_hash is None:
         raise LaunchRefused("state")
-    state_hash = sessions.digest(state)
     spent = (
         await session.execute(
             delete(LtiLoginState)
@@ -304,8 +299,9 @@ async def spend_login(
     bound = None
     if spent.organization_id is not None and spent.platform_id is not None:
         bound = (spent.organization_id, spent.platform_id)
-    browser = cookies.get(login_cookie_name(state_hash), "")
-    if not secrets.compare_digest(sessions.digest(browser), spent.browser_hash):
+    if not login_states.same_browser(
+        cookies, prefix=LOGIN_COOKIE_PREFIX, state_hash=state_hash, browser_hash=spent.browser_hash
+    ):
         # Shown inside the platform's frame (a browser that keeps no cookies there is
         # told to open a new window), so framable by the registration's origin.
         frame = await _login_frame_origin(

@@ -37,7 +37,7 @@ from authlib.oauth2.client import OAuth2Client
 from sqlalchemy import delete
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from questline.auth import scim_tokens, sessions
+from questline.auth import login_states, scim_tokens, sessions
 from questline.config import Settings
 from questline.members.service import FoundMember, audit_created, find_by_email, find_or_create
 from questline.outbound.calls import tls_context
@@ -67,8 +67,8 @@ LOGIN_COOKIE_PREFIX = "questline_oidc_"
 
 
 def login_cookie_name(state_hash: str) -> str:
-    """One cookie per login under way, so that two tabs signing in do not collide."""
-    return LOGIN_COOKIE_PREFIX + state_hash[:16]
+    """The cookie of one login under way (``auth.login_states``)."""
+    return login_states.cookie_name(LOGIN_COOKIE_PREFIX, state_hash)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,19 +121,16 @@ async def start_login(
 ) -> LoginStart:
     """Record a login and build the provider's authorization URL."""
     await _purge_expired(session)
-    state = secrets.token_urlsafe(32)
-    nonce = secrets.token_urlsafe(32)
+    login = login_states.new_login()
     verifier = secrets.token_urlsafe(64)  # 86 characters: RFC 7636 allows 43 to 128
-    browser = secrets.token_urlsafe(32)
     now = utcnow()
     lifetime = dt.timedelta(minutes=settings.oidc_login_minutes)
-    state_hash = sessions.digest(state)
     session.add(
         OidcLoginState(
-            state_hash=state_hash,
+            state_hash=login.state_hash,
             organization_id=configuration.organization_id,
-            browser_hash=sessions.digest(browser),
-            nonce=nonce,
+            browser_hash=login.browser_hash,
+            nonce=login.nonce,
             code_verifier=verifier,
             next_path=next_path,
             created_at=now,
@@ -150,12 +147,15 @@ async def start_login(
         code_challenge_method="S256",
     )
     url, _ = client.create_authorization_url(
-        provider.authorization_endpoint, state=state, code_verifier=verifier, nonce=nonce
+        provider.authorization_endpoint,
+        state=login.state,
+        code_verifier=verifier,
+        nonce=login.nonce,
     )
     return LoginStart(
         authorization_url=url,
-        cookie_name=login_cookie_name(state_hash),
-        cookie_value=browser,
+        cookie_name=login_cookie_name(login.state_hash),
+        cookie_value=login.browser,
         max_age=int(lifetime.total_seconds()),
     )
 
@@ -168,9 +168,9 @@ async def spend_login(
     cookies: dict[str, str],
 ) -> SpentLogin:
     """Spend the login of ``state`` (once), checked against the browser's cookie."""
-    if not state or len(state) > 200:
+    state_hash = login_states.state_hash_of(state)
+    if state_hash is None:
         raise LoginRefused("state")
-    state_hash = sessions.digest(state)
     spent = (
         await session.execute(
             delete(OidcLoginState)
@@ -188,8 +188,9 @@ async def spend_login(
     ).one_or_none()
     if spent is None or spent.expires_at <= utcnow():
         raise LoginRefused("state")
-    browser = cookies.get(login_cookie_name(state_hash), "")
-    if not secrets.compare_digest(sessions.digest(browser), spent.browser_hash):
+    if not login_states.same_browser(
+        cookies, prefix=LOGIN_COOKIE_PREFIX, state_hash=state_hash, browser_hash=spent.browser_hash
+    ):
         raise LoginRefused("browser")
     configuration = usable(await get_configuration(session, org_id=spent.organization_id))
     if configuration.updated_at > spent.created_at:
