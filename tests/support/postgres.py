@@ -261,8 +261,11 @@ EVERY_ORGANIZATION_ROLE = "questline_every_organization"
 
 
 def run_sql(url: str, *statements: str) -> None:
-    """Run ``statements`` on ``url`` (asyncpg, outside the application)."""
+    """Run ``statements`` on ``url`` (asyncpg, outside the application), on a thread of
+    its own: the caller's may be running an event loop (an async fixture, Playwright's
+    sync API), where ``asyncio.run`` refuses to start another."""
     import asyncio
+    import concurrent.futures
 
     import asyncpg
 
@@ -274,7 +277,8 @@ def run_sql(url: str, *statements: str) -> None:
         finally:
             await connection.close()
 
-    asyncio.run(run())
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(lambda: asyncio.run(run())).result()
 
 
 def row_security_requested() -> bool:
