@@ -32,8 +32,9 @@ class RowResult:
     p90_ms: float | None = None
     p99_ms: float | None = None
     progress_cost: float | None = None
-    """A learner's write: what a request costs as a multiple of the admin's progress
-    write's (``PROGRESS_WRITE``'s requests/s over this row's), same server, same run."""
+    """A learner's write with a cost goal: what a request costs as a multiple of the
+    admin's progress write's (``PROGRESS_WRITE``'s requests/s over this row's), same
+    server, same run, the median of paired rounds (``paired_costs``)."""
     ratio: float | None = None
     """requests/s divided by the bare endpoint's (mean of its two measurements, before
     and after the rows), same server, same run."""
@@ -147,13 +148,9 @@ def _etag(ctx: Context, row: Row) -> str:
         return client.get(row.path).headers.get("etag", "")
 
 
-def measure(ctx: Context, row: Row) -> RowResult:
-    result = RowResult(name=row.name, status="ok", loadavg=round(os.getloadavg()[0], 2))
-    reason = _preflight(ctx, row)
-    if reason is not None:
-        result.status, result.reason = "failed", reason
-        return result
-    env = {
+def _env(ctx: Context, row: Row) -> dict[str, str]:
+    """What the row's script reads (wrk passes the environment to Lua)."""
+    return {
         "BENCH_TOKEN": ctx.tokens[row.role],
         "BENCH_PATH": row.path,
         "BENCH_IDS": _ids_file(ctx, row),
@@ -164,6 +161,36 @@ def measure(ctx: Context, row: Row) -> RowResult:
         "BENCH_RIGHT": learners.RIGHT,
         "BENCH_WRONG": learners.WRONG,
     }
+
+
+def _measured_run(ctx: Context, row: Row, env: dict[str, str], seconds: float) -> Measured:
+    """One measured wrk run of the row (after its warm-up)."""
+    env = {**env, "BENCH_RUN": uuid.uuid4().hex[:8]}
+    if row.learner == "right":
+        learners.withdraw_answered(ctx.service.base_url, ctx.tokens["admin"], _learners(ctx))
+    ids = len(ctx.seeded.progress_pairs)
+    if row.ids in ("attempts", "hints"):
+        # Past the lines the warm-up used: its hints are unlocked (its right answers
+        # were withdrawn above).
+        ids = len(Path(env["BENCH_IDS"]).read_text().splitlines())
+    env["BENCH_OFFSET"] = str(ids // 2 // ctx.load.threads)
+    return run_wrk(
+        ctx.wrk,
+        base_url=ctx.service.base_url,
+        script=row.script,
+        env=env,
+        load=ctx.load,
+        seconds=seconds,
+    )
+
+
+def measure(ctx: Context, row: Row) -> RowResult:
+    result = RowResult(name=row.name, status="ok", loadavg=round(os.getloadavg()[0], 2))
+    reason = _preflight(ctx, row)
+    if reason is not None:
+        result.status, result.reason = "failed", reason
+        return result
+    env = _env(ctx, row)
     if ctx.load.warmup_s > 0:
         # Rows over many ids warm up walking the ids in order (every process's read
         # model gets each id's entry when the window allows), then measure random ids.
@@ -175,23 +202,7 @@ def measure(ctx: Context, row: Row) -> RowResult:
             load=ctx.load,
             seconds=ctx.load.warmup_s,
         )
-    env["BENCH_RUN"] = uuid.uuid4().hex[:8]
-    if row.learner == "right":
-        learners.withdraw_answered(ctx.service.base_url, ctx.tokens["admin"], _learners(ctx))
-    ids = len(ctx.seeded.progress_pairs)
-    if row.ids in ("attempts", "hints"):
-        # Past the lines the warm-up used: its hints are unlocked (its right answers
-        # were withdrawn above).
-        ids = len(Path(env["BENCH_IDS"]).read_text().splitlines())
-    env["BENCH_OFFSET"] = str(ids // 2 // ctx.load.threads)
-    measured: Measured = run_wrk(
-        ctx.wrk,
-        base_url=ctx.service.base_url,
-        script=row.script,
-        env=env,
-        load=ctx.load,
-        seconds=max(ctx.load.duration_s, row.min_seconds),
-    )
+    measured = _measured_run(ctx, row, env, max(ctx.load.duration_s, row.min_seconds))
     result.rps = round(measured.rps, 1)
     result.p50_ms = round(measured.p50_ms, 2)
     result.p90_ms = round(measured.p90_ms, 2)
@@ -207,6 +218,34 @@ def measure(ctx: Context, row: Row) -> RowResult:
         if measured.statuses:
             result.reason += f" (statuses {measured.statuses})"
     return result
+
+
+PAIRED_ROUNDS = 4
+"""Rounds of the learners' cost (``paired_costs``): even, so that each order of a pair
+(which runs first) counts as often."""
+
+
+def paired_costs(
+    ctx: Context, base: Row, compared: list[Row], *, log: Any = None
+) -> dict[str, float]:
+    """What a request of each ``compared`` row costs as a multiple of ``base``'s: the
+    median over ``PAIRED_ROUNDS`` rounds of ``base``'s requests/s over the row's, each
+    measured right after the other (the order reversed every other round). Rows a
+    quarter of a minute apart on a shared machine drift by more than the differences
+    measured; adjacent runs drift alike."""
+    seconds = max(3.0, ctx.load.duration_s / 3)
+    envs = {row.name: _env(ctx, row) for row in [base, *compared]}
+    ratios: dict[str, list[float]] = {row.name: [] for row in compared}
+    for number in range(PAIRED_ROUNDS):
+        for row in compared:
+            pair = [base, row] if number % 2 == 0 else [row, base]
+            rps = {r.name: _measured_run(ctx, r, envs[r.name], seconds).rps for r in pair}
+            if rps[base.name] and rps[row.name]:
+                ratios[row.name].append(rps[base.name] / rps[row.name])
+                if log is not None:
+                    log(f"  paired round {number + 1}: {row.name}: "
+                        f"{rps[base.name] / rps[row.name]:.2f}x")  # fmt: skip
+    return {name: round(statistics.median(found), 2) for name, found in ratios.items() if found}
 
 
 def _say(line: str) -> None:
@@ -229,11 +268,14 @@ def measure_all(ctx: Context, rows: list[Row], teams: int, *, log: Any = _say) -
     bare = [r.rps for r in results if r.name.startswith(BARE.name) and r.rps]
     ceiling = statistics.mean(bare) if bare else None
     floor = next((r.rps for r in results if r.name == FLOOR.name and r.rps), None)
+    costs = _learner_costs(ctx, rows, results, log)
     progress = next((r.rps for r in results if r.name == PROGRESS_WRITE and r.rps), None)
     by_name = {row.name: row for row in rows}
     for result in results:
-        if progress and result.rps and by_name.get(result.name, BARE).learner:
-            result.progress_cost = round(progress / result.rps, 2)
+        if result.name in costs:
+            result.progress_cost = costs[result.name]
+        elif progress and result.rps and by_name.get(result.name, BARE).learner:
+            result.progress_cost = round(progress / result.rps, 2)  # no goal: one run
         if result.rps is None or result.name.startswith(BARE.name):
             continue
         if ceiling:
@@ -241,6 +283,19 @@ def measure_all(ctx: Context, rows: list[Row], teams: int, *, log: Any = _say) -
         if floor and result.name != FLOOR.name:
             result.floor_ratio = round(result.rps / floor, 3)
     return results
+
+
+def _learner_costs(
+    ctx: Context, rows: list[Row], results: list[RowResult], log: Any
+) -> dict[str, float]:
+    """The learners' rows with a cost goal, measured against the progress write in
+    paired rounds (``paired_costs``), once both measured without failing."""
+    ok = {r.name for r in results if r.status == "ok" and r.rps}
+    base = next((row for row in rows if row.name == PROGRESS_WRITE and row.name in ok), None)
+    compared = [row for row in rows if row.progress_goal is not None and row.name in ok]
+    if base is None or not compared:
+        return {}
+    return paired_costs(ctx, base, compared, log=log)
 
 
 def _floor(ctx: Context, teams: int, log: Any) -> RowResult:
