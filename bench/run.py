@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.postgres import (
-    OWNER_ROLE,
     PostgresServer,
+    as_role,
     create_row_security_database,
     free_port,
 )
@@ -135,7 +135,7 @@ def run_size(
     # as the server's superuser, on the same database.
     seed_url = settings.resolved_database_url
     if owner_url is not None:
-        seed_url = owner_url.replace(f"{OWNER_ROLE}@", f"{PostgresServer.user}@", 1)
+        seed_url = as_role(owner_url, PostgresServer.user)
     seeded = asyncio.run(seed_database(seed_url, teams))
     history = "with" if seeded.history_seeded else "WITHOUT (no progress tables yet)"
     print(

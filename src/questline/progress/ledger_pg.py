@@ -75,27 +75,34 @@ from questline.readmodel.versions import bump_sql
 from questline.storage.db import utcnow
 from questline.web.identity import Role
 
-LOOKUP = """
-SELECT w.i, {listened} AS listened, t.status, t.score, t.score_reached_at, t.version,
+SEEN = """{listened} AS listened, t.status, t.score, t.score_reached_at, t.version,
        EXISTS (SELECT 1 FROM score_events AS e
                WHERE e.organization_id = w.org AND e.team_id = w.team) AS has_history,
        k.discipline_id, k.points,
        c.discipline_id AS done_discipline_id, c.points AS done_points,
        c.completed_at AS done_at, c.member_id AS done_member_id,
-       c.recorded_by AS done_recorded_by,
+       c.recorded_by AS done_recorded_by"""
+"""What both look-ups read of each write's team, task (``k``: its discipline and points,
+when the organization sees it) and completion (``_see``), from ``w``'s row."""
+
+TEAM = "JOIN teams AS t ON t.organization_id = w.org AND t.id = w.team"
+COMPLETION = """LEFT JOIN task_completions AS c
+  ON c.organization_id = w.org AND c.team_id = w.team AND c.task_id = w.task"""
+
+LOOKUP = f"""
+SELECT w.i, {SEEN},
        EXISTS (SELECT 1 FROM team_members AS m
                WHERE m.organization_id = w.org AND m.team_id = w.team
                  AND m.member_id = w.member) AS member_of_team
 FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[])
      WITH ORDINALITY AS w(org, team, task, member, i)
-JOIN teams AS t ON t.organization_id = w.org AND t.id = w.team
+{TEAM}
 LEFT JOIN LATERAL (
     SELECT tasks.discipline_id, tasks.points
     FROM tasks JOIN disciplines AS d ON d.id = tasks.discipline_id
     WHERE tasks.id = w.task AND (d.organization_id IS NULL OR d.organization_id = w.org)
 ) AS k ON true
-LEFT JOIN task_completions AS c
-  ON c.organization_id = w.org AND c.team_id = w.team AND c.task_id = w.task
+{COMPLETION}
 """
 
 
@@ -105,14 +112,8 @@ def lookup_sql(listeners: Listeners) -> str:
     return LOOKUP.format(listened=listeners.sql("w.org"))
 
 
-ANSWER_LOOKUP = """
-SELECT w.i, {{listened}} AS listened, t.status, t.score, t.score_reached_at, t.version,
-       EXISTS (SELECT 1 FROM score_events AS e
-               WHERE e.organization_id = w.org AND e.team_id = w.team) AS has_history,
-       k.discipline_id, k.points,
-       c.discipline_id AS done_discipline_id, c.points AS done_points,
-       c.completed_at AS done_at, c.member_id AS done_member_id,
-       c.recorded_by AS done_recorded_by, false AS member_of_team,
+ANSWER_LOOKUP = f"""
+SELECT w.i, {SEEN}, false AS member_of_team,
        k.check_kind, k.max_attempts, k.answers, k.owner, k.level_id, k.sequential,
        k.discipline_id, k.points,
        CASE WHEN k.max_attempts IS NOT NULL THEN (
@@ -123,14 +124,14 @@ SELECT w.i, {{listened}} AS listened, t.status, t.score, t.score_reached_at, t.v
                    SELECT 1 FROM team_members AS tm
                    WHERE tm.organization_id = m.organization_id AND tm.team_id = w.team
                      AND tm.member_id = m.id),
-                   ({recent_of_member})))::text
+                   ({{recent_of_member}})))::text
         FROM members AS m
         WHERE m.organization_id = w.org AND m.active IS NOT false
           AND m.id = ANY(ARRAY(SELECT n.id FROM members AS n
                                WHERE n.organization_id = w.org
                                  AND n.email_key IN (w.key, w.other_key)
                                UNION ALL SELECT w.as_id))) AS named,
-       ({recent_of_subject}) AS subject_recent,
+       ({{recent_of_subject}}) AS subject_recent,
        l.title AS level_title, p.id AS previous_id, p.title AS previous_title,
        (SELECT count(*) FROM tasks AS pt WHERE pt.level_id = p.id) AS previous_tasks,
        (SELECT count(*) FROM task_completions AS c JOIN tasks AS pt ON pt.id = c.task_id
@@ -139,7 +140,7 @@ SELECT w.i, {{listened}} AS listened, t.status, t.score, t.score_reached_at, t.v
 FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::varchar[], $6::varchar[],
             $7::varchar[], $8::int[], $9::int[])
      WITH ORDINALITY AS w(org, team, task, as_id, key, other_key, subject, skip, take, i)
-JOIN teams AS t ON t.organization_id = w.org AND t.id = w.team
+{TEAM}
 LEFT JOIN LATERAL (
     SELECT tasks.check_kind, tasks.max_attempts, tasks.answers::text AS answers,
            d.organization_id AS owner, tasks.level_id, d.sequential, tasks.discipline_id,
@@ -147,8 +148,7 @@ LEFT JOIN LATERAL (
     FROM tasks JOIN disciplines AS d ON d.id = tasks.discipline_id
     WHERE tasks.id = w.task AND (d.organization_id IS NULL OR d.organization_id = w.org)
 ) AS k ON true
-LEFT JOIN task_completions AS c
-  ON c.organization_id = w.org AND c.team_id = w.team AND c.task_id = w.task
+{COMPLETION}
 LEFT JOIN levels AS l ON k.sequential AND l.id = k.level_id
 LEFT JOIN LATERAL (
     SELECT q.id, q.title FROM levels AS q
@@ -163,6 +163,7 @@ RECENT = """SELECT json_agg(r.at)::text FROM (
 """An actor's attempts within the minute that may be at its limit (``rates.window``)."""
 
 ANSWER_LOOKUP = ANSWER_LOOKUP.format(
+    listened="{listened}",  # filled by answer_lookup_sql
     recent_of_member=RECENT.format(actor="m.id::text"),
     recent_of_subject=RECENT.format(actor="w.subject"),
 )
