@@ -133,10 +133,12 @@ SELECT w.i, {SEEN}, false AS member_of_team,
                                UNION ALL SELECT w.as_id))) AS named,
        ({{recent_of_subject}}) AS subject_recent,
        l.title AS level_title, p.id AS previous_id, p.title AS previous_title,
-       (SELECT count(*) FROM tasks AS pt WHERE pt.level_id = p.id) AS previous_tasks,
-       (SELECT count(*) FROM task_completions AS c JOIN tasks AS pt ON pt.id = c.task_id
-        WHERE c.organization_id = w.org AND c.team_id = w.team
-          AND pt.level_id = p.id) AS previous_done
+       CASE WHEN p.id IS NOT NULL THEN (
+           SELECT count(*) FROM tasks AS pt WHERE pt.level_id = p.id) END AS previous_tasks,
+       CASE WHEN p.id IS NOT NULL THEN (
+           SELECT count(*) FROM task_completions AS c JOIN tasks AS pt ON pt.id = c.task_id
+           WHERE c.organization_id = w.org AND c.team_id = w.team
+             AND pt.level_id = p.id) END AS previous_done
 FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::varchar[], $6::varchar[],
             $7::varchar[], $8::int[], $9::int[])
      WITH ORDINALITY AS w(org, team, task, as_id, key, other_key, subject, skip, take, i)

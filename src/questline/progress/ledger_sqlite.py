@@ -91,9 +91,11 @@ SELECT {{listened}}, t.status, t.score, t.score_reached_at, t.version,
                        UNION ALL SELECT ?5)),
        CASE WHEN ?6 IS NOT NULL THEN ({recent_of_subject}) END,
        l.title, p.id, p.title,
-       (SELECT count(*) FROM tasks AS pt WHERE pt.level_id = p.id),
-       (SELECT count(*) FROM task_completions AS pc JOIN tasks AS pt ON pt.id = pc.task_id
-        WHERE pc.organization_id = ?1 AND pc.team_id = ?2 AND pt.level_id = p.id)
+       CASE WHEN p.id IS NOT NULL THEN (
+           SELECT count(*) FROM tasks AS pt WHERE pt.level_id = p.id) END,
+       CASE WHEN p.id IS NOT NULL THEN (
+           SELECT count(*) FROM task_completions AS pc JOIN tasks AS pt ON pt.id = pc.task_id
+           WHERE pc.organization_id = ?1 AND pc.team_id = ?2 AND pt.level_id = p.id) END
 FROM teams AS t
 LEFT JOIN (
     SELECT tasks.check_kind, tasks.max_attempts, tasks.answers, d.organization_id AS owner,

@@ -527,11 +527,18 @@ def insert_ignoring_conflicts(
     return insert(table)  # pragma: no cover - only the two supported backends exist
 
 
+_STORED_AS_IS = frozenset({str, int, float, bytes, type(None)})
+"""Types SQLite takes as they are: tested by identity first, as most parameters are."""
+
+
 def sqlite_value(value: Any) -> Any:
     """A Python value as SQLAlchemy stores it in SQLite (for ``SqliteBatch``): UUIDs as
     32 hex digits, UTC times as naive ``YYYY-MM-DD HH:MM:SS.ffffff``, enums by value,
     booleans as 0/1."""
-    if isinstance(value, uuid.UUID):
+    kind = type(value)
+    if kind in _STORED_AS_IS:
+        return value
+    if kind is uuid.UUID:
         return value.hex
     if isinstance(value, dt.datetime):
         if value.tzinfo is None:
@@ -541,6 +548,8 @@ def sqlite_value(value: Any) -> Any:
         return value.value
     if isinstance(value, bool):
         return int(value)
+    if isinstance(value, uuid.UUID):
+        return value.hex
     return value
 
 
@@ -558,9 +567,19 @@ class SqliteBatch:
     def __init__(self, connection: sqlite3.Connection) -> None:
         self.connection = connection
         self.ran: list[tuple[str, tuple[Any, ...]]] = []
+        self._times: dict[dt.datetime, str] = {}
+        """Times already written as text: a batch's statements repeat its own time."""
+
+    def _value(self, value: Any) -> Any:
+        if type(value) is dt.datetime:
+            text = self._times.get(value)
+            if text is None:
+                text = self._times[value] = sqlite_value(value)
+            return text
+        return sqlite_value(value)
 
     def rows(self, sql: str, *params: Any) -> list[Any]:
-        values = tuple(sqlite_value(p) for p in params)
+        values = tuple(self._value(p) for p in params)
         self.ran.append((sql, values))
         return self.connection.execute(sql, values).fetchall()
 

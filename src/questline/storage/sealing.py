@@ -82,6 +82,13 @@ def _derived(signing_secret: str, info: bytes) -> bytes:
     )
 
 
+@functools.lru_cache(maxsize=4096)
+def _cipher_under(signing_secret: str, info: bytes) -> AESGCM:
+    """The cipher of a derived key: kept, as a learner's every answer seals one (an
+    ``AESGCM`` holds only its key; each call makes its own context)."""
+    return AESGCM(_derived(signing_secret, info))
+
+
 def is_sealed(value: str) -> bool:
     return value.startswith(PREFIX)
 
@@ -94,7 +101,15 @@ class Sealer:
     previous: str | None = None
 
     def _cipher(self, signing_secret: str, organization: Scope) -> AESGCM:
-        return AESGCM(_derived(signing_secret, _info(organization)))
+        return _cipher_under(signing_secret, _info(organization))
+
+    def _named(self, kid: str) -> str | None:
+        """The signing secret (current or previous) whose key id is ``kid``."""
+        if kid == key_id(self.current):
+            return self.current
+        if self.previous and kid == key_id(self.previous):
+            return self.previous
+        return None
 
     def seal(self, plaintext: str, *, organization: Scope, purpose: str) -> str:
         nonce = os.urandom(_NONCE_BYTES)
@@ -108,8 +123,7 @@ class Sealer:
         if not is_sealed(value):
             raise Unreadable("The value is not sealed.")
         kid, _, body = value[len(PREFIX) :].partition(":")
-        secrets = [self.current] + ([self.previous] if self.previous else [])
-        signing_secret = next((s for s in secrets if key_id(s) == kid), None)
+        signing_secret = self._named(kid)
         if signing_secret is None:
             raise Unreadable(
                 "The value was sealed under another signing secret (neither the current "
@@ -136,7 +150,7 @@ class Sealer:
         self, signing_secret: str, value: str, organization: uuid.UUID, purpose: str
     ) -> str:
         key = self._digest_key(signing_secret, organization, purpose)
-        mac = hmac.new(key, value.encode(), hashlib.sha256).hexdigest()
+        mac = hmac.digest(key, value.encode(), "sha256").hex()
         return f"{DIGEST_PREFIX}{key_id(signing_secret)}:{mac}"
 
     def digest(self, value: str, *, organization: uuid.UUID, purpose: str) -> str:
@@ -149,8 +163,7 @@ class Sealer:
         """Whether ``stored`` (a ``digest``) is the digest of ``value``, under the secret
         it names (the current or the previous one); compared in constant time."""
         kid = stored[len(DIGEST_PREFIX) :].partition(":")[0]
-        secrets = [self.current] + ([self.previous] if self.previous else [])
-        signing_secret = next((s for s in secrets if key_id(s) == kid), None)
+        signing_secret = self._named(kid)
         if signing_secret is None or not stored.startswith(DIGEST_PREFIX):
             return False
         expected = self._digest_under(signing_secret, value, organization, purpose)
