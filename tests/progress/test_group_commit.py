@@ -17,6 +17,7 @@ from questline.progress import ledger_pg, record, schemas
 from questline.storage import tenancy
 from tests.events.factories import listened_to, recorded
 from tests.factories import World
+from tests.learners.factories import ANSWER, learners_game
 from tests.progress.factories import complete, history, make_discipline, score_of
 from tests.progress.fast import Fast, batches_gathered
 from tests.support.hang import HANG_GUARD
@@ -119,6 +120,48 @@ async def test_a_batch_gathers_the_writers_of_the_last_one(
     assert batches_gathered() == gathered + (2 if others_come_back else 1)
     for team in teams[: len(answers)]:
         assert await score_of(org, team["Id"]) == 3
+
+
+async def test_answers_and_progress_writes_share_a_batch(
+    world: World, fast: Fast, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An admin's completion and withdrawal and two members' answers (one wrong, one
+    right) queued behind a held batch commit as one batch, each decided as it would be
+    alone (PostgreSQL looks the four up in one statement: ``ledger_pg.mixed_lookup_sql``)."""
+    game = await learners_game(world, max_attempts=None)
+    org, team = game.org, game.team_id
+    assert (await complete(org, team, game.task("Self task"))).status_code == 201
+    before = await game.score()
+    spare = await org.create_team()
+    writes = fast.writes
+    held = _HeldBatches(writes)
+    monkeypatch.setattr(writes, "_commit", held)
+
+    first = asyncio.create_task(complete(org, spare["Id"], game.task("Admin task")))
+    await held.entered.wait()
+    queued = [
+        asyncio.create_task(complete(org, team, game.task("Admin task"))),
+        asyncio.create_task(
+            org.client.delete(f"/team/{team}/progress/{game.task('Self task')}", headers=org.admin)
+        ),
+        asyncio.create_task(game.attempt(game.alice, "Answer task", "not it")),
+        asyncio.create_task(game.attempt(game.bob, "Answer task", ANSWER)),
+    ]
+    await _queued(writes, len(queued))
+    held.released.set()
+    async with asyncio.timeout(30):
+        answers = await asyncio.gather(first, *queued)
+
+    assert [a.status_code for a in answers] == [201, 201, 204, 200, 201], [a.text for a in answers]
+    assert held.sizes == [1, 4]
+    assert answers[3].json() == {"Correct": False, "AttemptsLeft": None}
+    assert answers[4].json()["Completion"]["MemberId"] == game.bob_id
+    assert await game.score() == before + 5 - 7 + 20
+    listed = await game.client.get(f"/team/{team}/attempts", headers=org.admin)
+    assert [(a["Correct"], a["MemberId"]) for a in listed.json()] == [
+        (False, game.alice_id),
+        (True, game.bob_id),
+    ]
 
 
 async def test_a_write_with_nobody_around_never_waits(

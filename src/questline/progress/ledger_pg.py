@@ -5,7 +5,7 @@ its own transaction; the route runs a batch of one in its session's transaction
 
 1. ``LOOKUP`` reads, in one snapshot, what ``ledger.Plan.see`` takes for each write
    (``ANSWER_LOOKUP`` for answers, with what they read beyond; a batch that mixes
-   answers and progress writes runs both).
+   answers and progress writes reads both in one statement, ``mixed_lookup_sql``).
 2. ``ledger.Plan`` decides every write in turn.
 3. ``WRITE`` applies the net result in one statement: it first locks the disciplines
    of the tasks it completes (``FOR KEY SHARE``: a discipline's replace or delete waits
@@ -48,6 +48,7 @@ that holds its teams first, as the route does.
 from __future__ import annotations
 
 import functools
+import re
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -184,6 +185,30 @@ def answer_lookup_sql(listeners: Listeners) -> str:
     """``ANSWER_LOOKUP`` asking ``listeners`` whether each answer's organization is
     listened to."""
     return ANSWER_LOOKUP.format(listened=listeners.sql("w.org"))
+
+
+def _shifted(sql: str, by: int) -> str:
+    """``sql`` with its parameters renumbered ``$n`` to ``$(n + by)``."""
+    return re.sub(r"\$(\d+)", lambda found: f"${int(found.group(1)) + by}", sql)
+
+
+LOOKUP_PARAMETERS = 4
+"""``LOOKUP``'s parameters: ``ANSWER_LOOKUP``'s follow them in ``mixed_lookup_sql``."""
+
+
+@functools.lru_cache(maxsize=8)
+def mixed_lookup_sql(listeners: Listeners) -> str:
+    """``LOOKUP``'s rows (its parameters first) and ``ANSWER_LOOKUP``'s (its parameters
+    after them) in one statement, told apart by ``answering``: a batch that mixes
+    progress writes and answers is looked up in one round trip, as either alone is. The
+    progress writes' rows carry no answer columns (``NULL``, typed by the other side)."""
+    # Named apart from ``LOOKUP``'s columns: a name twice in a row reads the last one.
+    nothing = ", ".join(f"NULL AS answer_{name}" for name in COLUMNS)
+    answers = _shifted(answer_lookup_sql(listeners), LOOKUP_PARAMETERS)
+    return (
+        f"SELECT false AS answering, p.*, {nothing} FROM ({lookup_sql(listeners)}) AS p\n"
+        f"UNION ALL\nSELECT true, a.* FROM ({answers}) AS a"
+    )
 
 
 _WRITTEN_FIRST = """(SELECT ok FROM ok)
@@ -352,12 +377,9 @@ async def write_batch(
             # write's version check cannot see another one).
             await fetch(HOLD, [w.org_id for w in writes], [w.team_id for w in writes])
         plan = Plan(now=utcnow())
-        if others:
-            await _look_up(fetch, lookup_sql(listeners), writes, others, plan)
-        if answers:
-            await _look_up_answers(fetch, answer_lookup_sql(listeners), writes, answers, plan)
-            if not in_transaction and _limits_attempts(plan):
-                raise NeedsHolding
+        await _look_up(fetch, listeners, writes, others, answers, plan)
+        if answers and not in_transaction and _limits_attempts(plan):
+            raise NeedsHolding
         outcomes: list[Outcome | Refused] = [
             plan.decide(position, write) for position, write in enumerate(writes)
         ]
@@ -370,20 +392,47 @@ async def write_batch(
 
 
 async def _look_up(
-    fetch: Fetch, sql: str, writes: Sequence[Write], positions: Sequence[int], plan: Plan
+    fetch: Fetch,
+    listeners: Listeners,
+    writes: Sequence[Write],
+    others: Sequence[int],
+    answers: Sequence[tuple[int, Answering]],
+    plan: Plan,
 ) -> None:
-    """``LOOKUP`` of the writes at ``positions`` (progress writes)."""
+    """The batch's look-up, in one statement: ``LOOKUP`` of the progress writes (at
+    ``others``), ``ANSWER_LOOKUP`` of the answers, or both (``mixed_lookup_sql``)."""
+    windows = rate_windows(writes)
+    if not answers:
+        rows = await fetch(lookup_sql(listeners), *_lookup_arguments(writes, others))
+    elif not others:
+        rows = await fetch(answer_lookup_sql(listeners), *_answer_arguments(answers, windows, plan))
+    else:
+        rows = await fetch(
+            mixed_lookup_sql(listeners),
+            *_lookup_arguments(writes, others),
+            *_answer_arguments(answers, windows, plan),
+        )
+    for row in rows:
+        if answers and (not others or row["answering"]):
+            position, write = answers[int(row["i"]) - 1]
+            _see(plan, position, write, row)
+            values = list(row.values())[-ANSWER_COLUMNS:]
+            sight = answer_sight(write.task_id, values, _uuid, windows[position][0])
+            plan.see_answer(position, sight)
+        else:
+            position = others[int(row["i"]) - 1]
+            _see(plan, position, writes[position], row)
+
+
+def _lookup_arguments(writes: Sequence[Write], positions: Sequence[int]) -> list[Any]:
+    """``LOOKUP``'s parameters for the progress writes at ``positions``."""
     chosen = [writes[p] for p in positions]
-    rows = await fetch(
-        sql,
+    return [
         [w.org_id for w in chosen],
         [w.team_id for w in chosen],
         [task_of(w) for w in chosen],
         [w.data.member_id if isinstance(w, Completing) else None for w in chosen],
-    )
-    for row in rows:
-        position = positions[int(row["i"]) - 1]
-        _see(plan, position, writes[position], row)
+    ]
 
 
 def _see(plan: Plan, position: int, write: Write, row: Any) -> None:
@@ -418,18 +467,12 @@ def _see(plan: Plan, position: int, write: Write, row: Any) -> None:
 ANSWER_COLUMNS = len(COLUMNS)
 
 
-async def _look_up_answers(
-    fetch: Fetch,
-    sql: str,
-    writes: Sequence[Write],
-    answers: Sequence[tuple[int, Answering]],
-    plan: Plan,
-) -> None:
-    """``ANSWER_LOOKUP`` of the batch's answers: what ``LOOKUP`` reads, and more."""
+def _answer_arguments(
+    answers: Sequence[tuple[int, Answering]], windows: dict[int, tuple[int, int]], plan: Plan
+) -> list[Any]:
+    """``ANSWER_LOOKUP``'s parameters for the batch's answers."""
     names = [names_of(w.caller) for _, w in answers]
-    windows = rate_windows(writes)
-    rows = await fetch(
-        sql,
+    return [
         [w.org_id for _, w in answers],
         [w.team_id for _, w in answers],
         [w.task_id for _, w in answers],
@@ -440,12 +483,7 @@ async def _look_up_answers(
         [windows[p][0] for p, _ in answers],
         [windows[p][1] for p, _ in answers],
         plan.now - RATE_WINDOW,
-    )
-    for row in rows:
-        position, write = answers[int(row["i"]) - 1]
-        _see(plan, position, write, row)
-        values = list(row.values())[-ANSWER_COLUMNS:]
-        plan.see_answer(position, answer_sight(write.task_id, values, _uuid, windows[position][0]))
+    ]
 
 
 def _uuid(value: Any) -> uuid.UUID:
