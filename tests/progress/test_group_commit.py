@@ -149,7 +149,7 @@ async def test_answers_and_progress_writes_share_a_batch(
     ]
     await _queued(writes, len(queued))
     held.released.set()
-    async with asyncio.timeout(30):
+    async with asyncio.timeout(HANG_GUARD):
         answers = await asyncio.gather(first, *queued)
 
     assert [a.status_code for a in answers] == [201, 201, 204, 200, 201], [a.text for a in answers]

@@ -187,12 +187,15 @@ def answer_lookup_sql(listeners: Listeners) -> str:
     return ANSWER_LOOKUP.format(listened=listeners.sql("w.org"))
 
 
+PARAMETER = re.compile(r"\$(\d+)")
+
+
 def _shifted(sql: str, by: int) -> str:
     """``sql`` with its parameters renumbered ``$n`` to ``$(n + by)``."""
-    return re.sub(r"\$(\d+)", lambda found: f"${int(found.group(1)) + by}", sql)
+    return PARAMETER.sub(lambda found: f"${int(found.group(1)) + by}", sql)
 
 
-LOOKUP_PARAMETERS = 4
+LOOKUP_PARAMETERS = max(int(n) for n in PARAMETER.findall(LOOKUP))
 """``LOOKUP``'s parameters: ``ANSWER_LOOKUP``'s follow them in ``mixed_lookup_sql``."""
 
 
@@ -401,7 +404,7 @@ async def _look_up(
 ) -> None:
     """The batch's look-up, in one statement: ``LOOKUP`` of the progress writes (at
     ``others``), ``ANSWER_LOOKUP`` of the answers, or both (``mixed_lookup_sql``)."""
-    windows = rate_windows(writes)
+    windows = rate_windows(writes) if answers else {}
     if not answers:
         rows = await fetch(lookup_sql(listeners), *_lookup_arguments(writes, others))
     elif not others:
