@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from questline.storage.migrate import upgrade
 from tests.factories import World
 from tests.support.database import empty_all_tables
 from tests.support.harness import AppHarness
+from tests.support.kept import Kept
 from tests.support.postgres import (
     PostgresServer,
     create_row_security_database,
@@ -110,7 +112,38 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture(scope="session")
+def kept_sqlite() -> Iterator[Kept]:
+    """What the SQLite tests of this worker keep to its end (``tests.support.kept``)."""
+    with ExitStack() as stack:
+        yield Kept(stack)
+
+
+@pytest.fixture(scope="session")
+def kept_postgresql(postgres_server: PostgresServer) -> Iterator[Kept]:
+    """What the PostgreSQL tests of this worker keep to its end, closed before the
+    server stops."""
+    with ExitStack() as stack:
+        yield Kept(stack)
+
+
+def kept_for(request: pytest.FixtureRequest, backend: str) -> Kept:
+    """The ``Kept`` of ``backend``."""
+    kept: Kept = request.getfixturevalue(f"kept_{backend}")
+    return kept
+
+
+@pytest.fixture(scope="session")
 def migrated_settings(
+    backend: str, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Settings:
+    """The backend's database at the migrations' head, made once a worker: a run on one
+    backend shares it between files as well (each test empties what it uses)."""
+    return kept_for(request, backend).value(
+        "migrated settings", lambda: _migrated(backend, tmp_path_factory, request)
+    )
+
+
+def _migrated(
     backend: str, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> Settings:
     data_dir: Path = tmp_path_factory.mktemp(f"data-{backend}")

@@ -6,11 +6,12 @@ the same worker), a guarded page factory and a freshly seeded organization per t
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 
 import pytest
 from playwright.sync_api import Browser, sync_playwright
 
-from tests.conftest import BACKENDS
+from tests.conftest import BACKENDS, kept_for
 from tests.dashboard.browser import CHROMIUM_ARGS, Guard, Pages, chromium_path
 from tests.dashboard.live import LiveServer, live_database, live_server
 from tests.dashboard.seed import SeededOrg, seed_org
@@ -19,18 +20,20 @@ from tests.support.system_packages import CHROMIUM, missing_reason
 
 
 @pytest.fixture(scope="session", params=BACKENDS)
-def live(
-    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
-) -> Iterator[LiveServer]:
-    """A server per backend (tests marked ``one_backend`` ask for the first only)."""
+def live(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> LiveServer:
+    """A server per backend, started once a worker (``tests.support.kept``; tests marked
+    ``one_backend`` ask for the first only)."""
     backend = str(request.param)
-    data_dir = tmp_path_factory.mktemp(f"e2e-{backend}")
-    url = owner_url = None
-    if backend == "postgresql":
-        server: PostgresServer = request.getfixturevalue("postgres_server")
-        url, owner_url = live_database(server, "questline_e2e")
-    with live_server(data_dir, url, owner_url=owner_url) as running:
-        yield running
+
+    def start() -> AbstractContextManager[LiveServer]:
+        data_dir = tmp_path_factory.mktemp(f"e2e-{backend}")
+        url = owner_url = None
+        if backend == "postgresql":
+            server: PostgresServer = request.getfixturevalue("postgres_server")
+            url, owner_url = live_database(server, "questline_e2e")
+        return live_server(data_dir, url, owner_url=owner_url)
+
+    return kept_for(request, backend).entered("dashboard server", start)
 
 
 @pytest.fixture(scope="module")
