@@ -138,6 +138,13 @@ def migrated_settings(
 ) -> Settings:
     """The backend's database at the migrations' head, made once a worker: a run on one
     backend shares it between files as well (each test empties what it uses)."""
+    return migrated_for(backend, tmp_path_factory, request)
+
+
+def migrated_for(
+    backend: str, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Settings:
+    """``migrated_settings`` of ``backend``, for a fixture that uses every backend."""
     return kept_for(request, backend).value(
         "migrated settings", lambda: _migrated(backend, tmp_path_factory, request)
     )

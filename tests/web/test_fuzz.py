@@ -17,6 +17,7 @@ Hypothesis strategies directly.)
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import uuid
@@ -40,6 +41,7 @@ from questline.app import create_app
 from questline.auth.tokens import TokenService
 from questline.config import Settings
 from questline.web.identity import Role
+from tests.conftest import BACKENDS, migrated_for
 from tests.factories import World, bearer
 from tests.support.database import empty_all_tables
 from tests.support.harness import AppHarness
@@ -140,33 +142,31 @@ def _sent_as_drawn(case: Any) -> bool:
 
 @dataclass
 class FuzzTarget:
+    backend: str
     schema: Any
     seeded: Seeded
     tokens: TokenService
 
 
-@pytest.fixture(scope="module")
-def fuzz_target(migrated_settings: Settings) -> Iterator[FuzzTarget]:
-    """One seeded organization and app per backend, shared by the operations: state that
-    earlier operations leave behind (renamed, archived, flagged teams) is fuzzed too;
-    deletions draw from their own pool so that the kept ids keep resolving."""
+FUZZ_SETTINGS: dict[str, Any] = {
     # Rate limits on but raised: the limiter runs on every request without hiding
     # operations behind 429s (as it did at the default limits).
-    settings = migrated_settings.model_copy(
-        update={
-            "rate_limit_enabled": True,
-            "rate_limit_reads": "1000000/minute",
-            "rate_limit_writes": "1000000/minute",
-            "rate_limit_bulk": "1000000/minute",
-            "stream_max_seconds": 0.05,
-            # E-mail configured (queued, never sent: no sender runs), so that the mail
-            # routes answer their 2xx rather than 409 (mail-not-configured).
-            "smtp_url": "smtp://127.0.0.1:9",
-            "mail_from": "Questline <questline@example.org>",
-            "public_url": "https://questline.test",
-            "mail_dispatcher_enabled": False,
-        }
-    )
+    "rate_limit_enabled": True,
+    "rate_limit_reads": "1000000/minute",
+    "rate_limit_writes": "1000000/minute",
+    "rate_limit_bulk": "1000000/minute",
+    "stream_max_seconds": 0.05,
+    # E-mail configured (queued, never sent: no sender runs), so that the mail routes
+    # answer their 2xx rather than 409 (mail-not-configured).
+    "smtp_url": "smtp://127.0.0.1:9",
+    "mail_from": "Questline <questline@example.org>",
+    "public_url": "https://questline.test",
+    "mail_dispatcher_enabled": False,
+}
+
+
+def _target(backend: str, migrated: Settings) -> FuzzTarget:
+    settings = migrated.model_copy(update=FUZZ_SETTINGS)
     seeded = anyio.run(_seed, settings)
     app = create_app(settings)
     schema = schemathesis.openapi.from_asgi("/openapi.json", app, config=CONFIG)
@@ -175,19 +175,57 @@ def fuzz_target(migrated_settings: Settings) -> Iterator[FuzzTarget]:
     def flatmap_path_parameters(context: Any, path_parameters: dict[str, Any]) -> Any:
         return _with_seeded_ids(seeded, context.operation, path_parameters)
 
+    return FuzzTarget(backend, schema, seeded, TokenService(settings))
+
+
+@pytest.fixture(scope="module")
+def fuzz_targets(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[list[FuzzTarget]]:
+    """One seeded organization and app on each backend, shared by the operations: state
+    that earlier operations leave behind (renamed, archived, flagged teams) is fuzzed too;
+    deletions draw from their own pool so that the kept ids keep resolving."""
     try:
-        yield FuzzTarget(schema=schema, seeded=seeded, tokens=TokenService(settings))
+        yield [
+            _target(backend, migrated_for(backend, tmp_path_factory, request))
+            for backend in BACKENDS
+        ]
     finally:
-        schemathesis_asgi.shutdown_lifespans()  # disposes the app's database pool
+        schemathesis_asgi.shutdown_lifespans()  # disposes the apps' database pools
+
+
+def _same_resources(first: Seeded, other: Seeded) -> dict[str, str]:
+    """Each seeded id of ``first`` → the id of ``other`` seeded in its place (both are
+    seeded by the same calls, in the same order)."""
+    same: dict[str, str] = {}
+    for pools, others in ((first.kept, other.kept), (first.doomed, other.doomed)):
+        for name, ids in pools.items():
+            assert len(ids) == len(others[name]), name
+            same.update(zip(ids, others[name], strict=True))
+    return same
+
+
+@contextlib.contextmanager
+def _on(target: FuzzTarget) -> Iterator[None]:
+    """A failure names the backend it happened on."""
+    try:
+        yield
+    except BaseException as failure:
+        failure.add_note(f"(on {target.backend})")
+        raise
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("method", "path"), _operations(), ids=lambda v: str(v))
 def test_operation_keeps_its_documented_promises(
-    fuzz_target: FuzzTarget, method: str, path: str
+    fuzz_targets: list[FuzzTarget], method: str, path: str
 ) -> None:
-    operation = fuzz_target.schema[path][method]
-    headers = fuzz_target.seeded.org.admin
+    """Each case is drawn once, from the first backend's document, and sent to every
+    backend (its seeded ids swapped for the ones seeded in their place there): drawing
+    costs several times what the requests do, and the backends answer the same cases."""
+    first, *others = fuzz_targets
+    operation = first.schema[path][method]
+    swaps = [(other, _same_resources(first.seeded, other.seeded)) for other in others]
     cases = st.one_of(
         operation.as_strategy(generation_mode=GenerationMode.POSITIVE),
         operation.as_strategy(generation_mode=GenerationMode.NEGATIVE),
@@ -202,7 +240,20 @@ def test_operation_keeps_its_documented_promises(
     )
     @given(case=cases)
     def fuzz(case: Any) -> None:
-        case.call_and_validate(headers=None if _sent_as_drawn(case) else headers)
+        as_drawn = _sent_as_drawn(case)
+        drawn = dict(case.path_parameters or {})
+        with _on(first):
+            case.call_and_validate(headers=None if as_drawn else first.seeded.org.admin)
+        for other, same in swaps:
+            if drawn:
+                case.path_parameters = {k: same.get(v, v) for k, v in drawn.items()}
+            app = other.schema.app
+            with _on(other):
+                case.call_and_validate(
+                    headers=None if as_drawn else other.seeded.org.admin, app=app
+                )
+        if drawn:
+            case.path_parameters = drawn
 
     fuzz()
 
@@ -223,12 +274,21 @@ STATEFUL_STEPS = int(os.environ.get("QUESTLINE_FUZZ_STATEFUL_STEPS", "25"))
 
 
 @pytest.mark.slow
-def test_stateful_sequences_keep_their_documented_promises(fuzz_target: FuzzTarget) -> None:
+def test_stateful_sequences_keep_their_documented_promises(
+    fuzz_targets: list[FuzzTarget],
+) -> None:
     """The stateful phase: sequences of calls chained through the document's links (ids a
     response returns fed into the next request), every response checked with all of
-    schemathesis' checks, as ``schemathesis run --checks all`` does in its stateful phase."""
-    tokens = fuzz_target.tokens
-    base = fuzz_target.schema.as_state_machine()
+    schemathesis' checks, as ``schemathesis run --checks all`` does in its stateful phase;
+    on each backend."""
+    for target in fuzz_targets:
+        with _on(target):
+            _run_state_machine(target)
+
+
+def _run_state_machine(target: FuzzTarget) -> None:
+    tokens = target.tokens
+    base = target.schema.as_state_machine()
 
     class Machine(base):  # type: ignore[misc, valid-type]
         """Each example acts in an organization of its own: the sequences hypothesis
