@@ -76,8 +76,12 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     ]
 
 
+@pytest.hookimpl(trylast=True)  # after pytest has ordered them by fixture parameters
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked ``postgres_only`` are not collected for SQLite (rather than skipped)."""
+    """Tests marked ``postgres_only`` are not collected for SQLite (rather than skipped).
+    The files with a ``slow`` test run first, each file's tests in their order: the
+    workers take files in this order (``--dist loadfile``), and a long file taken last
+    would leave one worker idle while the other finishes it."""
     kept: list[pytest.Item] = []
     dropped: list[pytest.Item] = []
     for item in items:
@@ -89,7 +93,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         )
     if dropped:
         config.hook.pytest_deselected(items=dropped)
-        items[:] = kept
+    slow_files = {item.path for item in kept if item.get_closest_marker("slow")}
+    items[:] = sorted(kept, key=lambda item: item.path not in slow_files)
 
 
 @pytest.fixture(scope="session")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from playwright.sync_api import Page, Route, expect
 
 from questline.web.identity import Role
@@ -29,6 +30,8 @@ from tests.dashboard.test_e2e import (
     one_backend,
     visit,
 )
+
+pytestmark = pytest.mark.slow
 
 
 def sign_in(page: Page, live: LiveServer, org: SeededOrg, role: Role = Role.ADMIN) -> None:

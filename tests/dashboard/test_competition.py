@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pytest
 from playwright.sync_api import Page, expect
 
 from questline.web.identity import Role
@@ -15,6 +16,8 @@ from tests.dashboard.browser import Pages
 from tests.dashboard.live import LiveServer
 from tests.dashboard.seed import SeededOrg
 from tests.dashboard.test_admin_flows import sign_in
+
+pytestmark = pytest.mark.slow
 
 ROWS = "tr[data-testid=leaderboard-row]"
 SEASON = "#leaderboard-season"

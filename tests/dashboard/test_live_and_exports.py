@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from playwright.sync_api import Page, Request, expect
 
 from tests.dashboard.browser import Pages
@@ -13,6 +14,8 @@ from tests.dashboard.live import LiveServer
 from tests.dashboard.seed import ADMIN_TEAM, RANKED, SeededOrg
 from tests.dashboard.test_admin_flows import sign_in
 from tests.dashboard.test_e2e import TEAM_READY, TEAMS_READY, visit
+
+pytestmark = pytest.mark.slow
 
 LIVE = "#leaderboard-table[data-live]"
 

@@ -26,6 +26,8 @@ from tests.dashboard.test_e2e import (
 )
 from tests.factories import unique
 
+pytestmark = pytest.mark.slow
+
 READY = '#view[data-route="myteam"] #myteam-paths[data-loaded]'
 
 

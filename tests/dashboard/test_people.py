@@ -31,7 +31,7 @@ from tests.mail.smtp_server import Mailbox, Received, smtp_server
 from tests.sso.provider import QUIET, Provider, running_provider
 from tests.support.postgres import PostgresServer
 
-pytestmark = QUIET
+pytestmark = [QUIET, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")

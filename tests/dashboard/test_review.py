@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from playwright.sync_api import expect
 
 from questline.web.identity import Role
@@ -17,6 +18,8 @@ from tests.dashboard.seed import SeededOrg
 from tests.dashboard.test_admin_flows import sign_in
 from tests.dashboard.test_e2e import LEADERBOARD_READY, visit
 from tests.factories import unique
+
+pytestmark = pytest.mark.slow
 
 READY = "#review-table[data-loaded]"
 ROWS = "tr[data-testid=review-row]"

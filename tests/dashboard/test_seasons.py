@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pytest
 from playwright.sync_api import expect
 
 from tests.dashboard.browser import Pages
@@ -14,6 +15,8 @@ from tests.dashboard.live import LiveServer
 from tests.dashboard.seed import SeededOrg
 from tests.dashboard.test_admin_flows import sign_in
 from tests.dashboard.test_e2e import visit
+
+pytestmark = pytest.mark.slow
 
 SEASONS_READY = "#seasons-table[data-loaded]"
 ROWS = "tr[data-testid=season-row]"

@@ -14,13 +14,13 @@ import contextlib
 import json
 import socket
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 import pytest
 
+from questline.auth.tokens import TokenService
 from questline.config import Settings
 from questline.web.identity import Role
 from questline.web.server_limits import ServerLimits
@@ -33,24 +33,27 @@ from tests.web.conftest import AppFactory, client_for
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def live(
-    app_state: AppHarness, settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    migrated_settings: Settings, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[LiveServer]:
-    """A server on a free port over this test's (emptied) database, with the test's
-    signing secret and no public URL."""
-    monkeypatch.delenv("QUESTLINE_PUBLIC_URL", raising=False)
+    """A server on a free port over the backend's database, with the tests' signing
+    secret and no public URL; the module's tests share it, each in an organization of
+    its own."""
     # The signing secret exists (in the data directory) before the server reads it.
-    app_state.tokens.mint(role=Role.OPERATOR, org_id=None, subject="secret-made")
+    TokenService(migrated_settings).mint(role=Role.OPERATOR, org_id=None, subject="secret-made")
     env = {
-        "QUESTLINE_DATA_DIR": str(settings.data_dir),
+        "QUESTLINE_DATA_DIR": str(migrated_settings.data_dir),
         "QUESTLINE_RATE_LIMIT_ENABLED": "false",
         "QUESTLINE_WEBHOOKS_DISPATCHER_ENABLED": "false",
         "QUESTLINE_WEBHOOKS_ALLOW_PRIVATE_URLS": "true",
         "QUESTLINE_SERVER_MAX_QUERY_BYTES": "1024",
     }
-    env.update(database_env(settings))  # the URL, and row security's settings if on
-    server = LiveServer(env=env, log_path=tmp_path / "serve.log").start()
+    env.update(database_env(migrated_settings))  # the URL, and row security's settings if on
+    log_path = tmp_path_factory.mktemp("links") / "serve.log"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv("QUESTLINE_PUBLIC_URL", raising=False)
+        server = LiveServer(env=env, log_path=log_path).start()
     try:
         yield server
     finally:
