@@ -23,6 +23,7 @@ who signs in as what are in ``claims``.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import logging
 import secrets
 import uuid
@@ -30,7 +31,6 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
 from authlib.deprecate import AuthlibDeprecationWarning
 from authlib.integrations.base_client import OAuthError
 from authlib.oauth2.client import OAuth2Client
@@ -54,11 +54,21 @@ from questline.storage.tenancy import finds_the_organization, sweeps_every_organ
 from questline.web.errors import Unauthorized
 from questline.web.identity import ACTING_CALLER, Caller, Via
 
-with warnings.catch_warnings():
-    # authlib now prefers httpx's fork "httpx2" and says so on import; the service's
-    # HTTP client is httpx, which authlib still supports.
-    warnings.simplefilter("ignore", AuthlibDeprecationWarning)
-    from authlib.integrations.httpx_client import AsyncOAuth2Client
+
+@functools.cache
+def _token_client() -> tuple[type[Any], type[Exception]]:
+    """authlib's httpx client and httpx's error base, imported at the first code
+    exchange: httpx brings its command line's rich and pygments, which would cost every
+    process's start (a server, each CLI command) about half a second."""
+    with warnings.catch_warnings():
+        # authlib now prefers httpx's fork "httpx2" and says so on import; the service's
+        # HTTP client is httpx, which authlib still supports.
+        warnings.simplefilter("ignore", AuthlibDeprecationWarning)
+        from authlib.integrations.httpx_client import AsyncOAuth2Client
+    import httpx
+
+    return AsyncOAuth2Client, httpx.HTTPError
+
 
 logger = logging.getLogger("questline.sso")
 
@@ -235,8 +245,9 @@ async def exchange_and_verify(
     except sealing.UnreadableSecret as exc:
         logger.error("single sign-on of %s: %s", login.organization_id, exc)
         raise LoginRefused("misconfigured") from exc
+    oauth_client, http_error = _token_client()
     try:
-        async with AsyncOAuth2Client(
+        async with oauth_client(
             client_id=login.client_id,
             client_secret=client_secret,
             token_endpoint_auth_method=provider.token_auth_method,
@@ -252,7 +263,7 @@ async def exchange_and_verify(
     except OAuthError as exc:
         logger.warning("token endpoint of %s refused the code: %s", login.issuer, exc.error)
         raise LoginRefused("token", str(exc.error)) from exc
-    except (httpx.HTTPError, ValueError) as exc:
+    except (http_error, ValueError) as exc:
         logger.warning("token endpoint of %s failed: %s", login.issuer, type(exc).__name__)
         raise LoginRefused("provider-unreachable", type(exc).__name__) from exc
     id_token = token.get("id_token")
