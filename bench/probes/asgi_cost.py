@@ -3,8 +3,9 @@
     .venv/bin/python -m bench.probes.asgi_cost [--teams 1000] [--requests 3000]
 
 Requests are raw ASGI calls (no network, no server): the figure is the application's own
-CPU per request. Each middleware is measured by removing it alone from the stack and
-taking the difference; rate limiting is measured by turning it on. Paths are read-model
+CPU per request. Each step is measured by removing it alone from the stack and
+taking the difference (each step of the edge pipeline, ``web.edge``); rate limiting is
+measured by turning it on. Paths are read-model
 hits after a warm-up, so this is the cost of the lean path.
 """
 
@@ -75,7 +76,9 @@ async def _measure(
 ) -> dict[str, float]:
     app = create_app(settings)
     if drop:
-        app.user_middleware = [m for m in app.user_middleware if m.cls.__name__ != drop]
+        (pipeline,) = app.user_middleware
+        steps = pipeline.kwargs["steps"]
+        pipeline.kwargs["steps"] = [step for step in steps if step.name != drop]
     headers = [(b"host", b"bench"), (b"authorization", f"Bearer {token}".encode())]
     try:
         return {p: await _per_request(app, p, headers, n) for p in paths}
@@ -93,7 +96,7 @@ async def _run(args: argparse.Namespace, data_dir: Path) -> None:
     paths = [p.replace("{team}", team) for p in PATHS]
     base = await _measure(settings, paths, token, args.requests, None)
     app = create_app(settings)
-    names = [m.cls.__name__ for m in app.user_middleware]
+    names = [step.name for step in app.user_middleware[0].kwargs["steps"]]
     await app.state.questline.db.dispose()
     print(f"{'variant':38}" + "".join(f"{p.split('?')[0][:22]:>24}" for p in PATHS))
     print(f"{'full stack (µs a request)':38}" + "".join(f"{base[p]:24.1f}" for p in paths))

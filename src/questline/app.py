@@ -6,6 +6,7 @@ import asyncio
 import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 
 from asgi_correlation_id import CorrelationIdMiddleware
 from fastapi import FastAPI
@@ -60,10 +61,10 @@ from questline.storage.db import Database
 from questline.submissions.endpoints import router as submissions_router
 from questline.teams.endpoints import router as teams_router
 from questline.web import idempotency
-from questline.web.admission import ConcurrencyLimitMiddleware
+from questline.web.admission import Admission, ConcurrencyLimitMiddleware
 from questline.web.allowed_hosts import AllowedHostsMiddleware
 from questline.web.application import Application
-from questline.web.edge import EdgeTable
+from questline.web.edge import Edge, EdgePipeline, EdgeStep, EdgeTable
 from questline.web.error_handlers import CrashGuardMiddleware, install_error_handlers
 from questline.web.fastlane import FastLane
 from questline.web.hardening import (
@@ -233,7 +234,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     mount_dashboard(app)
     install_openapi(app, settings.public_url)
     let_concrete_paths_win(app.routes)
-    _add_middleware(app, state, identity)
+    _add_edge(app, state, identity)
     return app
 
 
@@ -255,54 +256,90 @@ async def _to_dashboard() -> RedirectResponse:
     return RedirectResponse("/ui/", status_code=307)
 
 
-def _add_middleware(app: FastAPI, state: AppState, identity: Identity) -> None:
-    """The ASGI stack, innermost first: the last one added sees a request first."""
+def _add_edge(app: FastAPI, state: AppState, identity: Identity) -> None:
+    """The edge pipeline (``web.edge``): the application's one middleware, each request
+    down the steps its route takes."""
+    table = EdgeTable.from_routes(app.routes)  # what each route declared
+    app.add_middleware(EdgePipeline, steps=edge_steps(app, state, identity), table=table)
+
+
+def edge_steps(app: FastAPI, state: AppState, identity: Identity) -> list[EdgeStep]:
+    """The steps of the edge, outermost first: those a route declares itself exempt from
+    (``skipped_by``) are left out of its chain."""
     settings = state.settings
     hosts = [h.strip() for h in settings.allowed_hosts.split(",") if h.strip()]
-    edge = EdgeTable.from_routes(app.routes)  # what each route declared (web.edge)
-    app.add_middleware(FastLane, application=app, enabled=settings.fast_lane_enabled)
-    app.add_middleware(HeadAsGetMiddleware)  # the rest see (and log) HEAD
-    app.add_middleware(CrashGuardMiddleware)
-    app.add_middleware(
-        RequestTimeoutMiddleware,
-        seconds=settings.request_timeout_seconds,
-        bulk_seconds=settings.bulk_request_timeout_seconds,
-        cancelled=state.cancelled_requests,
-        edge=edge,
-    )
-    app.add_middleware(
-        BodyGuardMiddleware,
-        limit=settings.max_body_bytes,
-        bulk_limit=settings.max_bulk_body_bytes,
-        body_timeout=settings.server_body_timeout_seconds,
-        edge=edge,
-    )
-    if settings.rate_limit_enabled:
-        app.add_middleware(
-            RateLimitMiddleware,
-            limiter=RateLimiter(settings),
-            verify=identity.verify_bearer,
-            browser_refusal=sso_rate_limited,  # SSO's browser routes: a 303, never JSON
-            edge=edge,
-        )
-    app.add_middleware(
-        ConcurrencyLimitMiddleware,
+    admission = Admission(
         limit=settings.server_max_concurrent_requests,
         queue=settings.server_queue_requests,
         wait_seconds=settings.server_queue_seconds,
-        edge=edge,
     )
-    app.add_middleware(ScimErrorMiddleware)  # /scim/: SCIM errors, whoever refused
-    app.add_middleware(AccessLogMiddleware)
+    steps = [
+        EdgeStep.plain("request id", CorrelationIdMiddleware, header_name="X-Request-Id"),
+        # A learning platform's launch lets that platform frame the dashboard (lti.framing).
+        EdgeStep.plain(
+            "security headers",
+            SecurityHeadersMiddleware,
+            page_policies={dashboard.PAGES: dashboard.PAGE_POLICY},
+            frame_ancestors=app.state.lti_framing,
+        ),
+    ]
     if hosts and "*" not in hosts:
-        app.add_middleware(AllowedHostsMiddleware, hosts=hosts, edge=edge)
-    # A learning platform's launch lets that platform frame the dashboard (lti.framing).
-    app.add_middleware(
-        SecurityHeadersMiddleware,
-        page_policies={dashboard.PAGES: dashboard.PAGE_POLICY},
-        frame_ancestors=app.state.lti_framing,
-    )
-    app.add_middleware(CorrelationIdMiddleware, header_name="X-Request-Id")
+        steps.append(
+            EdgeStep(
+                "allowed hosts",
+                lambda inner, _rules: AllowedHostsMiddleware(inner, hosts=hosts),
+                skipped_by=Edge.ANY_HOST,
+            )
+        )
+    steps += [
+        EdgeStep.plain("access log", AccessLogMiddleware),
+        EdgeStep.plain("SCIM errors", ScimErrorMiddleware),  # whoever refused, under /scim/
+        EdgeStep(
+            "concurrency limit",
+            lambda inner, _rules: ConcurrencyLimitMiddleware(inner, admission=admission),
+            skipped_by=Edge.NOT_COUNTED,
+        ),
+    ]
+    if settings.rate_limit_enabled:
+        limiter = RateLimiter(settings)
+        steps.append(
+            EdgeStep(
+                "rate limit",
+                partial(
+                    RateLimitMiddleware,
+                    limiter=limiter,
+                    verify=identity.verify_bearer,
+                    browser_refusal=sso_rate_limited,  # SSO's browser routes: a 303, never JSON
+                ),
+                skipped_by=Edge.NOT_RATE_LIMITED,
+            )
+        )
+    steps += [
+        EdgeStep(
+            "body limits",
+            partial(
+                BodyGuardMiddleware,
+                limit=settings.max_body_bytes,
+                bulk_limit=settings.max_bulk_body_bytes,
+                body_timeout=settings.server_body_timeout_seconds,
+            ),
+        ),
+        EdgeStep(
+            "request timeout",
+            partial(
+                RequestTimeoutMiddleware,
+                seconds=settings.request_timeout_seconds,
+                bulk_seconds=settings.bulk_request_timeout_seconds,
+                cancelled=state.cancelled_requests,
+            ),
+            skipped_by=Edge.NO_TIMEOUT,
+        ),
+        EdgeStep.plain("crash guard", CrashGuardMiddleware),
+        EdgeStep.plain("HEAD as GET", HeadAsGetMiddleware),  # the steps above see (and log) HEAD
+    ]
+    if settings.fast_lane_enabled:
+        steps.append(EdgeStep.plain("fast lane", FastLane, application=app))
+    return steps
 
 
 def create_served_app() -> FastAPI:

@@ -1,6 +1,6 @@
-"""``ConcurrencyLimitMiddleware``: ``limit`` requests at once, the next ``queue`` wait
-for a slot in order of arrival (at most ``wait_seconds``), the rest a 503 with
-``Retry-After``; a slot is never lost, whatever ends a wait."""
+"""``ConcurrencyLimitMiddleware``: an ``Admission``'s ``limit`` requests at once, the
+next ``queue`` wait for a slot in order of arrival (at most ``wait_seconds``), the rest a
+503 with ``Retry-After``; a slot is never lost, whatever ends a wait."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from starlette.types import Receive, Scope, Send
 
-from questline.web.admission import ConcurrencyLimitMiddleware
-from questline.web.edge import PROBE, Edge, EdgeTable
+from questline.web.admission import Admission, ConcurrencyLimitMiddleware
+from questline.web.edge import PROBE, Edge, EdgePipeline, EdgeStep, EdgeTable
 
 pytestmark = pytest.mark.anyio
 
@@ -46,7 +46,12 @@ def _scope(name: str) -> dict[str, Any]:
     }
 
 
-async def _request(layer: ConcurrencyLimitMiddleware, name: str) -> tuple[int, dict[bytes, bytes]]:
+def _limited(app: Held, *, limit: int, queue: int, wait_seconds: float) -> tuple[Any, Admission]:
+    admission = Admission(limit=limit, queue=queue, wait_seconds=wait_seconds)
+    return ConcurrencyLimitMiddleware(app, admission=admission), admission
+
+
+async def _request(layer: Any, name: str) -> tuple[int, dict[bytes, bytes]]:
     sent: list[Any] = []
 
     async def receive() -> Any:
@@ -67,7 +72,7 @@ async def _settle() -> None:
 
 async def test_requests_past_the_limit_wait_their_turn_and_past_the_queue_are_refused() -> None:
     app = Held()
-    layer = ConcurrencyLimitMiddleware(app, limit=1, queue=2, wait_seconds=60)
+    layer, admission = _limited(app, limit=1, queue=2, wait_seconds=60)
     first = asyncio.create_task(_request(layer, "first"))
     await _settle()
     second = asyncio.create_task(_request(layer, "second"))
@@ -86,26 +91,26 @@ async def test_requests_past_the_limit_wait_their_turn_and_past_the_queue_are_re
     assert (await second)[0] == 200
     assert (await third)[0] == 200
     assert app.entered == ["first", "second", "third"]
-    assert layer.running == 0
+    assert admission.running == 0
 
 
 async def test_a_wait_past_its_bound_is_refused_and_gives_no_slot_away() -> None:
     app = Held()
-    layer = ConcurrencyLimitMiddleware(app, limit=1, queue=5, wait_seconds=0.05)
+    layer, admission = _limited(app, limit=1, queue=5, wait_seconds=0.05)
     first = asyncio.create_task(_request(layer, "first"))
     await _settle()
     assert (await _request(layer, "late"))[0] == 503
     assert app.entered == ["first"]
     app.let_go("first")
     assert (await first)[0] == 200
-    assert layer.running == 0
+    assert admission.running == 0
     app.let_go("after")
     assert (await _request(layer, "after"))[0] == 200
 
 
 async def test_a_slot_handed_over_as_the_wait_ends_goes_to_the_next() -> None:
     app = Held()
-    layer = ConcurrencyLimitMiddleware(app, limit=1, queue=5, wait_seconds=60)
+    layer, admission = _limited(app, limit=1, queue=5, wait_seconds=60)
     first = asyncio.create_task(_request(layer, "first"))
     await _settle()
     gone = asyncio.create_task(_request(layer, "gone"))
@@ -114,7 +119,7 @@ async def test_a_slot_handed_over_as_the_wait_ends_goes_to_the_next() -> None:
     app.let_go("first")
     # One loop step at a time until the slot is handed to "gone" (an Event set by the
     # layer would need a hook in it, and waiting on one could let "gone" run first) …
-    while len(layer._waiting) == 2:  # noqa: ASYNC110
+    while len(admission.waiting) == 2:  # noqa: ASYNC110
         await asyncio.sleep(0)
     assert app.entered == ["first"]  # … which has not run yet …
     gone.cancel()  # … and is cancelled before it does
@@ -125,7 +130,7 @@ async def test_a_slot_handed_over_as_the_wait_ends_goes_to_the_next() -> None:
     assert app.entered == ["first", "later"]  # the slot went on
     app.let_go("later")
     assert (await later)[0] == 200
-    assert layer.running == 0
+    assert admission.running == 0
 
 
 async def test_probes_and_streams_are_never_counted_nor_queued() -> None:
@@ -133,7 +138,13 @@ async def test_probes_and_streams_are_never_counted_nor_queued() -> None:
     tests/web/test_edge.py) pass a full server."""
     app = Held()
     edge = EdgeTable(fixed={"/healthz": PROBE, "/leaderboard/stream": Edge.NOT_COUNTED})
-    layer = ConcurrencyLimitMiddleware(app, limit=1, queue=0, wait_seconds=60, edge=edge)
+    admission = Admission(limit=1, queue=0, wait_seconds=60)
+    counted = EdgeStep(
+        "concurrency limit",
+        lambda inner, _rules: ConcurrencyLimitMiddleware(inner, admission=admission),
+        skipped_by=Edge.NOT_COUNTED,
+    )
+    layer = EdgePipeline(app, steps=[counted], table=edge)
     first = asyncio.create_task(_request(layer, "first"))
     await _settle()
     for path in ("/healthz", "/leaderboard/stream"):

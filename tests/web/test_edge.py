@@ -4,16 +4,27 @@ at start-up; ``web`` names no route of a domain."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Awaitable
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 from fastapi import APIRouter, FastAPI
 from fastapi.routing import iter_route_contexts
 from starlette.routing import Route
+from starlette.types import Message, Receive, Scope, Send
 
 from questline.app import create_app
 from questline.config import Settings
-from questline.web.edge import PROBE, ConflictingRules, Edge, EdgeTable, at_the_edge
+from questline.web.edge import (
+    PROBE,
+    ConflictingRules,
+    Edge,
+    EdgePipeline,
+    EdgeStep,
+    EdgeTable,
+    at_the_edge,
+)
 
 WEB = Path(__file__).parents[2] / "src" / "questline" / "web"
 
@@ -104,3 +115,105 @@ def test_web_names_no_path_of_a_domain() -> None:
         if value == segment or value.startswith(segment + "/") or f'"{segment}/' in value
     ]
     assert found == []
+
+
+class Layer:
+    """A step's layer in a test: remembers its name, its rules and what it wraps."""
+
+    def __init__(self, app: Any, rules: Edge, name: str) -> None:
+        self.app, self.rules, self.name = app, rules, name
+
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        scope.setdefault("passed", []).append(self.name)
+        return self.app(scope, receive, send)  # type: ignore[no-any-return]
+
+
+def _step(name: str, skipped_by: Edge = Edge.NONE) -> EdgeStep:
+    return EdgeStep(name, lambda app, rules: Layer(app, rules, name), skipped_by=skipped_by)
+
+
+def _names(chain: Any) -> list[tuple[str, Edge]]:
+    found = []
+    while isinstance(chain, Layer):
+        found.append((chain.name, chain.rules))
+        chain = chain.app
+    return found
+
+
+def test_each_set_of_rules_gets_the_chain_of_the_steps_it_takes() -> None:
+    """Composed once per set of rules, outermost first, each layer made for those rules;
+    a step a route is exempt from is not in its chain at all."""
+
+    async def router(scope: Scope, receive: Receive, send: Send) -> None:
+        return None
+
+    table = EdgeTable(fixed={"/probe": PROBE, "/stream": Edge.NOT_COUNTED | Edge.NO_TIMEOUT})
+    steps = [
+        _step("id"),
+        _step("counted", Edge.NOT_COUNTED),
+        _step("limited", Edge.NOT_RATE_LIMITED),
+    ]
+    pipeline = EdgePipeline(router, steps=steps, table=table)
+    assert set(pipeline.chains) == {Edge.NONE, PROBE, Edge.NOT_COUNTED | Edge.NO_TIMEOUT}
+    assert _names(pipeline.chains[Edge.NONE]) == [
+        ("id", Edge.NONE),
+        ("counted", Edge.NONE),
+        ("limited", Edge.NONE),
+    ]
+    assert _names(pipeline.chains[PROBE]) == [("id", PROBE)]
+    stream = Edge.NOT_COUNTED | Edge.NO_TIMEOUT
+    assert _names(pipeline.chains[stream]) == [("id", stream), ("limited", stream)]
+
+
+@pytest.mark.anyio
+async def test_a_request_goes_down_its_routes_chain_and_the_lifespan_past_every_step() -> None:
+    reached: list[Scope] = []
+
+    async def router(scope: Scope, receive: Receive, send: Send) -> None:
+        reached.append(scope)
+
+    async def receive() -> Message:
+        return {"type": "http.request"}
+
+    async def send(message: Message) -> None:
+        return None
+
+    table = EdgeTable(fixed={"/probe": PROBE})
+    pipeline = EdgePipeline(
+        router, steps=[_step("id"), _step("limited", Edge.NOT_RATE_LIMITED)], table=table
+    )
+    for path in ("/probe", "/probe/", "/team"):
+        await pipeline({"type": "http", "path": path}, receive, send)
+    await pipeline({"type": "lifespan"}, receive, send)
+    assert [scope.get("passed") for scope in reached] == [
+        ["id"],
+        ["id"],  # the trailing slash the router forgives
+        ["id", "limited"],
+        None,
+    ]
+
+
+def test_the_service_has_one_middleware_and_its_probes_and_streams_skip_their_steps() -> None:
+    settings = Settings(
+        database_url="sqlite+aiosqlite:///:memory:",
+        allowed_hosts="questline.example",
+        rate_limit_enabled=True,
+    )
+    app = create_app(settings)
+    (middleware,) = app.user_middleware
+    assert middleware.cls is cast(Any, EdgePipeline)
+    steps = cast(list[EdgeStep], middleware.kwargs["steps"])
+    names = [step.name for step in steps]
+    assert names[0] == "request id"
+    assert names[-1] == "fast lane"
+    table = EdgeTable.from_routes(app.routes)
+    taken = {
+        path: [step.name for step in steps if step.taken_by(table.of(path))]
+        for path in ("/healthz", "/leaderboard/stream", "/team", "/team/bulk")
+    }
+    assert taken["/team"] == names
+    assert taken["/team/bulk"] == names
+    assert not {"allowed hosts", "concurrency limit", "rate limit"} & set(taken["/healthz"])
+    assert "request timeout" not in taken["/leaderboard/stream"]
+    assert "concurrency limit" not in taken["/leaderboard/stream"]
+    assert "rate limit" in taken["/leaderboard/stream"]

@@ -33,7 +33,7 @@ KEPT = [
     "ServerErrorMiddleware.__call__",  # the last resort for a failure in a layer below
     "CorrelationIdMiddleware.__call__",  # the request id, in the logs and the response
     "AccessLogMiddleware.__call__",  # logs and counts the response when it ends
-    "RateLimitMiddleware._limited",  # the verdict is awaited: one small frame remains
+    "RateLimitMiddleware.__call__",  # the verdict is awaited: one small frame remains
     "CrashGuardMiddleware.__call__",  # a crash before the response starts: a problem
     "FastLane._take",
     "EventStream.__call__",

@@ -111,7 +111,7 @@ class ScimErrorMiddleware:
         self.app = app
 
     def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
-        if scope["type"] != "http" or not scope["path"].startswith(SCIM_PREFIX):
+        if not scope["path"].startswith(SCIM_PREFIX):
             return self.app(scope, receive, send)  # a pass-through keeps no frame
         return self._rewriting(scope, receive, send)
 

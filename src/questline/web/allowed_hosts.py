@@ -8,7 +8,6 @@ from collections.abc import Awaitable
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from questline.web.edge import Edge, EdgeTable
 from questline.web.error_handlers import problem_from
 from questline.web.errors import BadRequest
 
@@ -16,18 +15,13 @@ from questline.web.errors import BadRequest
 class AllowedHostsMiddleware:
     """400 for a ``Host`` not in ``QUESTLINE_ALLOWED_HOSTS`` (when that is set), on every
     route but those declaring ``Edge.ANY_HOST`` (the probes: a load balancer's health
-    check names no host of the service).
-    The event stream is a route like the others (the concurrency limit's exemption list
-    is about something else)."""
+    check names no host of the service), which go without this step."""
 
-    def __init__(self, app: ASGIApp, *, hosts: list[str], edge: EdgeTable | None = None) -> None:
+    def __init__(self, app: ASGIApp, *, hosts: list[str]) -> None:
         self.app = app
-        self.edge = edge or EdgeTable()
         self.hosts = frozenset(h.lower() for h in hosts)
 
     def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
-        if scope["type"] != "http" or Edge.ANY_HOST in self.edge.of(scope["path"]):
-            return self.app(scope, receive, send)  # a pass-through keeps no frame
         host = ""
         for name, value in scope["headers"]:
             if name == b"host":

@@ -1,22 +1,27 @@
-"""What a route is exempt from, or treated as, at the edge: declared on the route, read
-once at start-up.
+"""The edge: the steps a request passes before routing, and what a route declares about
+them. Declared on the route, read once at start-up.
 
-The edge middlewares (rate limit, concurrency limit, allowed hosts, body guard, request
-timeout) run before routing, so they cannot ask the route. A route declares its rules
-with ``@at_the_edge(...)`` under its route decorator (or its route class carries
-``edge``); ``create_app`` builds an ``EdgeTable`` from every route, and each middleware
-asks the table about the request's path: one dictionary look-up for a fixed path, a
-prefix test for a templated one. ``web`` thereby names no route of a domain.
+The steps (request id, security headers, hosts, access log, concurrency and rate limits,
+body limits, timeout, crash guard, ``HEAD``, the fast lane) run before routing, so they
+cannot ask the route. A route declares its rules with ``@at_the_edge(...)`` under its
+route decorator (or its route class carries ``edge``); ``create_app`` builds an
+``EdgeTable`` from every route and one ``EdgePipeline`` from the steps. The pipeline
+composes, once for each set of rules some route declares, the chain of the steps those
+routes take, each made for those rules (as Litestar composes a route's middleware when it
+builds the route): a request is handed to its chain after one look-up of its path, and a
+step a route is exempt from is not in its chain at all. ``web`` thereby names no route of
+a domain.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from starlette.routing import BaseRoute
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from questline.web.internals import declared_routes
 
@@ -90,6 +95,10 @@ class EdgeTable:
             return self.of(trimmed)
         return Edge.NONE
 
+    def rule_sets(self) -> frozenset[Edge]:
+        """Every set of rules a path may have here (an undeclared path's included)."""
+        return frozenset({Edge.NONE, *self.fixed.values(), *(r for _, r in self.prefixes)})
+
     def paths_with(self, rule: Edge) -> frozenset[str]:
         """The fixed paths that have ``rule`` (for the OpenAPI document)."""
         return frozenset(path for path, rules in self.fixed.items() if rule in rules)
@@ -117,3 +126,51 @@ class EdgeTable:
                     )
         ordered = sorted(prefixes.items(), key=lambda item: len(item[0]), reverse=True)
         return cls(fixed=fixed, prefixes=tuple(ordered))
+
+
+Layer = Callable[[ASGIApp, Edge], ASGIApp]
+"""Makes a step's ASGI layer around the next one, for routes with the given rules."""
+
+
+@dataclass(frozen=True, slots=True)
+class EdgeStep:
+    """One step of the edge pipeline."""
+
+    name: str
+    layer: Layer
+    skipped_by: Edge = Edge.NONE
+    """Routes declaring any of these go without the step."""
+
+    @classmethod
+    def plain(cls, name: str, layer: Callable[..., ASGIApp], **options: Any) -> EdgeStep:
+        """A step that treats every route alike: ``layer(app, **options)``."""
+        return cls(name, lambda app, _rules: layer(app, **options))
+
+    def taken_by(self, rules: Edge) -> bool:
+        return not rules & self.skipped_by
+
+
+def compose(app: ASGIApp, steps: Sequence[EdgeStep], rules: Edge) -> ASGIApp:
+    """The chain of the ``steps`` (outermost first) that routes with ``rules`` take."""
+    for step in reversed(steps):
+        if step.taken_by(rules):
+            app = step.layer(app, rules)
+    return app
+
+
+class EdgePipeline:
+    """The application's one middleware: each HTTP request goes down the chain composed
+    for its route's rules; anything else (the lifespan) goes straight to ``app``."""
+
+    def __init__(self, app: ASGIApp, *, steps: Sequence[EdgeStep], table: EdgeTable) -> None:
+        self.app = app
+        self.steps = tuple(steps)
+        self.table = table
+        self.chains = {rules: compose(app, self.steps, rules) for rules in table.rule_sets()}
+
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        # Not a coroutine: a layer that only hands on keeps no frame for the response's
+        # life (an event stream's hours).
+        if scope["type"] != "http":
+            return self.app(scope, receive, send)
+        return self.chains[self.table.of(scope["path"])](scope, receive, send)

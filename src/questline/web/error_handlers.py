@@ -191,9 +191,6 @@ class CrashGuardMiddleware:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
         watch = StatusWatch(send)
         try:
             await self.app(scope, receive, watch)

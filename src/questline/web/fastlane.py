@@ -21,8 +21,8 @@ in its order, so running the request again through the route would only repeat i
 look-ups. Anything the answer does not take (it returns ``None``) goes on to the
 application unchanged, the body included: the route answers it.
 
-It is the innermost layer: request ids, the access log, rate limits, body limits and
-timeouts still see every request.
+It is the innermost step of the edge pipeline (``web.edge``): request ids, the access
+log, rate limits, body limits and timeouts still see every request.
 """
 
 from __future__ import annotations
@@ -105,10 +105,9 @@ def _may_overlap(route: BaseRoute, template: str) -> bool:
 
 
 class FastLane:
-    def __init__(self, app: ASGIApp, *, application: FastAPI, enabled: bool = True) -> None:
+    def __init__(self, app: ASGIApp, *, application: FastAPI) -> None:
         self.app = app
         self.application = application
-        self.enabled = enabled
         self._lanes: dict[str, tuple[Lane, ...]] | None = None
 
     def _lanes_for(self, method: str) -> tuple[Lane, ...]:
@@ -117,8 +116,6 @@ class FastLane:
         return self._lanes.get(method, ())
 
     def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
-        if scope["type"] != "http" or not self.enabled:
-            return self.app(scope, receive, send)  # a pass-through keeps no frame
         path = scope["path"]
         for lane in self._lanes_for(scope["method"]):
             if lane.route.path_regex.match(path) is None:

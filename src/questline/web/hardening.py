@@ -21,7 +21,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from questline.web.edge import Edge, EdgeTable
+from questline.web.edge import Edge
 from questline.web.error_handlers import problem_from
 from questline.web.errors import ServiceUnavailable
 
@@ -99,8 +99,6 @@ class SecurityHeadersMiddleware:
     def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         # Not a coroutine: nothing is left to do after the response, and a layer that
         # only hands on keeps no frame for the response's life (an event stream's hours).
-        if scope["type"] != "http":
-            return self.app(scope, receive, send)
         authenticated = any(name == b"authorization" for name, _ in scope["headers"])
         policy, page = self._policy_for(scope["path"])
         framer = self.frame_ancestors(scope) if page and self.frame_ancestors else None
@@ -204,29 +202,21 @@ class RequestTimeoutMiddleware:
     def __init__(
         self,
         app: ASGIApp,
+        rules: Edge = Edge.NONE,
         *,
         seconds: float,
         bulk_seconds: float,
         cancelled: set[asyncio.Task[None]],
-        edge: EdgeTable | None = None,
     ) -> None:
         self.app = app
-        self.edge = edge or EdgeTable()
-        """``Edge.NO_TIMEOUT``: long-lived responses (event streams); ``Edge.BULK``: the
-        bulk timeout."""
-        self.seconds = seconds
-        self.bulk_seconds = bulk_seconds
+        self.timeout = bulk_seconds if Edge.BULK in rules else seconds
+        """Routes declaring ``Edge.BULK`` get the bulk timeout; those declaring
+        ``Edge.NO_TIMEOUT`` (event streams) go without this step."""
         self.cancelled = cancelled
         """Timed-out requests still winding down (the app waits for them at shutdown)."""
 
-    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
-        if scope["type"] != "http" or Edge.NO_TIMEOUT in self.edge.of(scope["path"]):
-            return self.app(scope, receive, send)  # a pass-through keeps no frame
-        return self._bounded(scope, receive, send)
-
-    async def _bounded(self, scope: Scope, receive: Receive, send: Send) -> None:
-        bulk = Edge.BULK in self.edge.of(scope["path"])
-        timeout = self.bulk_seconds if bulk else self.seconds
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        timeout = self.timeout
         loop = asyncio.get_running_loop()
         progress = _Progress(loop.time())
 

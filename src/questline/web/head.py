@@ -19,7 +19,7 @@ class HeadAsGetMiddleware:
         self.app = app
 
     def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
-        if scope["type"] != "http" or scope["method"] != "HEAD":
+        if scope["method"] != "HEAD":
             return self.app(scope, receive, send)  # a pass-through keeps no frame
         return self._as_get(scope, receive, send)
 

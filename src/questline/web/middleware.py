@@ -11,7 +11,7 @@ from prometheus_client import Counter, Histogram
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from questline.web.edge import Edge, EdgeTable
+from questline.web.edge import Edge
 from questline.web.error_handlers import problem_from
 from questline.web.errors import (
     PayloadTooLarge,
@@ -67,51 +67,48 @@ class BodyGuardMiddleware:
     The declared length and media type are checked at once; the body itself is *not*
     read here: it is read when the route asks for it, after authorization
     (``questline.web.routing``), through a ``receive`` that counts its bytes and watches
-    the deadline (raising ``PayloadTooLarge`` or ``RequestTimeout``). Routes listed in
-    declaring ``Edge.BULK`` also accept ``text/csv`` and get the larger ``bulk_limit``;
-    those declaring ``Edge.FORM_BODY`` also accept a form.
+    the deadline (raising ``PayloadTooLarge`` or ``RequestTimeout``). Routes declaring
+    ``Edge.BULK`` also accept ``text/csv`` and get the larger ``bulk_limit``; those
+    declaring ``Edge.FORM_BODY`` also accept a form.
     """
 
     def __init__(
         self,
         app: ASGIApp,
+        rules: Edge = Edge.NONE,
         *,
         limit: int,
         bulk_limit: int,
         body_timeout: float = 60,
-        edge: EdgeTable | None = None,
     ) -> None:
         self.app = app
-        self.limit = limit
-        self.bulk_limit = bulk_limit
+        self.bulk = Edge.BULK in rules
+        self.form = Edge.FORM_BODY in rules
+        self.limit = bulk_limit if self.bulk else limit
         self.body_timeout = body_timeout
-        self.edge = edge or EdgeTable()
 
     def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
-        if scope["type"] != "http" or scope["method"] not in BODY_METHODS:
+        if scope["method"] not in BODY_METHODS:
             return self.app(scope, receive, send)  # a pass-through keeps no frame
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        rules = self.edge.of(scope["path"])
-        bulk = Edge.BULK in rules
-        limit = self.bulk_limit if bulk else self.limit
         declared = headers.get("content-length")
         has_body = headers.get("transfer-encoding") is not None or (
             declared is not None and declared.strip() not in ("", "0")
         )
         problem: Problem | None = None
-        if declared is not None and declared.strip().isdigit() and int(declared) > limit:
-            problem = PayloadTooLarge(too_large_message(limit))
+        if declared is not None and declared.strip().isdigit() and int(declared) > self.limit:
+            problem = PayloadTooLarge(too_large_message(self.limit))
         elif has_body:
             media = _media_type(headers.get("content-type", ""))
-            form = media == FORM_TYPE and Edge.FORM_BODY in rules
-            if not (_is_json(media) or form or (bulk and media == "text/csv")):
-                accepted = "application/json or text/csv" if bulk else "application/json"
+            form = self.form and media == FORM_TYPE
+            if not (_is_json(media) or form or (self.bulk and media == "text/csv")):
+                accepted = "application/json or text/csv" if self.bulk else "application/json"
                 problem = UnsupportedMediaType(
                     f"Send the body as {accepted} (got {media or 'no Content-Type'})."
                 )
         if problem is not None:
             return problem_from(Request(scope), problem)(scope, receive, send)
-        return self.app(scope, _bounded(receive, limit, self.body_timeout), send)
+        return self.app(scope, _bounded(receive, self.limit, self.body_timeout), send)
 
 
 def _bounded(receive: Receive, limit: int, timeout: float) -> Receive:
@@ -157,9 +154,6 @@ class AccessLogMiddleware:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
         started = time.perf_counter()
         watch = StatusWatch(send)
         try:

@@ -33,7 +33,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from questline.config import Settings
-from questline.web.edge import Edge, EdgeTable
+from questline.web.edge import Edge
 from questline.web.error_handlers import problem_from
 from questline.web.errors import (
     ServiceUnavailable,
@@ -144,27 +144,25 @@ usual problem document. The route's domain supplies it; ``web`` knows none."""
 
 
 class RateLimitMiddleware:
+    """Counts each request against its caller's bucket of its class, and refuses it past
+    the limit. Routes declaring ``Edge.NOT_RATE_LIMITED`` go without this step."""
+
     def __init__(
         self,
         app: ASGIApp,
+        rules: Edge = Edge.NONE,
         *,
         limiter: RateLimiter,
         verify: VerifyToken,
         browser_refusal: BrowserRefusal | None = None,
-        edge: EdgeTable | None = None,
     ) -> None:
         self.app = app
+        self.rules = rules
         self.limiter = limiter
         self.verify = verify
         self.browser_refusal = browser_refusal
-        self.edge = edge or EdgeTable()
 
-    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
-        if scope["type"] != "http" or Edge.NOT_RATE_LIMITED in self.edge.of(scope["path"]):
-            return self.app(scope, receive, send)  # a pass-through keeps no frame
-        return self._limited(scope, receive, send)
-
-    async def _limited(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # Small on purpose: this frame stays for the response's life (an event stream's
         # hours), the verdict's is gone by then (docs/performance.md, "Stream memory").
         await (await self._admitted(scope, receive, send))
@@ -172,7 +170,7 @@ class RateLimitMiddleware:
     async def _admitted(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         """What answers the request: the application (its response given the
         ``RateLimit`` headers) or the refusal."""
-        route_class = classify(scope["method"], self.edge.of(scope["path"]))
+        route_class = classify(scope["method"], self.rules)
         try:
             identity = await caller_identity(scope, self.verify)
             verdict = await self.limiter.hit(route_class, identity)
