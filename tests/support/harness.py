@@ -46,7 +46,7 @@ class AppHarness:
         return self.state.db
 
     @property
-    def cancelled_requests(self) -> set[asyncio.Task[None]]:
+    def cancelled_requests(self) -> set[asyncio.Future[None]]:
         return self.state.cancelled_requests
 
     @property

@@ -10,20 +10,16 @@ measurement."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
 from questline.app import create_app
 from questline.config import Settings
-from questline.web.server_options import uvicorn_options
 from tests.factories import World
 from tests.support.hang import HANG_GUARD
-from tests.support.postgres import free_port
+from tests.support.serving import serving
 from tests.support.sse import SseReader
 
 pytestmark = pytest.mark.anyio
@@ -41,25 +37,6 @@ KEPT = [
 """The frames an open stream keeps below the server's, outermost first. FastAPI's own
 exception telemetry and body limit sit next to the router (web/application.py): a
 stream the fast lane answers never enters them."""
-
-
-@asynccontextmanager
-async def _serving(settings: Settings) -> AsyncIterator[str]:
-    """The application behind uvicorn (as ``questline serve`` runs it), in this loop."""
-    port = free_port()
-    options = uvicorn_options(settings, host="127.0.0.1", port=port, workers=1)
-    for name in ("app", "factory", "workers", "timeout_worker_healthcheck"):
-        options.pop(name)
-    server = uvicorn.Server(uvicorn.Config(create_app(settings), **options))
-    serving = asyncio.create_task(server.serve())
-    try:
-        async with asyncio.timeout(HANG_GUARD):
-            while not server.started:  # noqa: ASYNC110 - uvicorn offers no event
-                await asyncio.sleep(0.02)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        await serving
 
 
 def _chain(task: asyncio.Task[Any]) -> list[tuple[str, str]]:
@@ -87,7 +64,7 @@ async def test_an_open_stream_keeps_only_the_layers_that_see_its_end(
     org = world.org()
     served = settings.model_copy(update={"rate_limit_enabled": True, "allowed_hosts": "127.0.0.1"})
     async with (
-        _serving(served) as url,
+        serving(create_app(served), served) as url,
         httpx.AsyncClient(base_url=url, timeout=HANG_GUARD) as client,
         client.stream("GET", "/leaderboard/stream", headers=org.member) as response,
     ):

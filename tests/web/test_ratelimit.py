@@ -8,6 +8,7 @@ import logging
 import pytest
 
 from questline.web.identity import Role
+from questline.web.ratelimit import LocalCounters
 from tests.factories import World, bearer
 from tests.scim.conftest import issue_token
 from tests.support.postgres import free_port
@@ -188,3 +189,24 @@ async def test_scim_has_its_own_limit_and_answers_429_as_a_scim_error(
     assert refused.headers["content-type"].startswith("application/scim+json")
     assert refused.json()["status"] == "429"
     assert 1 <= int(refused.headers["Retry-After"]) <= 60
+
+
+async def test_local_counters_forget_a_window_once_it_ends_and_sweep_what_ended() -> None:
+    """The in-memory store: a count lives for its window; every expired counter is gone
+    after the next sweep (memory stays bounded however many callers came and went)."""
+    now = [1_000.0]
+    counters = LocalCounters(clock=lambda: now[0])
+    assert [await counters.incr("a", 60) for _ in range(3)] == [1, 2, 3]
+    assert await counters.get_expiry("a") == 1_060.0
+    for caller in range(500):
+        await counters.incr(f"caller-{caller}", 10)
+    assert len(counters.counts) == 501
+    now[0] += 30  # the callers' 10 s windows ended; "a"'s has not
+    assert await counters.get("caller-7") == 0
+    assert await counters.incr("a", 60) == 4
+    assert set(counters.counts) == {"a"}  # swept on the way
+    now[0] += 31
+    assert await counters.incr("a", 60) == 1  # a new window
+    assert await counters.get_expiry("a") == 1_121.0
+    await counters.clear("a")
+    assert await counters.get("a") == 0

@@ -3,6 +3,7 @@ is answered 503 at the deadline, its transaction rolls back, and the service goe
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import time
 from collections.abc import AsyncIterator
@@ -11,6 +12,7 @@ from typing import Any
 
 import anyio
 import asyncpg
+import httpx
 import pytest
 from starlette.types import Message, Receive, Scope, Send
 
@@ -19,6 +21,7 @@ from questline.storage import tenancy
 from questline.web.hardening import RequestTimeoutMiddleware, drain
 from tests.factories import World
 from tests.support.hang import HANG_GUARD
+from tests.support.serving import serving
 from tests.web.conftest import AppFactory, client_for
 
 pytestmark = pytest.mark.anyio
@@ -35,8 +38,12 @@ async def team_locked_elsewhere(
     PostgreSQL: a row lock on the team. SQLite: the database's write lock.
     """
     if settings.is_sqlite:
-        connection = sqlite3.connect(settings.data_dir / "questline.db", isolation_level=None)
-        connection.execute("BEGIN IMMEDIATE")
+        # In a thread: the application's own background writers (a served app runs its
+        # dispatchers) must be able to finish theirs while this one waits for the lock.
+        connection = sqlite3.connect(
+            settings.data_dir / "questline.db", isolation_level=None, check_same_thread=False
+        )
+        await asyncio.to_thread(connection.execute, "BEGIN IMMEDIATE")
         try:
             yield
         finally:
@@ -63,10 +70,16 @@ async def team_locked_elsewhere(
 async def test_a_request_stuck_on_a_lock_times_out_with_503_and_changes_nothing(
     world: World, make_app: AppFactory, settings: Settings
 ) -> None:
+    """Served by uvicorn, as in production: the 503 reaches the client at the deadline,
+    while the request is still cancelling (its write waits on the lock in SQLite's
+    thread until the lock is gone)."""
     org = world.org()
     team = await org.create_team("Before")
     impatient = make_app(request_timeout_seconds=TIMEOUT)
-    async with client_for(impatient) as client:
+    async with (
+        serving(impatient, settings) as url,
+        httpx.AsyncClient(base_url=url, timeout=HANG_GUARD) as client,
+    ):
         async with team_locked_elsewhere(settings, str(org.id), team["Id"]):
             started = time.monotonic()
             # Without the timeout it would wait for ever: the lock is held until the
@@ -175,3 +188,21 @@ async def test_a_streamed_answer_that_stalls_is_cut_off_and_cancelled() -> None:
     assert all(m["more_body"] for m in sent[1:])
     assert await drain(cancelled, grace=HANG_GUARD)
     assert app.cancelled
+
+
+async def test_the_timeout_swallows_only_its_own_cancellation() -> None:
+    """The request runs in the caller's task: after its own timeout the task is left as it
+    was (no cancellation pending), and a cancellation from outside (a server shutting
+    down) still ends the request."""
+    stalled = _Stream(chunks=1, gap=0.0, stall=True)
+    await _run_bounded(stalled, seconds=TIMEOUT)
+    task = asyncio.current_task()
+    assert task is not None
+    assert task.cancelling() == 0
+
+    running = asyncio.ensure_future(_run_bounded(_Stream(chunks=1, gap=0.0, stall=True), 60))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running

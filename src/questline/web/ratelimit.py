@@ -26,7 +26,6 @@ from dataclasses import dataclass
 
 from limits import RateLimitItem, parse
 from limits.aio.storage import Storage
-from limits.aio.strategies import FixedWindowRateLimiter
 from limits.storage import storage_from_string
 from starlette.requests import Request
 from starlette.responses import Response
@@ -42,7 +41,7 @@ from questline.web.errors import (
 )
 from questline.web.identity import Caller, scope_bearer
 from questline.web.metrics import RATE_LIMITED
-from questline.web.send_wrappers import WithHeaders
+from questline.web.send_wrappers import WithRawHeaders
 
 logger = logging.getLogger("questline.web.ratelimit")
 
@@ -70,9 +69,81 @@ def storage_uri(configured: str) -> str:
     return configured if configured.startswith("async+") else f"async+{configured}"
 
 
+class LocalCounters(Storage):
+    """Fixed-window counters in this process's memory (``memory://``), as a ``limits``
+    store (its documented extension point) for ``limits``' own strategies.
+
+    ``limits``' asynchronous memory store starts, as a task after each hit, a sweep of
+    every counter it holds: a hit's cost grew with the number of callers in the window
+    (docs/reliability.md, "Rate limits"). Here a counter past its expiry reads as absent
+    at once, and the expired ones are dropped at most once a ``SWEEP_SECONDS``: the
+    sweep only bounds the memory."""
+
+    STORAGE_SCHEME = None  # made by ``counter_storage``, not named by a URI
+    SWEEP_SECONDS = 1.0
+
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        super().__init__()
+        self.clock = clock
+        self.counts: dict[str, int] = {}
+        self.expiries: dict[str, float] = {}
+        self.next_sweep = 0.0
+
+    @property
+    def base_exceptions(self) -> type[Exception]:
+        return ValueError
+
+    def _count(self, key: str, now: float) -> int:
+        expiry = self.expiries.get(key)
+        if expiry is None:
+            return 0
+        if expiry <= now:
+            del self.expiries[key]
+            self.counts.pop(key, None)
+            return 0
+        return self.counts[key]
+
+    async def incr(self, key: str, expiry: int, amount: int = 1) -> int:
+        now = self.clock()
+        if now >= self.next_sweep:
+            self._sweep(now)
+        count = self._count(key, now) + amount
+        self.counts[key] = count
+        if count == amount:
+            self.expiries[key] = now + expiry
+        return count
+
+    async def get(self, key: str) -> int:
+        return self._count(key, self.clock())
+
+    async def get_expiry(self, key: str) -> float:
+        return self.expiries.get(key) or self.clock()
+
+    async def check(self) -> bool:
+        return True
+
+    async def reset(self) -> int | None:
+        cleared = len(self.counts)
+        self.counts.clear()
+        self.expiries.clear()
+        return cleared
+
+    async def clear(self, key: str) -> None:
+        self.counts.pop(key, None)
+        self.expiries.pop(key, None)
+
+    def _sweep(self, now: float) -> None:
+        for key in [key for key, expiry in self.expiries.items() if expiry <= now]:
+            del self.expiries[key]
+            self.counts.pop(key, None)
+        self.next_sweep = now + self.SWEEP_SECONDS
+
+
 def counter_storage(settings: Settings) -> Storage:
     """Where every rate limit's counters live (``QUESTLINE_RATE_LIMIT_STORAGE``): the
     sign-in link's limits count in the same store, under the same key prefix."""
+    if settings.rate_limit_storage.startswith(("memory://", "async+memory://")):
+        return LocalCounters()
     uri = storage_uri(settings.rate_limit_storage)
     options: dict[str, float | str | bool] = {}
     if "redis" in uri:
@@ -96,9 +167,21 @@ class Verdict:
             "RateLimit-Reset": str(self.reset_seconds),
         }
 
+    def raw_headers(self) -> list[tuple[bytes, bytes]]:
+        """``headers`` as the raw ASGI pairs a response appends."""
+        return [
+            (b"ratelimit-limit", str(self.limit).encode()),
+            (b"ratelimit-remaining", str(self.remaining).encode()),
+            (b"ratelimit-reset", str(self.reset_seconds).encode()),
+        ]
+
 
 class RateLimiter:
-    """Counts hits per caller and route class in a fixed window."""
+    """Counts hits per caller and route class in a fixed window: ``limits``' items and
+    stores, and its fixed-window rule (a hit is allowed while the window's count, this
+    hit included, is at most the limit) read from the one increment, with the window's
+    end: two calls to the store a request, where the strategy's ``hit`` and
+    ``get_window_stats`` make three (each a round trip to Redis)."""
 
     def __init__(self, settings: Settings) -> None:
         self.items: dict[RouteClass, RateLimitItem] = {
@@ -108,14 +191,13 @@ class RateLimiter:
             RouteClass.SCIM: parse(settings.rate_limit_scim),
         }
         self.storage = counter_storage(settings)
-        self.strategy = FixedWindowRateLimiter(self.storage)
 
     async def hit(self, route_class: RouteClass, identity: str) -> Verdict:
         item = self.items[route_class]
-        allowed = await self.strategy.hit(item, route_class.value, identity)
-        stats = await self.strategy.get_window_stats(item, route_class.value, identity)
-        reset = max(1, math.ceil(stats.reset_time - time.time()))
-        return Verdict(allowed, item.amount, stats.remaining, reset)
+        key = item.key_for(route_class.value, identity)
+        count = await self.storage.incr(key, item.get_expiry())
+        reset = max(1, math.ceil(await self.storage.get_expiry(key) - time.time()))
+        return Verdict(count <= item.amount, item.amount, max(0, item.amount - count), reset)
 
 
 VerifyToken = Callable[[str], Awaitable[Caller]]
@@ -191,4 +273,4 @@ class RateLimitMiddleware:
                 headers=headers,
             )
             return problem_from(request, problem)(scope, receive, send)
-        return self.app(scope, receive, WithHeaders(send, verdict.headers()))
+        return self.app(scope, receive, WithRawHeaders(send, verdict.raw_headers()))

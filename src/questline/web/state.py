@@ -37,7 +37,7 @@ class AppState:
     authenticate: Authenticate
     signing_secret: Callable[[], str]
     """The service's signing secret (paging cursors are keyed by it)."""
-    cancelled_requests: set[asyncio.Task[None]] = field(default_factory=set)
+    cancelled_requests: set[asyncio.Future[None]] = field(default_factory=set)
     """Requests past their timeout, still rolling back (see ``questline.web.hardening``)."""
 
 
