@@ -1,8 +1,9 @@
 """Events benchmarks: the live leaderboard's latency at many open streams, and one
-organization's deliveries per second to a local receiver, per kind (webhooks, xAPI).
+organization's deliveries per second to a local receiver, per kind (webhooks, xAPI
+statements, LTI grades).
 
     .venv/bin/python -m bench.probes.events [--backend sqlite|postgresql] [--streams 1000]
-        [--writes 20] [--deliveries 2000] [--kinds webhooks,xapi]
+        [--writes 20] [--deliveries 2000] [--kinds webhooks,xapi,grades]
 
 ``--streams 0`` measures the deliveries alone.
 
@@ -16,10 +17,13 @@ holding the streams runs on the same machine and is part of what is measured.
 Delivery throughput, one organization per kind: its ``--deliveries`` items are
 written through a server whose dispatchers are off — webhooks: a webhook on
 ``team.created`` and that many teams; xAPI: an LRS and that many completions (teams of
-50 tasks, so each team's last completion adds a level and a discipline statement) —
-then a server with its dispatchers on starts, and the rate is the items received
-(each request answered at once by a minimal asyncio HTTP receiver on loopback: 204 to
-a webhook, 200 to a batch of statements) per second from the first to the last. The
+50 tasks, so each team's last completion adds a level and a discipline statement);
+grades: a learning platform, that many members it knows (teams of four) and a
+completion by each team, so a score for each member — then a server with its
+dispatchers on starts, and the rate is the items received (each request answered at
+once by a minimal asyncio HTTP receiver on loopback: 204 to a webhook, 200 to a batch of
+statements, the platform's token, line item and 200 to a score) per second from the
+first to the last. The
 sending process's CPU time over the same span (``/proc``), divided by the items, is
 ``cpu_ms_per_delivery``: what a delivery costs whatever else the machine runs.
 """
@@ -40,6 +44,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import create_async_engine
 from tests.support.live import LiveServer
 from tests.support.postgres import PostgresServer
 
@@ -66,6 +72,9 @@ def env_for(data_dir: Path, url: str | None, **extra: str) -> dict[str, str]:
         "QUESTLINE_PUBLIC_URL": "https://questline.bench",
         "QUESTLINE_XAPI_ALLOW_PRIVATE_URLS": "true",
         "QUESTLINE_XAPI_POLL_SECONDS": "0.2",
+        "QUESTLINE_LTI_ALLOW_HTTP": "true",
+        "QUESTLINE_LTI_ALLOW_PRIVATE_URLS": "true",
+        "QUESTLINE_LTI_GRADES_POLL_SECONDS": "0.2",
         **extra,
     }
     if url:
@@ -174,6 +183,18 @@ async def stream_latency(
     }
 
 
+HOST = "127.0.0.1"
+
+
+def ok_json(value: Any) -> bytes:
+    body = json.dumps(value).encode()
+    return (
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+        + f"content-length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+
+
 def cpu_seconds(pid: int) -> float:
     """User and system CPU time of a process so far (Linux ``/proc``)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -193,11 +214,14 @@ class Receiver:
         self.ids: set[str] = set()
         self.pid: int | None = None
         self.cpu: list[float] = []
+        self.port = 0
+        """Where it listens (set once it does)."""
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
+                method, target = head.split(b" ", 2)[:2]
                 length = 0
                 for line in head.split(b"\r\n"):
                     name, _, value = line.partition(b":")
@@ -206,22 +230,37 @@ class Receiver:
                     elif name.lower() == b"webhook-id":
                         self.ids.add(value.strip().decode())
                 body = await reader.readexactly(length)
-                batch = json.loads(body) if body.startswith(b"[") else None
-                if batch is not None:
-                    self.ids.update(str(statement["id"]) for statement in batch)
-                self.count(len(batch) if batch is not None else 1)
-                if batch is not None:
-                    answer = json.dumps([s["id"] for s in batch]).encode()
-                    writer.write(
-                        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
-                        + f"content-length: {len(answer)}\r\n\r\n".encode()
-                        + answer
-                    )
-                else:
-                    writer.write(b"HTTP/1.1 204 No Content\r\ncontent-length: 0\r\n\r\n")
+                writer.write(self.answer(method, target.decode(), body))
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
             writer.close()
+
+    def answer(self, method: bytes, target: str, body: bytes) -> bytes:
+        """The response to one request; what it delivers is counted."""
+        if target.startswith("/lti/"):
+            return self.platform_answer(method, target, body)
+        batch = json.loads(body) if body.startswith(b"[") else None
+        if batch is None:
+            self.count(1)
+            return b"HTTP/1.1 204 No Content\r\ncontent-length: 0\r\n\r\n"
+        self.ids.update(str(statement["id"]) for statement in batch)
+        self.count(len(batch))
+        return ok_json([s["id"] for s in batch])
+
+    def platform_answer(self, method: bytes, target: str, body: bytes) -> bytes:
+        """A learning platform's token endpoint and line items service (LTI AGS): a
+        score posted to a line item is a delivery."""
+        if target == "/lti/token":
+            return ok_json({"access_token": "bench", "token_type": "Bearer", "expires_in": 3600})
+        if method == b"GET":  # the line items of a resource: none yet
+            return ok_json([])
+        if target.endswith("/scores"):
+            self.ids.add(json.loads(body)["userId"])
+            self.count(1)
+            return b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n"
+        made = json.loads(body)  # a line item
+        item = f"http://{HOST}:{self.port}/lti/lineitems/{made['resourceId']}"
+        return ok_json({**made, "id": item})
 
     def watch(self, pid: int) -> None:
         """Take the sending process's CPU from now: when its first deliveries arrived
@@ -247,7 +286,9 @@ class Receiver:
             self.cpu.append(cpu_seconds(self.pid))
 
 
-async def write_webhook_items(client: httpx.AsyncClient, port: int, items: int) -> int:
+async def write_webhook_items(
+    client: httpx.AsyncClient, port: int, items: int, settings: Settings
+) -> int:
     """A webhook on ``team.created`` and ``items`` teams: one delivery each."""
     hook = await client.post(
         "/webhook", json={"url": f"http://127.0.0.1:{port}/hook", "events": ["team.created"]}
@@ -259,7 +300,9 @@ async def write_webhook_items(client: httpx.AsyncClient, port: int, items: int) 
     return items
 
 
-async def write_xapi_items(client: httpx.AsyncClient, port: int, items: int) -> int:
+async def write_xapi_items(
+    client: httpx.AsyncClient, port: int, items: int, settings: Settings
+) -> int:
     """An LRS and ``items`` completions (rounded up to whole teams of ``TASKS_PER_TEAM``
     tasks): one statement each, and a level and a discipline statement a team."""
     lrs = await client.put(
@@ -288,13 +331,92 @@ async def write_xapi_items(client: httpx.AsyncClient, port: int, items: int) -> 
     return teams * (TASKS_PER_TEAM + 2)
 
 
-WRITERS = {"webhooks": write_webhook_items, "xapi": write_xapi_items}
+MEMBERS_PER_TEAM = 4
+
+
+async def write_grades_items(
+    client: httpx.AsyncClient, port: int, items: int, settings: Settings
+) -> int:
+    """A learning platform on the receiver, and ``items`` people it knows (rounded up to
+    whole teams of ``MEMBERS_PER_TEAM``) whose team then completes a task: a score for
+    each. What launches would have stored (the person behind each member, the line items
+    service) is written to the database before the completions (``link_platform``): a
+    completion's scores are decided as it is recorded."""
+    base = f"http://{HOST}:{port}/lti"
+    platform = await client.post(
+        "/lti/platform",
+        json={
+            "Issuer": f"{base}/issuer",
+            "ClientId": "bench",
+            "DeploymentIds": ["1"],
+            "AuthLoginUrl": f"{base}/login",
+            "AuthTokenUrl": f"{base}/token",
+            "KeySetUrl": f"{base}/jwks",
+        },
+    )
+    assert platform.status_code == 201, platform.text
+    created = await client.post(
+        "/discipline",
+        json={
+            "Title": "Bench",
+            "Description": "x",
+            "Levels": [{"Title": "L", "Quests": [{"Title": "Q", "Tasks": [
+                {"Title": "T", "Points": 1}
+            ]}]}],
+        },
+    )  # fmt: skip
+    assert created.status_code == 201, created.text
+    task = created.json()["Levels"][0]["Quests"][0]["Tasks"][0]["Id"]
+    teams: list[str] = []
+    for index in range(-(-items // MEMBERS_PER_TEAM)):
+        team = (await client.post("/team", json={"name": f"G{index}"})).json()["Id"]
+        teams.append(team)
+        for place in range(MEMBERS_PER_TEAM):
+            joined = await client.post(
+                f"/team/{team}/members",
+                json={"givenName": f"G{index}-{place}", "email": f"g{index}-{place}@example.org"},
+            )
+            assert joined.status_code == 201, joined.text
+    await link_platform(settings, port)
+    for team in teams:
+        done = await client.post(f"/team/{team}/progress", json={"TaskId": task})
+        assert done.status_code == 201, done.text
+    return len(teams) * MEMBERS_PER_TEAM
+
+
+async def link_platform(settings: Settings, port: int) -> None:
+    """What launches from the platform would have stored: its line items service, and the
+    platform's person (``lti_people``) behind every member of the organization."""
+    engine = create_async_engine(settings.resolved_owner_url)
+    async with engine.begin() as connection:
+        await connection.execute(
+            text("UPDATE lti_platforms SET lineitems_url = :url"),
+            {"url": f"http://{HOST}:{port}/lti/lineitems"},
+        )
+        await connection.execute(
+            text(
+                "INSERT INTO lti_people (organization_id, platform_id, subject, member_id, "
+                "roster_deactivated, created_at) "
+                "SELECT m.organization_id, p.id, 'person-' || m.email, m.id, :no, :now "
+                "FROM members m JOIN lti_platforms p ON p.organization_id = m.organization_id"
+            ),
+            {"no": False, "now": dt.datetime.now(dt.UTC)},
+        )
+    await engine.dispose()
+
+
+WRITERS = {
+    "webhooks": write_webhook_items,
+    "xapi": write_xapi_items,
+    "grades": write_grades_items,
+}
 
 
 async def delivery_throughput(
-    kind: str, data_dir: Path, url: str | None, admin: str, items: int, tmp: Path
+    kind: str, settings: Settings, admin: str, items: int, tmp: Path
 ) -> dict[str, Any]:
     """One organization's deliveries of ``kind`` per second (see the module's doc)."""
+    data_dir, url = settings.data_dir, settings.database_url
     server = None
     quiet = LiveServer(
         env=env_for(
@@ -302,17 +424,18 @@ async def delivery_throughput(
             url,
             QUESTLINE_WEBHOOKS_DISPATCHER_ENABLED="false",
             QUESTLINE_XAPI_DISPATCHER_ENABLED="false",
+            QUESTLINE_LTI_GRADES_DISPATCHER_ENABLED="false",
         ),
         log_path=tmp / f"quiet-{kind}.log",
     )
     receiver = Receiver(0)
     server = await asyncio.start_server(receiver.handle, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
+    port = receiver.port = server.sockets[0].getsockname()[1]
     await asyncio.to_thread(quiet.start)
     headers = {"Authorization": f"Bearer {admin}"}
     try:
         async with httpx.AsyncClient(base_url=quiet.url, headers=headers, timeout=60) as client:
-            receiver.expected = await WRITERS[kind](client, port, items)
+            receiver.expected = await WRITERS[kind](client, port, items, settings)
     finally:
         quiet.stop()
     sender = LiveServer(env=env_for(data_dir, url), log_path=tmp / f"sender-{kind}.log")
@@ -382,7 +505,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             other = uuid.uuid4()  # one organization per kind
             kind_admin = tokens.mint(role=Role.ADMIN, org_id=other, subject="bench", lifetime=life)
             result[kind] = await delivery_throughput(
-                kind, data_dir, url, kind_admin, args.deliveries, workdir
+                kind, settings, kind_admin, args.deliveries, workdir
             )
         return result
     finally:
@@ -399,7 +522,9 @@ def main() -> None:
     parser.add_argument("--streams", type=int, default=1000)
     parser.add_argument("--writes", type=int, default=20)
     parser.add_argument("--deliveries", type=int, default=2000)
-    parser.add_argument("--kinds", default="webhooks,xapi", help="of: webhooks, xapi")
+    parser.add_argument(
+        "--kinds", default="webhooks,xapi,grades", help="of: webhooks, xapi, grades"
+    )
     args = parser.parse_args()
     print(json.dumps(asyncio.run(run(args)), indent=2))
 
