@@ -49,6 +49,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from tests.support.live import LiveServer
 from tests.support.postgres import PostgresServer
 
+from bench.harness.api import one_level_discipline
 from questline.auth.tokens import TokenService
 from questline.config import Settings
 from questline.storage.migrate import upgrade
@@ -310,18 +311,7 @@ async def write_xapi_items(
         json={"Endpoint": f"http://127.0.0.1:{port}/xapi", "Username": "b", "Password": "b"},
     )
     assert lrs.status_code == 201, lrs.text
-    created = await client.post(
-        "/discipline",
-        json={
-            "Title": "Bench",
-            "Description": "x",
-            "Levels": [{"Title": "L", "Quests": [{"Title": "Q", "Tasks": [
-                {"Title": f"T{i}", "Points": 1 + i} for i in range(TASKS_PER_TEAM)
-            ]}]}],
-        },
-    )  # fmt: skip
-    assert created.status_code == 201, created.text
-    tasks = [t["Id"] for t in created.json()["Levels"][0]["Quests"][0]["Tasks"]]
+    tasks = await one_level_discipline(client, [1 + i for i in range(TASKS_PER_TEAM)])
     teams = -(-items // TASKS_PER_TEAM)
     for index in range(teams):
         team = (await client.post("/team", json={"name": f"X{index}"})).json()["Id"]
@@ -355,18 +345,7 @@ async def write_grades_items(
         },
     )
     assert platform.status_code == 201, platform.text
-    created = await client.post(
-        "/discipline",
-        json={
-            "Title": "Bench",
-            "Description": "x",
-            "Levels": [{"Title": "L", "Quests": [{"Title": "Q", "Tasks": [
-                {"Title": "T", "Points": 1}
-            ]}]}],
-        },
-    )  # fmt: skip
-    assert created.status_code == 201, created.text
-    task = created.json()["Levels"][0]["Quests"][0]["Tasks"][0]["Id"]
+    [task] = await one_level_discipline(client, [1])
     teams: list[str] = []
     for index in range(-(-items // MEMBERS_PER_TEAM)):
         team = (await client.post("/team", json={"name": f"G{index}"})).json()["Id"]

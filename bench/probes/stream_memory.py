@@ -13,20 +13,18 @@ import argparse
 import asyncio
 import gc
 import logging
-import socket
 import tempfile
 import tracemalloc
 import uuid
 from typing import Any
 
-import uvicorn
+from tests.support.serving import serving
 
 from questline.app import create_app
 from questline.auth.tokens import TokenService
 from questline.config import Settings
 from questline.storage.migrate import upgrade
 from questline.web.identity import Role
-from questline.web.server_options import uvicorn_options
 
 MARK = b"event: leaderboard"
 
@@ -54,71 +52,56 @@ async def _open(port: int, token: str) -> asyncio.StreamWriter:
     return writer
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 async def measure(settings: Settings, streams: int, top: int) -> None:
     token = TokenService(settings).mint(role=Role.MEMBER, org_id=uuid.uuid4(), subject="m")
     app = create_app(settings)
-    port = _free_port()
-    options = uvicorn_options(settings, host="127.0.0.1", port=port, workers=1)
-    for name in ("app", "factory", "workers", "timeout_worker_healthcheck"):
-        options.pop(name)
-    server = uvicorn.Server(uvicorn.Config(app, **options))
-    serving = asyncio.create_task(server.serve())
-    while not server.started:  # noqa: ASYNC110 - uvicorn offers no event
-        await asyncio.sleep(0.05)
-    # Warm: the first stream builds the snapshot, the caches and the imports.
-    warm = [await _open(port, token) for _ in range(20)]
-    gc.collect()
-    tracemalloc.start(8)
-    before, rss_before = tracemalloc.take_snapshot(), _rss_kib()
-    writers: list[asyncio.StreamWriter] = []
-    for start in range(0, streams, 100):
-        count = min(100, streams - start)
-        writers += await asyncio.gather(*(_open(port, token) for _ in range(count)))
-    await asyncio.sleep(0.5)
-    gc.collect()
-    after, rss_after = tracemalloc.take_snapshot(), _rss_kib()
-    print("pool:", app.state.questline.db.engine.pool.status())
-    diff = after.compare_to(before, "traceback")
-    grown = sum(stat.size_diff for stat in diff)
-    print(
-        f"{streams} streams: traced heap +{grown / streams / 1024:.1f} KiB a stream "
-        f"(client and server in this process), resident +{(rss_after - rss_before) / streams:.1f}"
-        " KiB a stream"
-    )
-    client = sum(
-        stat.size_diff
-        for stat in diff
-        if any("stream_memory.py" in frame.filename for frame in stat.traceback)
-    )
-    print(
-        f"of which the client's {client / streams / 1024:.1f} KiB, the server's "
-        f"{(grown - client) / streams / 1024:.1f} KiB"
-    )
-    by_file: dict[str, int] = {}
-    for stat in diff:
-        if any("stream_memory.py" in frame.filename for frame in stat.traceback):
-            continue
-        name = stat.traceback[-1].filename.rsplit("/", 2)[-1]
-        by_file[name] = by_file.get(name, 0) + stat.size_diff
-    for name, size in sorted(by_file.items(), key=lambda item: -item[1])[:top]:
-        print(f"{size / streams:8.0f} B  {name}")
-    for stat in diff[:top]:
-        frames = [f"{f.filename.rsplit('/', 2)[-1]}:{f.lineno}" for f in stat.traceback[-4:]]
+    async with serving(app, settings) as url:
+        port = int(url.rsplit(":", 1)[1])
+        # Warm: the first stream builds the snapshot, the caches and the imports.
+        warm = [await _open(port, token) for _ in range(20)]
+        gc.collect()
+        tracemalloc.start(8)
+        before, rss_before = tracemalloc.take_snapshot(), _rss_kib()
+        writers: list[asyncio.StreamWriter] = []
+        for start in range(0, streams, 100):
+            count = min(100, streams - start)
+            writers += await asyncio.gather(*(_open(port, token) for _ in range(count)))
+        await asyncio.sleep(0.5)
+        gc.collect()
+        after, rss_after = tracemalloc.take_snapshot(), _rss_kib()
+        print("pool:", app.state.questline.db.engine.pool.status())
+        diff = after.compare_to(before, "traceback")
+        grown = sum(stat.size_diff for stat in diff)
         print(
-            f"{stat.size_diff / streams:8.0f} B {stat.count_diff / streams:5.1f} blocks  "
-            + " < ".join(reversed(frames))
+            f"{streams} streams: traced heap +{grown / streams / 1024:.1f} KiB a stream "
+            "(client and server in this process), "
+            f"resident +{(rss_after - rss_before) / streams:.1f} KiB a stream"
         )
-    for writer in [*writers, *warm]:
-        writer.close()
-    server.should_exit = True
-    await serving
+        client = sum(
+            stat.size_diff
+            for stat in diff
+            if any("stream_memory.py" in frame.filename for frame in stat.traceback)
+        )
+        print(
+            f"of which the client's {client / streams / 1024:.1f} KiB, the server's "
+            f"{(grown - client) / streams / 1024:.1f} KiB"
+        )
+        by_file: dict[str, int] = {}
+        for stat in diff:
+            if any("stream_memory.py" in frame.filename for frame in stat.traceback):
+                continue
+            name = stat.traceback[-1].filename.rsplit("/", 2)[-1]
+            by_file[name] = by_file.get(name, 0) + stat.size_diff
+        for name, size in sorted(by_file.items(), key=lambda item: -item[1])[:top]:
+            print(f"{size / streams:8.0f} B  {name}")
+        for stat in diff[:top]:
+            frames = [f"{f.filename.rsplit('/', 2)[-1]}:{f.lineno}" for f in stat.traceback[-4:]]
+            print(
+                f"{stat.size_diff / streams:8.0f} B {stat.count_diff / streams:5.1f} blocks  "
+                + " < ".join(reversed(frames))
+            )
+        for writer in [*writers, *warm]:
+            writer.close()
 
 
 def main() -> None:

@@ -35,6 +35,7 @@ from tests.support.live import LiveServer
 from tests.support.postgres import PostgresServer
 from tests.support.ralph_lrs import RalphServer, RalphUser
 
+from bench.harness.api import one_level_discipline
 from questline.auth.tokens import TokenService
 from questline.config import Settings
 from questline.storage.migrate import upgrade
@@ -71,18 +72,7 @@ async def stored(client: httpx.AsyncClient) -> int:
 
 async def prepare(client: httpx.AsyncClient, statements: int, writes: int) -> list[Any]:
     """A discipline of one level, teams, and the (team, task) pairs to complete."""
-    created = await client.post(
-        "/discipline",
-        json={
-            "Title": "Bench",
-            "Description": "x",
-            "Levels": [{"Title": "L", "Quests": [{"Title": "Q", "Tasks": [
-                {"Title": f"T{i}", "Points": 1 + i} for i in range(TASKS_PER_TEAM)
-            ]}]}],
-        },
-    )  # fmt: skip
-    assert created.status_code == 201, created.text
-    tasks = [t["Id"] for t in created.json()["Levels"][0]["Quests"][0]["Tasks"]]
+    tasks = await one_level_discipline(client, [1 + i for i in range(TASKS_PER_TEAM)])
     pairs: list[Any] = []
     team_count = -(-(statements + writes) // TASKS_PER_TEAM)
     for index in range(team_count):
