@@ -1,8 +1,8 @@
 """The exception handlers that answer every error with a problem document.
 
 ``install_error_handlers`` registers them on the application; ``CrashGuardMiddleware``
-answers crashes inside the middleware stack; ``problem_response`` and ``problem_from``
-render a problem document for middleware that answers outside the handlers. The
+answers crashes inside the edge pipeline; ``problem_response`` and ``problem_from``
+render a problem document for a step of the edge that answers outside the handlers. The
 vocabulary they render (``Problem`` and its subclasses) lives in ``questline.web.errors``.
 """
 
@@ -178,7 +178,7 @@ async def _handle_crash(request: Request, exc: Exception) -> JSONResponse:
 
 class CrashGuardMiddleware:
     """Answers an unhandled exception with the 500 problem document *inside* the
-    middleware stack.
+    edge pipeline (``web.edge``).
 
     Starlette serves its handler for ``Exception`` from its outermost layer, outside every
     middleware: that response would lack the request id header and the security
