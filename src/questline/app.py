@@ -285,19 +285,18 @@ def edge_steps(app: FastAPI, state: AppState, identity: Identity) -> list[EdgeSt
     ]
     if hosts and "*" not in hosts:
         steps.append(
-            EdgeStep(
-                "allowed hosts",
-                lambda inner, _rules: AllowedHostsMiddleware(inner, hosts=hosts),
-                skipped_by=Edge.ANY_HOST,
+            EdgeStep.plain(
+                "allowed hosts", AllowedHostsMiddleware, skipped_by=Edge.ANY_HOST, hosts=hosts
             )
         )
     steps += [
         EdgeStep.plain("access log", AccessLogMiddleware),
         EdgeStep.plain("SCIM errors", ScimErrorMiddleware),  # whoever refused, under /scim/
-        EdgeStep(
+        EdgeStep.plain(
             "concurrency limit",
-            lambda inner, _rules: ConcurrencyLimitMiddleware(inner, admission=admission),
+            ConcurrencyLimitMiddleware,
             skipped_by=Edge.NOT_COUNTED,
+            admission=admission,
         ),
     ]
     if settings.rate_limit_enabled:

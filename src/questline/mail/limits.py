@@ -10,19 +10,16 @@ process) and are off with them (``QUESTLINE_RATE_LIMIT_ENABLED=false``).
 
 from __future__ import annotations
 
-import math
-import time
 import uuid
 from functools import lru_cache
 
 from fastapi import Request
 from limits import RateLimitItem, parse
-from limits.aio.strategies import FixedWindowRateLimiter
 
 from questline.config import Settings
 from questline.mail.service import address_key
 from questline.web.errors import TooManyRequests
-from questline.web.ratelimit import counter_storage
+from questline.web.ratelimit import counter_storage, window_hit
 from questline.web.state import app_state
 
 _APP_KEY = "questline_mail_limits"
@@ -35,7 +32,7 @@ def _item(text: str) -> RateLimitItem:
 
 class SigninLimits:
     def __init__(self, settings: Settings) -> None:
-        self.strategy = FixedWindowRateLimiter(counter_storage(settings))
+        self.storage = counter_storage(settings)
 
     async def check(self, request: Request, *, org_id: uuid.UUID, email: str) -> None:
         """429 with ``Retry-After`` when either counter is spent (both are counted)."""
@@ -52,9 +49,9 @@ class SigninLimits:
             ("signin-link-client", _item(settings.mail_signin_limit_per_client), client),
         ]
         for scope, item, key in hits:
-            if not await self.strategy.hit(item, scope, key):
-                stats = await self.strategy.get_window_stats(item, scope, key)
-                wait = max(1, math.ceil(stats.reset_time - time.time()))
+            verdict = await window_hit(self.storage, item, scope, key)
+            if not verdict.allowed:
+                wait = verdict.reset_seconds
                 whose = "for this address" if scope.endswith("address") else "from this client"
                 raise TooManyRequests(
                     f"Too many sign-in links asked for {whose} ({item}); retry in {wait} s.",

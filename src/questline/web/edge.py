@@ -142,9 +142,16 @@ class EdgeStep:
     """Routes declaring any of these go without the step."""
 
     @classmethod
-    def plain(cls, name: str, layer: Callable[..., ASGIApp], **options: Any) -> EdgeStep:
-        """A step that treats every route alike: ``layer(app, **options)``."""
-        return cls(name, lambda app, _rules: layer(app, **options))
+    def plain(
+        cls,
+        name: str,
+        layer: Callable[..., ASGIApp],
+        *,
+        skipped_by: Edge = Edge.NONE,
+        **options: Any,
+    ) -> EdgeStep:
+        """A step that treats every route it takes alike: ``layer(app, **options)``."""
+        return cls(name, lambda app, _rules: layer(app, **options), skipped_by=skipped_by)
 
     def taken_by(self, rules: Edge) -> bool:
         return not rules & self.skipped_by

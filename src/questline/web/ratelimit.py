@@ -169,19 +169,22 @@ class Verdict:
 
     def raw_headers(self) -> list[tuple[bytes, bytes]]:
         """``headers`` as the raw ASGI pairs a response appends."""
-        return [
-            (b"ratelimit-limit", str(self.limit).encode()),
-            (b"ratelimit-remaining", str(self.remaining).encode()),
-            (b"ratelimit-reset", str(self.reset_seconds).encode()),
-        ]
+        return [(name.lower().encode(), value.encode()) for name, value in self.headers().items()]
+
+
+async def window_hit(storage: Storage, item: RateLimitItem, *identifiers: str) -> Verdict:
+    """One hit of ``item``'s fixed window for ``identifiers``: ``limits``' rule (allowed
+    while the window's count, this hit included, is at most the limit) read from the one
+    increment, then the window's end — two calls to the store, where the strategy's
+    ``hit`` and ``get_window_stats`` make three (each a round trip to Redis)."""
+    key = item.key_for(*identifiers)
+    count = await storage.incr(key, item.get_expiry())
+    reset = max(1, math.ceil(await storage.get_expiry(key) - time.time()))
+    return Verdict(count <= item.amount, item.amount, max(0, item.amount - count), reset)
 
 
 class RateLimiter:
-    """Counts hits per caller and route class in a fixed window: ``limits``' items and
-    stores, and its fixed-window rule (a hit is allowed while the window's count, this
-    hit included, is at most the limit) read from the one increment, with the window's
-    end: two calls to the store a request, where the strategy's ``hit`` and
-    ``get_window_stats`` make three (each a round trip to Redis)."""
+    """Counts hits per caller and route class in a fixed window (``window_hit``)."""
 
     def __init__(self, settings: Settings) -> None:
         self.items: dict[RouteClass, RateLimitItem] = {
@@ -193,11 +196,7 @@ class RateLimiter:
         self.storage = counter_storage(settings)
 
     async def hit(self, route_class: RouteClass, identity: str) -> Verdict:
-        item = self.items[route_class]
-        key = item.key_for(route_class.value, identity)
-        count = await self.storage.incr(key, item.get_expiry())
-        reset = max(1, math.ceil(await self.storage.get_expiry(key) - time.time()))
-        return Verdict(count <= item.amount, item.amount, max(0, item.amount - count), reset)
+        return await window_hit(self.storage, self.items[route_class], route_class.value, identity)
 
 
 VerifyToken = Callable[[str], Awaitable[Caller]]
