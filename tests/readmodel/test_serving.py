@@ -216,4 +216,5 @@ async def test_cached_bytes_equal_a_fresh_build_after_random_writes(
         for url, a, b in zip(urls, cached, fresh, strict=True):
             assert a.status_code == b.status_code, url
             assert a.content == b.content, url
-            assert a.headers.get("etag") == b.headers.get("etag"), url
+            # (The ETags may differ: a body carried across a write that did not touch
+            # it keeps the ETag it was sent with, tests/readmodel/test_moved.py.)

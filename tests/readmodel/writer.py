@@ -21,7 +21,7 @@ from questline.readmodel.versions import bump
 from questline.storage.db import Database
 
 
-def _die(_notes: dict[Any, int]) -> None:
+def _die(_notes: dict[Any, int], _moved: Any) -> None:
     os._exit(0)
 
 

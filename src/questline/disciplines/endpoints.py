@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from questline.disciplines import schemas, service
 from questline.disciplines.examples import BASIC_DOCUMENT, FULL_DOCUMENT
+from questline.readmodel import moved
 from questline.readmodel.http import CachedRead, serve, serve_list
 from questline.readmodel.service import readmodel_of
 from questline.web.access import CallerDep
@@ -55,7 +56,7 @@ def _location(request: Request, discipline_id: Any) -> str:
 @router.get(
     "", response_model=list[schemas.DisciplineSummary], responses=problem_responses(401, 422)
 )
-@answers_early(CachedRead())
+@answers_early(CachedRead(depends=moved.always()))
 async def list_disciplines(
     request: Request, response: Response, caller: CallerDep, session: SessionDep, page: PageDep
 ) -> list[schemas.DisciplineSummary]:
@@ -69,6 +70,7 @@ async def list_disciplines(
             request,
             statement=service.whole_list_query(caller.org_id),
             encode=service.encode_summary_rows,
+            depends=moved.NOTHING,
         )
     rows = await service.list_disciplines(session, org_id=caller.org_id, page=page)
     rows, more = split_page(rows, page)
@@ -123,7 +125,10 @@ async def create_discipline(
 )
 @answers_early(
     CachedRead(
-        revalidate=service.lean_current_etag, miss=service.lean_document, resource="discipline_id"
+        revalidate=service.lean_current_etag,
+        miss=service.lean_document,
+        resource="discipline_id",
+        depends=moved.always(),
     )
 )
 async def get_discipline(
@@ -155,7 +160,13 @@ async def get_discipline(
         async def current_etag() -> str | None:
             return await service.current_etag(session, caller=caller, discipline_id=discipline_id)
 
-        return await serve(request, build=build, own_etag=True, current_etag=current_etag)
+        return await serve(
+            request,
+            build=build,
+            own_etag=True,
+            current_etag=current_etag,
+            depends=moved.NOTHING,
+        )
     discipline = await service.get_discipline(session, caller=caller, discipline_id=discipline_id)
     if if_none_match is not None and service.etag_matches(discipline, if_none_match):
         return Response(

@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.leaderboard import selection, standings
 from questline.leaderboard.selection import Memo, Selection
+from questline.readmodel import moved
 from questline.readmodel.http import keep_until, version_etag
 from questline.readmodel.service import ReadModel
 from questline.seasons import service as seasons_service
@@ -177,7 +178,7 @@ def memo_of(readmodel: ReadModel, org_id: uuid.UUID, version: int) -> Memo:
     a version)."""
 
     async def memo(name: str, build: Callable[[], Awaitable[Any]]) -> Any:
-        return await readmodel.memo(org_id, name, version, build)
+        return await readmodel.memo(org_id, name, version, build, moved.SCORED)
 
     return memo
 

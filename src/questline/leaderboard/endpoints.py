@@ -11,6 +11,7 @@ from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from starlette.background import BackgroundTask
 
 from questline.leaderboard import caller_view, graphs, schemas, selection, standings, stream
+from questline.readmodel import moved
 from questline.readmodel.http import CachedRead, dumps, serve
 from questline.readmodel.lean import LeanRequest
 from questline.readmodel.service import readmodel_of
@@ -166,7 +167,9 @@ async def lean_leaderboard(request: LeanRequest) -> tuple[bytes, dict[str, str]]
     response_model=list[schemas.LeaderboardEntry | schemas.PerMemberEntry],
     responses={**entries_responses(), **problem_responses(401, 403, 404, 422)},
 )
-@answers_early(CachedRead(miss=lean_leaderboard, query=("limit", "offset")))
+@answers_early(
+    CachedRead(miss=lean_leaderboard, query=("limit", "offset"), depends=moved.always(moved.SCORES))
+)
 async def get_leaderboard(
     request: Request,
     response: Response,
@@ -256,7 +259,7 @@ async def get_leaderboard(
         extra = caller_view.season_headers(tenant.org_id, version, chosen, variant)
         return dumps([caller_view.entry_json(e) for e in entries]), {**headers, **extra}
 
-    return await serve(request, build=build, own_etag=_own_etag(asked))
+    return await serve(request, build=build, own_etag=_own_etag(asked), depends=_depends(asked))
 
 
 entry_json = caller_view.entry_json
@@ -269,6 +272,12 @@ def _own_etag(asked: caller_view.Asked) -> bool:
     which no write marks."""
     selection = asked.selection
     return asked.season_id is not None or selection.start is not None or selection.end is not None
+
+
+def _depends(asked: caller_view.Asked) -> frozenset[str] | None:
+    """A ranking's body is built from the scores; one with its own view's ``ETag`` is
+    true at its own time too, and never carried."""
+    return None if _own_etag(asked) else moved.SCORED
 
 
 def series_json(series: graphs.Series) -> dict[str, object]:
@@ -389,7 +398,7 @@ async def lean_graph(request: LeanRequest) -> tuple[bytes, dict[str, str]] | Non
     response_model=list[schemas.Series],
     responses=problem_responses(401, 403, 404, 422),
 )
-@answers_early(CachedRead(miss=lean_graph, query=("top",)))
+@answers_early(CachedRead(miss=lean_graph, query=("top",), depends=moved.always(moved.SCORES)))
 async def get_leaderboard_graph(
     request: Request,
     tenant: MemberOf,
@@ -463,7 +472,7 @@ async def get_leaderboard_graph(
         extra = caller_view.season_headers(tenant.org_id, version, chosen, variant)
         return dumps([series_json(s) for s in found]), extra or held_headers
 
-    return await serve(request, build=build, own_etag=_own_etag(asked))
+    return await serve(request, build=build, own_etag=_own_etag(asked), depends=_depends(asked))
 
 
 @router.get(

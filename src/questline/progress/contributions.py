@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from questline.members.callers import identity_matches
 from questline.members.models import Member, TeamMembership, membership_of_member
 from questline.progress.models import TaskCompletion
+from questline.readmodel import moved
 from questline.readmodel.service import ReadModel
 from questline.web.identity import Caller, Role
 from questline.web.paths import canonical_uuid
@@ -58,8 +59,9 @@ async def variant_in_route(
     async def build() -> frozenset[Any]:
         return await teams_of(session, org_id=org_id, caller=caller)
 
+    # Which teams a member belongs to changes only with writes that say nothing.
     teams = await readmodel.memo(
-        org_id, _memo_name(caller), -1 if version is None else version, build
+        org_id, _memo_name(caller), -1 if version is None else version, build, moved.NOTHING
     )
     return OWN if team_id in teams else caller.role.value
 

@@ -16,6 +16,7 @@ from questline.progress import (
 )
 from questline.progress.early_write import GroupCommittedWrite, completion_response
 from questline.progress.season_rank import season_rank_of
+from questline.readmodel import moved
 from questline.readmodel.http import CachedRead, dumps, serve
 from questline.readmodel.service import readmodel_of
 from questline.seasons.query import SeasonQuery
@@ -27,6 +28,9 @@ from questline.web.paths import TaskId, TeamId
 from questline.web.routing import SessionDep, TransactionalRoute, answers_early
 
 router = APIRouter(prefix="/team", tags=["progress"], route_class=TransactionalRoute)
+
+OVERVIEW_READS = moved.on_team(moved.SCORES)
+"""An overview shows its team's own state and its rank among all the teams."""
 
 
 @router.post(
@@ -126,7 +130,10 @@ async def withdraw_task(
 )
 @answers_early(
     CachedRead(
-        miss=overview_reads.lean_overview, resource="team_id", variant=contributions.early_variant
+        miss=overview_reads.lean_overview,
+        resource="team_id",
+        variant=contributions.early_variant,
+        depends=OVERVIEW_READS,
     )
 )
 async def get_overview(
@@ -161,8 +168,8 @@ async def get_overview(
         async def ranks() -> rank_memo.Ranks:
             return await rank_memo.ranks(session, org_id=tenant.org_id, room=readmodel.largest_memo)
 
-        nodes = await readmodel.memo(tenant.org_id, "tree", version, tree)
-        ranked = await readmodel.memo(tenant.org_id, "ranks", version, ranks)
+        nodes = await readmodel.memo(tenant.org_id, "tree", version, tree, moved.NOTHING)
+        ranked = await readmodel.memo(tenant.org_id, "ranks", version, ranks, moved.SCORED)
         found = await overview_reads.overview_json(
             session, org_id=tenant.org_id, team_id=team_id, tree=nodes, ranked=ranked
         )
@@ -183,4 +190,11 @@ async def get_overview(
             )
         return dumps(found), headers
 
-    return await serve(request, build=build, own_etag=season_id is not None, variant=variant)
+    return await serve(
+        request,
+        build=build,
+        own_etag=season_id is not None,
+        variant=variant,
+        # A season's rank is read at its own time: never carried.
+        depends=OVERVIEW_READS(team_id) if season_id is None else None,
+    )

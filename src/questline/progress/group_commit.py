@@ -257,6 +257,7 @@ class GroupCommit:
             positions.setdefault(write.org_id, []).append(position)
         outcomes: list[Outcome | Refused] = [RUN_BY_ROUTE] * len(writes)
         versions: dict[uuid.UUID, int] = {}
+        moved: dict[uuid.UUID, frozenset[str]] = {}
         completed = withdrawn = recorded_events = 0
         for organization_id, mine in positions.items():
             try:
@@ -270,10 +271,11 @@ class GroupCommit:
             for position, outcome in zip(mine, done.outcomes, strict=True):
                 outcomes[position] = outcome
             versions.update(done.versions)
+            moved.update(done.moved)
             completed += done.completed
             withdrawn += done.withdrawn
             recorded_events += done.events
-        return Written(outcomes, versions, completed, withdrawn, recorded_events)
+        return Written(outcomes, versions, moved, completed, withdrawn, recorded_events)
 
     def _fetcher(self, driver: Any) -> ledger_pg.Fetch:
         async def fetch(sql: str, *args: Any) -> Sequence[Any]:
@@ -308,8 +310,10 @@ class _Committed:
 
     db: Database
 
-    def versions(self, bumped: dict[uuid.UUID, int]) -> None:
-        self.db.committed(dict(bumped))
+    def versions(
+        self, bumped: dict[uuid.UUID, int], moved: dict[uuid.UUID, frozenset[str]]
+    ) -> None:
+        self.db.committed(dict(bumped), moved)
 
     def events(self) -> None:
         events.announce_committed()

@@ -32,6 +32,7 @@ from questline.progress import schemas
 from questline.progress.learner_records import SEALED_AS
 from questline.progress.models import ScoreChange
 from questline.progress.rates import rate_refusal
+from questline.readmodel import moved
 from questline.storage.db import new_id
 from questline.teams.models import TeamStatus
 from questline.teams.service import archived
@@ -491,6 +492,17 @@ class Plan:
             self.withdrawn += 1
         return completion, body
 
+    def moved(self) -> dict[uuid.UUID, frozenset[str]]:
+        """What the batch moves in each organization it bumps (``readmodel.moved``): the
+        teams written to, and the scores wherever a step was made (a completion or a
+        withdrawal); a counted answer alone moves its team (``AttemptsLeft``)."""
+        found: dict[uuid.UUID, set[str]] = {}
+        for write in self.written:
+            found.setdefault(write.org_id, {moved.SCORES}).add(moved.team(write.team_id))
+        for attempt in self.attempts:
+            found.setdefault(attempt["organization_id"], set()).add(moved.team(attempt["team_id"]))
+        return {org_id: frozenset(scopes) for org_id, scopes in found.items()}
+
     @property
     def changes_anything(self) -> bool:
         """Whether the batch writes anything (a step, or an answer counted)."""
@@ -560,6 +572,8 @@ class Written:
     versions: dict[uuid.UUID, int]
     """The version each organization of the batch was bumped to (none: nothing
     written)."""
+    moved: dict[uuid.UUID, frozenset[str]]
+    """What each of those versions moved (``Plan.moved``)."""
     completed: int
     withdrawn: int
     events: int
@@ -570,4 +584,5 @@ def written(
     plan: Plan, outcomes: list[Outcome | Refused], versions: dict[uuid.UUID, int]
 ) -> Written:
     """The ``Written`` of a decided plan."""
-    return Written(outcomes, versions, plan.completed, plan.withdrawn, len(plan.events))
+    moved = plan.moved() if versions else {}
+    return Written(outcomes, versions, moved, plan.completed, plan.withdrawn, len(plan.events))

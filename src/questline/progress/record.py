@@ -50,7 +50,9 @@ class Followers(Protocol):
     """Where what follows a commit goes: at once (the commit is done) or to the
     session's own commit (``in_session``)."""
 
-    def versions(self, bumped: dict[uuid.UUID, int]) -> None: ...
+    def versions(
+        self, bumped: dict[uuid.UUID, int], moved: dict[uuid.UUID, frozenset[str]]
+    ) -> None: ...
     def events(self) -> None: ...
     def count(self, counter: Counter, amount: int) -> None: ...
 
@@ -60,7 +62,7 @@ def follow_commit(done: Written, to: Followers) -> None:
     (a route's session, the group commit): the organizations' new read-model versions,
     the outbox events for the dispatchers, the completions and withdrawals counted."""
     if done.versions:
-        to.versions(dict(done.versions))
+        to.versions(dict(done.versions), done.moved)
     if done.events:
         to.events()
     if done.completed:
@@ -73,9 +75,11 @@ def follow_commit(done: Written, to: Followers) -> None:
 class _OnSessionCommit:
     session: AsyncSession
 
-    def versions(self, bumped: dict[uuid.UUID, int]) -> None:
+    def versions(
+        self, bumped: dict[uuid.UUID, int], moved: dict[uuid.UUID, frozenset[str]]
+    ) -> None:
         for org_id, version in bumped.items():
-            note_bump(self.session, org_id, version)
+            note_bump(self.session, org_id, version, moved.get(org_id))
 
     def events(self) -> None:
         events.note_recorded(self.session)

@@ -26,6 +26,9 @@ class Entry:
     expires_at: float | None = None
     """Wall-clock time (``time.time()``) after which the body is no longer true even
     at the same version: a season's view changes by itself at its freeze and its end."""
+    depends: frozenset[str] | None = None
+    """The scopes the body is built from (``questline.readmodel.moved``); ``None``: it is
+    never carried to a newer version, any write makes it stale."""
     raw_headers: tuple[tuple[bytes, bytes], ...] = field(init=False, compare=False, repr=False)
     """The response's headers as ASGI sends them, made once with the entry."""
 
@@ -57,6 +60,8 @@ class Memo:
     version: int
     value: Any
     size: int
+    depends: frozenset[str] | None = None
+    """As an entry's (``Entry.depends``)."""
 
 
 def memo_key(organization_id: uuid.UUID, name: str) -> Key:
@@ -80,6 +85,8 @@ class ByteLRU:
         self.misses = 0
         self.revalidated = 0
         """Misses answered by a stale entry whose resource's own ETag had not changed."""
+        self.carried = 0
+        """Stale entries and memos kept at a newer version that moved nothing of theirs."""
         self._entries: OrderedDict[Key, Entry | Memo] = OrderedDict()
 
     def __len__(self) -> int:

@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.readmodel.cache import Entry, Key
 from questline.readmodel.lean import LeanBuild, LeanEtag, LeanRequest, LeanUnavailable
+from questline.readmodel.moved import Scopes
 from questline.readmodel.service import Declined, ReadModel, readmodel_of
 from questline.web import csvexport
 from questline.web.identity import Caller
@@ -85,9 +86,10 @@ def entry_of(
     variant: str,
     body: bytes,
     built_headers: Mapping[str, str],
+    depends: Scopes | None = None,
 ) -> Entry:
     """The cache entry of a body built at ``version`` (its own ``ETag`` if the builder
-    gave one, else the organization's version's)."""
+    gave one, else the organization's version's), built from ``depends``."""
     headers, expires_at = _sent_headers(built_headers)
     tag = headers.pop("ETag", None) or version_etag(organization_id, version, variant)
     return Entry(
@@ -96,6 +98,7 @@ def entry_of(
         etag=tag,
         headers=tuple(headers.items()),
         expires_at=expires_at,
+        depends=depends,
     )
 
 
@@ -141,6 +144,7 @@ async def serve(
     own_etag: bool = False,
     variant: str | None = None,
     current_etag: CurrentEtag | None = None,
+    depends: Scopes | None = None,
 ) -> Response:
     """The response of a cached read, for the route's caller.
 
@@ -157,6 +161,9 @@ async def serve(
     completion, a new team) whose ``ETag`` is still the resource's is kept at the new
     version instead of built again: one statement in place of the build (a discipline's
     whole tree; docs/performance.md, "Revalidated entries").
+
+    ``depends`` names what the body is built from (``questline.readmodel.moved``): a
+    stale entry no write since moved is carried to the new version, with no statement.
     """
     organization_id, variant = _reader(request, variant)
     readmodel = readmodel_of(request)
@@ -167,6 +174,8 @@ async def serve(
         return Response(body, media_type=JSON, headers=_sent_headers(built)[0])
     key = cache_key(request, organization_id, variant)
     entry = readmodel.cache.get(key)
+    if entry is not None and entry.version < version:
+        entry = readmodel.carry(organization_id, key, entry, version) or entry
     if entry is None or not entry.current(version):
         if not own_etag and if_none_match is not None:
             current = version_etag(organization_id, version, variant)
@@ -185,7 +194,7 @@ async def serve(
             if stale and current_etag and await current_etag() == stale.etag:
                 return restamped(readmodel, stale, version)
             body, built_headers = await build(version)
-            return entry_of(organization_id, version, variant, body, built_headers)
+            return entry_of(organization_id, version, variant, body, built_headers, depends)
 
         entry = await readmodel.load(key, version, build_entry)
     else:
@@ -223,7 +232,9 @@ async def _close(result: Any, session: AsyncSession) -> None:
         await session.close()
 
 
-async def serve_list(request: Request, *, statement: Any, encode: EncodeItems) -> Response:
+async def serve_list(
+    request: Request, *, statement: Any, encode: EncodeItems, depends: Scopes | None = None
+) -> Response:
     """A whole list (no paging) as the read model serves it: cached bytes while it is
     short, else **streamed**.
 
@@ -235,11 +246,13 @@ async def serve_list(request: Request, *, statement: Any, encode: EncodeItems) -
     transfer encoding): the server never holds more than the threshold and a chunk, and
     the event loop is free between chunks. A streamed list is not cached (it would push
     everything else out) but carries the version's ``ETag``, so ``If-None-Match``
-    still answers 304 while nothing changed.
+    still answers 304 while nothing changed. ``depends``: as ``serve``'s.
     """
     state = app_state(request)
     if state.db.replicas.enabled:
-        return await _serve_list_routed(request, statement=statement, encode=encode)
+        return await _serve_list_routed(
+            request, statement=statement, encode=encode, depends=depends
+        )
     organization_id, variant = _reader(request)
     readmodel = readmodel_of(request)
     threshold = state.settings.read_model_stream_rows
@@ -250,6 +263,8 @@ async def serve_list(request: Request, *, statement: Any, encode: EncodeItems) -
     if version is not None:
         etag = version_etag(organization_id, version, variant)
         entry = readmodel.cache.get(key)
+        if entry is not None and entry.version < version:
+            entry = readmodel.carry(organization_id, key, entry, version) or entry
         if entry is not None and entry.version == version:
             readmodel.cache.hits += 1
             return cached_response(entry, if_none_match)
@@ -270,7 +285,7 @@ async def serve_list(request: Request, *, statement: Any, encode: EncodeItems) -
         body = _join([_items(encode(first))])
         if version is None or etag is None:
             return Response(body, media_type=JSON)
-        entry = Entry(version=version, body=body, etag=etag)
+        entry = Entry(version=version, body=body, etag=etag, depends=depends)
         readmodel.cache.put(key, entry)
         return cached_response(entry, if_none_match)
 
@@ -291,7 +306,9 @@ async def serve_list(request: Request, *, statement: Any, encode: EncodeItems) -
     return StreamingResponse(chunks(), media_type=JSON, headers=headers)
 
 
-async def _serve_list_routed(request: Request, *, statement: Any, encode: EncodeItems) -> Response:
+async def _serve_list_routed(
+    request: Request, *, statement: Any, encode: EncodeItems, depends: Scopes | None
+) -> Response:
     """A whole list with read replicas configured: read through the request's own session,
     which routes it (a replica only when it holds the caller's last write and the
     organization's version, else the primary; a failing replica is retried on the
@@ -304,7 +321,7 @@ async def _serve_list_routed(request: Request, *, statement: Any, encode: Encode
         rows = (await request_state(request).session.execute(statement)).all()
         return _join([_items(encode(rows))]), {}
 
-    return await serve(request, build=build)
+    return await serve(request, build=build, depends=depends)
 
 
 class EntryResponse(Response):
@@ -360,8 +377,10 @@ class CachedRead:
         resource: str | None = None,
         query: Sequence[str] = (),
         variant: EarlyVariant | None = None,
+        depends: Callable[[uuid.UUID | None], Scopes] | None = None,
     ) -> None:
         self.miss = miss
+        self.depends = depends
         self.revalidate = revalidate
         self.resource = resource
         self.query = frozenset(query)
@@ -391,6 +410,8 @@ class CachedRead:
             return None
         if version is None:
             return None
+        if entry is not None and entry.version < version:
+            entry = readmodel.carry(organization_id, key, entry, version) or entry
         if entry is not None and entry.current(version):
             readmodel.cache.hits += 1
         elif (
@@ -433,7 +454,8 @@ class CachedRead:
             found = await build(lean)
             if found is None:
                 return None
-            return entry_of(organization_id, version, variant, found[0], found[1])
+            depends = None if self.depends is None else self.depends(lean.resource_id)
+            return entry_of(organization_id, version, variant, found[0], found[1], depends)
 
         return await self._lean_entry(
             request, readmodel, (organization_id, key, variant, version), built

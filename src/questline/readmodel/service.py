@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar, cast
@@ -15,8 +16,9 @@ from questline.readmodel.cache import ByteLRU, Entry, Key, Memo, memo_key
 from questline.readmodel.changes import Changes
 from questline.readmodel.footprint import footprint
 from questline.readmodel.lean import LeanReader
+from questline.readmodel.moved import MovedLog, Scopes
 from questline.readmodel.sources import PostgresSource, SqliteSource, VersionSource
-from questline.storage.db import Database
+from questline.storage.db import Database, Moved
 
 T = TypeVar("T")
 
@@ -42,6 +44,8 @@ class ReadModel:
         self.db = db
         self.cache = ByteLRU(settings.read_model_max_bytes)
         self.changes = Changes(self.version)
+        self.moved = MovedLog()
+        """What this process's own commits moved (``carry``)."""
         self.source: VersionSource | None
         if db.is_sqlite:
             path = make_url(db.url).database or ""
@@ -63,15 +67,37 @@ class ReadModel:
             return self.changes.known(organization_id) or 0
         return await self.source.current(organization_id)
 
-    def _committed(self, notes: dict[Any, int]) -> None:
+    def _committed(self, notes: dict[Any, int], moved: Moved) -> None:
         if None in notes:
             self.invalidate_all()
         for organization_id, version in notes.items():
             if organization_id is not None:
+                self.moved.record(organization_id, version, moved.get(organization_id))
                 self.changes.advance(organization_id, version)
+
+    def carry(
+        self, organization_id: uuid.UUID, key: Key, entry: Entry, version: int
+    ) -> Entry | None:
+        """``entry`` kept at ``version`` when no version since it was built moved what it
+        depends on (``questline.readmodel.moved``); else None (build it again)."""
+        if not self._untouched(organization_id, entry, version) or entry.expires_at is not None:
+            return None
+        carried = dataclasses.replace(entry, version=version)
+        self.cache.put(key, carried)
+        self.cache.carried += 1
+        return carried
+
+    def _untouched(self, organization_id: uuid.UUID, kept: Entry | Memo, version: int) -> bool:
+        depends = kept.depends
+        return (
+            depends is not None
+            and kept.version < version
+            and self.moved.untouched(organization_id, kept.version, version, depends)
+        )
 
     def invalidate_all(self) -> None:
         self.cache.clear()
+        self.moved.clear()
         self.changes.forget_all()
         if self.source is not None:
             self.source.forget_all()
@@ -94,22 +120,24 @@ class ReadModel:
         name: str,
         version: int,
         build: Callable[[], Awaitable[Any]],
+        depends: Scopes | None = None,
     ) -> Any:
         """A value shared by many entries of the organization (the discipline tree under
         every overview), built once per version — once however many ask at once: the
         requests that miss together after a write (an organization's leaderboard order
         is a statement over all its teams) — and kept in the cache's bound (its size:
-        ``footprint``). ``version`` < 0: no version is known, build without keeping it."""
+        ``footprint``). ``version`` < 0: no version is known, build without keeping it.
+        ``depends``: what the value is built from, as an entry's (``carry``)."""
         if version < 0:
             return await build()
         key = memo_key(organization_id, name)
-        found = self.cache.memo(key)
-        if found is not None and found.version == version:
+        found = self._memo_now(organization_id, key, version)
+        if found is not None:
             return found.value
 
         async def build_and_keep() -> Any:
             value = await build()
-            self.cache.put(key, Memo(version, value, footprint(value)))
+            self.cache.put(key, Memo(version, value, footprint(value), depends))
             return value
 
         return await self._once((key, version), build_and_keep)
@@ -140,9 +168,21 @@ class ReadModel:
         return value
 
     def memo_at(self, organization_id: uuid.UUID, name: str, version: int) -> Any:
-        """The memo ``name`` if it was built at exactly ``version`` (else None)."""
-        found = self.cache.memo(memo_key(organization_id, name))
-        return found.value if found is not None and found.version == version else None
+        """The memo ``name`` if it was built at exactly ``version``, or carried to it
+        (else None)."""
+        found = self._memo_now(organization_id, memo_key(organization_id, name), version)
+        return None if found is None else found.value
+
+    def _memo_now(self, organization_id: uuid.UUID, key: Key, version: int) -> Memo | None:
+        found = self.cache.memo(key)
+        if found is None or found.version == version:
+            return found
+        if not self._untouched(organization_id, found, version):
+            return None
+        carried = dataclasses.replace(found, version=version)
+        self.cache.put(key, carried)
+        self.cache.carried += 1
+        return carried
 
     @property
     def largest_memo(self) -> int:

@@ -25,7 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.organizations.models import Organization
 from questline.readmodel.models import ReadModelVersion
-from questline.storage.db import COMMIT_NOTES_KEY
+from questline.storage.db import COMMIT_MOVED_KEY, COMMIT_NOTES_KEY
 from questline.storage.notify import ALL, CHANNEL
 
 __all__ = [
@@ -63,11 +63,23 @@ async def bump(session: AsyncSession, organization_id: uuid.UUID) -> int:
     return version
 
 
-def note_bump(session: AsyncSession, organization_id: uuid.UUID, version: int) -> None:
+def note_bump(
+    session: AsyncSession,
+    organization_id: uuid.UUID,
+    version: int,
+    moved: frozenset[str] | None = None,
+) -> None:
     """Record a version bumped by a statement of the caller's own (the progress writes
-    bump inside one statement): handed to the read model right after the commit."""
+    bump inside one statement): handed to the read model right after the commit. With
+    ``moved``, the write says exactly what it changed (``questline.readmodel.moved``);
+    one bump of the transaction that does not say it makes the whole version "anything"."""
     bumps: dict[uuid.UUID | None, int] = session.info.setdefault(BUMPS_KEY, {})
     bumps[organization_id] = max(bumps.get(organization_id, 0), version)
+    said: dict[uuid.UUID, frozenset[str] | None] = session.info.setdefault(COMMIT_MOVED_KEY, {})
+    if moved is None or (organization_id in said and said[organization_id] is None):
+        said[organization_id] = None
+    else:
+        said[organization_id] = (said.get(organization_id) or frozenset()) | moved
 
 
 def bump_sql(dialect: str, *, organizations: str = "", when: str = "true") -> str:

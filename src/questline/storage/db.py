@@ -19,7 +19,7 @@ import os
 import sqlite3
 import uuid
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
@@ -64,6 +64,14 @@ SQLITE_BEGIN_OPTION = "questline_sqlite_begin"
 COMMIT_NOTES_KEY = "questline_readmodel_bumps"
 """``session.info`` key of what a transaction changed (``questline.readmodel.versions``):
 handed to ``Database.on_commit`` listeners after the commit, dropped on rollback."""
+COMMIT_MOVED_KEY = "questline_readmodel_moved"
+"""``session.info`` key of what each organization's bumps moved, when every bump of the
+transaction said so (``questline.readmodel.moved``): ``{org_id: scopes}``, ``None`` for
+an organization of which something unsaid moved. Handed on with the notes."""
+
+Moved = Mapping[Any, frozenset[str] | None]
+"""What a commit moved by organization (absent or ``None``: anything)."""
+CommitListener = Callable[[dict[Any, int], Moved], None]
 
 
 class Base(DeclarativeBase):
@@ -180,7 +188,7 @@ class Database:
         # process's notifier, on the direct (listening) URL — never inside the write
         # transaction (``questline.storage.notify`` says why).
         self.notifier = None if self.is_sqlite else Notifier(settings.resolved_listen_url)
-        self.commit_listeners: list[Callable[[dict[Any, int]], None]] = []
+        self.commit_listeners: list[CommitListener] = []
         self.dispose_hooks: list[Callable[[], Awaitable[None]]] = []
         session_class = type("QuestlineSession", (RoutingSession,), {})
         event.listen(session_class, "after_commit", self._after_commit)
@@ -201,27 +209,31 @@ class Database:
         (what the application hands down to code that sees only a session)."""
         self._session_info[key] = value
 
-    def on_commit(self, listener: Callable[[dict[Any, int]], None]) -> None:
-        """Call ``listener`` with a transaction's notes right after it commits."""
+    def on_commit(self, listener: CommitListener) -> None:
+        """Call ``listener`` with a transaction's notes (and what they moved) right after
+        it commits."""
         self.commit_listeners.append(listener)
 
     def _after_commit(self, session: Session) -> None:
         notes = session.info.pop(COMMIT_NOTES_KEY, None)
+        moved = session.info.pop(COMMIT_MOVED_KEY, None) or {}
         if notes:
-            self.committed(notes)
+            self.committed(notes, moved)
 
-    def committed(self, notes: dict[Any, int]) -> None:
+    def committed(self, notes: dict[Any, int], moved: Moved | None = None) -> None:
         """A transaction bumped these versions (``{org_id: version}``) and committed:
-        announce them (the notifier, then the read model). Sessions call it after their
-        commit; writes made outside a session call it themselves."""
+        announce them (the notifier, then the read model), with what they ``moved``
+        where the writes said it. Sessions call it after their commit; writes made
+        outside a session call it themselves."""
         if self.notifier is not None:
             self.notifier.queue(notes)
         for listener in self.commit_listeners:
-            listener(notes)
+            listener(notes, moved or {})
 
     @staticmethod
     def _after_rollback(session: Session) -> None:
         session.info.pop(COMMIT_NOTES_KEY, None)
+        session.info.pop(COMMIT_MOVED_KEY, None)
 
     def new_session(self, *, write: bool) -> AsyncSession:
         """A session that begins its transaction on first use.

@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from questline.mail import service as mail_service
 from questline.members import service as members_service
 from questline.members.schemas import Member
+from questline.readmodel import moved
 from questline.readmodel.http import CachedRead, dumps, serve, serve_list
 from questline.teams import models, queries, schemas, service
 from questline.web import csvexport
@@ -46,7 +47,9 @@ def _location(request: Request, team_id: object) -> str:
     response_model=list[schemas.Team],
     responses={**csvexport.openapi(schemas.Team), **problem_responses(401, 403, 422)},
 )
-@answers_early(CachedRead(miss=queries.lean_team_page, query=("limit",)))
+@answers_early(
+    CachedRead(miss=queries.lean_team_page, query=("limit",), depends=moved.always(moved.SCORES))
+)
 async def list_teams(
     request: Request, tenant: MemberOf, session: SessionDep, page: PageDep
 ) -> Response:
@@ -69,13 +72,14 @@ async def list_teams(
             request,
             statement=queries.whole_list_query(tenant.org_id),
             encode=queries.encode_team_rows,
+            depends=moved.SCORED,
         )
 
     async def build(_version: int) -> tuple[bytes, dict[str, str]]:
         rows, headers = await team_page()
         return dumps([queries.team_json(row, row.member_count) for row in rows]), headers
 
-    return await serve(request, build=build)
+    return await serve(request, build=build, depends=moved.SCORED)
 
 
 @router.post(
@@ -106,7 +110,9 @@ async def create_team(
 @router.get(
     "/{team_id}", response_model=schemas.TeamDetail, responses=problem_responses(401, 403, 404)
 )
-@answers_early(CachedRead(miss=queries.lean_team_detail, resource="team_id"))
+@answers_early(
+    CachedRead(miss=queries.lean_team_detail, resource="team_id", depends=moved.on_team())
+)
 async def get_team(
     team_id: TeamId, request: Request, tenant: MemberOf, session: SessionDep
 ) -> Response:
@@ -119,11 +125,7 @@ async def get_team(
         )
         return dumps(body), {"ETag": queries.detail_etag(etag, version, tenant.caller.role.value)}
 
-    return await serve(
-        request,
-        build=build,
-        own_etag=True,
-    )
+    return await serve(request, build=build, own_etag=True, depends=moved.on_team()(team_id))
 
 
 @router.patch(

@@ -1,0 +1,249 @@
+"""Reads that survive writes: a write that says what it moved leaves the bodies built
+from anything else in place, carried to the new version without a statement."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from questline.readmodel import moved
+from questline.readmodel.moved import MovedLog
+from tests.disciplines.sql import count_statements
+from tests.factories import Org, World, unique
+from tests.learners.factories import ANSWER, Game, learners_game
+from tests.progress.factories import completed, make_discipline
+from tests.support.harness import AppHarness
+
+pytestmark = pytest.mark.anyio
+
+ORG = uuid.uuid4()
+
+
+def test_the_log_carries_only_over_versions_it_knows_moved_nothing_wanted() -> None:
+    log = MovedLog()
+    a, b = moved.team(uuid.uuid4()), moved.team(uuid.uuid4())
+    log.record(ORG, 4, frozenset({a}))
+    log.record(ORG, 5, frozenset({a, moved.SCORES}))
+    assert log.untouched(ORG, 3, 5, {b})
+    assert not log.untouched(ORG, 3, 5, {a})
+    assert not log.untouched(ORG, 3, 5, {moved.SCORES})
+    assert log.untouched(ORG, 4, 5, moved.NOTHING)
+    # A version it was not told about (another process's, say) moved anything.
+    assert not log.untouched(ORG, 2, 5, {b})
+    log.record(ORG, 6, None)
+    assert not log.untouched(ORG, 5, 6, moved.NOTHING)
+    assert not log.untouched(uuid.uuid4(), 0, 1, moved.NOTHING)
+    log.clear()
+    assert not log.untouched(ORG, 3, 5, {b})
+
+
+def test_the_log_forgets_old_versions() -> None:
+    log = MovedLog()
+    for version in range(1, moved.KEPT_VERSIONS + 10):
+        log.record(ORG, version, moved.NOTHING)
+    assert not log.untouched(ORG, 0, 5, moved.NOTHING)
+    assert log.untouched(ORG, 20, moved.KEPT_VERSIONS + 9, moved.NOTHING)
+
+
+async def _seeded(world: World) -> tuple[Org, list[dict[str, Any]], Any]:
+    org = world.org()
+    teams = [await org.create_team(f"Team {n}") for n in range(3)]
+    tree = await make_discipline(world.db, org_id=org.id, shape=[[[10, 20], [5]]])
+    await completed(org, teams[0]["Id"], tree.task(0, 0, 0))
+    return org, teams, tree
+
+
+async def test_a_completion_keeps_the_other_teams_and_the_documents(
+    world: World, app_state: AppHarness
+) -> None:
+    org, teams, tree = await _seeded(world)
+    kept = [f"/team/{teams[0]['Id']}", f"/discipline/{tree.id}", "/discipline"]
+    rebuilt = [f"/team/{teams[1]['Id']}", "/leaderboard", "/team"]
+    before = {url: await world.client.get(url, headers=org.member) for url in kept + rebuilt}
+    await completed(org, teams[1]["Id"], tree.task(0, 0, 1))
+    carried = app_state.readmodel.cache.carried
+    with count_statements(app_state.db) as log:
+        after = {url: await world.client.get(url, headers=org.member) for url in kept}
+    assert log.statements == 0, log.texts
+    assert app_state.readmodel.cache.carried == carried + len(kept)
+    for url in kept:
+        assert after[url].content == before[url].content, url
+        # The ETag a client holds still matches: 304 across the write.
+        etag = before[url].headers["etag"]
+        again = await world.client.get(url, headers={**org.member, "If-None-Match": etag})
+        assert again.status_code == 304, url
+    for url in rebuilt:
+        fresh = await world.client.get(url, headers=org.member)
+        assert fresh.content != before[url].content, url
+    scores = {
+        e["TeamId"]: e["Score"]
+        for e in (await world.client.get("/leaderboard", headers=org.member)).json()
+    }
+    assert scores[teams[1]["Id"]] == 20
+
+
+async def test_a_write_that_says_nothing_makes_everything_stale(
+    world: World, app_state: AppHarness
+) -> None:
+    org, teams, tree = await _seeded(world)
+    url = f"/discipline/{tree.id}"
+    await world.client.get(url, headers=org.member)
+    await world.client.get(f"/team/{teams[0]['Id']}", headers=org.member)
+    renamed = await world.client.patch(
+        f"/team/{teams[1]['Id']}", json={"Name": "Renamed"}, headers=org.admin
+    )
+    assert renamed.status_code == 200
+    carried = app_state.readmodel.cache.carried
+    await world.client.get(url, headers=org.member)
+    await world.client.get(f"/team/{teams[0]['Id']}", headers=org.member)
+    assert app_state.readmodel.cache.carried == carried
+
+
+async def test_another_processes_version_is_never_carried_over(
+    world: World, app_state: AppHarness
+) -> None:
+    org, teams, _tree = await _seeded(world)
+    url = f"/team/{teams[0]['Id']}"
+    await world.client.get(url, headers=org.member)
+    # A version this process did not commit (as another process's would arrive).
+    readmodel = app_state.readmodel
+    async with app_state.db.session() as session:
+        from questline.readmodel.versions import bump
+
+        version = await bump(session, org.id)
+        session.info.clear()  # announce nothing, as a commit elsewhere
+    readmodel.changes.advance(org.id, version)
+    carried = readmodel.cache.carried
+    assert (await world.client.get(url, headers=org.member)).status_code == 200
+    assert readmodel.cache.carried == carried
+
+
+# -- property: after random writes of every kind, what is served equals the route's build --
+
+KINDS = [
+    "wrong",
+    "right",
+    "withdraw-answer",
+    "self",
+    "complete",
+    "withdraw",
+    "hint",
+    "adjust",
+    "rename",
+    "admin",
+    "archive",
+    "discipline",
+    "outsider-wrong",
+]
+WRITES = st.lists(
+    st.tuples(st.sampled_from(KINDS), st.integers(min_value=0, max_value=1)),
+    min_size=1,
+    max_size=8,
+)
+
+
+def _reads(game: Game, teams: list[str]) -> list[tuple[str, dict[str, str]]]:
+    """Every cached read of the game's organization, as the callers that see different
+    bodies of it."""
+    org = game.org
+    discipline = game.discipline["Id"]
+    plain = [
+        "/leaderboard",
+        "/leaderboard?limit=1&offset=1",
+        f"/leaderboard?discipline={discipline}",
+        "/leaderboard/graph?top=3",
+        "/team",
+        "/team?limit=1",
+        "/discipline",
+        f"/discipline/{discipline}",
+    ]
+    per_team = [f"/team/{t}{suffix}" for t in teams for suffix in ("", "/overview")]
+    return [
+        (url, headers)
+        for url in plain + per_team
+        for headers in (org.member, org.admin, game.alice)
+    ]
+
+
+async def _withdraw(game: Game, team: str, title: str) -> None:
+    task = game.task(title)
+    await game.client.delete(f"/team/{team}/progress/{task}", headers=game.org.admin)
+
+
+async def _act(game: Game, teams: list[str], op: tuple[str, int]) -> None:
+    """One write of ``op``'s kind; a completion withdraws the task first, so that each
+    one moves the scores."""
+    kind, which = op
+    org, client, team = game.org, game.client, teams[which]
+    if kind == "wrong":
+        await game.attempt(game.alice, "Answer task", "nope")
+    elif kind == "right":
+        await _withdraw(game, game.team_id, "Answer task")
+        await game.attempt(game.bob, "Answer task", ANSWER)
+    elif kind == "withdraw-answer":
+        await _withdraw(game, game.team_id, "Answer task")
+    elif kind == "self":
+        await _withdraw(game, game.team_id, "Self task")
+        await game.complete(game.alice, "Self task")
+    elif kind == "complete":
+        await _withdraw(game, team, "Admin task")
+        await game.complete(org.admin, "Admin task", team_id=team)
+    elif kind == "withdraw":
+        await _withdraw(game, team, "Admin task")
+    elif kind == "hint":
+        await game.hint(game.alice, "Answer task", which)
+    elif kind == "adjust":
+        await client.post(
+            f"/team/{team}/adjustments", json={"Points": 3, "Reason": "r"}, headers=org.admin
+        )
+    elif kind == "rename":
+        await client.patch(f"/team/{team}", json={"Name": unique("T")}, headers=org.admin)
+    elif kind == "admin":
+        await client.post(f"/team/{team}/isadminteam", headers=org.admin)
+    elif kind == "archive":
+        current = (await client.get(f"/team/{team}", headers=org.admin)).json()["Status"]
+        status = "Active" if current == "Archived" else "Archived"
+        await client.patch(f"/team/{team}", json={"Status": status}, headers=org.admin)
+    elif kind == "discipline":
+        await client.post(
+            "/discipline", json={"Title": unique("D"), "Description": "d"}, headers=org.admin
+        )
+    else:
+        await game.attempt(game.outsider, "Answer task", "nope", team_id=teams[1])
+
+
+@settings(
+    max_examples=15,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(writes=WRITES)
+async def test_served_bodies_equal_the_routes_after_random_writes(
+    world: World, app_state: AppHarness, writes: list[tuple[str, int]]
+) -> None:
+    if not hasattr(world, "_game"):
+        game = await learners_game(world)
+        teams = [team["Id"] for team in await game.org.teams()]
+        world._game = (game, teams)  # type: ignore[attr-defined]
+    game, teams = world._game  # type: ignore[attr-defined]
+    readmodel = app_state.readmodel
+    reads = _reads(game, teams)
+    for url, headers in reads:  # cache every read at the current version
+        await world.client.get(url, headers=headers)
+    for op in writes:
+        await _act(game, teams, op)
+        served = [await world.client.get(url, headers=headers) for url, headers in reads]
+        readmodel.cache.clear()
+        readmodel.lean.enabled = False  # the route itself builds
+        try:
+            built = [await world.client.get(url, headers=headers) for url, headers in reads]
+        finally:
+            readmodel.lean.enabled = True
+        for (url, _), a, b in zip(reads, served, built, strict=True):
+            assert a.status_code == b.status_code, (op, url)
+            assert a.content == b.content, (op, url)
