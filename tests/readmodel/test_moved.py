@@ -3,15 +3,19 @@ from anything else in place, carried to the new version without a statement."""
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from typing import Any
 
+import httpx
 import pytest
+from fastapi import FastAPI
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from questline.readmodel import moved
 from questline.readmodel.moved import MovedLog
+from questline.storage import notify
 from tests.disciplines.sql import count_statements
 from tests.factories import Org, World, unique
 from tests.learners.factories import ANSWER, Game, learners_game
@@ -39,6 +43,18 @@ def test_the_log_carries_only_over_versions_it_knows_moved_nothing_wanted() -> N
     assert not log.untouched(uuid.uuid4(), 0, 1, moved.NOTHING)
     log.clear()
     assert not log.untouched(ORG, 3, 5, {b})
+
+
+def test_a_notification_carries_what_each_version_moved() -> None:
+    said = {4: frozenset({"scores", moved.team(ORG)}), 6: frozenset()}
+    text = notify.payload(ORG, 6, said)
+    assert notify.parsed(text) == (ORG, 6, said)
+    assert notify.parsed(f"{ORG}:3") == (ORG, 3, {})
+    # Too long to send: the versions go without their moves ("anything moved").
+    many = {v: frozenset({moved.team(uuid.uuid4())}) for v in range(300)}
+    assert notify.parsed(notify.payload(ORG, 299, many)) == (ORG, 299, {})
+    with pytest.raises(ValueError, match="UUID"):
+        notify.parsed("not a payload")
 
 
 def test_the_log_forgets_old_versions() -> None:
@@ -101,6 +117,33 @@ async def test_a_write_that_says_nothing_makes_everything_stale(
     await world.client.get(url, headers=org.member)
     await world.client.get(f"/team/{teams[0]['Id']}", headers=org.member)
     assert app_state.readmodel.cache.carried == carried
+
+
+async def test_another_process_carries_across_what_the_notification_says(
+    world: World, app_state: AppHarness, other_app: FastAPI
+) -> None:
+    """Two application instances on one database (two worker processes): the one that
+    did not write learns what the write moved from its notification on PostgreSQL, and
+    keeps the bodies it did not touch; on SQLite it learns the version only, and builds
+    them again. Either way it serves what the database holds."""
+    org, teams, tree = await _seeded(world)
+    other = AppHarness(other_app)
+    transport = httpx.ASGITransport(app=other_app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://questline.test") as reader:
+        untouched = f"/team/{teams[0]['Id']}"
+        touched = f"/team/{teams[1]['Id']}"
+        before = {url: await reader.get(url, headers=org.member) for url in (untouched, touched)}
+        seen = await other.readmodel.version(org.id)
+        assert seen is not None
+        await completed(org, teams[1]["Id"], tree.task(0, 0, 1))
+        now = await app_state.readmodel.version(org.id)
+        assert await other.readmodel.changes.wait(org.id, seen, timeout=30) == now
+        carried = other.readmodel.cache.carried
+        kept = await reader.get(untouched, headers=org.member)
+        changed = await reader.get(touched, headers=org.member)
+    assert kept.content == before[untouched].content
+    assert changed.json()["Score"] == before[touched].json()["Score"] + 20
+    assert other.readmodel.cache.carried == carried + (0 if app_state.db.is_sqlite else 1)
 
 
 async def test_another_processes_version_is_never_carried_over(
@@ -216,34 +259,72 @@ async def _act(game: Game, teams: list[str], op: tuple[str, int]) -> None:
         await game.attempt(game.outsider, "Answer task", "nope", team_id=teams[1])
 
 
+async def _settled(apps: list[AppHarness], organization_id: uuid.UUID) -> None:
+    """Until every application knows the newest version any of them committed."""
+    newest = max([await app.readmodel.version(organization_id) or 0 for app in apps])
+    for app in apps:
+        found = await app.readmodel.changes.wait(organization_id, newest - 1, timeout=30)
+        assert found >= newest
+
+
 @settings(
-    max_examples=15,
+    max_examples=10,
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(writes=WRITES)
+@given(writes=WRITES, writers=st.lists(st.integers(min_value=0, max_value=1), min_size=8))
 async def test_served_bodies_equal_the_routes_after_random_writes(
-    world: World, app_state: AppHarness, writes: list[tuple[str, int]]
+    world: World,
+    app_state: AppHarness,
+    other_app: FastAPI,
+    writes: list[tuple[str, int]],
+    writers: list[int],
 ) -> None:
+    """Two application instances on one database (two worker processes), writes through
+    either: after each write, every read either serves equals what the route builds
+    from the database."""
     if not hasattr(world, "_game"):
         game = await learners_game(world)
         teams = [team["Id"] for team in await game.org.teams()]
         world._game = (game, teams)  # type: ignore[attr-defined]
     game, teams = world._game  # type: ignore[attr-defined]
-    readmodel = app_state.readmodel
+    transport = httpx.ASGITransport(app=other_app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://questline.test") as second:
+        await _check(
+            world, [app_state, AppHarness(other_app)], second, game, teams, writes, writers
+        )
+
+
+async def _check(
+    world: World,
+    apps: list[AppHarness],
+    second: httpx.AsyncClient,
+    game: Game,
+    teams: list[str],
+    writes: list[tuple[str, int]],
+    writers: list[int],
+) -> None:
+    app_state = apps[0]
+    clients = [world.client, second]
     reads = _reads(game, teams)
-    for url, headers in reads:  # cache every read at the current version
-        await world.client.get(url, headers=headers)
-    for op in writes:
-        await _act(game, teams, op)
-        served = [await world.client.get(url, headers=headers) for url, headers in reads]
-        readmodel.cache.clear()
-        readmodel.lean.enabled = False  # the route itself builds
+    for client in clients:  # cache every read at the current version
+        for url, headers in reads:
+            await client.get(url, headers=headers)
+    for op, writer in zip(writes, writers, strict=False):
+        await _act(dataclasses.replace(game, client=clients[writer]), teams, op)
+        await _settled(apps, game.org.id)
+        served = [
+            [await client.get(url, headers=headers) for url, headers in reads] for client in clients
+        ]
+        for app in apps:
+            app.readmodel.cache.clear()
+        app_state.readmodel.lean.enabled = False  # the route itself builds
         try:
             built = [await world.client.get(url, headers=headers) for url, headers in reads]
         finally:
-            readmodel.lean.enabled = True
-        for (url, _), a, b in zip(reads, served, built, strict=True):
-            assert a.status_code == b.status_code, (op, url)
-            assert a.content == b.content, (op, url)
+            app_state.readmodel.lean.enabled = True
+        for one in served:
+            for (url, _), a, b in zip(reads, one, built, strict=True):
+                assert a.status_code == b.status_code, (op, url)
+                assert a.content == b.content, (op, url)

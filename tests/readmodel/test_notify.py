@@ -23,10 +23,10 @@ from fastapi import FastAPI
 from sqlalchemy import event, text
 
 from questline.config import Settings
-from questline.readmodel import sources
+from questline.readmodel import moved, sources
 from questline.readmodel.sources import PostgresSource
 from questline.readmodel.versions import CHANNEL, bump, bump_all
-from questline.storage.notify import ALL, Notifier, asyncpg_dsn
+from questline.storage.notify import ALL, Notifier, asyncpg_dsn, parsed
 from tests.factories import World
 from tests.progress.factories import complete, make_discipline
 from tests.support.harness import AppHarness
@@ -48,6 +48,16 @@ class Heard:
     def __call__(self, _connection: Any, _pid: int, _channel: str, payload: object) -> None:
         self.payloads.append(str(payload))
         self.arrived.set()
+
+    async def until_parsed(self, organization_id: uuid.UUID, version: int) -> dict[int, Any]:
+        """What the announcement of ``version`` said its versions moved."""
+        async with asyncio.timeout(DEADLINE):
+            while True:
+                for text in self.payloads:
+                    if text != ALL and parsed(text)[:2] == (organization_id, version):
+                        return parsed(text)[2]
+                self.arrived.clear()
+                await self.arrived.wait()
 
     async def until(self, payload: str) -> None:
         async with asyncio.timeout(DEADLINE):
@@ -106,10 +116,12 @@ async def test_a_progress_write_sends_no_notify_in_its_transaction(
         assert gone.status_code == 204
     assert sent, "the writes ran statements"
     assert not [s for s in sent if "notify" in s.lower()], sent
-    # …and yet both commits are announced, by the notifier, after them.
+    # …and yet both commits are announced, by the notifier, after them, with what the
+    # withdrawal moved: its team and the scores.
     version = await app_state.readmodel.version(org.id)
     assert version is not None
-    await listener.until(f"{org.id}:{version}")
+    said = await listener.until_parsed(org.id, version)
+    assert said[version] == {moved.SCORES, moved.team(uuid.UUID(team["Id"]))}
 
 
 async def test_bump_and_bump_all_announce_only_after_the_commit(

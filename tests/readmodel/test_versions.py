@@ -6,14 +6,12 @@ import asyncio
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from fastapi import FastAPI
 from sqlalchemy import text
 
-from questline.app import create_app
 from questline.config import Settings
 from questline.readmodel.sources import PostgresSource
 from questline.readmodel.versions import bump, read_version
@@ -153,16 +151,6 @@ async def test_a_rolled_back_bump_is_never_known(world: World, app_state: AppHar
         await failing_write()
     assert await _version(app_state, org) == committed
     assert await app_state.readmodel.version(org.id) == committed
-
-
-@pytest.fixture
-async def other_app(settings: Settings) -> AsyncIterator[FastAPI]:
-    """A second application on the same database: another worker process's view."""
-    app = create_app(settings)
-    try:
-        yield app
-    finally:
-        await app.state.questline.db.dispose()
 
 
 async def test_another_app_instance_sees_a_commit(

@@ -56,7 +56,9 @@ class ReadModel:
             )
         else:
             listen_url = settings.database_listen_url or db.url
-            self.source = PostgresSource(db, listen_url, self.changes, self.invalidate_all)
+            self.source = PostgresSource(
+                db, listen_url, self.changes, self.invalidate_all, self.moved.record
+            )
         self.lean = LeanReader(db, transaction_pooler=settings.database_transaction_pooler)
         self._inflight: dict[tuple[Key, int], asyncio.Future[Any]] = {}
         db.on_commit(self._committed)

@@ -49,6 +49,7 @@ from questline.readmodel.changes import Changes
 from questline.readmodel.models import ReadModelVersion
 from questline.readmodel.versions import ALL, CHANNEL
 from questline.storage.db import Database
+from questline.storage.notify import parsed
 
 log = logging.getLogger(__name__)
 
@@ -166,9 +167,13 @@ class PostgresSource:
         listen_url: str,
         changes: Changes,
         on_everything_changed: Callable[[], None],
+        on_moved: Callable[[uuid.UUID, int, frozenset[str]], None] | None = None,
     ) -> None:
         self.db = db
         self.dsn = asyncpg_dsn(listen_url)
+        self.on_moved = on_moved
+        """Told what a version moved when its notification says it (before the version
+        is advanced: a request that sees the version finds its moves)."""
         self.changes = changes
         self.on_everything_changed = on_everything_changed
         self.healthy = False
@@ -234,11 +239,15 @@ class PostgresSource:
         if payload == ALL:
             self.on_everything_changed()
             return
-        organization, _, version = payload.partition(":")
         try:
-            self.changes.advance(uuid.UUID(organization), int(version))
+            organization_id, version, said = parsed(payload)
         except ValueError:
             log.warning("read model: ignored notification %r", payload)
+            return
+        if self.on_moved is not None:
+            for number, scopes in said.items():
+                self.on_moved(organization_id, number, scopes)
+        self.changes.advance(organization_id, version)
 
     def _lose(self) -> None:
         """The connection stopped answering: drop it (the run loop reconnects)."""

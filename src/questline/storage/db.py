@@ -226,7 +226,7 @@ class Database:
         where the writes said it. Sessions call it after their commit; writes made
         outside a session call it themselves."""
         if self.notifier is not None:
-            self.notifier.queue(notes)
+            self.notifier.queue(notes, moved)
         for listener in self.commit_listeners:
             listener(notes, moved or {})
 

@@ -36,6 +36,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 import asyncpg
@@ -44,6 +45,34 @@ from sqlalchemy import make_url
 CHANNEL = "questline_changes"
 ALL = "*"
 """The notification payload of a change seen by every organization (a global discipline)."""
+
+MAX_PAYLOAD = 7_900
+"""Characters a payload may take (PostgreSQL's limit is 8,000 bytes): past it, what the
+versions moved is left out, and the receivers take them as "anything moved"."""
+
+Said = dict[int, frozenset[str]]
+"""By version: what a commit of this process said it moved."""
+
+
+def payload(organization_id: uuid.UUID, version: int, said: Said) -> str:
+    """``<org>:<version>``, then ``;<v>=<scope>,<scope>`` for each version whose moves
+    its commit said (``questline.readmodel.moved``; scopes never hold ``;`` ``,`` ``=``)."""
+    head = f"{organization_id}:{version}"
+    tail = "".join(f";{v}={','.join(sorted(scopes))}" for v, scopes in sorted(said.items()))
+    return head + tail if len(head) + len(tail) <= MAX_PAYLOAD else head
+
+
+def parsed(text: str) -> tuple[uuid.UUID, int, Said]:
+    """A ``payload``'s organization, version and what its versions moved (ValueError if
+    it is none)."""
+    head, *said = text.split(";")
+    organization, _, version = head.partition(":")
+    moves: Said = {}
+    for part in said:
+        number, _, scopes = part.partition("=")
+        moves[int(number)] = frozenset(scope for scope in scopes.split(",") if scope)
+    return uuid.UUID(organization), int(version), moves
+
 
 SEND = "SELECT count(pg_notify($1, p)) FROM unnest($2::text[]) AS p"
 SEND_INTERVAL = 0.005
@@ -67,6 +96,7 @@ class Notifier:
     def __init__(self, url: str) -> None:
         self.dsn = asyncpg_dsn(url)
         self._pending: dict[uuid.UUID, int] = {}
+        self._said: dict[uuid.UUID, Said] = {}
         self._everything = False
         self._wake: asyncio.Event | None = None
         self._idle: asyncio.Event | None = None
@@ -74,13 +104,20 @@ class Notifier:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._connection: Any = None
 
-    def queue(self, notes: dict[Any, int]) -> None:
-        """Announce a commit's bumped versions (``None`` key: every organization)."""
+    def queue(
+        self, notes: dict[Any, int], moved: Mapping[Any, frozenset[str] | None] | None = None
+    ) -> None:
+        """Announce a commit's bumped versions (``None`` key: every organization), with
+        what each moved where the commit said it."""
         for organization_id, version in notes.items():
             if organization_id is None:
                 self._everything = True
-            elif self._pending.get(organization_id, -1) < version:
+                continue
+            if self._pending.get(organization_id, -1) < version:
                 self._pending[organization_id] = version
+            scopes = (moved or {}).get(organization_id)
+            if scopes is not None:
+                self._said.setdefault(organization_id, {})[version] = scopes
         self._kick()
 
     @property
@@ -115,22 +152,25 @@ class Notifier:
         self._wake.set()
 
     def _take(self) -> list[str]:
-        payloads = [f"{org}:{version}" for org, version in self._pending.items()]
+        payloads = [
+            payload(org, version, self._said.get(org, {})) for org, version in self._pending.items()
+        ]
         if self._everything:
             payloads.append(ALL)
         self._pending = {}
+        self._said = {}
         self._everything = False
         return payloads
 
     def _put_back(self, payloads: list[str]) -> None:
-        for payload in payloads:
-            if payload == ALL:
+        for sent in payloads:
+            if sent == ALL:
                 self._everything = True
                 continue
-            organization, _, version = payload.partition(":")
-            organization_id, number = uuid.UUID(organization), int(version)
+            organization_id, number, said = parsed(sent)
             if self._pending.get(organization_id, -1) < number:
                 self._pending[organization_id] = number
+            self._said.setdefault(organization_id, {}).update(said)
 
     async def _connect(self) -> Any:
         connection = await asyncpg.connect(
