@@ -8,7 +8,8 @@ order the same everywhere). The row orders an organization's versions like its c
 The versions bumped are recorded on the session; ``Database`` hands them to the read
 model right after the commit (read-your-writes in the writer's process), see
 ``questline.storage.db.Database.on_commit``, and on PostgreSQL to the process's
-notifier, which sends ``pg_notify('questline_changes', '<org>:<version>')`` on its own
+notifier, which sends ``pg_notify('questline_changes', '<org>:<version>')`` (with what
+the versions moved, ``questline.storage.notify.payload``) on its own
 connection right after the commit — never inside the write transaction, where NOTIFY's
 database-wide commit lock would serialize every write (``questline.storage.notify``).
 A rolled-back transaction announces nothing.
