@@ -18,7 +18,7 @@ from bench.dataset.seed import Seeded
 from bench.harness import learners
 from bench.harness.floor import FloorServer, capture
 from bench.harness.loadgen import LoadSettings, Measured, Service, run_wrk
-from bench.harness.rows import BARE, FLOOR, PROGRESS_WRITE, Row
+from bench.harness.rows import BARE, FLOOR, MIX_READ, PROGRESS_WRITE, Row
 
 
 @dataclass
@@ -42,6 +42,9 @@ class RowResult:
     """requests/s divided by the floor's (a plain ASGI callable answering the bytes of
     ``GET /leaderboard?limit=50`` on the same server and worker count: harness/floor.py),
     same run."""
+    mix_ratio: float | None = None
+    """A mix of reads and writes (``Row.reads_per_write``): its reads a second over the
+    requests a second of the same read alone (``MIX_READ``), same server, same run."""
     requests: int = 0
     errors: dict[str, int] = field(default_factory=dict)
     statuses: dict[str, int] = field(default_factory=dict)
@@ -156,6 +159,7 @@ def _env(ctx: Context, row: Row) -> dict[str, str]:
         "BENCH_IDS": _ids_file(ctx, row),
         "BENCH_RUN": uuid.uuid4().hex[:8],
         "BENCH_READ_AFTER": row.read_after,
+        "BENCH_READS_PER_WRITE": str(row.reads_per_write),
         "BENCH_IF_NONE_MATCH": _etag(ctx, row) if row.revalidate else "",
         "BENCH_LEARNER": row.learner,
         "BENCH_RIGHT": learners.RIGHT,
@@ -278,11 +282,23 @@ def measure_all(ctx: Context, rows: list[Row], teams: int, *, log: Any = _say) -
             result.progress_cost = round(progress / result.rps, 2)  # no goal: one run
         if result.rps is None or result.name.startswith(BARE.name):
             continue
+        result.mix_ratio = _mix_ratio(by_name.get(result.name), result, results)
         if ceiling:
             result.ratio = round(result.rps / ceiling, 3)
         if floor and result.name != FLOOR.name:
             result.floor_ratio = round(result.rps / floor, 3)
     return results
+
+
+def _mix_ratio(row: Row | None, result: RowResult, results: list[RowResult]) -> float | None:
+    """The mix's reads a second over the read's alone (``RowResult.mix_ratio``)."""
+    if row is None or row.mix_goal is None or result.rps is None:
+        return None
+    alone = next((r.rps for r in results if r.name == MIX_READ and r.rps), None)
+    if not alone:
+        return None
+    reads = result.rps * row.reads_per_write / (row.reads_per_write + 1)
+    return round(reads / alone, 3)
 
 
 def _learner_costs(

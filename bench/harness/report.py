@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.harness.loadgen import LoadSettings
-from bench.harness.rows import BARE, PROGRESS_WRITE, ROWS
+from bench.harness.rows import BARE, MIX_READ, PROGRESS_WRITE, ROWS
 
 ROOT = Path(__file__).resolve().parents[2]
 """The repository (``bench/`` sits beside ``src/``)."""
@@ -111,6 +111,11 @@ def goals(result: dict[str, Any]) -> list[dict[str, Any]]:
                 _worst_size(
                     goal, by_size, row.name, "progress_cost", row.progress_goal, at_least=False
                 )
+            )
+        if row.mix_goal is not None:
+            goal = f"{row.name}: reads ≥ {row.mix_goal:.0%} of {MIX_READ}'s req/s alone"
+            out.append(
+                _worst_size(goal, by_size, row.name, "mix_ratio", row.mix_goal, at_least=True)
             )
         if row.floor_goal is not None:
             goal = f"{row.name}: ≥ {row.floor_goal:.0%} of the floor's req/s"
@@ -223,6 +228,10 @@ def text_table(result: dict[str, Any]) -> str:
             if row.get("progress_cost") is not None:
                 lines.append(
                     f"{teams:>8,}  {name:<46} costs {row['progress_cost']:.2f}x {PROGRESS_WRITE}"
+                )
+            if row.get("mix_ratio") is not None:
+                lines.append(
+                    f"{teams:>8,}  {name:<46} reads {row['mix_ratio']:.3f}x {MIX_READ} alone"
                 )
     if result["slopes"]:
         lines.append("slope (p50 at largest / p50 at smallest size):")

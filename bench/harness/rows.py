@@ -44,6 +44,11 @@ class Row:
     """Sends the ETag of a first answer as ``If-None-Match`` (every answer is a 304)."""
     read_after: str = ""
     """progress.lua: this path is read right after every write (a cold read-model entry)."""
+    reads_per_write: int = 1
+    """progress.lua with ``read_after``: this many reads follow each write."""
+    mix_goal: float | None = None
+    """Held to: the reads a second in this mix at least this share of the requests a
+    second of ``MIX_READ`` alone, same server, same run (``mix_ratio``)."""
     writes: bool = False
     """Changes data: measured after the reads, in this table's order."""
     min_seconds: float = 0
@@ -87,6 +92,13 @@ def learner(name: str, kind: Literal["wrong", "right", "hint"], goal: float | No
         progress_goal=goal,
     )
 
+
+MIX_READ_PATH = "/leaderboard?limit=50"
+MIX_READ = f"GET {MIX_READ_PATH}"
+"""The read alone that the mix's reads are compared with (a row of its own)."""
+MIX = f"mix: 6 x {MIX_READ} per progress write (14 % writes)"
+"""Readers on the board while teams complete tasks: one connection's every seventh
+request is a write (``POST`` and ``DELETE …/progress`` alternating)."""
 
 FLOOR = read(
     "/leaderboard?limit=50",
@@ -186,6 +198,18 @@ ROWS: list[Row] = [
         expect=(200, 201),
         writes=True,
         read_after="/leaderboard?limit=50",
+    ),
+    Row(
+        name=MIX,
+        script="progress.lua",
+        route=("post", "/team/{team_id}/progress"),
+        ids="progress_pairs",
+        role="admin",
+        expect=(200, 201),
+        writes=True,
+        read_after=MIX_READ_PATH,
+        reads_per_write=6,
+        mix_goal=0.5,
     ),
     # After the progress write (the ratio's base); wrong before right, whose completions
     # left in flight when a window ends would make later wrong answers 409.

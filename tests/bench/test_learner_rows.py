@@ -59,7 +59,7 @@ def test_the_rows_exist_with_the_issues_goals() -> None:
 
 def test_goals_compare_the_cost_with_the_progress_write() -> None:
     result = _result()
-    found = {g["goal"]: g for g in result["goals"] if "progress write" in g["goal"]}
+    found = {g["goal"]: g for g in result["goals"] if "progress write's cost" in g["goal"]}
     wrong = found[f"{WRONG}: ≤ 1x a progress write's cost"]
     right = found[f"{RIGHT}: ≤ 1.2x a progress write's cost"]
     assert (wrong["value"], wrong["met"]) == (0.75, True)

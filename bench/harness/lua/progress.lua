@@ -18,7 +18,9 @@ local withdraw_turn = false
 -- read model's cold path: the write changed the organization's version).
 local read_after = os.getenv("BENCH_READ_AFTER")
 if read_after == "" then read_after = nil end
-local read_turn = false
+-- BENCH_READS_PER_WRITE: how many reads of BENCH_READ_AFTER follow each write (1).
+local reads_per_write = tonumber(os.getenv("BENCH_READS_PER_WRITE") or "1") or 1
+local reads_left = 0
 
 setup = common.setup
 done = common.done
@@ -39,8 +41,11 @@ end
 
 function request()
   if read_after ~= nil then
-    read_turn = not read_turn
-    if not read_turn then return wrk.format("GET", read_after, headers) end
+    if reads_left > 0 then
+      reads_left = reads_left - 1
+      return wrk.format("GET", read_after, headers)
+    end
+    reads_left = reads_per_write
   end
   withdraw_turn = not withdraw_turn
   if withdraw_turn and ready_first <= ready_last then
