@@ -21,6 +21,7 @@ from questline.adjustments.models import MAX_SCORE, ScoreAdjustment
 from questline.progress.ledger import checked_time
 from questline.progress.models import ScoreChange
 from questline.progress.scores import Step, apply_steps
+from questline.readmodel import moved
 from questline.readmodel.versions import bump
 from questline.storage.db import utcnow
 from questline.teams.models import Team
@@ -83,6 +84,10 @@ def _audited(row: ScoreAdjustment, score: int) -> dict[str, object]:
     }
 
 
+STEPPED = moved.on_team(moved.SCORES)
+"""What an adjustment moves: its team's score and history, so the rankings too."""
+
+
 async def adjust(
     session: AsyncSession, *, team: Team, data: schemas.AdjustmentCreate, recorded_by: str
 ) -> schemas.Adjustment:
@@ -110,7 +115,7 @@ async def adjust(
     await events.record(
         session, organization_id=team.organization_id, type="team.adjusted", data=made
     )
-    await bump(session, team.organization_id)
+    await bump(session, team.organization_id, STEPPED(team.id))
     return made
 
 
@@ -153,7 +158,7 @@ async def withdraw(
         type="team.adjustment_withdrawn",
         data=withdrawn,
     )
-    await bump(session, team.organization_id)
+    await bump(session, team.organization_id, STEPPED(team.id))
     return withdrawn
 
 

@@ -44,6 +44,7 @@ from questline.progress.ledger import Answered, Answering
 from questline.progress.locks import ensure_open
 from questline.progress.models import ScoreChange
 from questline.progress.scores import Step, apply_steps
+from questline.readmodel import moved
 from questline.readmodel.versions import bump
 from questline.storage.db import utcnow
 from questline.teams.models import Team
@@ -301,7 +302,9 @@ async def unlock_hint(
         target=("team", team_id),
         after={"TaskId": task.task_id, "Index": data.index, "Cost": row.cost, "Score": score},
     )
-    await bump(session, tenant.org_id)
+    # The team's unlocked hints, and its score when the hint cost something.
+    changed = moved.on_team(moved.SCORES)(team_id) if row.cost else moved.on_team()(team_id)
+    await bump(session, tenant.org_id, changed)
     return HintOutcome(unlocked, True)
 
 

@@ -51,8 +51,12 @@ def _insert(dialect: str) -> Any:
     return (postgresql.insert if dialect == "postgresql" else sqlite.insert)(_versions)
 
 
-async def bump(session: AsyncSession, organization_id: uuid.UUID) -> int:
-    """One more version for the organization, in the session's transaction; returns it."""
+async def bump(
+    session: AsyncSession, organization_id: uuid.UUID, moved: frozenset[str] | None = None
+) -> int:
+    """One more version for the organization, in the session's transaction; returns it.
+    ``moved``: all that the transaction changed of what the read model serves, when the
+    writer can say it exactly (``questline.readmodel.moved``; by default: anything)."""
     dialect = session.get_bind().dialect.name
     upsert = _insert(dialect).values(organization_id=organization_id, version=1)
     upsert = upsert.on_conflict_do_update(
@@ -60,7 +64,7 @@ async def bump(session: AsyncSession, organization_id: uuid.UUID) -> int:
         set_={"version": _versions.c.version + 1},
     ).returning(_versions.c.version)
     version = int((await session.execute(upsert)).scalar_one())
-    note_bump(session, organization_id, version)
+    note_bump(session, organization_id, version, moved)
     return version
 
 

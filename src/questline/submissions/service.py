@@ -30,6 +30,7 @@ from questline.members.models import TeamMembership
 from questline.progress import locks, record
 from questline.progress.models import TaskCompletion
 from questline.progress.schemas import ProgressCreate
+from questline.readmodel import moved
 from questline.readmodel.versions import bump
 from questline.storage.db import utcnow
 from questline.submissions import notices, schemas
@@ -178,7 +179,7 @@ async def submit(
     await events.record(
         session, organization_id=org_id, type="submission.created", data=to_schema(row)
     )
-    await bump(session, org_id)  # the team's overview shows it pending
+    await bump(session, org_id, moved.on_team()(team.id))  # its overview shows it pending
     return row
 
 
@@ -295,7 +296,8 @@ async def decide(
             recorded_by=decided_by,
         )
     else:
-        await bump(session, org_id)  # the overview no longer shows it pending
+        # The team's overview no longer shows it pending.
+        await bump(session, org_id, moved.on_team()(team.id))
     decided = to_schema(found)
     await audit.record(
         session,
