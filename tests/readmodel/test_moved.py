@@ -57,6 +57,42 @@ def test_a_notification_carries_what_each_version_moved() -> None:
         notify.parsed("not a payload")
 
 
+def test_a_step_crosses_the_places_between_where_it_left_and_where_it_lands() -> None:
+    low, middle, high = (-5, 100.0), (-10, 50.0), (-20, 10.0)  # place keys: high ranks first
+    up = moved.step(low, high)
+    assert moved.crossed(up, moved.placed(middle))
+    assert moved.crossed(moved.step(high, low), moved.placed(middle))
+    assert not moved.crossed(up, moved.placed((-30, 5.0)))  # ahead of both: kept
+    assert not moved.crossed(up, moved.placed((0, 500.0)))  # behind both: kept
+    # The same points at the same time: the names decide, which no scope knows.
+    assert moved.crossed(up, moved.placed(high))
+    log = MovedLog()
+    log.record(ORG, 2, frozenset({moved.team(ORG), moved.SCORES, up}))
+    assert log.untouched(ORG, 1, 2, {moved.RANKS, moved.placed((-30, 5.0))})
+    assert not log.untouched(ORG, 1, 2, {moved.RANKS, moved.placed(middle)})
+
+
+async def test_a_step_rebuilds_only_the_overviews_of_the_teams_it_passed(
+    world: World, app_state: AppHarness
+) -> None:
+    org, teams, tree = await _seeded(world)  # Team 0: 10 points; Teams 1 and 2: none
+    urls = [f"/team/{team['Id']}/overview" for team in teams]
+    before = [await world.client.get(url, headers=org.member) for url in urls]
+    assert [b.json()["Rank"] for b in before] == [1, 2, 3]
+    await completed(org, teams[2]["Id"], tree.task(0, 0, 1))  # 20 points: past both
+    await completed(org, teams[1]["Id"], tree.task(0, 1, 0))  # 5 points: past nobody
+    carried = app_state.readmodel.cache.carried
+    after = [await world.client.get(url, headers=org.member) for url in urls]
+    assert [a.json()["Rank"] for a in after] == [2, 3, 1]
+    assert app_state.readmodel.cache.carried == carried  # each one crossed or stepped
+    await completed(org, teams[1]["Id"], tree.task(0, 0, 0))  # 15 points: past Team 0 only
+    carried = app_state.readmodel.cache.carried
+    again = [await world.client.get(url, headers=org.member) for url in urls]
+    assert [a.json()["Rank"] for a in again] == [3, 2, 1]
+    assert app_state.readmodel.cache.carried == carried + 1  # Team 2's, still first
+    assert again[2].content == after[2].content
+
+
 def test_the_log_forgets_old_versions() -> None:
     log = MovedLog()
     for version in range(1, moved.KEPT_VERSIONS + 10):

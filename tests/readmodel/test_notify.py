@@ -117,11 +117,13 @@ async def test_a_progress_write_sends_no_notify_in_its_transaction(
     assert sent, "the writes ran statements"
     assert not [s for s in sent if "notify" in s.lower()], sent
     # …and yet both commits are announced, by the notifier, after them, with what the
-    # withdrawal moved: its team and the scores.
+    # withdrawal moved: its team, the scores, and its step down the order.
     version = await app_state.readmodel.version(org.id)
     assert version is not None
     said = await listener.until_parsed(org.id, version)
-    assert said[version] == {moved.SCORES, moved.team(uuid.UUID(team["Id"]))}
+    assert {moved.SCORES, moved.team(uuid.UUID(team["Id"]))} < said[version]
+    (step,) = (scope for scope in said[version] if scope.startswith(moved.STEP))
+    assert moved.crossed(step, moved.placed((-5, 0.0)))  # from 10 points back past 5
 
 
 async def test_bump_and_bump_all_announce_only_after_the_commit(

@@ -84,8 +84,9 @@ def _audited(row: ScoreAdjustment, score: int) -> dict[str, object]:
     }
 
 
-STEPPED = moved.on_team(moved.SCORES)
-"""What an adjustment moves: its team's score and history, so the rankings too."""
+STEPPED = moved.on_team(moved.SCORES, moved.RANKS)
+"""What an adjustment moves: its team's score and history, so the rankings and any
+team's rank too."""
 
 
 async def adjust(

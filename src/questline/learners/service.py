@@ -303,7 +303,8 @@ async def unlock_hint(
         after={"TaskId": task.task_id, "Index": data.index, "Cost": row.cost, "Score": score},
     )
     # The team's unlocked hints, and its score when the hint cost something.
-    changed = moved.on_team(moved.SCORES)(team_id) if row.cost else moved.on_team()(team_id)
+    paid = (moved.SCORES, moved.RANKS) if row.cost else ()
+    changed = moved.on_team(*paid)(team_id)
     await bump(session, tenant.org_id, changed)
     return HintOutcome(unlocked, True)
 

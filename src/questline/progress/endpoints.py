@@ -29,8 +29,10 @@ from questline.web.routing import SessionDep, TransactionalRoute, answers_early
 
 router = APIRouter(prefix="/team", tags=["progress"], route_class=TransactionalRoute)
 
-OVERVIEW_READS = moved.on_team(moved.SCORES)
-"""An overview shows its team's own state and its rank among all the teams."""
+OVERVIEW_READS = moved.on_team(moved.RANKS)
+"""An overview shows its team's own state and its rank among all the teams: its
+builder adds where the team stands (``overview_body.place_of``), so a step elsewhere
+that does not cross it leaves the overview as it is."""
 
 
 @router.post(
@@ -170,10 +172,9 @@ async def get_overview(
 
         nodes = await readmodel.memo(tenant.org_id, "tree", version, tree, moved.NOTHING)
         ranked = await readmodel.memo(tenant.org_id, "ranks", version, ranks, moved.SCORED)
-        found = await overview_reads.overview_json(
+        found, headers = await overview_reads.overview_json(
             session, org_id=tenant.org_id, team_id=team_id, tree=nodes, ranked=ranked
         )
-        headers: dict[str, str] = {}
         if season_id is not None:
             rank, headers = await season_rank_of(request)(
                 session,

@@ -35,6 +35,7 @@ from questline.progress.rates import rate_refusal
 from questline.readmodel import moved
 from questline.storage.db import new_id
 from questline.teams.models import TeamStatus
+from questline.teams.ranking import PlaceKey, place_key
 from questline.teams.service import archived
 from questline.timeformat import rfc3339
 from questline.web.errors import (
@@ -192,6 +193,11 @@ class TeamState:
     """Change of ``tasks_completed``."""
     steps: int = 0
     """Steps applied: the row's ``version`` grows by as many."""
+    place: PlaceKey = field(init=False)
+    """Where the team stood in the overall order at the look-up."""
+
+    def __post_init__(self) -> None:
+        self.place = place_key(self.score, self.reached_at)
 
     def step(self, delta: int, completions: int, at: dt.datetime) -> int:
         """One change of the score (``completions``: +1, -1), at ``at`` on the timeline;
@@ -499,6 +505,10 @@ class Plan:
         found: dict[uuid.UUID, set[str]] = {}
         for write in self.written:
             found.setdefault(write.org_id, {moved.SCORES}).add(moved.team(write.team_id))
+        for (org_id, _), team in self.teams.items():
+            if team.steps:
+                now = place_key(team.score, team.reached_at)
+                found.setdefault(org_id, {moved.SCORES}).add(moved.step(team.place, now))
         for attempt in self.attempts:
             found.setdefault(attempt["organization_id"], set()).add(moved.team(attempt["team_id"]))
         return {org_id: frozenset(scopes) for org_id, scopes in found.items()}

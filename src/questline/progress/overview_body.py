@@ -14,7 +14,10 @@ import orjson
 from questline.progress.discipline_tree import DisciplineNode
 from questline.progress.rank_memo import Ranks
 from questline.progress.team_task_state import TeamTaskState
+from questline.readmodel import moved
+from questline.readmodel.http import depends_also
 from questline.teams.models import TeamStatus
+from questline.teams.ranking import place_key
 
 
 def _counts(done: int, total: int, earned: int, points: int) -> dict[str, int]:
@@ -44,7 +47,18 @@ def overview_from_row(
         ahead = ranked.position(_id_bytes(row[0]))
         if ahead is None:
             return None
-    return _assemble(row, per_quest, tree, ahead, TeamTaskState.of(row[12:]))
+    return _assemble(row, per_quest, tree, ahead, TeamTaskState.of(row[12:16]))
+
+
+def place_of(row: Sequence[Any]) -> dict[str, str]:
+    """The builder's header naming where a ranked team stands (its overview's ``Rank``
+    changes only when a step crosses that place: ``readmodel.moved``)."""
+    if not row[6]:
+        return {}
+    reached = row[16]
+    if isinstance(reached, str):  # SQLite through the lean reader's processors
+        reached = dt.datetime.fromisoformat(reached)
+    return depends_also(moved.placed(place_key(int(row[5]), reached)))
 
 
 def _id_bytes(value: Any) -> bytes:

@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from questline.progress.discipline_tree import DisciplineNode
-from questline.progress.overview_body import overview_from_row
+from questline.progress.overview_body import overview_from_row, place_of
 from questline.progress.overview_statement import overview_query
 from questline.progress.rank_memo import Ranks
 from questline.readmodel.http import dumps
@@ -25,8 +25,9 @@ async def overview_json(
     team_id: uuid.UUID,
     tree: list[DisciplineNode],
     ranked: Ranks,
-) -> dict[str, Any]:
-    """A ``schemas.Overview`` as its JSON object, in one statement (``overview_query``)."""
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """A ``schemas.Overview`` as its JSON object, in one statement (``overview_query``),
+    and the builder's header of where the team stands (``overview_body.place_of``)."""
     query = overview_query(session.get_bind().dialect.name, ranked.counted_in_sql)
     row = (await session.execute(query, {"org": org_id, "team": team_id})).one_or_none()
     if row is None:
@@ -34,7 +35,7 @@ async def overview_json(
     found = overview_from_row(row, tree, ranked)
     if found is None:
         raise RuntimeError("a ranked team missing from its organization's ranks")
-    return found
+    return found, place_of(row)
 
 
 async def lean_overview(request: LeanRequest) -> tuple[bytes, dict[str, str]] | None:
@@ -59,4 +60,4 @@ async def lean_overview(request: LeanRequest) -> tuple[bytes, dict[str, str]] | 
     if not rows:
         return None
     found = overview_from_row(rows[0], tree, ranked)
-    return None if found is None else (dumps(found), {})
+    return None if found is None else (dumps(found), place_of(rows[0]))

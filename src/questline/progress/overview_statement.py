@@ -120,4 +120,5 @@ def overview_query(dialect: str, rank_in_sql: bool = True) -> Any:
         attempted,
         unlocked,
         pending_submissions(dialect, org, team),
+        Team.score_reached_at,
     ).where(Team.organization_id == org, Team.id == team)

@@ -86,7 +86,9 @@ class ByteLRU:
         self.revalidated = 0
         """Misses answered by a stale entry whose resource's own ETag had not changed."""
         self.carried = 0
-        """Stale entries and memos kept at a newer version that moved nothing of theirs."""
+        """Stale entries kept at a newer version that moved nothing of theirs."""
+        self.memos_carried = 0
+        """The same of memos."""
         self._entries: OrderedDict[Key, Entry | Memo] = OrderedDict()
 
     def __len__(self) -> int:

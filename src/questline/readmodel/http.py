@@ -74,9 +74,20 @@ def keep_until(when: dt.datetime | None) -> dict[str, str]:
     return {} if when is None else {KEEP_UNTIL: repr(when.timestamp())}
 
 
+DEPENDS_ALSO = "questline-depends-also"
+"""A header a body's builder may return (never sent): scopes the body depends on beyond
+its route's ``depends``, known only once it is built (where its team stands)."""
+
+
+def depends_also(*scopes: str) -> dict[str, str]:
+    """The builder's header for scopes found while building (``DEPENDS_ALSO``)."""
+    return {DEPENDS_ALSO: " ".join(scopes)} if scopes else {}
+
+
 def _sent_headers(built_headers: Mapping[str, str]) -> tuple[dict[str, str], float | None]:
     headers = dict(built_headers)
     until = headers.pop(KEEP_UNTIL, None)
+    headers.pop(DEPENDS_ALSO, None)
     return headers, None if until is None else float(until)
 
 
@@ -91,6 +102,9 @@ def entry_of(
     """The cache entry of a body built at ``version`` (its own ``ETag`` if the builder
     gave one, else the organization's version's), built from ``depends``."""
     headers, expires_at = _sent_headers(built_headers)
+    also = built_headers.get(DEPENDS_ALSO)
+    if depends is not None and also:
+        depends = depends | frozenset(also.split(" "))
     tag = headers.pop("ETag", None) or version_etag(organization_id, version, variant)
     return Entry(
         version=version,

@@ -19,6 +19,7 @@ a write that says too little, which is why only a few writes say anything
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
@@ -28,6 +29,15 @@ Scopes = frozenset[str]
 SCORES = "scores"
 """Any ranked team's score, tasks completed or reaching time: the leaderboard's order,
 its graphs, ranks, the team list's scores."""
+
+RANKS = "ranks"
+"""Any ranked team's place in the overall order, when the write cannot say which moved
+(an adjustment, a hint's charge). A ledger write says instead how its teams moved
+(``step``), and a body that shows one team's rank depends on where that team stands
+(``placed``): it is kept unless a step crossed that place."""
+
+STEP = "step:"
+PLACED = "placed:"
 
 NOTHING: Scopes = frozenset()
 """What a body built from none of the scopes writes declare depends on (only writes that
@@ -42,6 +52,36 @@ KEPT_ORGANIZATIONS = 10_000
 def team(team_id: uuid.UUID) -> str:
     """The scope of one team's own state: its row, completions, attempts and hints."""
     return f"team:{team_id.hex}"
+
+
+def step(before: tuple[int, float], after: tuple[int, float]) -> str:
+    """A team's move in the overall order, from one place key to another
+    (``teams.ranking.place_key``)."""
+    return f"{STEP}{before[0]}:{before[1]!r}:{after[0]}:{after[1]!r}"
+
+
+def placed(key: tuple[int, float]) -> str:
+    """Where a ranked team stands (its ``place_key``): a body showing its rank depends
+    on it."""
+    return f"{PLACED}{key[0]}:{key[1]!r}"
+
+
+@functools.lru_cache(maxsize=4096)
+def _keys(scope: str) -> tuple[tuple[int, float], ...]:
+    """The place keys a ``step`` or ``placed`` scope names."""
+    parts = scope.split(":")[1:]
+    return tuple((int(parts[i]), float(parts[i + 1])) for i in range(0, len(parts), 2))
+
+
+def crossed(step_scope: str, placed_scope: str) -> bool:
+    """Whether a team's ``step`` may change the rank of the team ``placed`` there: it
+    was ahead and is not any more, or the other way round. At an equal key the names
+    decide, which neither scope knows: that counts as crossed."""
+    before, after = _keys(step_scope)
+    (there,) = _keys(placed_scope)
+    if there in (before, after):
+        return True
+    return (before < there) != (after < there)
 
 
 def always(*scopes: str) -> Callable[[uuid.UUID | None], Scopes]:
@@ -95,9 +135,17 @@ class MovedLog:
         if versions is None:
             return False
         wanted = frozenset(depends)
+        places = [scope for scope in wanted if scope.startswith(PLACED)]
         for version in range(since + 1, until + 1):
             scopes = versions.get(version)
             if scopes is None or not scopes.isdisjoint(wanted):
+                return False
+            if places and any(
+                crossed(moved, place)
+                for moved in scopes
+                if moved.startswith(STEP)
+                for place in places
+            ):
                 return False
         return True
 

@@ -183,7 +183,7 @@ class ReadModel:
             return None
         carried = dataclasses.replace(found, version=version)
         self.cache.put(key, carried)
-        self.cache.carried += 1
+        self.cache.memos_carried += 1
         return carried
 
     @property

@@ -11,6 +11,7 @@ discipline or a window) puts those teams last.
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 from sqlalchemy import ColumnElement, UnaryExpression
@@ -18,6 +19,18 @@ from sqlalchemy.orm import QueryableAttribute
 
 Term = ColumnElement[Any] | QueryableAttribute[Any]
 """A column or an expression of a ranking statement."""
+
+
+PlaceKey = tuple[int, float]
+"""A ranked team's place in the overall order but for its name: teams with smaller keys
+rank first; at an equal key the name decides."""
+
+
+def place_key(score: int, reached_at: dt.datetime) -> PlaceKey:
+    """The overall order's terms in Python (``ranking_order``'s, but the name): more
+    points first, then who reached them first."""
+    at = reached_at if reached_at.tzinfo is not None else reached_at.replace(tzinfo=dt.UTC)
+    return (-score, at.timestamp())
 
 
 def tie_break(
