@@ -1,7 +1,8 @@
 """CPU of reads around writes that do not touch them, in-process (SQLite in a scratch
-directory): a round is a completion on one team, a read of every other team
-(``GET /team/{id}``) and of the discipline, the completion's withdrawal, and the same
-reads again. Reads a write did not touch are carried to its version without a statement
+directory). Twenty teams hold 0, 5, … 95 points; a round is a completion (5 points) on
+the team of 50, a read of every other team (``GET /team/{id}`` and its overview) and
+of the discipline, the completion's withdrawal, and the same reads again: neither step
+passes another team. Reads a write did not touch are carried to its version without a statement
 (docs/performance.md, "Reads that survive writes"); run the probe against an older
 checkout (``PYTHONPATH=<checkout>/src:.``) for the reference.
 
@@ -56,16 +57,24 @@ async def _measure(settings: Settings) -> list[float]:
                 for i in range(TEAMS)
             ]
             made = (await client.post("/discipline", json=DOCUMENT, headers=admin)).json()
-        task = made["Levels"][0]["Quests"][0]["Tasks"][0]["Id"]
-        reads = [f"/team/{team}" for team in teams[1:]] + [f"/discipline/{made['Id']}"]
+            tasks = [t["Id"] for t in made["Levels"][0]["Quests"][0]["Tasks"]]
+            for n, team in enumerate(teams):
+                for done in tasks[1 : n + 1]:
+                    await client.post(
+                        f"/team/{team}/progress", json={"TaskId": done}, headers=admin
+                    )
+        task, stepping = tasks[0], teams[TEAMS // 2]
+        others = [team for team in teams if team != stepping]
+        reads = [f"/team/{team}{part}" for team in others for part in ("", "/overview")]
+        reads.append(f"/discipline/{made['Id']}")
         body = json.dumps({"TaskId": task}).encode()
         as_json = [*headers, (b"content-type", b"application/json")]
 
         async def round_() -> None:
-            await call(app, "POST", f"/team/{teams[0]}/progress", b"", as_json, body)
+            await call(app, "POST", f"/team/{stepping}/progress", b"", as_json, body)
             for path in reads:
                 await call(app, "GET", path, b"", headers)
-            await call(app, "DELETE", f"/team/{teams[0]}/progress/{task}", b"", headers)
+            await call(app, "DELETE", f"/team/{stepping}/progress/{task}", b"", headers)
             for path in reads:
                 await call(app, "GET", path, b"", headers)
 
@@ -92,7 +101,7 @@ def main() -> None:
     upgrade(settings)
     found = sorted(asyncio.run(_measure(settings)))
     print(
-        f"ms of CPU a round (2 writes, {2 * TEAMS} reads): "
+        f"ms of CPU a round (2 writes, {2 * (2 * TEAMS - 1)} reads): "
         f"min {found[0]:.2f}, median {found[len(found) // 2]:.2f}"
     )
 
