@@ -197,6 +197,16 @@ async def app(settings: Settings) -> AsyncIterator[FastAPI]:
 
 
 @pytest.fixture
+async def other_app(settings: Settings) -> AsyncIterator[FastAPI]:
+    """A second application on the same database: another worker process's view."""
+    app = create_app(settings)
+    try:
+        yield app
+    finally:
+        await app.state.questline.db.dispose()
+
+
+@pytest.fixture
 def app_state(app: FastAPI) -> AppHarness:
     state = AppHarness(app)
     return state

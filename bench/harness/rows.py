@@ -72,6 +72,21 @@ def read(path: str, route: str | None = None, *, name: str = "", **options: Any)
     )
 
 
+def progress(name: str, **options: Any) -> Row:
+    """A row of admin's progress writes sent by progress.lua (``POST`` and ``DELETE``
+    alternating), with reads between them when ``read_after`` says so."""
+    return Row(
+        name=name,
+        script="progress.lua",
+        route=("post", "/team/{team_id}/progress"),
+        ids="progress_pairs",
+        role="admin",
+        expect=(200, 201),
+        writes=True,
+        **options,
+    )
+
+
 BARE = read("/healthz", name="GET /healthz (bare)")
 PROGRESS_WRITE = "POST /team/{id}/progress + DELETE …/{taskId}"
 """The admin's progress write the learners' writes are compared with (``progress_cost``)."""
@@ -179,38 +194,9 @@ ROWS: list[Row] = [
         ratio_goal=0.5,
         floor_goal=HIT_FLOOR,
     ),
-    Row(
-        name=PROGRESS_WRITE,
-        script="progress.lua",
-        route=("post", "/team/{team_id}/progress"),
-        ids="progress_pairs",
-        role="admin",
-        expect=(200, 201),
-        writes=True,
-        ratio_goal=0.2,
-    ),
-    Row(
-        name="progress write, then GET /leaderboard?limit=50 (cold)",
-        script="progress.lua",
-        route=("post", "/team/{team_id}/progress"),
-        ids="progress_pairs",
-        role="admin",
-        expect=(200, 201),
-        writes=True,
-        read_after="/leaderboard?limit=50",
-    ),
-    Row(
-        name=MIX,
-        script="progress.lua",
-        route=("post", "/team/{team_id}/progress"),
-        ids="progress_pairs",
-        role="admin",
-        expect=(200, 201),
-        writes=True,
-        read_after=MIX_READ_PATH,
-        reads_per_write=6,
-        mix_goal=0.5,
-    ),
+    progress(PROGRESS_WRITE, ratio_goal=0.2),
+    progress("progress write, then GET /leaderboard?limit=50 (cold)", read_after=MIX_READ_PATH),
+    progress(MIX, read_after=MIX_READ_PATH, reads_per_write=6, mix_goal=0.5),
     # After the progress write (the ratio's base); wrong before right, whose completions
     # left in flight when a window ends would make later wrong answers 409.
     learner("POST /team/{id}/attempts (wrong)", "wrong", 1.0),

@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
 from fastapi import FastAPI
 
-from questline.app import create_app
-from questline.config import Settings
 from tests.factories import Org, World
 from tests.seasons.support import (
     complete,
@@ -170,16 +167,6 @@ async def test_after_the_end_everyone_sees_the_final_standings(world: World) -> 
     await complete(org, b["Id"], tasks[2])  # after the end: changes nothing
     assert (await board(org, org.member, season=season["Id"])).json() == final.json()
     assert (await board(org, org.admin, season=season["Id"])).json() == final.json()
-
-
-@pytest.fixture
-async def other_app(settings: Settings) -> AsyncIterator[FastAPI]:
-    """A second application on the same database: another worker process."""
-    app = create_app(settings)
-    try:
-        yield app
-    finally:
-        await app.state.questline.db.dispose()
 
 
 async def test_a_reveal_is_seen_at_once_by_another_process(
