@@ -66,6 +66,9 @@ def test_a_step_crosses_the_places_between_where_it_left_and_where_it_lands() ->
     assert not moved.crossed(up, moved.placed((0, 500.0)))  # behind both: kept
     # The same points at the same time: the names decide, which no scope knows.
     assert moved.crossed(up, moved.placed(high))
+    # A step that cannot be read (a stranger's notification) crosses everything.
+    assert moved.crossed("step:x:1", moved.placed(middle))
+    assert moved.crossed(f"{moved.STEP}1:2.0", moved.placed(middle))
     log = MovedLog()
     log.record(ORG, 2, frozenset({moved.team(ORG), moved.SCORES, up}))
     assert log.untouched(ORG, 1, 2, {moved.RANKS, moved.placed((-30, 5.0))})
@@ -341,11 +344,7 @@ async def test_served_bodies_equal_the_routes_after_random_writes(
         teams = [team["Id"] for team in await game.org.teams()]
         world._game = (game, teams)  # type: ignore[attr-defined]
     game, teams = world._game  # type: ignore[attr-defined]
-    transport = httpx.ASGITransport(app=other_app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://questline.test") as second:
-        await _check(
-            world, [app_state, AppHarness(other_app)], second, game, teams, writes, writers
-        )
+    await _check(world, app_state, other_app, game, teams, writes, writers)
 
 
 async def test_each_kind_of_write_once_then_the_served_bodies_equal_the_routes(
@@ -356,20 +355,28 @@ async def test_each_kind_of_write_once_then_the_served_bodies_equal_the_routes(
     game = await learners_game(world)
     teams = [team["Id"] for team in await game.org.teams()]
     writes = [(kind, which) for kind in KINDS for which in (0, 1)]
-    transport = httpx.ASGITransport(app=other_app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://questline.test") as second:
-        await _check(
-            world,
-            [app_state, AppHarness(other_app)],
-            second,
-            game,
-            teams,
-            writes,
-            [n % 2 for n in range(len(writes))],
-        )
+    writers = [n % 2 for n in range(len(writes))]
+    await _check(world, app_state, other_app, game, teams, writes, writers)
 
 
 async def _check(
+    world: World,
+    app_state: AppHarness,
+    other_app: FastAPI,
+    game: Game,
+    teams: list[str],
+    writes: list[tuple[str, int]],
+    writers: list[int],
+) -> None:
+    """``writes`` through the test's application or ``other_app`` (by ``writers``); after
+    each one, every read either serves equals what the route builds."""
+    transport = httpx.ASGITransport(app=other_app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://questline.test") as second:
+        apps = [app_state, AppHarness(other_app)]
+        await _compare(world, apps, second, game, teams, writes, writers)
+
+
+async def _compare(
     world: World,
     apps: list[AppHarness],
     second: httpx.AsyncClient,

@@ -55,10 +55,7 @@ def place_of(row: Sequence[Any]) -> dict[str, str]:
     changes only when a step crosses that place: ``readmodel.moved``)."""
     if not row[6]:
         return {}
-    reached = row[16]
-    if isinstance(reached, str):  # SQLite through the lean reader's processors
-        reached = dt.datetime.fromisoformat(reached)
-    return depends_also(moved.placed(place_key(int(row[5]), reached)))
+    return depends_also(moved.placed(place_key(int(row[5]), row[16])))
 
 
 def _id_bytes(value: Any) -> bytes:

@@ -187,9 +187,7 @@ async def serve(
         body, built = await build(-1)
         return Response(body, media_type=JSON, headers=_sent_headers(built)[0])
     key = cache_key(request, organization_id, variant)
-    entry = readmodel.cache.get(key)
-    if entry is not None and entry.version < version:
-        entry = readmodel.carry(organization_id, key, entry, version) or entry
+    entry = readmodel.carry(organization_id, key, readmodel.cache.get(key), version)
     if entry is None or not entry.current(version):
         if not own_etag and if_none_match is not None:
             current = version_etag(organization_id, version, variant)
@@ -276,9 +274,7 @@ async def serve_list(
     etag: str | None = None
     if version is not None:
         etag = version_etag(organization_id, version, variant)
-        entry = readmodel.cache.get(key)
-        if entry is not None and entry.version < version:
-            entry = readmodel.carry(organization_id, key, entry, version) or entry
+        entry = readmodel.carry(organization_id, key, readmodel.cache.get(key), version)
         if entry is not None and entry.version == version:
             readmodel.cache.hits += 1
             return cached_response(entry, if_none_match)
@@ -424,8 +420,7 @@ class CachedRead:
             return None
         if version is None:
             return None
-        if entry is not None and entry.version < version:
-            entry = readmodel.carry(organization_id, key, entry, version) or entry
+        entry = readmodel.carry(organization_id, key, entry, version)
         if entry is not None and entry.current(version):
             readmodel.cache.hits += 1
         elif (

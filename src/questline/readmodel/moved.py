@@ -67,18 +67,26 @@ def placed(key: tuple[int, float]) -> str:
 
 
 @functools.lru_cache(maxsize=4096)
-def _keys(scope: str) -> tuple[tuple[int, float], ...]:
-    """The place keys a ``step`` or ``placed`` scope names."""
+def _keys(scope: str) -> tuple[tuple[int, float], ...] | None:
+    """The place keys a ``step`` or ``placed`` scope names (None: it names none, as a
+    malformed scope from a notification would)."""
     parts = scope.split(":")[1:]
-    return tuple((int(parts[i]), float(parts[i + 1])) for i in range(0, len(parts), 2))
+    try:
+        return tuple((int(parts[i]), float(parts[i + 1])) for i in range(0, len(parts), 2))
+    except (ValueError, IndexError):
+        return None
 
 
 def crossed(step_scope: str, placed_scope: str) -> bool:
     """Whether a team's ``step`` may change the rank of the team ``placed`` there: it
     was ahead and is not any more, or the other way round. At an equal key the names
-    decide, which neither scope knows: that counts as crossed."""
-    before, after = _keys(step_scope)
-    (there,) = _keys(placed_scope)
+    decide, which neither scope knows: that counts as crossed, as does a scope that
+    cannot be read."""
+    steps, places = _keys(step_scope), _keys(placed_scope)
+    if steps is None or places is None or len(steps) != 2 or len(places) != 1:
+        return True
+    before, after = steps
+    (there,) = places
     if there in (before, after):
         return True
     return (before < there) != (after < there)

@@ -21,6 +21,7 @@ from questline.readmodel.sources import PostgresSource, SqliteSource, VersionSou
 from questline.storage.db import Database, Moved
 
 T = TypeVar("T")
+KeptT = TypeVar("KeptT", Entry, Memo)
 
 Build = Callable[[], Awaitable[Entry]]
 
@@ -78,15 +79,29 @@ class ReadModel:
                 self.changes.advance(organization_id, version)
 
     def carry(
-        self, organization_id: uuid.UUID, key: Key, entry: Entry, version: int
+        self, organization_id: uuid.UUID, key: Key, entry: Entry | None, version: int
     ) -> Entry | None:
-        """``entry`` kept at ``version`` when no version since it was built moved what it
-        depends on (``questline.readmodel.moved``); else None (build it again)."""
-        if not self._untouched(organization_id, entry, version) or entry.expires_at is not None:
+        """``entry`` (the one kept for ``key``), carried to ``version`` first when no
+        version since it was built moved what it depends on
+        (``questline.readmodel.moved``); the caller serves it if it is ``current`` at
+        ``version``, else builds."""
+        if entry is None or entry.expires_at is not None:
+            return entry
+        return self._carried(organization_id, key, entry, version) or entry
+
+    def _carried(
+        self, organization_id: uuid.UUID, key: Key, kept: KeptT, version: int
+    ) -> KeptT | None:
+        """``kept`` re-stamped at ``version`` and kept so, when nothing it depends on
+        moved since; else None."""
+        if not self._untouched(organization_id, kept, version):
             return None
-        carried = dataclasses.replace(entry, version=version)
+        carried = dataclasses.replace(kept, version=version)
         self.cache.put(key, carried)
-        self.cache.carried += 1
+        if isinstance(carried, Memo):
+            self.cache.memos_carried += 1
+        else:
+            self.cache.carried += 1
         return carried
 
     def _untouched(self, organization_id: uuid.UUID, kept: Entry | Memo, version: int) -> bool:
@@ -179,12 +194,7 @@ class ReadModel:
         found = self.cache.memo(key)
         if found is None or found.version == version:
             return found
-        if not self._untouched(organization_id, found, version):
-            return None
-        carried = dataclasses.replace(found, version=version)
-        self.cache.put(key, carried)
-        self.cache.memos_carried += 1
-        return carried
+        return self._carried(organization_id, key, found, version)
 
     @property
     def largest_memo(self) -> int:
