@@ -57,6 +57,10 @@ def _environment(root: Path) -> dict[str, str]:
         "QUESTLINE_PUBLIC_URL": "https://questline.test",
         "QUESTLINE_SMTP_URL": "console:",
         "QUESTLINE_MAIL_FROM": "Questline demo <questline@localhost>",
+        # schemathesis reads a response whole: a live stream would be held until its
+        # request timeout (10 s, some sixty seconds of a run). Ended after half a second,
+        # a stream's whole answer (its events, its end) is checked against the document.
+        "QUESTLINE_STREAM_MAX_SECONDS": "0.5",
     }
 
 
