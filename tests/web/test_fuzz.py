@@ -7,8 +7,9 @@ the 404). Every response must be free of 5xx and match the document: status code
 content type, headers and body schema.
 
 The operations are read from the application's own document, so routes that land later
-are fuzzed without a change here. Bounded: ``QUESTLINE_FUZZ_EXAMPLES`` (default 25)
-examples of valid and as many of invalid data an operation, on each backend.
+are fuzzed without a change here. Bounded: ``QUESTLINE_FUZZ_EXAMPLES`` examples of valid
+and as many of invalid data an operation, on each backend; by default the project's depth,
+``generation.max-examples`` of ``schemathesis.toml`` (the documented ``st run``'s).
 
 (Schemathesis' own pytest integration, ``from_fixture``, does not run on pytest 9.2:
 it sets ``Node._nodeid``, which pytest 9.2 no longer has; so the test drives its
@@ -20,9 +21,11 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import tomllib
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -47,7 +50,14 @@ from tests.support.database import empty_all_tables
 from tests.support.harness import AppHarness
 from tests.web.seeding import Seeded, seed_organization
 
-FUZZ_EXAMPLES = int(os.environ.get("QUESTLINE_FUZZ_EXAMPLES", "25"))
+
+def _configured_examples() -> int:
+    """``generation.max-examples`` of the repository's ``schemathesis.toml``."""
+    config = tomllib.loads((Path(__file__).parents[2] / "schemathesis.toml").read_text())
+    return int(config["generation"]["max-examples"])
+
+
+FUZZ_EXAMPLES = int(os.environ.get("QUESTLINE_FUZZ_EXAMPLES") or _configured_examples())
 ACCEPTABLE_FOR_VALID_DATA = ["2xx", "303", "401", "403", "404", "409", "412", "422", "429"]
 """What schema-valid data may get. 412 and 422 are semantic refusals that a schema cannot
 express: an ``If-Match`` that is not the current ``ETag``, an ``after`` cursor that this
