@@ -76,21 +76,42 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     ]
 
 
+ONE_BACKEND = "sqlite" if "sqlite" in BACKENDS else BACKENDS[0]
+"""Where a test marked ``one_backend`` runs: what it checks does not depend on the
+database (the requests it sends are checked on every backend by their own tests)."""
+BACKEND_PARAMETERS = ("backend", "live")
+"""The fixtures parametrized by backend: the application's, and the browser tests' server."""
+
+
+def _backend_of(item: pytest.Item) -> str | None:
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return None
+    found = [callspec.params[name] for name in BACKEND_PARAMETERS if name in callspec.params]
+    return str(found[0]) if found else None
+
+
+def _not_for_its_backend(item: pytest.Item) -> bool:
+    """``postgres_only`` on another backend than PostgreSQL, ``one_backend`` on another
+    than ``ONE_BACKEND``."""
+    backend = _backend_of(item)
+    if backend is None:
+        return False
+    if item.get_closest_marker("postgres_only") and backend != "postgresql":
+        return True
+    return bool(item.get_closest_marker("one_backend")) and backend != ONE_BACKEND
+
+
 @pytest.hookimpl(trylast=True)  # after pytest has ordered them by fixture parameters
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked ``postgres_only`` are not collected for SQLite (rather than skipped).
-    The files with a ``slow`` test run first, each file's tests in their order: the
-    workers take files in this order (``--dist loadfile``), and a long file taken last
-    would leave one worker idle while the other finishes it."""
+    """Tests not for a backend (``_not_for_its_backend``) are not collected for it (rather
+    than skipped). The files with a ``slow`` test run first, each file's tests in their
+    order: the workers take files in this order (``--dist loadfile``), and a long file
+    taken last would leave one worker idle while the other finishes it."""
     kept: list[pytest.Item] = []
     dropped: list[pytest.Item] = []
     for item in items:
-        callspec = getattr(item, "callspec", None)
-        backend = callspec.params.get("backend") if callspec else None
-        wrong_backend = backend is not None and backend != "postgresql"
-        (dropped if item.get_closest_marker("postgres_only") and wrong_backend else kept).append(
-            item
-        )
+        (dropped if _not_for_its_backend(item) else kept).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
     slow_files = {item.path for item in kept if item.get_closest_marker("slow")}

@@ -28,7 +28,8 @@ from questline.app import create_app
 from questline.config import Settings
 from tests.support.hang import HANG_GUARD
 
-pytestmark = pytest.mark.anyio
+# The keys' cache and its fetches do not touch the database: one backend.
+pytestmark = [pytest.mark.anyio, pytest.mark.one_backend]
 
 
 @dataclass

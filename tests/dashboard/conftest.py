@@ -22,7 +22,7 @@ from tests.support.system_packages import CHROMIUM, missing_reason
 @pytest.fixture(scope="session", params=BACKENDS)
 def live(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> LiveServer:
     """A server per backend, started once a worker (``tests.support.kept``; tests marked
-    ``one_backend`` ask for the first only)."""
+    ``one_backend`` are collected for one of them only)."""
     backend = str(request.param)
 
     def start() -> AbstractContextManager[LiveServer]:

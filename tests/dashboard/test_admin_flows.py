@@ -27,11 +27,13 @@ from tests.dashboard.test_e2e import (
     TEAM_READY,
     TEAMS_READY,
     leaderboard_ids,
-    one_backend,
     visit,
 )
 
-pytestmark = pytest.mark.slow
+# What the browser draws and sends does not depend on the database: the API requests
+# these flows make are checked on every backend by their own tests; the flows run on
+# one (tests/conftest.py, ONE_BACKEND). The learners' flows run on every backend.
+pytestmark = [pytest.mark.slow, pytest.mark.one_backend]
 
 
 def sign_in(page: Page, live: LiveServer, org: SeededOrg, role: Role = Role.ADMIN) -> None:
@@ -94,7 +96,6 @@ def test_a_sign_in_link_survives_reload_and_new_tabs_and_works_once(
     expect(second.locator("#signin-form")).to_be_visible()
 
 
-@one_backend
 def test_a_member_sees_a_read_only_dashboard(
     pages: Pages, live: LiveServer, org: SeededOrg
 ) -> None:
@@ -378,7 +379,6 @@ def test_complete_and_undo_a_task_and_record_the_survey(
     expect(page.locator("[data-testid=team-survey]")).to_have_text("Not completed")
 
 
-@one_backend
 def test_members_are_removed_and_their_teams_listed(
     pages: Pages, live: LiveServer, org: SeededOrg
 ) -> None:
@@ -403,7 +403,6 @@ def test_members_are_removed_and_their_teams_listed(
     expect(page.locator("[data-testid=member-teams] a")).to_have_text(["Foxes"])
 
 
-@one_backend
 def test_the_leaderboard_pages_beyond_fifty_and_the_graph_says_when_empty(
     pages: Pages, live: LiveServer, org: SeededOrg
 ) -> None:
@@ -434,7 +433,6 @@ def test_the_leaderboard_pages_beyond_fifty_and_the_graph_says_when_empty(
     expect(page.locator("[data-testid=graph-empty]")).to_be_hidden()
 
 
-@one_backend
 def test_the_leaderboard_refresh_is_conditional_and_keeps_rows_on_304(
     pages: Pages, live: LiveServer, org: SeededOrg
 ) -> None:

@@ -17,7 +17,10 @@ from tests.dashboard.live import LiveServer
 from tests.dashboard.seed import SeededOrg
 from tests.dashboard.test_admin_flows import sign_in
 
-pytestmark = pytest.mark.slow
+# What the browser draws and sends does not depend on the database: the API requests
+# these flows make are checked on every backend by their own tests; the flows run on
+# one (tests/conftest.py, ONE_BACKEND). The learners' flows run on every backend.
+pytestmark = [pytest.mark.slow, pytest.mark.one_backend]
 
 ROWS = "tr[data-testid=leaderboard-row]"
 SEASON = "#leaderboard-season"

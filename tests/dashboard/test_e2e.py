@@ -17,7 +17,6 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from questline.demo import loader as demo
-from tests.conftest import BACKENDS
 from tests.dashboard.browser import (
     DOCS_SCREENSHOTS,
     Guard,
@@ -29,11 +28,10 @@ from tests.dashboard.live import LiveServer, live_server, run_cli, server_env
 from tests.dashboard.seed import ADMIN_TEAM, SeededOrg
 from tests.support.postgres import free_port
 
-# What the browser draws does not depend on the database: read-only pages are checked on
-# one backend (SQLite when configured); flows that write, rank or window by time on all.
-one_backend = pytest.mark.parametrize(
-    "live", ["sqlite"] if "sqlite" in BACKENDS else BACKENDS[:1], indirect=True
-)
+# What the browser draws and sends does not depend on the database: the API requests
+# these flows make are checked on every backend by their own tests; the flows run on
+# one (tests/conftest.py, ONE_BACKEND). The learners' flows run on every backend.
+pytestmark = pytest.mark.one_backend
 
 LEADERBOARD_READY = '#view[data-route="leaderboard"] #leaderboard-table[data-loaded]'
 GRAPH_READY = '#view[data-route="graph"] #graph-chart[data-loaded]'
@@ -93,7 +91,6 @@ def test_sign_in_with_a_pasted_token_shows_the_ranked_teams(
     assert cookie["sameSite"] == "Strict"
 
 
-@one_backend
 def test_the_guard_catches_what_a_page_must_not_do(pages: Pages, live: LiveServer) -> None:
     """The guard that every test relies on is not vacuous with this browser."""
     page = pages.open()
@@ -113,7 +110,6 @@ def test_the_guard_catches_what_a_page_must_not_do(pages: Pages, live: LiveServe
     pages.guard.problems.clear()
 
 
-@one_backend
 def test_a_token_link_signs_in_and_leaves_the_url(
     pages: Pages, live: LiveServer, org: SeededOrg
 ) -> None:
@@ -130,7 +126,6 @@ def test_a_token_link_signs_in_and_leaves_the_url(
     expect(page.locator("#create-team-form")).to_have_count(0)
 
 
-@one_backend
 def test_an_invalid_token_is_refused_with_a_message(
     pages: Pages, live: LiveServer, org: SeededOrg
 ) -> None:
@@ -233,7 +228,6 @@ def test_graph_window_and_discipline_filters_reach_the_api(
     )
 
 
-@one_backend
 def test_a_team_page_shows_its_level_progress(
     pages: Pages, live: LiveServer, org: SeededOrg
 ) -> None:
@@ -323,7 +317,6 @@ def test_create_a_team_and_add_a_member_through_the_forms(
     expect(page.locator("[data-testid=team-member-count]")).to_have_text("1")
 
 
-@one_backend
 def test_the_discipline_page_shows_the_tree(pages: Pages, live: LiveServer, org: SeededOrg) -> None:
     page = pages.open()
     sign_in_by_link(page, live, org.member_token)
@@ -363,7 +356,6 @@ def test_the_discipline_page_shows_the_tree(pages: Pages, live: LiveServer, org:
     expect(task_link).to_have_attribute("rel", re.compile("noopener"))
 
 
-@one_backend
 @pytest.mark.parametrize(
     ("width", "dark"), [("desktop", False), ("desktop", True), ("phone", False), ("phone", True)]
 )

@@ -15,7 +15,10 @@ from tests.dashboard.seed import ADMIN_TEAM, RANKED, SeededOrg
 from tests.dashboard.test_admin_flows import sign_in
 from tests.dashboard.test_e2e import TEAM_READY, TEAMS_READY, visit
 
-pytestmark = pytest.mark.slow
+# What the browser draws and sends does not depend on the database: the API requests
+# these flows make are checked on every backend by their own tests; the flows run on
+# one (tests/conftest.py, ONE_BACKEND). The learners' flows run on every backend.
+pytestmark = [pytest.mark.slow, pytest.mark.one_backend]
 
 LIVE = "#leaderboard-table[data-live]"
 

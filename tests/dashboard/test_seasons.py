@@ -16,7 +16,10 @@ from tests.dashboard.seed import SeededOrg
 from tests.dashboard.test_admin_flows import sign_in
 from tests.dashboard.test_e2e import visit
 
-pytestmark = pytest.mark.slow
+# What the browser draws and sends does not depend on the database: the API requests
+# these flows make are checked on every backend by their own tests; the flows run on
+# one (tests/conftest.py, ONE_BACKEND). The learners' flows run on every backend.
+pytestmark = [pytest.mark.slow, pytest.mark.one_backend]
 
 SEASONS_READY = "#seasons-table[data-loaded]"
 ROWS = "tr[data-testid=season-row]"

@@ -261,7 +261,10 @@ def test_the_promoted_replica_takes_over_after_the_primary_stops(topology: Topol
     names = []
     for index in range(10):
         created = httpx.post(
-            f"{servers[index % len(servers)].url}/team", json={"name": f"P{index}"}, headers=admin, timeout=30
+            f"{servers[index % len(servers)].url}/team",
+            json={"name": f"P{index}"},
+            headers=admin,
+            timeout=30,
         )
         assert created.status_code == 201, created.text
         names.append(f"P{index}")

@@ -30,7 +30,8 @@ from tests.support.harness import AppHarness
 from tests.support.live import LiveServer, database_env
 from tests.web.conftest import AppFactory, client_for
 
-pytestmark = pytest.mark.anyio
+# Links are made from the request and the settings, not the database: one backend.
+pytestmark = [pytest.mark.anyio, pytest.mark.one_backend]
 
 
 @pytest.fixture(scope="module")
